@@ -1,0 +1,1 @@
+"""Evidence authoring: typed units, prepare, validate, resolve (seed 000)."""

@@ -1,0 +1,52 @@
+"""Apply a batch of file writes and deletions all together, or not at all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def apply_changes(
+    base: Path, writes: Mapping[str, str], deletes: Sequence[str] = (), last: str | None = None
+) -> None:
+    """Stage every new file next to its target, then swap them in with os.replace. If any step
+    fails, every file already swapped is restored from memory and the error propagates.
+    `last`, when given, is written after everything else (the manifest: it commits the batch)."""
+    if not writes and not deletes:
+        return
+    order = sorted(writes, key=lambda rel: (rel == last, rel))
+    staging = Path(tempfile.mkdtemp(prefix=".thoth-staging-", dir=base))
+    backups: dict[str, bytes | None] = {}
+    done: list[str] = []
+    try:
+        staged: dict[str, Path] = {}
+        for n, rel in enumerate(order):
+            tmp = staging / f"{n}.tmp"
+            tmp.write_text(writes[rel], encoding="utf-8")
+            staged[rel] = tmp
+        for rel in [*order, *deletes]:
+            target = base / rel
+            backups[rel] = target.read_bytes() if target.exists() else None
+        for rel in deletes:
+            (base / rel).unlink()
+            done.append(rel)
+        for rel in order:
+            target = base / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged[rel], target)
+            done.append(rel)
+    except BaseException:
+        for rel in reversed(done):
+            target = base / rel
+            original = backups[rel]
+            if original is None:
+                target.unlink(missing_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(original)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

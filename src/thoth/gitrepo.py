@@ -1,0 +1,58 @@
+"""The few Git questions Thoth asks. Thoth never commits or branches in a workspace."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from thoth.errors import PreconditionError
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as exc:
+        raise PreconditionError("git is not installed -> install git and retry") from exc
+    if done.returncode != 0:
+        raise PreconditionError(f"{root}: `git {' '.join(args)}` failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def repo_top(root: Path) -> Path:
+    try:
+        return Path(_git(root, "rev-parse", "--show-toplevel").strip())
+    except PreconditionError as exc:
+        raise PreconditionError(
+            f"{root} is not inside a Git repository: Thoth relies on Git for review and "
+            f"recovery -> run `git init` there and commit the workspace"
+        ) from exc
+
+
+def dirty_paths(root: Path, *paths: str) -> list[str]:
+    """Uncommitted changes (staged, unstaged or untracked) under the given paths."""
+    repo_top(root)
+    out = _git(root, "status", "--porcelain=v1", "--untracked-files=all", "--", *paths)
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
+def require_clean(root: Path, *paths: str, why: str) -> None:
+    dirty = dirty_paths(root, *paths)
+    if dirty:
+        shown = ", ".join(dirty[:8]) + (f" (+{len(dirty) - 8} more)" if len(dirty) > 8 else "")
+        raise PreconditionError(
+            f"{root}: uncommitted changes in {shown}; {why} -> commit or stash them first"
+        )
+
+
+def head_revision(root: Path) -> str | None:
+    try:
+        return _git(root, "rev-parse", "HEAD").strip()
+    except PreconditionError:
+        return None
+
+
+def diff_summary(root: Path, *paths: str) -> str:
+    """`git status` style summary of what changed under paths (for reports)."""
+    return _git(root, "status", "--short", "--untracked-files=all", "--", *paths)
