@@ -30,8 +30,10 @@ def prepare_report(console: Console, report: PrepareReport) -> None:
         )
         return
     table = Table(title=f"prepare ({report.restructurer})", show_lines=False)
-    for col in ("source", "status", "new", "updated", "kept", "candidates", "orphaned"):
-        table.add_column(col, justify="left" if col in ("source", "status") else "right")
+    table.add_column("source", overflow="fold")
+    table.add_column("status")
+    for col in ("new", "updated", "kept", "candidates", "orphaned"):
+        table.add_column(col, justify="right")
     for s in report.sources:
         if s.status == "unchanged":
             continue

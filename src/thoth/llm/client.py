@@ -8,7 +8,7 @@ from typing import Protocol
 
 import anthropic
 import openai
-from anthropic.types import MessageParam
+from anthropic.types import MessageParam, TextBlock
 
 from thoth.config import LLMSettings
 from thoth.errors import ConfigError
@@ -83,7 +83,7 @@ class AnthropicChat:
             raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
         except anthropic.APIError as exc:
             raise LLMError(f"model server unreachable: {exc}") from exc
-        texts = [b.text for b in reply.content if getattr(b, "type", None) == "text"]
+        texts = [b.text for b in reply.content if isinstance(b, TextBlock)]
         if not texts:
             raise LLMError("the model returned no text block")
         return "".join(texts)
