@@ -9,6 +9,7 @@ from typing import Any, Literal
 from thoth.errors import Problem, ProblemsError
 from thoth.evidence.checks import check_credentials, check_provenance
 from thoth.evidence.corpus import load_corpus
+from thoth.evidence.ids import PREFIX
 from thoth.evidence.manifest import Detached, load_manifest
 from thoth.evidence.model import ReviewItem
 from thoth.evidence.sources import SourceFile, discover, read_source
@@ -131,7 +132,10 @@ def validate_workspace(ws: Workspace) -> ValidationReport:
                 )
             )
 
-    on_file = {f.unit.id for f in files}
+    # A unit file that failed to parse still exists: do not also call its id missing.
+    on_file = {f.unit.id for f in files} | {
+        PREFIX + path.stem for path in ws.curated.glob("*/*.md")
+    }
     for unit_id in sorted(manifest.known_ids() - set(manifest.retired) - on_file):
         report.problems.append(
             Problem(

@@ -1,0 +1,217 @@
+"""A real local HTTP model server with scripted replies, for end-to-end LLM tests.
+
+It speaks the two wire formats Thoth's clients use: OpenAI chat completions
+(`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`). The real `openai` /
+`anthropic` SDK clients talk to it over TCP on 127.0.0.1; nothing in Thoth is mocked.
+
+Replies are a FIFO queue of `Reply` objects. Every request is recorded (path, headers, JSON
+body) before its reply is sent, so a test can count requests even when the client gave up
+(timeout). A request arriving with no scripted reply left gets HTTP 599 and is recorded, so an
+unexpected retry or an extra call fails the test visibly instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+NO_REPLY_STATUS = 599
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: the assistant text, or an HTTP error `status`, after `delay` s."""
+
+    text: str = ""
+    status: int = 200
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # the decoded JSON body (None when the body was not JSON)
+    raw: bytes
+
+
+def openai_completion(text: str, model: str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def anthropic_message(text: str, model: str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"msg_fake_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+
+
+def error_body(path: str, status: int, message: str) -> dict[str, Any]:
+    if path == ANTHROPIC_PATH:
+        return {"type": "error", "error": {"type": "api_error", "message": message}}
+    return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeLLMServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request log lines on stderr."""
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        n, reply = fake._record(
+            RecordedRequest(
+                method="POST",
+                path=self.path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+                raw=raw,
+            )
+        )
+        if self.path not in (OPENAI_PATH, ANTHROPIC_PATH):
+            self._send(404, error_body(self.path, 404, f"no such endpoint: {self.path}"))
+            return
+        if reply is None:
+            self._send(
+                NO_REPLY_STATUS,
+                error_body(self.path, NO_REPLY_STATUS, f"request {n}: no scripted reply left"),
+            )
+            return
+        if reply.delay and fake._stopping.wait(reply.delay):
+            return  # the server is shutting down: drop the request
+        if reply.status != 200:
+            self._send(reply.status, error_body(self.path, reply.status, "scripted failure"))
+            return
+        model = body.get("model", "") if isinstance(body, dict) else ""
+        if self.path == ANTHROPIC_PATH:
+            self._send(200, anthropic_message(reply.text, model, n))
+        else:
+            self._send(200, openai_completion(reply.text, model, n))
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up first (a timeout test): nothing to answer
+        self.close_connection = True
+
+
+class FakeLLMServer:
+    """`with FakeLLMServer() as server:` serves on 127.0.0.1:<free port> in a daemon thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replies: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="fake-llm", daemon=True
+        )
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- script and record ----------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:<port>` (Anthropic base URL; add `/v1` for OpenAI)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def reply(self, text: str = "", *, status: int = 200, delay: float = 0.0) -> None:
+        """Queue one answer for the next request."""
+        with self._lock:
+            self._replies.append(Reply(text=text, status=status, delay=delay))
+
+    def reply_json(self, payload: Any, *, delay: float = 0.0) -> None:
+        self.reply(json.dumps(payload, ensure_ascii=False), delay=delay)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not consumed yet."""
+        with self._lock:
+            return len(self._replies)
+
+    def _record(self, request: RecordedRequest) -> tuple[int, Reply | None]:
+        with self._lock:
+            self._requests.append(request)
+            reply = self._replies.popleft() if self._replies else None
+            return len(self._requests), reply
