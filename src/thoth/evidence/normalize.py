@@ -17,7 +17,8 @@ def normalize_text(text: str) -> str:
     """NFC, `\\n` line ends, no invisible characters, tabs as four spaces, one space between
     words (leading indentation kept), no trailing spaces, `-` as the only bullet, at most one
     blank line in a row, no outer blank space. Idempotent by construction."""
-    text = unicodedata.normalize("NFC", text).translate(_INVISIBLE)
+    # Invisible characters go first: removing one can bring a letter and its accent together.
+    text = unicodedata.normalize("NFC", text.translate(_INVISIBLE))
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
     text = _ODD_SPACES.sub(" ", text)
     out: list[str] = []
@@ -26,7 +27,7 @@ def normalize_text(text: str) -> str:
         if not line and (not out or not out[-1]):
             continue
         out.append(line)
-    return "\n".join(out).strip()
+    return unicodedata.normalize("NFC", "\n".join(out).strip())
 
 
 def excerpt_in_source(excerpt: str, normalized_source: str) -> bool:
