@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ class WorkspaceFactory:
         self.base = base
         self.count = 0
 
-    def __call__(self, sources: dict[str, str | bytes] | None = None) -> Workspace:
+    def __call__(self, sources: Mapping[str, str | bytes] | None = None) -> Workspace:
         self.count += 1
         root = self.base / f"ws{self.count}"
         init_workspace(root, name=f"ws{self.count}")

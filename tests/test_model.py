@@ -10,17 +10,26 @@ from thoth.evidence.sql import expression_error
 
 SHA = "sha256:" + "a" * 64
 VALID: dict[str, dict[str, Any]] = {
-    "formula": {"concept": "fascia pediatrica", "columns": ["clinical.patient.birth_date"],
-                "sql": "CASE WHEN age < 18 THEN 'pediatrica' ELSE 'adulta' END"},
+    "formula": {
+        "concept": "fascia pediatrica",
+        "columns": ["clinical.patient.birth_date"],
+        "sql": "CASE WHEN age < 18 THEN 'pediatrica' ELSE 'adulta' END",
+    },
     "enum": {"column": "clinical.episode.discharge_status", "values": {"D": "dimesso"}},
     "mapping": {"concept": "ricovero", "tables": ["adt.admission"], "columns": []},
     "normalization": {"rules": ["M -> maschio"], "columns": ["clinical.patient.sex"]},
     "glossary": {"term": "ricovero", "definition": "permanenza in reparto", "synonyms": []},
     "domain": {"rule": "Un episodio appartiene a un solo ricovero."},
-    "example": {"question": "Quanti ricoveri?", "interpretation": "conta i ricoveri",
-                "sql": "SELECT count(*) FROM adt.admission"},
-    "reference": {"url": "https://example.org/linee-guida", "label": "Linee guida",
-                  "description": "criteri"},
+    "example": {
+        "question": "Quanti ricoveri?",
+        "interpretation": "conta i ricoveri",
+        "sql": "SELECT count(*) FROM adt.admission",
+    },
+    "reference": {
+        "url": "https://example.org/linee-guida",
+        "label": "Linee guida",
+        "description": "criteri",
+    },
 }
 # One invalid value per kind and the field it must be reported on.
 INVALID: dict[str, tuple[dict[str, Any], str]] = {
@@ -39,13 +48,22 @@ def unit_text(kind: str, data: dict[str, Any], **envelope: Any) -> str:
     import yaml
 
     front = {
-        "schema_version": 1, "id": "evidence:test-unit", "title": "Test", "kind": kind,
-        "purposes": ["sql_generation"], "applies_to": {"concepts": [], "tables": [],
-                                                       "columns": []},
+        "schema_version": 1,
+        "id": "evidence:test-unit",
+        "title": "Test",
+        "kind": kind,
+        "purposes": ["sql_generation"],
+        "applies_to": {"concepts": [], "tables": [], "columns": []},
         "language": "it",
-        "provenance": {"source_file": "source/a.md", "source_sha256": SHA,
-                       "supporting_excerpts": ["estratto"]},
-        "caveats": [], "review_items": [], kind: data, **envelope,
+        "provenance": {
+            "source_file": "source/a.md",
+            "source_sha256": SHA,
+            "supporting_excerpts": ["estratto"],
+        },
+        "caveats": [],
+        "review_items": [],
+        kind: data,
+        **envelope,
     }
     return "---\n" + yaml.safe_dump(front, allow_unicode=True) + "---\n\n# Test\n"
 
@@ -103,8 +121,12 @@ def test_formula_must_be_one_composable_expression(sql: str, reason: str) -> Non
 
 @pytest.mark.parametrize(
     "sql",
-    ["CASE WHEN a < 18 THEN 1 ELSE 0 END", "(d.discharge_date - a.admission_date)",
-     "lag(x) OVER (PARTITION BY p ORDER BY t)", "coalesce(a, b)::int"],
+    [
+        "CASE WHEN a < 18 THEN 1 ELSE 0 END",
+        "(d.discharge_date - a.admission_date)",
+        "lag(x) OVER (PARTITION BY p ORDER BY t)",
+        "coalesce(a, b)::int",
+    ],
 )
 def test_formula_accepts_expressions(sql: str) -> None:
     assert expression_error(sql) is None
@@ -152,5 +174,16 @@ def _unit(kind: str) -> Unit:
 def test_rendering_keeps_the_documented_key_order() -> None:
     text = render_unit(_unit("formula"))
     keys = [line.split(":")[0] for line in text.splitlines() if line and line[0].isalpha()]
-    assert keys[:11] == ["schema_version", "id", "title", "kind", "purposes", "applies_to",
-                         "language", "provenance", "caveats", "review_items", "formula"]
+    assert keys[:11] == [
+        "schema_version",
+        "id",
+        "title",
+        "kind",
+        "purposes",
+        "applies_to",
+        "language",
+        "provenance",
+        "caveats",
+        "review_items",
+        "formula",
+    ]

@@ -100,8 +100,11 @@ def test_ids_are_never_recomputed_from_title(make_workspace: Make) -> None:
     run(ws)
     commit_all(ws.root)
     path = ws.evidence / "curated/enum/esito-della-dimissione.md"
-    path.write_text(path.read_text().replace("title: Esito della dimissione",
-                                             "title: Esito dimissione (rivisto)"))
+    path.write_text(
+        path.read_text().replace(
+            "title: Esito della dimissione", "title: Esito dimissione (rivisto)"
+        )
+    )
     commit_all(ws.root)
     write_source(ws.root, "e.md", ENUM + "| R | rifiuta le cure |\n")
     commit_all(ws.root)
@@ -124,7 +127,9 @@ def test_batch_is_all_or_nothing(make_workspace: Make) -> None:
 
 
 def test_review_item_blocks_publication(make_workspace: Make) -> None:
-    doubtful = "# Note\n\n## Giornate di degenza\n\nNon è chiaro se il giorno di dimissione si conti.\n"
+    doubtful = (
+        "# Note\n\n## Giornate di degenza\n\nNon è chiaro se il giorno di dimissione si conti.\n"
+    )
     ws = make_workspace({"d.md": doubtful})
     run(ws)
     report = validate_workspace(ws)
@@ -192,8 +197,10 @@ def test_unsupported_unit_becomes_retirement_candidate(make_workspace: Make) -> 
 
 def test_split_gives_new_ids_and_keeps_the_old_unit_as_candidate(make_workspace: Make) -> None:
     whole = "# D\n\n## Ricovero e day hospital\n\nIl ricovero ha un pernottamento; il day hospital no.\n"
-    split = ("# D\n\n## Ricovero\n\nIl ricovero ha un pernottamento.\n\n"
-             "## Day hospital\n\nIl day hospital non ha pernottamento.\n")
+    split = (
+        "# D\n\n## Ricovero\n\nIl ricovero ha un pernottamento.\n\n"
+        "## Day hospital\n\nIl day hospital non ha pernottamento.\n"
+    )
     ws = make_workspace({"d.md": whole})
     run(ws)
     commit_all(ws.root)

@@ -1,0 +1,120 @@
+"""The `tht` command: JSON output for agents and exit codes that mean something."""
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tests.conftest import ENUM, GLOSSARY, commit_all, git
+from thoth.cli import exitcodes
+from thoth.cli.main import app
+from thoth.workspace import Workspace
+
+Make = Callable[..., Workspace]
+runner = CliRunner()
+
+
+def tht(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout
+
+
+def test_init_creates_the_layout(tmp_path: Path) -> None:
+    code, out = tht("init", str(tmp_path / "w"), "--json")
+    assert code == exitcodes.OK and json.loads(out)["ok"]
+    for kind in (
+        "glossary",
+        "domain",
+        "enum",
+        "example",
+        "mapping",
+        "normalization",
+        "formula",
+        "reference",
+    ):
+        assert (tmp_path / "w/evidence/curated" / kind).is_dir()
+    for rel in (
+        "thoth.toml",
+        "evidence/manifest.yaml",
+        "evidence/evaluation.yaml",
+        "evidence/README.md",
+        "evidence/source",
+    ):
+        assert (tmp_path / "w" / rel).exists()
+    code, _ = tht("init", str(tmp_path / "w"))
+    assert code == exitcodes.PRECONDITION
+
+
+def test_prepare_validate_json_and_exit_codes(make_workspace: Make) -> None:
+    ws = make_workspace({"g.md": GLOSSARY, "e.md": ENUM})
+    code, out = tht("evidence", "prepare", str(ws.root), "--json")
+    report = json.loads(out)
+    assert code == exitcodes.OK and report["ok"] and not report["noop"]
+    assert report["counts"] == {"new": 2}
+    commit_all(ws.root)
+    code, out = tht("evidence", "validate", str(ws.root), "--json")
+    assert code == exitcodes.OK and json.loads(out)["outcome"] == "valid"
+
+    (ws.evidence / "source/d.md").write_text("# D\n\nDa verificare con la direzione.\n")
+    commit_all(ws.root)
+    tht("evidence", "prepare", str(ws.root))
+    code, out = tht("evidence", "validate", str(ws.root), "--json")
+    data = json.loads(out)
+    assert code == exitcodes.NOT_PUBLISHABLE and data["outcome"] == "valid_with_doubts"
+    assert data["blockers"]["review_items"][0]["items"][0]["code"] == "ambiguous_source_statement"
+
+    (ws.evidence / "curated/glossary/ricovero.md").write_text("not a unit")
+    code, out = tht("evidence", "validate", str(ws.root), "--json")
+    assert code == exitcodes.FAILED and json.loads(out)["outcome"] == "invalid"
+
+
+def test_refused_prepare_reports_json_problems(make_workspace: Make) -> None:
+    ws = make_workspace({"bad.md": b"\xff\xfe"})
+    code, out = tht("evidence", "prepare", str(ws.root), "--json")
+    data = json.loads(out)
+    assert code == exitcodes.FAILED and not data["ok"]
+    assert data["problems"][0]["where"] == "source/bad.md"
+
+
+def test_dirty_worktree_exit_code(make_workspace: Make) -> None:
+    ws = make_workspace({"g.md": GLOSSARY})
+    (ws.evidence / "curated/domain/x.md").write_text("draft")
+    code, out = tht("evidence", "prepare", str(ws.root), "--json")
+    assert code == exitcodes.PRECONDITION and "uncommitted" in json.loads(out)["error"]
+
+
+def test_missing_config_is_named(tmp_path: Path) -> None:
+    code, out = tht("evidence", "validate", str(tmp_path), "--json")
+    assert code == exitcodes.PRECONDITION and "thoth.toml" in json.loads(out)["error"]
+
+
+def test_resolve_cli(make_workspace: Make) -> None:
+    ws = make_workspace({"e.md": ENUM})
+    tht("evidence", "prepare", str(ws.root))
+    commit_all(ws.root)
+    git(ws.root, "rm", "-q", "evidence/source/e.md")
+    commit_all(ws.root)
+    tht("evidence", "prepare", str(ws.root))
+    commit_all(ws.root)
+    code, out = tht(
+        "evidence",
+        "resolve",
+        "evidence:esito-della-dimissione",
+        "--retire",
+        "-w",
+        str(ws.root),
+        "--json",
+    )
+    assert code == exitcodes.OK and json.loads(out)["action"] == "retired"
+    code, _ = tht(
+        "evidence",
+        "resolve",
+        "evidence:x",
+        "--retire",
+        "--source",
+        "source/a.md",
+        "-w",
+        str(ws.root),
+    )
+    assert code == exitcodes.PRECONDITION
