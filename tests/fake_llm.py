@@ -154,7 +154,7 @@ class FakeLLMServer:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="fake-llm", daemon=True
+            target=self._httpd.serve_forever, args=(0.05,), name="fake-llm", daemon=True
         )
 
     # -- lifecycle ------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import FORMULA, GLOSSARY, commit_all, status, write_source
 from tests.fake_llm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLMServer, RecordedRequest
+from thoth.config import LLMSettings
 from thoth.errors import Problem, ProblemsError
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.document import parse_unit
@@ -22,7 +23,7 @@ from thoth.evidence.prepare import UNSUPPORTED, PrepareReport, prepare
 from thoth.evidence.restructure import make_restructurer
 from thoth.evidence.restructure.llm import SYSTEM_PROMPT, LLMRestructurer
 from thoth.evidence.sources import sha256_of
-from thoth.llm import chat_client
+from thoth.llm import LLMError, chat_client
 from thoth.workspace import Workspace
 
 KEY_ENV = "THOTH_TEST_KEY"
@@ -517,7 +518,13 @@ def test_anthropic_wire_format(
     assert len(llm_server.requests) == 1
     request = llm_server.requests[0]
     assert request.path == ANTHROPIC_PATH
-    assert request.headers["x-api-key"] == KEY
+    # The key from the environment, as `x-api-key` or (newer SDKs) a bearer token.
+    carried = {
+        request.headers.get("x-api-key"),
+        request.headers.get("authorization", "").removeprefix("Bearer "),
+    }
+    assert KEY in carried
+    assert carried <= {KEY, None, ""}
     assert "anthropic-version" in request.headers
     assert request.body["model"] == "test-model"
     assert request.body["max_tokens"] == ws.settings.llm.max_tokens
@@ -565,14 +572,26 @@ def test_llm_formula_statement_rejected(
 
 def test_fake_server_reports_a_missing_reply_visibly(llm_server: FakeLLMServer) -> None:
     """Guard for the harness itself: an unscripted call must fail, never hang or pass."""
-    from thoth.config import LLMSettings
-    from thoth.llm import LLMError
-
-    settings = LLMSettings(
-        base_url=f"{llm_server.url}/v1", model="test-model", api_key_env=KEY_ENV
-    )
+    settings = LLMSettings(base_url=f"{llm_server.url}/v1", model="test-model", api_key_env=KEY_ENV)
     client = chat_client(settings)
     with pytest.raises(LLMError, match="HTTP 599"):
         client.complete_json("system", "user")
     assert len(llm_server.requests) == 1
     assert llm_server.requests[0].path == OPENAI_PATH
+
+
+@pytest.mark.parametrize(
+    "reply,fragment",
+    [
+        ('{"units": [], "retirement_candidates": [{"id": ["x"]}]}', "unknown id"),
+        ('{"units": [], "retirement_candidates": [{"id": {"a": 1}}]}', "unknown id"),
+        ('{"units": [], "retirement_candidates": "evidence:a"}', "must be a list"),
+        ("[" * 100_000, "not valid JSON"),
+    ],
+)
+def test_malformed_replies_are_attributed_errors(reply: str, fragment: str) -> None:
+    from thoth.evidence.restructure.base import RestructureError
+    from thoth.evidence.restructure.llm import parse_reply
+
+    with pytest.raises(RestructureError, match=fragment):
+        parse_reply(reply, {"evidence:a"})

@@ -19,6 +19,7 @@ from thoth.errors import PreconditionError, Problem, ProblemsError
 from thoth.evidence.checks import check_credentials, check_provenance
 from thoth.evidence.corpus import UnitFile, load_corpus, unit_rel_path
 from thoth.evidence.document import problems_from_validation, render_unit
+from thoth.evidence.fragments import TOO_LARGE, oversized
 from thoth.evidence.ids import allocate_id
 from thoth.evidence.manifest import (
     PIPELINE_VERSION,
@@ -149,6 +150,18 @@ class _Batch:
             self.problems += problems_from_validation(where, exc)
             return None
 
+    def flag_oversized(self, unit: Unit) -> Unit:
+        limit = self.ws.settings.evidence.max_chunk_chars
+        found = oversized(unit, limit)
+        if not found:
+            return _without_review_item(unit, TOO_LARGE)
+        return _with_review_item(
+            unit,
+            TOO_LARGE,
+            f"An atomic element ({found[0].field}) renders to {found[0].chars} characters, "
+            f"over max_chunk_chars={limit}; it is never cut. Shorten it or split the unit.",
+        )
+
     def process(self, src: SourceFile, restructurer: Restructurer, report: SourceReport) -> None:
         old_entry = self.old.sources.get(src.rel)
         derived_before = {u.id: u.derived for u in old_entry.units} if old_entry else {}
@@ -212,6 +225,7 @@ class _Batch:
                 (report.updated if current is not None else report.created).append(unit_id)
             if unit is None:
                 continue
+            unit = self.flag_oversized(unit)
             self.problems += check_provenance(unit, where, src) + check_credentials(unit, where)
             self.units[unit_id] = unit
             self.attach(unit_id)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from thoth.errors import Problem, ProblemsError
 from thoth.evidence.checks import check_credentials, check_provenance
 from thoth.evidence.corpus import load_corpus
+from thoth.evidence.fragments import TOO_LARGE, oversized
 from thoth.evidence.ids import PREFIX
 from thoth.evidence.manifest import Detached, load_manifest
 from thoth.evidence.model import ReviewItem
@@ -16,7 +17,6 @@ from thoth.evidence.sources import SourceFile, discover, read_source
 from thoth.workspace import Workspace
 
 Outcome = Literal["valid", "valid_with_doubts", "invalid"]
-TOO_LARGE = "atomic_content_too_large"
 
 
 @dataclass(frozen=True)
@@ -35,15 +35,13 @@ class ValidationReport:
     orphans: list[Detached] = field(default_factory=list)
     retirement_candidates: list[Detached] = field(default_factory=list)
 
-    @property
-    def too_large(self) -> list[str]:
-        return [d.id for d in self.doubts if any(i.code == TOO_LARGE for i in d.review_items)]
+    too_large: list[str] = field(default_factory=list)
 
     @property
     def outcome(self) -> Outcome:
         if self.problems:
             return "invalid"
-        if self.doubts or self.orphans or self.retirement_candidates:
+        if self.doubts or self.orphans or self.retirement_candidates or self.too_large:
             return "valid_with_doubts"
         return "valid"
 
@@ -174,6 +172,9 @@ def validate_workspace(ws: Workspace) -> ValidationReport:
         if unit.id not in detached:
             report.problems += check_provenance(unit, f.rel, source(unit.provenance.source_file))
         report.problems += check_credentials(unit, f.rel)
+        flagged = any(i.code == TOO_LARGE for i in unit.review_items)
+        if flagged or oversized(unit, ws.settings.evidence.max_chunk_chars):
+            report.too_large.append(unit.id)
         if unit.review_items:
             report.doubts.append(UnitDoubts(unit.id, f.rel, list(unit.review_items)))
     return report

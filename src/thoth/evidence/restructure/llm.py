@@ -116,6 +116,8 @@ def _str_list(value: Any, what: str) -> list[str]:
 def parse_reply(text: str, allowed: set[str]) -> Restructuring:
     try:
         reply = json.loads(text)
+    except RecursionError as exc:
+        raise RestructureError("the model reply is not valid JSON (nested too deeply)") from exc
     except json.JSONDecodeError as exc:
         raise RestructureError(
             f"the model reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
@@ -176,15 +178,18 @@ def parse_reply(text: str, allowed: set[str]) -> Restructuring:
             )
         )
     unsupported: dict[str, str] = {}
-    for raw in reply.get("retirement_candidates") or []:
-        if not isinstance(raw, dict) or raw.get("id") not in allowed:
+    candidates = reply.get("retirement_candidates") or []
+    if not isinstance(candidates, list):
+        raise RestructureError("malformed model reply: retirement_candidates must be a list")
+    for raw in candidates:
+        candidate_id = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(candidate_id, str) or candidate_id not in allowed:
             raise RestructureError(
-                f"the model named unknown id {raw.get('id') if isinstance(raw, dict) else raw!r}"
-                " as a retirement candidate"
+                f"the model named unknown id {candidate_id!r} as a retirement candidate: only "
+                "the ids it was given may be named"
             )
-        unsupported[raw["id"]] = str(
-            raw.get("reason") or "the model says the source no longer supports it"
-        )
+        reason = raw.get("reason") or "the model says the source no longer supports it"
+        unsupported[candidate_id] = str(reason)
     return Restructuring(drafts=drafts, unsupported=unsupported)
 
 
