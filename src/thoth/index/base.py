@@ -1,0 +1,85 @@
+"""The IndexStore interface: one collection (dense default vector + sparse `bm25` with IDF),
+records of several kinds told apart by payload, hybrid search fused by RRF in the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from thoth.errors import ThothError
+
+BM25 = "bm25"  # the sparse vector's name, in every adapter
+RRF_K = 60  # Qdrant's default; changed only with a measured gain (seed §9.5)
+
+# field -> value (must equal) or list of values (must match any), all conditions ANDed.
+Where = Mapping[str, str | int | Sequence[str]]
+
+
+@dataclass(frozen=True)
+class SparseVec:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class IndexRecord:
+    id: str  # a UUID string
+    dense: list[float]
+    sparse: SparseVec | None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+class IndexUnavailable(ThothError):
+    """The index cannot answer: missing, corrupt, locked or failing. Never an empty result."""
+
+
+class IndexConfigError(ThothError):
+    """The collection exists with an incompatible configuration; nothing was changed."""
+
+
+class IndexStore(Protocol):
+    dim: int
+
+    def has_bm25(self) -> bool: ...
+
+    def ensure_bm25(self) -> None:
+        """Add the `bm25` sparse vector (IDF) if missing, without touching any record; fail
+        with IndexConfigError, changing nothing, if it exists with another configuration."""
+        ...
+
+    def create_payload_indexes(self, fields: Sequence[str]) -> None: ...
+
+    def upsert(self, records: Sequence[IndexRecord]) -> None: ...
+
+    def query_hybrid(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVec,
+        where: Where,
+        limit: int,
+        prefetch_limit: int,
+    ) -> list[Hit]:
+        """Two prefetches (dense, bm25) under the same filter, fused by RRF in the engine."""
+        ...
+
+    def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]: ...
+
+    def query_sparse(self, sparse: SparseVec, where: Where, limit: int) -> list[Hit]: ...
+
+    def count(self, where: Where | None = None) -> int: ...
+
+    def scroll(self, where: Where | None = None) -> Iterator[IndexRecord]:
+        """Every matching record with its vectors, in id order."""
+        ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

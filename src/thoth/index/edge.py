@@ -1,0 +1,228 @@
+"""Qdrant Edge adapter: the Qdrant engine in-process, one shard directory per collection.
+
+Shards are created with the write-ahead log disabled. That is deliberate: Qdrant Edge locks a
+shard's WAL, so a shard with a WAL can be opened by one handle only; without it any number of
+processes can read a shard at once. Thoth writes a shard once (a generation), flushes it,
+seals it, and never writes it again — see thoth.index.generations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from thoth.index.base import (
+    BM25,
+    RRF_K,
+    Hit,
+    IndexConfigError,
+    IndexRecord,
+    IndexUnavailable,
+    SparseVec,
+    Where,
+)
+
+_CONFIG_FILE = "edge_config.json"
+
+
+def _filter(where: Where | None) -> qe.Filter | None:
+    if not where:
+        return None
+    must: list[Any] = []
+    for key, value in where.items():
+        if isinstance(value, str | int):
+            must.append(qe.FieldCondition(key=key, match=qe.MatchValue(value)))
+        else:
+            must.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value))))
+    return qe.Filter(must=must)
+
+
+def _sparse(vec: SparseVec) -> qe.SparseVector:
+    return qe.SparseVector(indices=list(vec.indices), values=list(vec.values))
+
+
+def _hits(points: Sequence[Any]) -> list[Hit]:
+    return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
+
+
+class EdgeStore:
+    def __init__(self, shard: Any, path: Path, dim: int) -> None:
+        self._shard = shard
+        self.path = path
+        self.dim = dim
+
+    @classmethod
+    def create(cls, path: Path, dim: int) -> EdgeStore:
+        if path.exists() and any(path.iterdir()):
+            raise IndexConfigError(f"{path}: a shard already exists there; refusing to overwrite")
+        config = qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
+            sparse_vectors={BM25: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            wal_enabled=False,
+        )
+        try:
+            shard = qe.EdgeShard.create(str(path), config)
+        except Exception as exc:
+            raise IndexUnavailable(f"{path}: cannot create the Qdrant Edge shard: {exc}") from exc
+        return cls(shard, path, dim)
+
+    @classmethod
+    def open(cls, path: Path) -> EdgeStore:
+        config_path = path / _CONFIG_FILE
+        if not config_path.is_file():
+            raise IndexUnavailable(
+                f"{path}: index directory missing or incomplete (no {_CONFIG_FILE})"
+            )
+        try:
+            config = json.loads(config_path.read_text("utf-8"))
+            dim = int(config["vectors"][""]["size"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexUnavailable(f"{path}: unreadable shard configuration: {exc}") from exc
+        try:
+            shard = qe.EdgeShard.load(str(path))
+        except Exception as exc:
+            raise IndexUnavailable(f"{path}: cannot open the Qdrant Edge shard: {exc}") from exc
+        return cls(shard, path, dim)
+
+    def _config(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.path / _CONFIG_FILE).read_text("utf-8"))
+        return data
+
+    def has_bm25(self) -> bool:
+        return BM25 in (self._config().get("sparse_vectors") or {})
+
+    def ensure_bm25(self) -> None:
+        sparse = self._config().get("sparse_vectors") or {}
+        if BM25 in sparse:
+            if (sparse[BM25] or {}).get("modifier") != "idf":
+                raise IndexConfigError(
+                    f"{self.path}: sparse vector `{BM25}` exists with configuration "
+                    f"{sparse[BM25]}, not modifier=idf; nothing was changed -> rename or remove "
+                    "it deliberately"
+                )
+            return
+        self._run(qe.UpdateOperation.create_sparse_vector(BM25, modifier=qe.Modifier.Idf))
+
+    def _run(self, op: Any) -> None:
+        try:
+            self._shard.update(op)
+        except Exception as exc:
+            raise IndexUnavailable(f"{self.path}: update failed: {exc}") from exc
+
+    def create_payload_indexes(self, fields: Sequence[str]) -> None:
+        for name in fields:
+            self._run(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+
+    def upsert(self, records: Sequence[IndexRecord]) -> None:
+        points = []
+        for r in records:
+            vector: dict[str, Any] = {"": list(r.dense)}
+            if r.sparse is not None:
+                vector[BM25] = _sparse(r.sparse)
+            points.append(qe.Point(r.id, vector, r.payload))
+        if points:
+            self._run(qe.UpdateOperation.upsert_points(points))
+
+    def _query(self, request: Any) -> list[Hit]:
+        try:
+            return _hits(self._shard.query(request))
+        except Exception as exc:
+            raise IndexUnavailable(f"{self.path}: query failed: {exc}") from exc
+
+    def query_hybrid(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVec,
+        where: Where,
+        limit: int,
+        prefetch_limit: int,
+    ) -> list[Hit]:
+        flt = _filter(where)
+        return self._query(
+            qe.QueryRequest(
+                limit=limit,
+                prefetches=[
+                    qe.Prefetch(
+                        limit=prefetch_limit, query=qe.Query.Nearest(list(dense)), filter=flt
+                    ),
+                    qe.Prefetch(
+                        limit=prefetch_limit,
+                        query=qe.Query.Nearest(_sparse(sparse), using=BM25),
+                        filter=flt,
+                    ),
+                ],
+                query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stub lists Fusion, engine takes Fusion.Rrf
+                filter=flt,
+                with_payload=True,
+            )
+        )
+
+    def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
+        return self._query(
+            qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(list(dense)),
+                filter=_filter(where),
+                with_payload=True,
+            )
+        )
+
+    def query_sparse(self, sparse: SparseVec, where: Where, limit: int) -> list[Hit]:
+        return self._query(
+            qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(_sparse(sparse), using=BM25),
+                filter=_filter(where),
+                with_payload=True,
+            )
+        )
+
+    def count(self, where: Where | None = None) -> int:
+        try:
+            return int(self._shard.count(qe.CountRequest(exact=True, filter=_filter(where))))
+        except Exception as exc:
+            raise IndexUnavailable(f"{self.path}: count failed: {exc}") from exc
+
+    def scroll(self, where: Where | None = None) -> Iterator[IndexRecord]:
+        offset: Any = None
+        while True:
+            try:
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(
+                        offset=offset,
+                        limit=256,
+                        filter=_filter(where),
+                        with_payload=True,
+                        with_vector=True,
+                    )
+                )
+            except Exception as exc:
+                raise IndexUnavailable(f"{self.path}: scroll failed: {exc}") from exc
+            for rec in records:
+                vectors: Any = rec.vector or {}
+                if isinstance(vectors, list):  # a collection with only the default vector
+                    vectors = {"": vectors}
+                sparse = vectors.get(BM25)
+                yield IndexRecord(
+                    id=str(rec.id),
+                    dense=[float(x) for x in vectors.get("", [])],
+                    sparse=SparseVec(list(sparse.indices), [float(v) for v in sparse.values])
+                    if sparse is not None
+                    else None,
+                    payload=dict(rec.payload or {}),
+                )
+            if offset is None:
+                return
+
+    def flush(self) -> None:
+        try:
+            self._shard.flush()
+        except Exception as exc:
+            raise IndexUnavailable(f"{self.path}: flush failed: {exc}") from exc
+
+    def close(self) -> None:
+        self._shard.close()

@@ -1,0 +1,201 @@
+"""Qdrant server adapter (qdrant-client): the same collection layout on a Qdrant server or
+cluster. In tests qdrant-client's local mode stands in for a server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from thoth.index.base import (
+    BM25,
+    RRF_K,
+    Hit,
+    IndexConfigError,
+    IndexRecord,
+    IndexUnavailable,
+    SparseVec,
+    Where,
+)
+
+
+def _filter(where: Where | None) -> models.Filter | None:
+    if not where:
+        return None
+    must: list[Any] = []
+    for key, value in where.items():
+        if isinstance(value, str | int):
+            must.append(models.FieldCondition(key=key, match=models.MatchValue(value=value)))
+        else:
+            must.append(models.FieldCondition(key=key, match=models.MatchAny(any=list(value))))
+    return models.Filter(must=must)
+
+
+def _sparse(vec: SparseVec) -> models.SparseVector:
+    return models.SparseVector(indices=list(vec.indices), values=list(vec.values))
+
+
+class ServerStore:
+    def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
+        self._client = client
+        self.collection = collection
+        self.dim = dim
+
+    @classmethod
+    def create(cls, client: QdrantClient, collection: str, dim: int) -> ServerStore:
+        try:
+            if client.collection_exists(collection):
+                raise IndexConfigError(
+                    f"collection {collection!r} already exists; refusing to overwrite it"
+                )
+            client.create_collection(
+                collection,
+                vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                sparse_vectors_config={
+                    BM25: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
+            )
+        except IndexConfigError:
+            raise
+        except Exception as exc:
+            raise IndexUnavailable(
+                f"Qdrant: cannot create collection {collection!r}: {exc}"
+            ) from exc
+        return cls(client, collection, dim)
+
+    @classmethod
+    def open(cls, client: QdrantClient, collection: str) -> ServerStore:
+        try:
+            info = client.get_collection(collection)
+        except Exception as exc:
+            raise IndexUnavailable(f"Qdrant: collection {collection!r} unavailable: {exc}") from exc
+        vectors = info.config.params.vectors
+        if not isinstance(vectors, models.VectorParams):
+            raise IndexConfigError(
+                f"collection {collection!r}: expected one unnamed dense vector (the default vector)"
+            )
+        return cls(client, collection, vectors.size)
+
+    def _sparse_config(self) -> dict[str, models.SparseVectorParams]:
+        info = self._client.get_collection(self.collection)
+        return dict(info.config.params.sparse_vectors or {})
+
+    def has_bm25(self) -> bool:
+        return BM25 in self._sparse_config()
+
+    def ensure_bm25(self) -> None:
+        sparse = self._sparse_config()
+        if BM25 in sparse:
+            if sparse[BM25].modifier != models.Modifier.IDF:
+                raise IndexConfigError(
+                    f"collection {self.collection!r}: sparse vector `{BM25}` exists with "
+                    f"modifier {sparse[BM25].modifier}, not idf; nothing was changed"
+                )
+            return
+        self._client.create_vector_name(
+            self.collection,
+            BM25,
+            vector_name_config=models.SparseVectorNameConfig(
+                sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)
+            ),
+        )
+
+    def create_payload_indexes(self, fields: Sequence[str]) -> None:
+        for name in fields:
+            self._client.create_payload_index(
+                self.collection, name, field_schema=models.PayloadSchemaType.KEYWORD
+            )
+
+    def upsert(self, records: Sequence[IndexRecord]) -> None:
+        points = []
+        for r in records:
+            vector: dict[str, Any] = {"": list(r.dense)}
+            if r.sparse is not None:
+                vector[BM25] = _sparse(r.sparse)
+            points.append(models.PointStruct(id=r.id, vector=vector, payload=r.payload))
+        if points:
+            try:
+                self._client.upsert(self.collection, points=points, wait=True)
+            except Exception as exc:
+                raise IndexUnavailable(f"Qdrant {self.collection!r}: upsert failed: {exc}") from exc
+
+    def _query(self, **kwargs: Any) -> list[Hit]:
+        try:
+            result = self._client.query_points(self.collection, with_payload=True, **kwargs)
+        except Exception as exc:
+            raise IndexUnavailable(f"Qdrant {self.collection!r}: query failed: {exc}") from exc
+        return [
+            Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
+            for p in result.points
+        ]
+
+    def query_hybrid(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVec,
+        where: Where,
+        limit: int,
+        prefetch_limit: int,
+    ) -> list[Hit]:
+        flt = _filter(where)
+        return self._query(
+            prefetch=[
+                models.Prefetch(query=list(dense), limit=prefetch_limit, filter=flt),
+                models.Prefetch(
+                    query=_sparse(sparse), using=BM25, limit=prefetch_limit, filter=flt
+                ),
+            ],
+            query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+            query_filter=flt,
+            limit=limit,
+        )
+
+    def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
+        return self._query(query=list(dense), query_filter=_filter(where), limit=limit)
+
+    def query_sparse(self, sparse: SparseVec, where: Where, limit: int) -> list[Hit]:
+        return self._query(
+            query=_sparse(sparse), using=BM25, query_filter=_filter(where), limit=limit
+        )
+
+    def count(self, where: Where | None = None) -> int:
+        try:
+            return int(
+                self._client.count(self.collection, count_filter=_filter(where), exact=True).count
+            )
+        except Exception as exc:
+            raise IndexUnavailable(f"Qdrant {self.collection!r}: count failed: {exc}") from exc
+
+    def scroll(self, where: Where | None = None) -> Iterator[IndexRecord]:
+        offset: Any = None
+        while True:
+            records, offset = self._client.scroll(
+                self.collection,
+                scroll_filter=_filter(where),
+                limit=256,
+                offset=offset,
+                with_payload=True,
+                with_vectors=True,
+            )
+            for rec in sorted(records, key=lambda r: str(r.id)):
+                vectors: Any = rec.vector or {}
+                if isinstance(vectors, list):  # a collection with only the default vector
+                    vectors = {"": vectors}
+                sparse = vectors.get(BM25)
+                yield IndexRecord(
+                    id=str(rec.id),
+                    dense=[float(x) for x in vectors.get("", [])],
+                    sparse=SparseVec(list(sparse.indices), [float(v) for v in sparse.values])
+                    if sparse is not None
+                    else None,
+                    payload=dict(rec.payload or {}),
+                )
+            if offset is None:
+                return
+
+    def flush(self) -> None:
+        """The server persists on its own; upserts above wait for acknowledgement."""
+
+    def close(self) -> None:
+        """The client is shared by the backend, which closes it."""

@@ -1,0 +1,113 @@
+"""Tables of the state store (SQLAlchemy Core), identical on SQLite and PostgreSQL.
+
+Timestamps are fixed-width ISO-8601 strings in UTC (`2024-05-01T09:30:00.000000+00:00`):
+SQLite has no timezone-aware type, and one representation on both backends means a row
+reads back the same wherever it was written; the fixed width keeps them sortable as text.
+JSON documents are stored as text for the same reason.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+# Bumped whenever a table changes shape: `create_all` only adds missing tables, so an older
+# database must be refused rather than half-used.
+SCHEMA_VERSION: Final = 1
+
+GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed")
+BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
+
+# Constraint names are explicit so errors and migrations can refer to them on both backends.
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+_TS = 32  # len("2024-05-01T09:30:00.000000+00:00")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+state_meta = Table(
+    "state_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+# Append-only: the active revision of a workspace is its latest row, the rest is the audit
+# trail of who published what and when.
+revision_activations = Table(
+    "revision_activations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("workspace", String(200), nullable=False),
+    Column("revision", String(200), nullable=False),
+    Column("activated_by", String(200), nullable=False),
+    Column("activated_at", String(_TS), nullable=False),
+    Index("ix_revision_activations_workspace_id", "workspace", "id"),
+)
+
+generations = Table(
+    "generations",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("workspace", String(200), nullable=False),
+    Column("revision", String(200), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("config", Text, nullable=False),
+    Column("counts", Text, nullable=False),
+    Column("created_at", String(_TS), nullable=False),
+    Column("activated_at", String(_TS), nullable=True),
+    CheckConstraint(_in("status", GENERATION_STATUSES), name="status"),
+    CheckConstraint("status <> 'active' OR activated_at IS NOT NULL", name="active_has_time"),
+    Index("ix_generations_workspace_created", "workspace", "created_at"),
+)
+
+# The invariant the runtime relies on: a workspace serves at most one generation. It lives in
+# the database so that no code path, concurrent writer or manual UPDATE can break it.
+Index(
+    "ux_generations_one_active",
+    generations.c.workspace,
+    unique=True,
+    sqlite_where=generations.c.status == "active",
+    postgresql_where=generations.c.status == "active",
+)
+
+builds = Table(
+    "builds",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("workspace", String(200), nullable=False),
+    Column("revision", String(200), nullable=False),
+    Column("generation", String(64), ForeignKey("generations.id"), nullable=False),
+    Column("started_at", String(_TS), nullable=False),
+    Column("finished_at", String(_TS), nullable=True),
+    Column("duration_s", Float, nullable=True),
+    Column("outcome", String(16), nullable=True),
+    Column("counts", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    CheckConstraint(f"outcome IS NULL OR {_in('outcome', BUILD_OUTCOMES)}", name="outcome"),
+    CheckConstraint("(finished_at IS NULL) = (outcome IS NULL)", name="finished_has_outcome"),
+    Index("ix_builds_workspace_id", "workspace", "id"),
+)

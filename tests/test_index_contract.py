@@ -1,0 +1,226 @@
+"""One contract, two adapters: Qdrant Edge (embedded) and qdrant-client (local mode standing
+in for a server). Kept small: local mode is slow."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import qdrant_edge as qe
+from qdrant_client import QdrantClient, models
+
+from thoth.index import (
+    BM25,
+    EdgeBackend,
+    IndexBackend,
+    IndexConfigError,
+    IndexRecord,
+    IndexUnavailable,
+    ServerBackend,
+    SparseVec,
+)
+from thoth.index.bm25 import Bm25Encoder
+from thoth.index.edge import EdgeStore
+from thoth.index.server import ServerStore
+
+DIM = 4
+TEXTS = {
+    "a": ("la fascia pediatrica comprende i pazienti minorenni", [1.0, 0.0, 0.0, 0.0]),
+    "b": ("ricovero ordinario con pernottamento in reparto", [0.0, 1.0, 0.0, 0.0]),
+    "c": ("dimissione del paziente a domicilio", [0.0, 0.0, 1.0, 0.0]),
+    "d": ("codice colore del triage in pronto soccorso", [0.0, 0.0, 0.0, 1.0]),
+}
+BM = Bm25Encoder("it", avg_len=6.0)
+
+
+def uid(key: str) -> str:
+    return f"00000000-0000-0000-0000-00000000000{ord(key) - 96}"
+
+
+def records(kind: str = "evidence") -> list[IndexRecord]:
+    return [
+        IndexRecord(uid(k), vec, BM.document(text),
+                    {"record_kind": kind, "key": k, "purposes": ["p1", "p2"] if k != "d" else
+                     ["p2"], "text": text})
+        for k, (text, vec) in TEXTS.items()
+    ]
+
+
+@pytest.fixture(params=["edge", "server"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IndexBackend]:
+    made: IndexBackend
+    if request.param == "edge":
+        made = EdgeBackend(tmp_path / "index")
+    else:
+        made = ServerBackend(QdrantClient(path=str(tmp_path / "qdrant")), "thoth_test")
+    yield made
+    made.close()
+
+
+def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
+    store = backend.create("g1", DIM)
+    store.upsert(records())
+    store.create_payload_indexes(["record_kind", "key", "purposes"])
+    backend.seal("g1", store)
+    store = backend.open("g1")
+    assert store.dim == DIM and store.has_bm25()
+    assert store.count() == 4 and store.count({"key": ["a", "b"]}) == 2
+    scrolled = list(store.scroll())
+    assert sorted(r.payload["key"] for r in scrolled) == ["a", "b", "c", "d"]
+    assert all(r.sparse is not None and len(r.dense) == DIM for r in scrolled)
+
+    query = "pazienti pediatrici"
+    hybrid = store.query_hybrid([0.9, 0.1, 0.0, 0.0], BM.query(query), {"purposes": "p1"},
+                                limit=3, prefetch_limit=10)
+    assert hybrid[0].payload["key"] == "a"
+    assert all(h.payload["key"] != "d" for h in hybrid)  # filtered out by purpose
+    dense = store.query_dense([0.0, 0.0, 0.0, 1.0], {"purposes": "p2"}, limit=1)
+    assert dense[0].payload["key"] == "d"
+    sparse = store.query_sparse(BM.query("triage"), {}, limit=2)
+    assert [h.payload["key"] for h in sparse] == ["d"]
+    store.close()
+
+
+def test_same_fusion_on_both_adapters(tmp_path: Path) -> None:
+    """Same vectors, same RRF k: the two adapters rank identically."""
+    edge = EdgeBackend(tmp_path / "e")
+    server = ServerBackend(QdrantClient(path=str(tmp_path / "s")), "t")
+    rankings = []
+    for b in (edge, server):
+        store = b.create("g", DIM)
+        store.upsert(records())
+        b.seal("g", store)
+        store = b.open("g")
+        hits = store.query_hybrid([0.6, 0.5, 0.1, 0.05], BM.query("ricovero del paziente"), {},
+                                  limit=4, prefetch_limit=10)
+        rankings.append([h.payload["key"] for h in hits])
+        store.close()
+    server.close()
+    assert rankings[0] == rankings[1]
+
+
+def test_unsealed_generation_is_invisible_and_discarded(backend: IndexBackend) -> None:
+    store = backend.create("g2", DIM)
+    store.upsert(records())
+    with pytest.raises(IndexUnavailable):
+        backend.open("g2")
+    assert backend.sealed() == []
+    store.close()
+    assert backend.discard_unsealed() == ["g2"]
+    with pytest.raises(IndexUnavailable):
+        backend.open("g2")
+
+
+def test_drop_removes_a_generation(backend: IndexBackend) -> None:
+    store = backend.create("g3", DIM)
+    backend.seal("g3", store)
+    assert backend.sealed() == ["g3"]
+    backend.drop("g3")
+    assert backend.sealed() == []
+    with pytest.raises(IndexUnavailable):
+        backend.open("g3")
+
+
+# -- bm25 added without recreating, other records untouched --------------------------------
+
+
+def _legacy_edge(path: Path) -> EdgeStore:
+    """A dense-only collection holding schema and memory records (as before Evidence)."""
+    shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine), wal_enabled=False))
+    shard.close()
+    store = EdgeStore.open(path)
+    return store
+
+
+def _legacy_server(client: QdrantClient) -> ServerStore:
+    client.create_collection("legacy", vectors_config=models.VectorParams(
+        size=DIM, distance=models.Distance.COSINE))
+    return ServerStore.open(client, "legacy")
+
+
+@pytest.mark.parametrize("adapter", ["edge", "server"])
+def test_ensure_bm25_keeps_other_records_untouched(adapter: str, tmp_path: Path) -> None:
+    client = QdrantClient(path=str(tmp_path / "q")) if adapter == "server" else None
+    store = _legacy_edge(tmp_path / "legacy") if client is None else _legacy_server(client)
+    legacy = [IndexRecord(uid(k), vec, None, {"record_kind": kind, "key": k})
+              for (k, (_, vec)), kind in zip(TEXTS.items(), ["schema_table", "schema_column",
+                                                              "memory", "memory"], strict=True)]
+    store.upsert(legacy)
+    before_count = store.count()
+    before_ids = sorted(r.id for r in store.scroll())
+    before_dense = [h.id for h in store.query_dense([0.3, 0.2, 0.9, 0.1], {}, limit=4)]
+    assert not store.has_bm25()
+
+    store.ensure_bm25()
+    assert store.has_bm25()
+    store.ensure_bm25()  # idempotent
+    assert store.count() == before_count
+    assert sorted(r.id for r in store.scroll()) == before_ids
+    assert [h.id for h in store.query_dense([0.3, 0.2, 0.9, 0.1], {}, limit=4)] == before_dense
+    # Evidence fragments can now carry bm25 next to the untouched records.
+    store.upsert([IndexRecord(uid("e"), [1, 1, 0, 0], BM.document("fascia pediatrica"),
+                              {"record_kind": "evidence"})])
+    assert [h.id for h in store.query_sparse(BM.query("pediatrica"), {}, 5)] == [uid("e")]
+    store.close()
+    if client is not None:
+        client.close()
+
+
+def test_bm25_with_another_configuration_fails_without_change(tmp_path: Path) -> None:
+    path = tmp_path / "other"
+    shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine),
+        sparse_vectors={BM25: qe.EdgeSparseVectorParams()}, wal_enabled=False))
+    shard.close()
+    import json
+
+    sparse_before = json.loads((path / "edge_config.json").read_text())["sparse_vectors"]
+    store = EdgeStore.open(path)
+    with pytest.raises(IndexConfigError, match="nothing was changed"):
+        store.ensure_bm25()
+    store.close()
+    assert json.loads((path / "edge_config.json").read_text())["sparse_vectors"] == sparse_before
+
+
+def test_server_bm25_with_another_configuration_fails(tmp_path: Path) -> None:
+    client = QdrantClient(path=str(tmp_path / "q"))
+    client.create_collection("c", vectors_config=models.VectorParams(
+        size=DIM, distance=models.Distance.COSINE),
+        sparse_vectors_config={BM25: models.SparseVectorParams()})
+    with pytest.raises(IndexConfigError, match="nothing was changed"):
+        ServerStore.open(client, "c").ensure_bm25()
+    assert client.get_collection("c").config.params.sparse_vectors[BM25].modifier is None  # type: ignore[index]
+    client.close()
+
+
+def test_missing_or_corrupt_edge_directory_is_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(IndexUnavailable, match="missing"):
+        EdgeStore.open(tmp_path / "nowhere")
+    backend = EdgeBackend(tmp_path / "idx")
+    store = backend.create("g", DIM)
+    store.upsert(records())
+    backend.seal("g", store)
+    (tmp_path / "idx" / "g" / "edge_config.json").write_text("{not json")
+    with pytest.raises(IndexUnavailable, match="unreadable"):
+        backend.open("g")
+
+
+def test_a_locked_shard_is_unavailable(tmp_path: Path) -> None:
+    """A shard written with a WAL (by another tool) is locked while open: reported, not hung."""
+    path = tmp_path / "locked"
+    holder = qe.EdgeShard.create(str(path), qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)))
+    try:
+        with pytest.raises(IndexUnavailable, match="cannot open"):
+            EdgeStore.open(path)
+    finally:
+        holder.close()
+
+
+def test_sparse_vectors_match_between_encoders() -> None:
+    """The same text always gives the same BM25 vector (client-side, for every adapter)."""
+    a = Bm25Encoder("it", 6.0).document("Ricoveri pediatrici")
+    b = Bm25Encoder("italian", 6.0).document("Ricoveri pediatrici")
+    assert a == b and isinstance(a, SparseVec)
+    with pytest.raises(ValueError, match="no BM25 stemmer"):
+        Bm25Encoder("xx", 6.0)
