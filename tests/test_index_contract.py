@@ -38,9 +38,17 @@ def uid(key: str) -> str:
 
 def records(kind: str = "evidence") -> list[IndexRecord]:
     return [
-        IndexRecord(uid(k), vec, BM.document(text),
-                    {"record_kind": kind, "key": k, "purposes": ["p1", "p2"] if k != "d" else
-                     ["p2"], "text": text})
+        IndexRecord(
+            uid(k),
+            vec,
+            BM.document(text),
+            {
+                "record_kind": kind,
+                "key": k,
+                "purposes": ["p1", "p2"] if k != "d" else ["p2"],
+                "text": text,
+            },
+        )
         for k, (text, vec) in TEXTS.items()
     ]
 
@@ -69,8 +77,9 @@ def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
     assert all(r.sparse is not None and len(r.dense) == DIM for r in scrolled)
 
     query = "pazienti pediatrici"
-    hybrid = store.query_hybrid([0.9, 0.1, 0.0, 0.0], BM.query(query), {"purposes": "p1"},
-                                limit=3, prefetch_limit=10)
+    hybrid = store.query_hybrid(
+        [0.9, 0.1, 0.0, 0.0], BM.query(query), {"purposes": "p1"}, limit=3, prefetch_limit=10
+    )
     assert hybrid[0].payload["key"] == "a"
     assert all(h.payload["key"] != "d" for h in hybrid)  # filtered out by purpose
     dense = store.query_dense([0.0, 0.0, 0.0, 1.0], {"purposes": "p2"}, limit=1)
@@ -90,8 +99,9 @@ def test_same_fusion_on_both_adapters(tmp_path: Path) -> None:
         store.upsert(records())
         b.seal("g", store)
         store = b.open("g")
-        hits = store.query_hybrid([0.6, 0.5, 0.1, 0.05], BM.query("ricovero del paziente"), {},
-                                  limit=4, prefetch_limit=10)
+        hits = store.query_hybrid(
+            [0.6, 0.5, 0.1, 0.05], BM.query("ricovero del paziente"), {}, limit=4, prefetch_limit=10
+        )
         rankings.append([h.payload["key"] for h in hits])
         store.close()
     server.close()
@@ -125,16 +135,21 @@ def test_drop_removes_a_generation(backend: IndexBackend) -> None:
 
 def _legacy_edge(path: Path) -> EdgeStore:
     """A dense-only collection holding schema and memory records (as before Evidence)."""
-    shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
-        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine), wal_enabled=False))
+    shard = qe.EdgeShard.create(
+        str(path),
+        qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine), wal_enabled=False
+        ),
+    )
     shard.close()
     store = EdgeStore.open(path)
     return store
 
 
 def _legacy_server(client: QdrantClient) -> ServerStore:
-    client.create_collection("legacy", vectors_config=models.VectorParams(
-        size=DIM, distance=models.Distance.COSINE))
+    client.create_collection(
+        "legacy", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
     return ServerStore.open(client, "legacy")
 
 
@@ -142,9 +157,12 @@ def _legacy_server(client: QdrantClient) -> ServerStore:
 def test_ensure_bm25_keeps_other_records_untouched(adapter: str, tmp_path: Path) -> None:
     client = QdrantClient(path=str(tmp_path / "q")) if adapter == "server" else None
     store = _legacy_edge(tmp_path / "legacy") if client is None else _legacy_server(client)
-    legacy = [IndexRecord(uid(k), vec, None, {"record_kind": kind, "key": k})
-              for (k, (_, vec)), kind in zip(TEXTS.items(), ["schema_table", "schema_column",
-                                                              "memory", "memory"], strict=True)]
+    legacy = [
+        IndexRecord(uid(k), vec, None, {"record_kind": kind, "key": k})
+        for (k, (_, vec)), kind in zip(
+            TEXTS.items(), ["schema_table", "schema_column", "memory", "memory"], strict=True
+        )
+    ]
     store.upsert(legacy)
     before_count = store.count()
     before_ids = sorted(r.id for r in store.scroll())
@@ -158,8 +176,16 @@ def test_ensure_bm25_keeps_other_records_untouched(adapter: str, tmp_path: Path)
     assert sorted(r.id for r in store.scroll()) == before_ids
     assert [h.id for h in store.query_dense([0.3, 0.2, 0.9, 0.1], {}, limit=4)] == before_dense
     # Evidence fragments can now carry bm25 next to the untouched records.
-    store.upsert([IndexRecord(uid("e"), [1, 1, 0, 0], BM.document("fascia pediatrica"),
-                              {"record_kind": "evidence"})])
+    store.upsert(
+        [
+            IndexRecord(
+                uid("e"),
+                [1, 1, 0, 0],
+                BM.document("fascia pediatrica"),
+                {"record_kind": "evidence"},
+            )
+        ]
+    )
     assert [h.id for h in store.query_sparse(BM.query("pediatrica"), {}, 5)] == [uid("e")]
     store.close()
     if client is not None:
@@ -168,9 +194,14 @@ def test_ensure_bm25_keeps_other_records_untouched(adapter: str, tmp_path: Path)
 
 def test_bm25_with_another_configuration_fails_without_change(tmp_path: Path) -> None:
     path = tmp_path / "other"
-    shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
-        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine),
-        sparse_vectors={BM25: qe.EdgeSparseVectorParams()}, wal_enabled=False))
+    shard = qe.EdgeShard.create(
+        str(path),
+        qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine),
+            sparse_vectors={BM25: qe.EdgeSparseVectorParams()},
+            wal_enabled=False,
+        ),
+    )
     shard.close()
     import json
 
@@ -184,9 +215,11 @@ def test_bm25_with_another_configuration_fails_without_change(tmp_path: Path) ->
 
 def test_server_bm25_with_another_configuration_fails(tmp_path: Path) -> None:
     client = QdrantClient(path=str(tmp_path / "q"))
-    client.create_collection("c", vectors_config=models.VectorParams(
-        size=DIM, distance=models.Distance.COSINE),
-        sparse_vectors_config={BM25: models.SparseVectorParams()})
+    client.create_collection(
+        "c",
+        vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE),
+        sparse_vectors_config={BM25: models.SparseVectorParams()},
+    )
     with pytest.raises(IndexConfigError, match="nothing was changed"):
         ServerStore.open(client, "c").ensure_bm25()
     assert client.get_collection("c").config.params.sparse_vectors[BM25].modifier is None  # type: ignore[index]
@@ -208,8 +241,9 @@ def test_missing_or_corrupt_edge_directory_is_unavailable(tmp_path: Path) -> Non
 def test_a_locked_shard_is_unavailable(tmp_path: Path) -> None:
     """A shard written with a WAL (by another tool) is locked while open: reported, not hung."""
     path = tmp_path / "locked"
-    holder = qe.EdgeShard.create(str(path), qe.EdgeConfig(
-        vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)))
+    holder = qe.EdgeShard.create(
+        str(path), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine))
+    )
     try:
         with pytest.raises(IndexUnavailable, match="cannot open"):
             EdgeStore.open(path)

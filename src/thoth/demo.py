@@ -12,14 +12,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from thoth.cli import render
+from thoth.cli.common import progress_bar
 from thoth.errors import PreconditionError
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
-from thoth.evidence.sources import discover
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import diff_summary
 from thoth.workspace import Workspace
@@ -90,22 +89,8 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     git(target, "commit", "-q", "-m", "Import legacy formulas as sources")
 
     console.rule("2. tht evidence prepare (rule-based restructurer, offline)")
-    sources, _ = discover(ws.evidence, ws.settings.evidence.max_source_bytes)
-    with Progress(
-        TextColumn("prepare"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=len(sources))
-        report = prepare(
-            ws,
-            RuleBasedRestructurer(),
-            progress=lambda p: bar.update(task, advance=1, description=p),
-        )
+    with progress_bar(console, "prepare") as tick:
+        report = prepare(ws, RuleBasedRestructurer(), progress=tick)
     render.prepare_report(console, report)
 
     console.rule("3. what the curator reviews in Git")

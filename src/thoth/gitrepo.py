@@ -53,6 +53,16 @@ def head_revision(root: Path) -> str | None:
         return None
 
 
+def resolve_revision(root: Path, revision: str) -> str:
+    """The full commit id of `revision` (a branch, tag or abbreviated id)."""
+    try:
+        return _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").strip()
+    except PreconditionError as exc:
+        raise PreconditionError(
+            f"{root}: {revision!r} is not a commit of this repository -> check `git log`"
+        ) from exc
+
+
 def diff_summary(root: Path, *paths: str) -> str:
     """`git status` style summary of what changed under paths (for reports)."""
     return _git(root, "status", "--short", "--untracked-files=all", "--", *paths)

@@ -66,6 +66,11 @@ def init_workspace(root: Path, name: str | None = None, language: str = "it") ->
         keep = d / ".gitkeep"
         keep.touch()
         created.append(keep)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        # Local state (index generations, caches, state database) is derived: never commit it.
+        ignore.write_text(".thoth/\n", "utf-8")
+        created.append(ignore)
     for rel, text in (
         ("README.md", _EVIDENCE_README),
         ("evaluation.yaml", _EVALUATION),

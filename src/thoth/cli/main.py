@@ -2,62 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from thoth.cli import exitcodes, render
-from thoth.errors import ProblemsError, ThothError
+from thoth.cli import exitcodes, publish, render
+from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.resolve import resolve
 from thoth.evidence.restructure import make_restructurer
-from thoth.evidence.sources import discover
 from thoth.evidence.validate import validate_workspace
 from thoth.workspace import Workspace, init_workspace
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 evidence_app = typer.Typer(no_args_is_help=True, help="Author and check Evidence Units.")
 app.add_typer(evidence_app, name="evidence")
-
-out = Console()
-err = Console(stderr=True)
-
-WorkspaceArg = Annotated[Path, typer.Argument(help="Workspace root (holds thoth.toml).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-@contextmanager
-def _errors(as_json: bool) -> Iterator[None]:
-    """Turn Thoth errors into a readable message (or JSON) and a meaningful exit code."""
-    try:
-        yield
-    except ProblemsError as exc:
-        if as_json:
-            _emit_json(
-                {"ok": False, "error": exc.summary, "problems": [p.as_dict() for p in exc.problems]}
-            )
-        else:
-            render.problems(err, exc.summary, exc.problems)
-        raise typer.Exit(exc.exit_code) from exc
-    except ThothError as exc:
-        if as_json:
-            _emit_json({"ok": False, "error": str(exc)})
-        else:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(exc.exit_code) from exc
+publish.register(app, evidence_app)
 
 
 @app.command("init")
@@ -68,33 +30,15 @@ def init_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a workspace: thoth.toml and the evidence/ layout."""
-    with _errors(as_json):
+    with errors(as_json):
         created = init_workspace(root, name, language)
     if as_json:
-        _emit_json({"ok": True, "created": [str(p) for p in created]})
+        emit_json({"ok": True, "created": [str(p) for p in created]})
     else:
         out.print(
             f"Created workspace in [bold]{root}[/] ({len(created)} files). Next: put notes "
             f"in {root}/evidence/source/, commit, run `tht evidence prepare {root}`."
         )
-
-
-@contextmanager
-def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
-    if not enabled or total == 0:
-        yield lambda _path: None
-        return
-    with Progress(
-        TextColumn("[bold]prepare[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=total)
-        yield lambda path: bar.update(task, advance=1, description=path)
 
 
 @evidence_app.command("prepare")
@@ -109,14 +53,13 @@ def prepare_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Turn changed sources into curated units and update the manifest, all or nothing."""
-    with _errors(as_json):
+    with errors(as_json):
         ws = Workspace.open(root)
         restructurer = make_restructurer(ws.settings)
-        total = len(discover(ws.evidence, ws.settings.evidence.max_source_bytes)[0])
-        with _progress(not as_json and err.is_terminal, total) as tick:
+        with progress_bar(err, "prepare", not as_json and err.is_terminal) as tick:
             report = prepare(ws, restructurer, upgrade=upgrade, progress=tick)
     if as_json:
-        _emit_json({"ok": True, **report.as_dict()})
+        emit_json({"ok": True, **report.as_dict()})
     else:
         render.prepare_report(out, report)
 
@@ -124,10 +67,10 @@ def prepare_cmd(
 @evidence_app.command("validate")
 def validate_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> None:
     """Check the whole corpus. Exit 0 publishable, 3 valid with doubts, 1 invalid."""
-    with _errors(as_json):
+    with errors(as_json):
         report = validate_workspace(Workspace.open(root))
     if as_json:
-        _emit_json(report.as_dict())
+        emit_json(report.as_dict())
     else:
         render.validation_report(out, report)
     code = {
@@ -154,10 +97,10 @@ def resolve_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Settle an orphan or a retirement candidate (--retire or --source, not both)."""
-    with _errors(as_json):
+    with errors(as_json):
         result = resolve(Workspace.open(workspace), unit_id, retire=retire, source=source)
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "ok": True,
                 "id": result.unit_id,
@@ -181,10 +124,10 @@ def import_formulas_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Copy legacy formulas/*.sql.md into evidence/source/ for the next prepare."""
-    with _errors(as_json):
+    with errors(as_json):
         result = import_formulas(Workspace.open(root), folder)
     if as_json:
-        _emit_json({"ok": True, "copied": result.copied, "unchanged": result.unchanged})
+        emit_json({"ok": True, "copied": result.copied, "unchanged": result.unchanged})
     else:
         out.print(
             f"Copied {len(result.copied)} legacy formulas ({len(result.unchanged)} "
@@ -202,7 +145,7 @@ def demo_cmd(
     """Run the embedded demo end to end on the bundled clinical workspace."""
     from thoth.demo import run_demo
 
-    with _errors(False):
+    with errors(False):
         run_demo(out, keep)
 
 

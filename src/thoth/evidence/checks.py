@@ -50,7 +50,8 @@ def check_provenance(unit: Unit, where: str, source: SourceFile | None) -> list[
     return problems
 
 
-def check_credentials(unit: Unit, where: str) -> list[Problem]:
+def check_credentials(unit: Unit, where: str, rendered: str | None = None) -> list[Problem]:
+    """`rendered`: the unit's file text when the caller already has it (saves a render)."""
     return [
         Problem(
             where,
@@ -58,5 +59,5 @@ def check_credentials(unit: Unit, where: str) -> list[Problem]:
             hint="remove the secret; it must never be published",
             code="credential",
         )
-        for line, kind in find_credentials(render_unit(unit))
+        for line, kind in find_credentials(rendered if rendered is not None else render_unit(unit))
     ]

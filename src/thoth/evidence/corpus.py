@@ -7,7 +7,7 @@ from pathlib import Path
 
 from thoth.errors import Problem
 from thoth.evidence.document import parse_unit
-from thoth.evidence.ids import slug_of
+from thoth.evidence.ids import PREFIX, slug_of
 from thoth.evidence.model import KINDS, Unit
 
 
@@ -84,4 +84,32 @@ def load_corpus(evidence_dir: Path) -> tuple[list[UnitFile], list[Problem]]:
             )
         seen.setdefault(parsed.id, rel)
         files.append(UnitFile(rel, parsed))
+    return files, problems
+
+
+def present_ids(evidence_dir: Path) -> set[str]:
+    """IDs that have a unit file, from file names alone (no parsing)."""
+    return {PREFIX + p.stem for p in (evidence_dir / "curated").glob("*/*.md")}
+
+
+def load_units(evidence_dir: Path, ids: set[str]) -> tuple[list[UnitFile], list[Problem]]:
+    """Parse only the unit files of the given IDs (prepare touches nothing else)."""
+    files: list[UnitFile] = []
+    problems: list[Problem] = []
+    for unit_id in sorted(ids):
+        for path in sorted((evidence_dir / "curated").glob(f"*/{slug_of(unit_id)}.md")):
+            rel = path.relative_to(evidence_dir).as_posix()
+            try:
+                parsed = parse_unit(path.read_text(encoding="utf-8"), rel)
+            except UnicodeDecodeError as exc:
+                problems.append(Problem(rel, f"not valid UTF-8 at byte {exc.start}"))
+                continue
+            if isinstance(parsed, list):
+                problems += parsed
+            elif parsed.id != unit_id:
+                problems.append(
+                    Problem(rel, f"file name does not match id {parsed.id!r}", field="id")
+                )
+            else:
+                files.append(UnitFile(rel, parsed))
     return files, problems

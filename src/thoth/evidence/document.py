@@ -10,8 +10,18 @@ from pydantic import ValidationError
 from thoth.errors import Problem
 from thoth.evidence.model import ENVELOPE_ORDER, KINDS, UNIT_ADAPTER, Unit
 
+# libyaml's C loader and dumper are ~10x faster than the pure-Python ones and give the same
+# results; PyYAML wheels ship them, a source build without libyaml falls back.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-class _Dumper(yaml.SafeDumper):
+
+def load_yaml(text: str) -> Any:
+    """Safe YAML loading (no arbitrary objects), with the fast loader when available."""
+    return yaml.load(text, Loader=_SafeLoader)
+
+
+class _Dumper(_SafeDumper):  # type: ignore[valid-type,misc]
     """Safe dumper that writes multi-line strings (SQL, rules) as readable `|` blocks."""
 
 
@@ -64,7 +74,7 @@ def split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str] | Pr
     if end < 0:
         return Problem(where, "front matter is not closed by a `---` line")
     try:
-        data = yaml.safe_load(text[4:end])
+        data = load_yaml(text[4:end])
     except yaml.YAMLError as exc:
         return Problem(where, f"front matter is not valid YAML: {exc}".replace("\n", " "))
     if not isinstance(data, dict):

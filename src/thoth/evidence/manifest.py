@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from thoth.errors import Problem, ProblemsError
-from thoth.evidence.document import dump_yaml
+from thoth.evidence.document import dump_yaml, load_yaml
 from thoth.evidence.ids import ID_PATTERN
 
 # Bump when restructuring output changes for the same input: old manifests then need --upgrade.
@@ -78,7 +78,7 @@ def load_manifest(path: Path) -> Manifest:
     if not path.exists():
         return Manifest()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ProblemsError(
             f"{rel} cannot be read",

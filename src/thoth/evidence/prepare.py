@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from thoth.errors import PreconditionError, Problem, ProblemsError
 from thoth.evidence.checks import check_credentials, check_provenance
-from thoth.evidence.corpus import UnitFile, load_corpus, unit_rel_path
+from thoth.evidence.corpus import UnitFile, load_units, present_ids, unit_rel_path
 from thoth.evidence.document import problems_from_validation, render_unit
 from thoth.evidence.fragments import TOO_LARGE, oversized
 from thoth.evidence.ids import allocate_id
@@ -99,7 +99,7 @@ class _Batch:
         self.new = manifest.model_copy(deep=True)
         self.new.pipeline_version = PIPELINE_VERSION
         self.files = {f.unit.id: f for f in files}
-        self.taken = set(self.files) | manifest.known_ids()
+        self.taken = present_ids(ws.evidence) | manifest.known_ids()
         self.units: dict[str, Unit] = {}  # units to (re)write, by id
         self.problems: list[Problem] = []
 
@@ -226,7 +226,7 @@ class _Batch:
             if unit is None:
                 continue
             unit = self.flag_oversized(unit)
-            self.problems += check_provenance(unit, where, src) + check_credentials(unit, where)
+            self.problems += check_provenance(unit, where, src)
             self.units[unit_id] = unit
             self.attach(unit_id)
             entries.append(UnitEntry(id=unit_id, derived=mark))
@@ -252,7 +252,7 @@ def prepare(
     ws: Workspace,
     restructurer: Restructurer,
     upgrade: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> PrepareReport:
     root = ws.root
     require_clean(
@@ -273,10 +273,6 @@ def prepare(
         require_clean(root, ".", why="--upgrade reprocesses every source")
 
     sources, problems = discover(ws.evidence, ws.settings.evidence.max_source_bytes)
-    files, corpus_problems = load_corpus(ws.evidence)
-    problems += corpus_problems
-    batch = _Batch(ws, manifest, files)
-    batch.problems += problems
     report = PrepareReport(restructurer=restructurer.name)
 
     by_path = {s.rel: s for s in sources}
@@ -290,6 +286,30 @@ def prepare(
         sha = by_path[path].sha256
         if removed_by_sha[sha] == 1 and added_by_sha[sha] == 1:
             renames[path] = next(p for p in removed if manifest.sources[p].sha256 == sha)
+    changed = [
+        p
+        for p in sorted(by_path)
+        if p not in renames
+        and (
+            upgrade or p not in manifest.sources or manifest.sources[p].sha256 != by_path[p].sha256
+        )
+    ]
+    if not problems and not removed and not changed and not renames:
+        report.sources = [SourceReport(p, "unchanged") for p in sorted(by_path)]
+        return report  # the no-op: nothing read beyond the sources and the manifest
+
+    # Only the units of sources that changed, moved or came back are read.
+    needed = {
+        u.id
+        for p in [*changed, *renames.values()]
+        if p in manifest.sources
+        for u in manifest.sources[p].units
+    }
+    needed |= {o.id for o in manifest.orphans if o.source in by_path}
+    files, corpus_problems = load_units(ws.evidence, needed)
+    problems += corpus_problems
+    batch = _Batch(ws, manifest, files)
+    batch.problems += problems
 
     for new_path, old_path in sorted(renames.items()):
         entry = manifest.sources[old_path]
@@ -324,25 +344,33 @@ def prepare(
             SourceReport(path, "removed", orphaned=[u.id for u in removed_entry.units])
         )
 
-    for path in sorted(by_path):
-        if path in renames:
-            continue
+    for done, path in enumerate(changed, start=1):
         src = by_path[path]
         previous = manifest.sources.get(path)
         if previous is None:
             status: Status = "new"
         elif previous.sha256 != src.sha256:
             status = "changed"
-        elif upgrade:
-            status = "reprocessed"
         else:
-            report.sources.append(SourceReport(path, "unchanged"))
-            continue
+            status = "reprocessed"
         if progress:
-            progress(path)
+            progress(path, done, len(changed))
         source_report = SourceReport(path, status)
         batch.process(src, restructurer, source_report)
         report.sources.append(source_report)
+    report.sources += [
+        SourceReport(p, "unchanged")
+        for p in sorted(by_path)
+        if p not in renames and p not in changed
+    ]
+    report.sources.sort(key=lambda r: r.source)
+
+    # Render every touched unit once: the text checked for credentials is the text written.
+    rendered: dict[str, str] = {}
+    for unit_id, unit in sorted(batch.units.items()):
+        rendered[unit_id] = render_unit(unit)
+        where = f"{unit.provenance.source_file} -> {unit_id}"
+        batch.problems += check_credentials(unit, where, rendered[unit_id])
 
     if batch.problems:
         raise ProblemsError(
@@ -354,7 +382,7 @@ def prepare(
     deletes: list[str] = []
     for unit_id, unit in sorted(batch.units.items()):
         rel = unit_rel_path(unit)
-        text = render_unit(unit)
+        text = rendered[unit_id]
         before = batch.files.get(unit_id)
         if before is not None and before.rel != rel:
             deletes.append(before.rel)  # reclassified: same id, other kind folder

@@ -144,7 +144,8 @@ class RuleBasedRestructurer:
         fenced = self._fenced(lines)
         stem = rel.rsplit("/", 1)[-1].split(".", 1)[0]
         file_title = re.sub(r"^[\d\s_-]+", "", stem).replace("-", " ").replace("_", " ").strip()
-        file_title = (file_title or stem).capitalize()
+        file_title = file_title or stem
+        file_title = file_title[:1].upper() + file_title[1:]
         h1: int | None = None
         for i, line in enumerate(lines):
             if not fenced[i] and line.startswith("# "):

@@ -1,0 +1,353 @@
+"""Commands that publish and search Evidence: `tht workspace activate`, `tht workspace
+preprocess evidence`, `tht evidence activate|search|evaluate|generations`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from thoth.cli import exitcodes
+from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
+from thoth.errors import PreconditionError
+from thoth.evaluation.evidence import (
+    EvaluationReport,
+    evaluate,
+    load_evaluation,
+    save_first_baseline,
+)
+from thoth.evidence.corpus import load_corpus
+from thoth.evidence.publish import Publisher, PublishReport, materialize
+from thoth.gitrepo import dirty_paths, resolve_revision
+from thoth.runtime import Runtime, open_runtime, state_dir
+from thoth.search.outcome import EvidenceSearchContext, EvidenceSearchOutcome
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+_BINDABLE = ("concepts", "tables", "columns")
+
+
+def register(app: typer.Typer, evidence_app: typer.Typer) -> None:
+    workspace_app = typer.Typer(no_args_is_help=True, help="Activate revisions, build indexes.")
+    preprocess_app = typer.Typer(no_args_is_help=True, help="Build index generations.")
+    app.add_typer(workspace_app, name="workspace")
+    workspace_app.add_typer(preprocess_app, name="preprocess")
+    workspace_app.command("activate")(activate_revision_cmd)
+    preprocess_app.command("evidence")(preprocess_evidence_cmd)
+    evidence_app.command("activate")(activate_generation_cmd)
+    evidence_app.command("search")(search_cmd)
+    evidence_app.command("evaluate")(evaluate_cmd)
+    evidence_app.command("generations")(generations_cmd)
+
+
+@contextmanager
+def runtime(root: Path) -> Iterator[Runtime]:
+    rt = open_runtime(Workspace.open(root))
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+def activate_revision_cmd(
+    root: WorkspaceArg,
+    revision: Annotated[str, typer.Option(help="Commit to serve (default: HEAD).")] = "HEAD",
+    as_json: JsonOpt = False,
+) -> None:
+    """Activate a reviewed Git revision: the one search must serve from now on."""
+    with errors(as_json):
+        ws = Workspace.open(root)
+        dirty = dirty_paths(ws.root, "evidence", "thoth.toml")
+        if revision == "HEAD" and dirty:
+            raise PreconditionError(
+                f"{ws.root}: uncommitted changes under evidence/ "
+                f"({', '.join(dirty[:5])}) -> commit them: only committed "
+                "revisions can be activated"
+            )
+        sha = resolve_revision(ws.root, revision)
+        with runtime(root) as rt:
+            previous = rt.state.active_revision(ws.settings.workspace)
+            rt.state.activate_revision(ws.settings.workspace, sha, activated_by="tht")
+    if as_json:
+        emit_json({"ok": True, "revision": sha, "previous": previous})
+        return
+    out.print(
+        f"Revision [bold]{sha[:12]}[/] activated (previous: "
+        f"{previous[:12] if previous else 'none'}). Evidence search is unavailable until "
+        "`tht workspace preprocess evidence` publishes a generation for it."
+    )
+
+
+def _progress_bar(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    return Progress(
+        TextColumn("[bold]{task.fields[phase]}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
+    bar = _progress_bar(show_progress)
+    tasks: dict[str, Any] = {}
+
+    def tick(phase: str, done: int, total: int) -> None:
+        if bar is None:
+            return
+        if phase not in tasks:
+            tasks[phase] = bar.add_task("", total=total, phase=phase)
+        bar.update(tasks[phase], completed=done)
+
+    publisher = Publisher(
+        rt.ws,
+        rt.state,
+        rt.backend,
+        rt.embedder,
+        retain=rt.ws.settings.index.retain,
+        progress=tick if bar else None,
+    )
+    if bar is None:
+        return publisher.preprocess()
+    with bar:
+        return publisher.preprocess()
+
+
+def preprocess_evidence_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> None:
+    """Build, evaluate and (if the gate passes) activate a new Evidence generation."""
+    with errors(as_json), runtime(root) as rt:
+        report = run_preprocess(rt, show_progress=not as_json and err.is_terminal)
+    if as_json:
+        emit_json({"ok": report.outcome == "activated", **report.as_dict()})
+    else:
+        render_publish(report)
+    raise typer.Exit(exitcodes.OK if report.outcome == "activated" else exitcodes.FAILED)
+
+
+def render_publish(report: PublishReport) -> None:
+    out.print(
+        f"Revision {report.revision[:12]} -> generation [bold]{report.generation}[/]: "
+        f"{report.units} units, {report.fragments} fragments "
+        f"(embedded in {report.embed_seconds:.1f}s), {report.carried_forward} records of "
+        f"other kinds carried forward, {report.duration_s:.1f}s in all."
+    )
+    if report.evaluation:
+        render_evaluation(report.evaluation)
+    colour = "green" if report.outcome == "activated" else "red"
+    out.print(f"[{colour}]{report.outcome}[/]: {escape(report.message)}")
+
+
+def activate_generation_cmd(
+    generation: Annotated[str, typer.Option("--generation", help="Generation id to activate.")],
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Activate an earlier generation (rollback): atomic, no rebuild."""
+    with errors(as_json), runtime(workspace) as rt:
+        if generation not in rt.backend.sealed():
+            raise PreconditionError(
+                f"generation {generation} has no sealed index data (never "
+                "built, failed, or dropped by retention) -> see `tht evidence "
+                "generations`"
+            )
+        previous = rt.state.activate_generation(rt.ws.settings.workspace, generation)
+        gen = rt.state.get_generation(generation)
+        revision = rt.state.active_revision(rt.ws.settings.workspace)
+    warning = None
+    if gen is not None and gen.revision != revision:
+        warning = (
+            f"generation {generation} was built from revision {gen.revision[:12]}, but "
+            f"{(revision or 'none')[:12]} is activated: search stays unavailable until "
+            f"you also run `tht workspace activate --revision {gen.revision[:12]}`"
+        )
+    if as_json:
+        emit_json({"ok": True, "active": generation, "previous": previous, "warning": warning})
+        return
+    out.print(f"Generation [bold]{generation}[/] is active (previous: {previous}).")
+    if warning:
+        out.print(f"[yellow]{escape(warning)}[/]")
+
+
+def search_cmd(
+    question: Annotated[str, typer.Argument(help="The question, as the user asked it.")],
+    purpose: Annotated[
+        str, typer.Option(help="disambiguation | rewriting | schema_linking | sql_generation")
+    ],
+    table: Annotated[list[str] | None, typer.Option("--table", help="Context table.")] = None,
+    column: Annotated[list[str] | None, typer.Option("--column", help="Context column.")] = None,
+    concept: Annotated[list[str] | None, typer.Option("--concept", help="Context concept.")] = None,
+    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds.")] = None,
+    binding: Annotated[
+        bool,
+        typer.Option(
+            "--binding", help="Make --table/--column/--concept filters instead of query context."
+        ),
+    ] = False,
+    limit: Annotated[int, typer.Option(help="Units to return.")] = 5,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Search published Evidence. Exit 0 available (even with no results), 1 unavailable."""
+    context = EvidenceSearchContext(
+        concepts=tuple(concept or ()),
+        tables=tuple(table or ()),
+        columns=tuple(column or ()),
+        kinds=tuple(kind or ()),
+        limit=limit,
+        binding=frozenset(_BINDABLE) if binding else frozenset(),
+    )
+    with errors(as_json), runtime(workspace) as rt:
+        search = rt.search()
+        try:
+            outcome = search.search(question, purpose, context)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        finally:
+            search.close()
+    if as_json:
+        emit_json(outcome.as_dict())
+    else:
+        render_outcome(outcome)
+    raise typer.Exit(exitcodes.OK if outcome.available else exitcodes.FAILED)
+
+
+def render_outcome(outcome: EvidenceSearchOutcome) -> None:
+    if not outcome.available:
+        out.print(f"[red]unavailable[/] ({outcome.code}): {escape(outcome.message or '')}")
+        return
+    if not outcome.results:
+        out.print(f"available, no matching Evidence (generation {outcome.generation}).")
+        return
+    for r in outcome.results:
+        out.print(
+            f"[bold]{r.rank}. {escape(r.title)}[/] [dim]{r.evidence_id} · {r.kind} · "
+            f"{r.score:.4f}[/]"
+        )
+        excerpt = " ".join(r.excerpts[0].split()) if r.excerpts else ""
+        out.print(f"   {escape(excerpt[:240])}{'…' if len(excerpt) > 240 else ''}", highlight=False)
+        for caveat in r.caveats:
+            out.print(f"   [yellow]caveat:[/] {escape(caveat)}", highlight=False)
+        out.print(f"   [dim]{escape(r.citation)}[/]", highlight=False)
+
+
+def evaluate_cmd(
+    generation: Annotated[
+        str | None,
+        typer.Option("--generation", help="Generation to evaluate (default: the active one)."),
+    ] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Run evaluation.yaml against a generation. Never modifies the index."""
+    with errors(as_json), runtime(workspace) as rt:
+        name = rt.ws.settings.workspace
+        gen = (
+            rt.state.get_generation(generation) if generation else rt.state.active_generation(name)
+        )
+        if gen is None or gen.workspace != name:
+            raise PreconditionError(
+                f"no generation {generation or '(active)'} in workspace "
+                f"{name} -> see `tht evidence generations`"
+            )
+        with materialize(rt.ws.root, gen.revision) as tree:
+            questions = load_evaluation(tree / "evidence" / "evaluation.yaml")
+            files, _ = load_corpus(tree / "evidence")
+        search = rt.search()
+        try:
+            report = evaluate(search, questions, gen, {f.unit.id: f.unit.kind for f in files})
+        finally:
+            search.close()
+        baseline = save_first_baseline(report, state_dir(rt.ws))
+    if as_json:
+        emit_json({**report.as_dict(), "baseline_saved": str(baseline) if baseline else None})
+    else:
+        render_evaluation(report)
+        if baseline:
+            out.print(f"First baseline saved to {baseline}.")
+    raise typer.Exit(exitcodes.OK if report.gate_passed else exitcodes.FAILED)
+
+
+def render_evaluation(report: EvaluationReport) -> None:
+    table = Table(
+        title=f"evaluation · generation {report.generation} · revision {report.revision[:12]}"
+    )
+    for col in ("question", "profile", "expected", "fused", "dense", "bm25", "@10"):
+        table.add_column(col, overflow="fold")
+    for q in report.questions:
+        best = min(q.ranks.items(), key=lambda kv: kv[1]["fused"] or 10**6)
+        eid, ranks = best
+        table.add_row(
+            q.id,
+            q.profile,
+            eid.removeprefix("evidence:"),
+            *(str(ranks[b] or "—") for b in ("fused", "dense", "bm25")),
+            "[green]✓[/]" if q.hit_at_10 else "[red]✗[/]",
+        )
+    out.print(table)
+    out.print(
+        f"hit@5 {report.hit_at_5:.2f} · hit@10 {report.hit_at_10:.2f} · gate "
+        f"{'[green]passed[/]' if report.gate_passed else '[red]failed[/]'}"
+        + (f" · kinds missed: {report.kinds_missed}" if report.kinds_missed else "")
+        + (f" · no results: {', '.join(report.no_results)}" if report.no_results else "")
+    )
+
+
+def generations_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """List index generations and recent builds."""
+    with errors(as_json), runtime(workspace) as rt:
+        name = rt.ws.settings.workspace
+        gens = rt.state.list_generations(name)
+        builds = rt.state.list_builds(name)
+        sealed = set(rt.backend.sealed())
+        revision = rt.state.active_revision(name)
+    if as_json:
+        emit_json(
+            {
+                "active_revision": revision,
+                "generations": [
+                    {
+                        "id": g.id,
+                        "status": g.status,
+                        "revision": g.revision,
+                        "counts": g.counts,
+                        "has_data": g.id in sealed,
+                    }
+                    for g in gens
+                ],
+                "builds": [
+                    {
+                        "id": b.id,
+                        "generation": b.generation,
+                        "revision": b.revision,
+                        "outcome": b.outcome,
+                        "duration_s": b.duration_s,
+                        "message": b.message,
+                    }
+                    for b in builds
+                ],
+            }
+        )
+        return
+    out.print(f"Active revision: {revision[:12] if revision else 'none'}")
+    table = Table(title="generations")
+    for col in ("id", "status", "revision", "units", "fragments", "data"):
+        table.add_column(col)
+    for g in gens:
+        table.add_row(
+            g.id,
+            g.status,
+            g.revision[:12],
+            str(g.counts.get("units", "")),
+            str(g.counts.get("fragments", "")),
+            "yes" if g.id in sealed else "no",
+        )
+    out.print(table)

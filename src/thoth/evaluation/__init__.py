@@ -1,0 +1,1 @@
+"""Evaluation: evaluation.yaml questions, hit@k, per-branch ranks, the publication gate."""

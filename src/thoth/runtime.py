@@ -1,0 +1,81 @@
+"""The composition root: the one place where the state store, the index backend and the
+embedder are chosen from a workspace's configuration."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from qdrant_client import QdrantClient
+
+from thoth.embed import make_embedder
+from thoth.embed.base import Embedder
+from thoth.errors import ConfigError
+from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
+from thoth.search.service import EvidenceSearch
+from thoth.state import StateStore, state_url
+from thoth.workspace import Workspace
+
+STATE_DIR = ".thoth"
+
+
+def state_dir(ws: Workspace) -> Path:
+    return ws.root / STATE_DIR
+
+
+def make_backend(ws: Workspace) -> IndexBackend:
+    cfg = ws.settings.index
+    prefix = "thoth_" + re.sub(r"[^A-Za-z0-9_]+", "_", ws.settings.workspace)
+    if cfg.backend == "server":
+        if cfg.url:
+            key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+            return ServerBackend(QdrantClient(url=cfg.url, api_key=key), prefix)
+        if cfg.path:
+            return ServerBackend(QdrantClient(path=str(ws.root / cfg.path)), prefix)
+        raise ConfigError(
+            '[index].backend = "server" needs [index].url (a Qdrant server) or '
+            "[index].path (qdrant-client local mode)"
+        )
+    root = ws.root / cfg.path if cfg.path else state_dir(ws) / "index" / ws.settings.workspace
+    return EdgeBackend(root)
+
+
+@dataclass
+class Runtime:
+    ws: Workspace
+    state: StateStore
+    backend: IndexBackend
+    embedder: Embedder
+
+    def search(self) -> EvidenceSearch:
+        return EvidenceSearch(
+            self.ws.settings.workspace,
+            self.ws.root,
+            self.state,
+            self.backend,
+            self.embedder,
+            prefetch_limit=self.ws.settings.index.prefetch_limit,
+        )
+
+    def close(self) -> None:
+        self.backend.close()
+        self.state.close()
+
+
+def open_state(ws: Workspace) -> StateStore:
+    url = state_url(ws.root, ws.settings.state.url)
+    if url.startswith("sqlite"):
+        state_dir(ws).mkdir(parents=True, exist_ok=True)
+    return StateStore.open(url)
+
+
+def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
+    state = open_state(ws)
+    return Runtime(
+        ws=ws,
+        state=state,
+        backend=make_backend(ws),
+        embedder=embedder or make_embedder(ws.settings.embedding, state_dir(ws) / "cache"),
+    )

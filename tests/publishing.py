@@ -1,0 +1,92 @@
+"""Helpers for tests that publish Evidence: a prepared, committed workspace whose embedder is
+the real OpenAI-compatible client talking to a local fake embeddings server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import ENUM, FORMULA, GLOSSARY, commit_all, git
+from thoth.evidence.prepare import prepare
+from thoth.evidence.publish import Publisher, PublishReport
+from thoth.evidence.restructure import RuleBasedRestructurer
+from thoth.runtime import Runtime, open_runtime
+from thoth.workspace import Workspace
+
+SOURCES = {"g.md": GLOSSARY, "f.md": FORMULA, "e.md": ENUM}
+EVALUATION = """questions:
+  - id: ricovero
+    question: ricovero con pernottamento
+    purpose: disambiguation
+    profile: lexical
+    expected: [evidence:ricovero]
+  - id: pediatrica
+    question: età del paziente sotto i 18 anni
+    purpose: sql_generation
+    profile: semantic
+    expected: [evidence:fascia-pediatrica]
+  - id: esito
+    question: codici di esito della dimissione discharge_status
+    purpose: schema_linking
+    profile: mixed
+    expected: [evidence:esito-della-dimissione]
+"""
+# A question whose expected unit cannot match its purpose: the gate must fail.
+FAILING_QUESTION = """  - id: impossible
+    question: ricovero
+    purpose: schema_linking
+    profile: lexical
+    expected: [evidence:ricovero]
+"""
+
+
+def write_config(root: Path, embeddings_url: str, retain: int = 2, extra: str = "") -> None:
+    (root / "thoth.toml").write_text(
+        f'workspace = "{root.name}"\nlanguage = "it"\n\n'
+        f'[embedding]\nprovider = "openai"\nbase_url = "{embeddings_url}"\nmodel = "fake-e5"\n'
+        f"dim = 8\n\n[index]\nretain = {retain}\n{extra}",
+        encoding="utf-8",
+    )
+
+
+def prepared_workspace(
+    make_workspace: Callable[..., Workspace],
+    embeddings_url: str,
+    retain: int = 2,
+    evaluation: str = EVALUATION,
+) -> Workspace:
+    ws = make_workspace(SOURCES)
+    write_config(ws.root, embeddings_url, retain)
+    (ws.evidence / "evaluation.yaml").write_text(evaluation, encoding="utf-8")
+    commit_all(ws.root, "config and evaluation")
+    ws = Workspace.open(ws.root)
+    prepare(ws, RuleBasedRestructurer())
+    commit_all(ws.root, "prepared units")
+    return ws
+
+
+def head(ws: Workspace) -> str:
+    return git(ws.root, "rev-parse", "HEAD").strip()
+
+
+def activate_head(rt: Runtime) -> str:
+    revision = head(rt.ws)
+    rt.state.activate_revision(rt.ws.settings.workspace, revision, activated_by="tests")
+    return revision
+
+
+def publish(rt: Runtime) -> PublishReport:
+    return Publisher(
+        rt.ws, rt.state, rt.backend, rt.embedder, retain=rt.ws.settings.index.retain
+    ).preprocess()
+
+
+def published(
+    make_workspace: Callable[..., Workspace], embeddings_url: str, retain: int = 2
+) -> Runtime:
+    ws = prepared_workspace(make_workspace, embeddings_url, retain)
+    rt = open_runtime(ws)
+    activate_head(rt)
+    report = publish(rt)
+    assert report.outcome == "activated", report.message
+    return rt
