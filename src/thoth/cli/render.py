@@ -9,8 +9,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from thoth.errors import Problem
+from thoth.evaluation.evidence import EvaluationReport
 from thoth.evidence.prepare import PrepareReport
+from thoth.evidence.publish import PublishReport
 from thoth.evidence.validate import ValidationReport
+from thoth.search.outcome import EvidenceSearchOutcome
 
 
 def problems(console: Console, summary: str, found: Sequence[Problem]) -> None:
@@ -101,3 +104,62 @@ def validation_report(console: Console, report: ValidationReport) -> None:
         "invalid": "[red]invalid[/]: not publishable",
     }[report.outcome]
     console.print(f"Outcome: {verdict}")
+
+
+def render_evaluation(console: Console, report: EvaluationReport) -> None:
+    table = Table(
+        title=f"evaluation · generation {report.generation} · revision {report.revision[:12]}"
+    )
+    for col in ("question", "profile", "expected", "fused", "dense", "bm25", "@10"):
+        table.add_column(col, overflow="fold")
+    for q in report.questions:
+        best = min(q.ranks.items(), key=lambda kv: kv[1]["fused"] or 10**6)
+        eid, ranks = best
+        table.add_row(
+            q.id,
+            q.profile,
+            eid.removeprefix("evidence:"),
+            *(str(ranks[b] or "—") for b in ("fused", "dense", "bm25")),
+            "[green]✓[/]" if q.hit_at_10 else "[red]✗[/]",
+        )
+    console.print(table)
+    console.print(
+        f"hit@5 {report.hit_at_5:.2f} · hit@10 {report.hit_at_10:.2f} · gate "
+        f"{'[green]passed[/]' if report.gate_passed else '[red]failed[/]'}"
+        + (f" · kinds missed: {report.kinds_missed}" if report.kinds_missed else "")
+        + (f" · no results: {', '.join(report.no_results)}" if report.no_results else "")
+    )
+
+
+def render_publish(console: Console, report: PublishReport) -> None:
+    console.print(
+        f"Revision {report.revision[:12]} -> generation [bold]{report.generation}[/]: "
+        f"{report.units} units, {report.fragments} fragments "
+        f"(embedded in {report.embed_seconds:.1f}s), {report.carried_forward} records of "
+        f"other kinds carried forward, {report.duration_s:.1f}s in all."
+    )
+    if report.evaluation:
+        render_evaluation(console, report.evaluation)
+    colour = "green" if report.outcome == "activated" else "red"
+    console.print(f"[{colour}]{report.outcome}[/]: {escape(report.message)}")
+
+
+def render_outcome(console: Console, outcome: EvidenceSearchOutcome) -> None:
+    if not outcome.available:
+        console.print(f"[red]unavailable[/] ({outcome.code}): {escape(outcome.message or '')}")
+        return
+    if not outcome.results:
+        console.print(f"available, no matching Evidence (generation {outcome.generation}).")
+        return
+    for r in outcome.results:
+        console.print(
+            f"[bold]{r.rank}. {escape(r.title)}[/] [dim]{r.evidence_id} · {r.kind} · "
+            f"{r.score:.4f}[/]"
+        )
+        excerpt = " ".join(r.excerpts[0].split()) if r.excerpts else ""
+        console.print(
+            f"   {escape(excerpt[:240])}{'…' if len(excerpt) > 240 else ''}", highlight=False
+        )
+        for caveat in r.caveats:
+            console.print(f"   [yellow]caveat:[/] {escape(caveat)}", highlight=False)
+        console.print(f"   [dim]{escape(r.citation)}[/]", highlight=False)

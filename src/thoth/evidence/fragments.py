@@ -112,7 +112,10 @@ def _typed_elements(unit: Unit, lab: dict[str, str]) -> tuple[str, str, list[str
         return "values", f"{lab['column']}: {unit.enum.column}\n{lab['values']}:", pairs
     if isinstance(unit, MappingUnit):
         m = unit.mapping
-        text = f"{lab['concepts']}: {m.concept}\n{lab['tables']}: {', '.join(m.tables)}"
+        # The header already names the unit's concepts; repeat the mapped one only if new.
+        text = f"{lab['tables']}: {', '.join(m.tables)}"
+        if m.concept not in unit.applies_to.concepts:
+            text = f"{lab['concepts']}: {m.concept}\n{text}"
         if m.columns:
             text += f"\n{lab['columns']}: {', '.join(m.columns)}"
         return "mapping", "", [text]

