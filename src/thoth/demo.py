@@ -167,8 +167,16 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
 
 
 DEMO_SEARCHES: list[tuple[str, str, EvidenceSearchContext | None]] = [
-    ("Come si calcola l'età del paziente al ricovero?", "sql_generation", None),
-    ("pazienti che se ne vanno dal pronto soccorso senza essere visitati", "disambiguation", None),
+    (
+        "Come si calcola l'età del paziente al ricovero?",
+        "sql_generation",
+        EvidenceSearchContext(limit=3),
+    ),
+    (
+        "pazienti che se ne vanno dal pronto soccorso senza essere visitati",
+        "disambiguation",
+        EvidenceSearchContext(limit=3),
+    ),
     (
         "codice 4 della provenienza del ricovero",
         "schema_linking",
