@@ -22,9 +22,11 @@ from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
 KILLS = 20
-QUERIES = [("ricovero con pernottamento", "disambiguation"),
-           ("età sotto i 18 anni", "sql_generation"),
-           ("esito dimissione", "schema_linking")]
+QUERIES = [
+    ("ricovero con pernottamento", "disambiguation"),
+    ("età sotto i 18 anni", "sql_generation"),
+    ("esito dimissione", "schema_linking"),
+]
 CHILD = """
 import sys, time
 from pathlib import Path
@@ -48,17 +50,24 @@ def fake() -> Iterator[FakeEmbeddingServer]:
 def _grow(rt: Runtime) -> None:
     """More units, so a build lasts long enough to be interrupted at many points."""
     for n in range(30):
-        write_source(rt.ws.root, f"extra/regola-{n:02d}.md",
-                     f"# Regole {n}\n\n## Regola {n} sui reparti\n\nIl reparto {n} registra "
-                     f"i trasferimenti interni entro {n + 1} ore dalla dimissione.\n")
+        write_source(
+            rt.ws.root,
+            f"extra/regola-{n:02d}.md",
+            f"# Regole {n}\n\n## Regola {n} sui reparti\n\nIl reparto {n} registra "
+            f"i trasferimenti interni entro {n + 1} ore dalla dimissione.\n",
+        )
     commit_all(rt.ws.root)
     prepare(rt.ws, RuleBasedRestructurer())
     commit_all(rt.ws.root)
 
 
 def _start(root: Path) -> subprocess.Popen[str]:
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(root)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None
     line = child.stdout.readline()
     assert line.strip() == "ready", child.stderr.read() if child.stderr else line
@@ -139,8 +148,9 @@ def test_sigkill_during_preprocess_never_damages_the_active_generation(
     report = publish(final)
     assert report.outcome == "activated"
     assert not list(final.backend.root.glob("*.building"))  # type: ignore[attr-defined]
-    interrupted = [b for b in final.state.list_builds(name, limit=100)
-                   if b.outcome == "interrupted"]
+    interrupted = [
+        b for b in final.state.list_builds(name, limit=100) if b.outcome == "interrupted"
+    ]
     assert interrupted, "killed builds are recorded as interrupted"
     final.close()
     assert "previous kept" in states

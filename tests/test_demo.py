@@ -41,8 +41,14 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     out = io.StringIO()
     target = run_demo(Console(file=out, width=120), tmp_path / "demo")
     text = out.getvalue()
-    for step in ("import legacy formulas", "tht evidence prepare", "tht evidence validate",
-                 "curator resolves", "preprocess evidence", "tht evidence search"):
+    for step in (
+        "import legacy formulas",
+        "tht evidence prepare",
+        "tht evidence validate",
+        "curator resolves",
+        "preprocess evidence",
+        "tht evidence search",
+    ):
         assert step in text
     for code in PLANTED:  # every planted problem surfaced as a review item
         assert code in text, code
@@ -50,8 +56,16 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     report = validate_workspace(ws)
     assert report.outcome == "valid" and not report.problems
     assert sum(report.by_kind.values()) == report.units >= 150
-    assert set(report.by_kind) == {"domain", "enum", "example", "formula", "glossary",
-                                   "mapping", "normalization", "reference"}
+    assert set(report.by_kind) == {
+        "domain",
+        "enum",
+        "example",
+        "formula",
+        "glossary",
+        "mapping",
+        "normalization",
+        "reference",
+    }
     assert "gate passed" in text and "activated: generation" in text
     assert "caveat:" in text  # a caveat reached a search result
     rt = open_runtime(ws)
