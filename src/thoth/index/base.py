@@ -37,6 +37,23 @@ class Hit:
     payload: dict[str, Any]
 
 
+def record_from_point(point_id: object, vector: Any, payload: Any) -> IndexRecord:
+    """An IndexRecord from what either client returns: a bare list when the collection has only
+    the default vector, else a mapping of vector name -> dense list or sparse vector."""
+    vectors: Any = vector or {}
+    if isinstance(vectors, list):
+        vectors = {"": vectors}
+    sparse = vectors.get(BM25)
+    return IndexRecord(
+        id=str(point_id),
+        dense=[float(x) for x in vectors.get("", [])],
+        sparse=SparseVec(list(sparse.indices), [float(v) for v in sparse.values])
+        if sparse is not None
+        else None,
+        payload=dict(payload or {}),
+    )
+
+
 class IndexUnavailable(ThothError):
     """The index cannot answer: missing, corrupt, locked or failing. Never an empty result."""
 

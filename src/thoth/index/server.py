@@ -17,6 +17,7 @@ from thoth.index.base import (
     IndexUnavailable,
     SparseVec,
     Where,
+    record_from_point,
 )
 
 
@@ -179,18 +180,7 @@ class ServerStore:
                 with_vectors=True,
             )
             for rec in sorted(records, key=lambda r: str(r.id)):
-                vectors: Any = rec.vector or {}
-                if isinstance(vectors, list):  # a collection with only the default vector
-                    vectors = {"": vectors}
-                sparse = vectors.get(BM25)
-                yield IndexRecord(
-                    id=str(rec.id),
-                    dense=[float(x) for x in vectors.get("", [])],
-                    sparse=SparseVec(list(sparse.indices), [float(v) for v in sparse.values])
-                    if sparse is not None
-                    else None,
-                    payload=dict(rec.payload or {}),
-                )
+                yield record_from_point(rec.id, rec.vector, rec.payload)
             if offset is None:
                 return
 
