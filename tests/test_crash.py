@@ -74,14 +74,15 @@ def _start(root: Path) -> subprocess.Popen[str]:
     return child
 
 
-def _answers(rt: Runtime, gen_id: str) -> list[list[str]]:
+def _answers(rt: Runtime, gen_id: str) -> list[list[tuple[str, float]]]:
     search = rt.search()
     try:
         out = []
         for query, purpose in QUERIES:
             outcome = search.search(query, purpose, generation=gen_id)
             assert outcome.available, outcome
-            out.append([r.evidence_id for r in outcome.results])
+            # Ids with their fused scores; sorted so that RRF ties cannot reorder them.
+            out.append(sorted((r.evidence_id, round(r.score, 6)) for r in outcome.results))
         return out
     finally:
         search.close()

