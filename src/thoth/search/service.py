@@ -44,14 +44,6 @@ FRAGMENTS_PER_UNIT = 2
 _BINDABLE = ("concepts", "tables", "columns")
 
 
-class GenerationInfo(Protocol):
-    id: str
-    workspace: str
-    revision: str
-    status: str
-    config: dict[str, Any]
-
-
 class StateView(Protocol):
     """The two questions search asks the state store."""
 
@@ -139,7 +131,9 @@ class EvidenceSearch:
         except _Unavailable as exc:
             return EvidenceSearchOutcome.unavailable(purpose, exc.code, str(exc), query_text=text)
         except IndexUnavailable as exc:
-            self._stores.pop(generation or "", None)
+            # Drop the handle: the next search reopens (and reports again if still broken).
+            for gen_id in list(self._stores):
+                self._stores.pop(gen_id).close()
             return EvidenceSearchOutcome.unavailable(
                 purpose, INDEX_UNAVAILABLE, str(exc), query_text=text
             )
