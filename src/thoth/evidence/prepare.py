@@ -31,7 +31,7 @@ from thoth.evidence.manifest import (
 )
 from thoth.evidence.model import DEFAULT_PURPOSES, SCHEMA_VERSION, UNIT_ADAPTER, ReviewItem, Unit
 from thoth.evidence.restructure.base import Draft, RestructureError, Restructurer
-from thoth.evidence.sources import SourceFile, discover
+from thoth.evidence.sources import SourceFile, credential_problem, discover
 from thoth.fsutil import apply_changes
 from thoth.gitrepo import require_clean
 from thoth.workspace import Workspace
@@ -272,7 +272,8 @@ def prepare(
     if upgrade:
         require_clean(root, ".", why="--upgrade reprocesses every source")
 
-    sources, problems = discover(ws.evidence, ws.settings.evidence.max_source_bytes)
+    # Unchanged sources were scanned when they were prepared: only changed ones are rescanned.
+    sources, problems = discover(ws.evidence, ws.settings.evidence.max_source_bytes, scan=False)
     report = PrepareReport(restructurer=restructurer.name)
 
     by_path = {s.rel: s for s in sources}
@@ -294,6 +295,7 @@ def prepare(
             upgrade or p not in manifest.sources or manifest.sources[p].sha256 != by_path[p].sha256
         )
     ]
+    problems += [c for p in changed if (c := credential_problem(by_path[p])) is not None]
     if not problems and not removed and not changed and not renames:
         report.sources = [SourceReport(p, "unchanged") for p in sorted(by_path)]
         return report  # the no-op: nothing read beyond the sources and the manifest

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from thoth.errors import Problem
@@ -19,7 +20,11 @@ class SourceFile:
     rel: str  # posix path relative to evidence/, e.g. "source/00-glossario/ricovero.md"
     sha256: str  # "sha256:<hex>"
     text: str  # decoded text, as stored
-    normalized: str
+
+    @cached_property
+    def normalized(self) -> str:
+        # Computed on first use: an unchanged source is hashed, never normalised.
+        return normalize_text(self.text)
 
     @property
     def is_legacy_formula(self) -> bool:
@@ -30,8 +35,11 @@ def sha256_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def read_source(evidence_dir: Path, rel: str, max_bytes: int) -> SourceFile | Problem:
-    """Read one source, refusing anything that is not safe, small, UTF-8 text."""
+def read_source(
+    evidence_dir: Path, rel: str, max_bytes: int, scan: bool = True
+) -> SourceFile | Problem:
+    """Read one source, refusing anything that is not safe, small, UTF-8 text, or (with
+    `scan`) that carries a credential."""
     workspace = evidence_dir.parent.resolve()
     parts = rel.split("/")
     if rel.startswith("/") or ".." in parts or parts[0] != "source":
@@ -76,17 +84,26 @@ def read_source(evidence_dir: Path, rel: str, max_bytes: int) -> SourceFile | Pr
             hint="re-save the file as UTF-8",
             code="encoding",
         )
-    for line, kind in find_credentials(text):
+    source = SourceFile(rel=rel, sha256=sha256_of(data), text=text)
+    if scan:
+        return credential_problem(source) or source
+    return source
+
+
+def credential_problem(source: SourceFile) -> Problem | None:
+    for line, kind in find_credentials(source.text):
         return Problem(
-            rel,
+            source.rel,
             f"contains what looks like a credential ({kind}) on line {line}",
             hint="remove the secret from the source; it must never be published",
             code="credential",
         )
-    return SourceFile(rel=rel, sha256=sha256_of(data), text=text, normalized=normalize_text(text))
+    return None
 
 
-def discover(evidence_dir: Path, max_bytes: int) -> tuple[list[SourceFile], list[Problem]]:
+def discover(
+    evidence_dir: Path, max_bytes: int, scan: bool = True
+) -> tuple[list[SourceFile], list[Problem]]:
     """Every accepted file under evidence/source/, sorted by path; problems for the rest."""
     root = evidence_dir / "source"
     found: list[SourceFile] = []
@@ -121,7 +138,7 @@ def discover(evidence_dir: Path, max_bytes: int) -> tuple[list[SourceFile], list
             if name.endswith(SUFFIXES) and not name.startswith(".")
         ]
     for rel in sorted(rels):
-        result = read_source(evidence_dir, rel, max_bytes)
+        result = read_source(evidence_dir, rel, max_bytes, scan)
         if isinstance(result, Problem):
             problems.append(result)
         else:
