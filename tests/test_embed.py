@@ -515,3 +515,22 @@ def test_make_embedder_sentence_transformers(tmp_path: Path) -> None:
     expected_message = "never downloads" if ST_INSTALLED else r"thoth\[st\]"
     with pytest.raises(EmbedderError, match=expected_message):
         make_embedder(settings, None)
+
+
+def test_openai_prefixes_come_from_settings_and_are_refused_elsewhere() -> None:
+    from thoth.config import EmbeddingSettings
+    from thoth.embed import make_embedder
+    from thoth.errors import ConfigError
+
+    settings = EmbeddingSettings(
+        provider="openai",
+        base_url="http://127.0.0.1:9/v1",
+        model="e5",
+        dim=8,
+        query_prefix="query: ",
+        passage_prefix="passage: ",
+    )
+    embedder = make_embedder(settings, None)
+    assert "query: " in embedder.identity  # prefixes change vectors: part of the identity
+    with pytest.raises(ConfigError, match="query_prefix"):
+        make_embedder(EmbeddingSettings(query_prefix="query: "), None)

@@ -45,6 +45,10 @@ class EmbeddingSettings(_Strict):
     dim: int | None = Field(default=None, gt=0)
     batch_size: int = Field(default=16, gt=0)
     timeout_seconds: float = Field(default=30, gt=0)
+    # e5-style models need "query: " / "passage: " prefixes; OpenAI-compatible servers that do
+    # not add them themselves get them from here ("openai" provider only).
+    query_prefix: str | None = None
+    passage_prefix: str | None = None
 
 
 class StateSettings(_Strict):

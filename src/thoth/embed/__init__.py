@@ -67,8 +67,10 @@ def _make_inner(settings: EmbeddingSettings) -> Embedder:
             dim=settings.dim,
             timeout=settings.timeout_seconds,
             batch_size=settings.batch_size,
+            query_prefix=settings.query_prefix or "",
+            passage_prefix=settings.passage_prefix or "",
         )
-    _refuse_unused(settings, "base_url", "api_key_env")
+    _refuse_unused(settings, "base_url", "api_key_env", "query_prefix", "passage_prefix")
     if settings.provider == "sentence-transformers":
         if not settings.model:
             raise ConfigError(

@@ -119,9 +119,9 @@ class OpenAICompatEmbedder:
                 f"no reply within {self.timeout}s ({type(exc).__name__})",
                 "check the server, or raise [embedding].timeout_seconds",
             ) from exc
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:  # connection refused/reset, DNS, bad encoding...
             raise self._fail(
-                f"connection failed ({type(exc).__name__}: {exc})",
+                f"request failed ({type(exc).__name__}: {exc})",
                 "is the server running and is [embedding].base_url right?",
             ) from exc
         if response.status_code != 200:
