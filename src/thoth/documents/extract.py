@@ -1,0 +1,897 @@
+"""Extraction: one source file becomes a `Document`, an ordered list of typed blocks.
+
+Every format keeps the reading order and the structure a reader relies on: headings (with the
+path of headings above each block), paragraphs, lists, and tables as Markdown tables with their
+header row. PDF blocks keep their page number so a citation can point at the exact page.
+
+Nothing is guessed silently: an unsupported extension, an unreadable or corrupt file, an
+encrypted PDF, text that is not UTF-8, a spreadsheet formula without a stored value, or a file
+with no text at all raise `ExtractionError`, which names the file (and the page or sheet) and
+says what to do.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from html.parser import HTMLParser
+from itertools import zip_longest
+from pathlib import Path
+from typing import Literal
+
+from thoth.errors import Problem, ProblemsError
+
+BlockKind = Literal["heading", "paragraph", "list", "table", "qa"]
+DocumentFormat = Literal["markdown", "text", "html", "pdf", "docx", "xlsx", "csv"]
+
+_FORMATS: dict[str, DocumentFormat] = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+}
+SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(sorted(_FORMATS))
+
+
+class ExtractionError(ProblemsError):
+    """A file could not be turned into a document; the problem names the file and the cause."""
+
+
+def _error(path: Path, cause: str, hint: str, code: str = "unreadable") -> ExtractionError:
+    return ExtractionError(
+        f"cannot extract {path.name}", [Problem(str(path), cause, hint=hint, code=code)]
+    )
+
+
+@dataclass(frozen=True)
+class Block:
+    """One unit of a document, in reading order.
+
+    `heading_path` lists the headings the block sits under; a heading's own path ends with
+    itself, so a chunk that starts with a heading carries the right path. Tables also keep their
+    cells (`header`, `rows`) so a long table can be split by rows with the header repeated.
+    """
+
+    kind: BlockKind
+    text: str
+    page: int | None = None
+    heading_path: tuple[str, ...] = ()
+    level: int | None = None  # headings only: 1 is the top level
+    header: tuple[str, ...] = ()  # tables only
+    rows: tuple[tuple[str, ...], ...] = ()  # tables only
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise ValueError(f"a {self.kind} block needs text")
+        if self.kind == "table" and not self.header:
+            raise ValueError("a table block needs a header row")
+
+
+@dataclass(frozen=True)
+class Document:
+    path: Path
+    format: DocumentFormat
+    title: str
+    blocks: tuple[Block, ...]
+    page_count: int | None = None  # PDF only
+    # Pages and sheets without text are reported, not hidden: a scanned page inside a text PDF
+    # is exactly the kind of gap a reader of the run report must see.
+    empty_pages: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(block.text for block in self.blocks)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Render a table as GitHub-flavoured Markdown; `|` in a cell is escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    out = [line(header), "| " + " | ".join("---" for _ in header) + " |"]
+    out += [line(row) for row in rows]
+    return "\n".join(out)
+
+
+_WS = re.compile(r"\s+")
+
+
+def _clean_cell(value: str) -> str:
+    # A Markdown table row is one line: line breaks inside a cell become spaces.
+    return _WS.sub(" ", value).strip()
+
+
+def _trim_table(raw: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Cells cleaned, rows padded to one width, empty rows and empty columns removed."""
+    rows = [[_clean_cell(cell) for cell in row] for row in raw]
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        return []
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    keep = [col for col in range(width) if any(row[col] for row in rows)]
+    return [[row[col] for col in keep] for row in rows]
+
+
+class _Outline:
+    """The stack of open headings, to give every block its heading path."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, str]] = []
+
+    def enter(self, level: int, text: str) -> None:
+        while self._stack and self._stack[-1][0] >= level:
+            self._stack.pop()
+        self._stack.append((level, text))
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self._stack)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.outline = _Outline()
+
+    def heading(self, level: int, text: str, page: int | None = None) -> None:
+        text = _WS.sub(" ", text).strip()
+        if not text:
+            return
+        self.outline.enter(level, text)
+        self.blocks.append(Block("heading", text, page, self.outline.path, level=level))
+
+    def text(self, kind: BlockKind, text: str, page: int | None = None) -> None:
+        text = text.strip("\n").rstrip()
+        if text.strip():
+            self.blocks.append(Block(kind, text, page, self.outline.path))
+
+    def table(self, raw: Sequence[Sequence[str]], page: int | None = None) -> bool:
+        rows = _trim_table(raw)
+        if not rows:
+            return False
+        header, body = tuple(rows[0]), tuple(tuple(row) for row in rows[1:])
+        self.blocks.append(
+            Block(
+                "table",
+                markdown_table(header, body),
+                page,
+                self.outline.path,
+                header=header,
+                rows=body,
+            )
+        )
+        return True
+
+    def first_heading(self, level: int | None = None) -> str | None:
+        for block in self.blocks:
+            if block.kind == "heading" and (level is None or block.level == level):
+                return block.text
+        return None
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise _error(
+            path, f"cannot be read: {exc.strerror or exc}", "check the path and the permissions"
+        ) from exc
+
+
+def _read_text(path: Path) -> str:
+    """Strict UTF-8: a wrong guess at the encoding would index mojibake without any error."""
+    data = _read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _error(
+            path,
+            f"not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} (line {line})",
+            "re-save the file as UTF-8",
+            code="encoding",
+        ) from exc
+    text = text.removeprefix("\ufeff")  # a byte-order mark is an encoding detail, not content
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@contextmanager
+def _converting(path: Path, what: str, hint: str) -> Iterator[None]:
+    """Turn a parser's failure on a corrupt file into an error that names the file.
+
+    Third-party parsers raise many exception types on damaged input (zip, XML, PDF syntax); all
+    of them mean the same thing to the user, and all of them are re-raised, never swallowed.
+    """
+    try:
+        yield
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise _error(path, f"{what}: {type(exc).__name__}: {exc}", hint, code="corrupt") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Index of the first body line. YAML front matter is metadata, read by the wiki layer."""
+    if lines and lines[0].strip() == "---":
+        for index in range(1, len(lines)):
+            if lines[index].strip() in ("---", "..."):
+                return index + 1
+    return 0
+
+
+def _read_markdown(path: Path) -> Document:
+    from markdown_it import MarkdownIt
+
+    lines = _read_text(path).split("\n")
+    body = lines[_front_matter_end(lines) :]
+    tokens = MarkdownIt("commonmark").enable("table").parse("\n".join(body))
+    builder = _Builder()
+
+    def source(line_map: list[int] | None) -> str:
+        # The source lines keep the Markdown (emphasis, links, list markers) a reader expects.
+        if line_map is None:
+            return ""
+        return "\n".join(body[line_map[0] : line_map[1]])
+
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.level != 0 or token.nesting == -1:
+            continue
+        if token.type == "heading_open":
+            builder.heading(int(token.tag[1:]), tokens[index].content)
+        elif token.type in ("paragraph_open", "blockquote_open", "fence", "code_block") or (
+            token.type == "html_block" and not token.content.lstrip().startswith("<!--")
+        ):
+            builder.text("paragraph", source(token.map))
+        elif token.type in ("bullet_list_open", "ordered_list_open"):
+            builder.text("list", source(token.map))
+        elif token.type == "table_open":
+            rows: list[list[str]] = []
+            while index < len(tokens) and tokens[index].type != "table_close":
+                inner = tokens[index]
+                if inner.type == "tr_open":
+                    rows.append([])
+                elif inner.type == "inline" and rows:
+                    rows[-1].append(inner.content)
+                index += 1
+            builder.table(rows)
+    title = builder.first_heading(1) or builder.first_heading() or path.stem
+    return Document(path, "markdown", title, tuple(builder.blocks))
+
+
+# --------------------------------------------------------------------------------------------
+# Plain text
+
+_LIST_LINE = re.compile(r"^\s*(?:[-*+•·–]|\d{1,3}[.)])\s+\S")
+
+
+def _read_plain(path: Path) -> Document:
+    builder = _Builder()
+    for para in re.split(r"\n[ \t]*\n", _read_text(path)):
+        lines = [line.rstrip() for line in para.strip("\n").split("\n") if line.strip()]
+        if not lines:
+            continue
+        kind: BlockKind = "list" if all(_LIST_LINE.match(line) for line in lines) else "paragraph"
+        builder.text(kind, "\n".join(lines))
+    return Document(path, "text", path.stem, tuple(builder.blocks))
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+
+_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
+_HTML_BLOCK = {
+    "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote",
+    "figure", "figcaption", "address", "dl", "dt", "dd", "form", "fieldset", "details",
+    "summary", "hr", "body", "center",
+}  # fmt: skip
+_HEADING_TAG = re.compile(r"^h([1-6])$")
+
+
+class _HtmlExtractor(HTMLParser):
+    """A small state machine over html.parser: blocks, headings, nested lists, tables."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.builder = _Builder()
+        self.title_parts: list[str] = []
+        self._in_title = False
+        self._skip = 0
+        self._pre = 0
+        self._buf: list[str] = []
+        self._heading: int | None = None
+        self._lists: list[list[int]] = []  # per open list: [ordered (0/1), next number]
+        self._items: list[str] = []
+        self._item_prefix: str | None = None
+        self._table_depth = 0
+        self._rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self._caption: list[str] | None = None
+
+    # -- text buffer ---------------------------------------------------------------------------
+    def _take(self) -> str:
+        raw = "".join(self._buf)
+        self._buf = []
+        if self._pre:
+            return raw.strip("\n")
+        lines = (_WS.sub(" ", line).strip() for line in raw.split("\n"))
+        return "\n".join(line for line in lines if line)
+
+    def _flush_paragraph(self) -> None:
+        if self._lists or self._heading is not None:
+            return
+        self.builder.text("paragraph", self._take())
+
+    def _flush_item(self) -> None:
+        text = self._take()
+        if text:
+            indent = "  " * (len(self._lists) - 1)
+            # Text after a nested list still belongs to its item: kept as a continuation line.
+            prefix = self._item_prefix if self._item_prefix is not None else "  "
+            self._items.append(indent + prefix + text.replace("\n", " "))
+        self._item_prefix = None
+
+    # -- events --------------------------------------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _HTML_SKIP:
+            self._skip += 1
+            return
+        if tag == "title":
+            self._in_title = True
+            return
+        if self._table_depth:
+            if tag == "table":
+                self._table_depth += 1
+            elif tag == "tr" and self._table_depth == 1:
+                self._rows.append([])
+            elif tag in ("td", "th") and self._table_depth == 1:
+                self._cell = []
+            elif tag == "caption" and self._table_depth == 1:
+                self._caption = []
+            elif self._cell is not None:
+                self._cell.append(" ")
+            return
+        heading = _HEADING_TAG.match(tag)
+        if tag == "table":
+            self._flush_paragraph()
+            self._table_depth, self._rows = 1, []
+        elif heading:
+            self._flush_paragraph()
+            self._heading = int(heading.group(1))
+        elif tag in ("ul", "ol"):
+            if self._lists:
+                self._flush_item()
+            else:
+                self._flush_paragraph()
+            self._lists.append([1 if tag == "ol" else 0, 1])
+        elif tag == "li" and self._lists:
+            self._flush_item()
+            ordered, number = self._lists[-1]
+            self._item_prefix = f"{number}. " if ordered else "- "
+            self._lists[-1][1] = number + 1
+        elif tag == "br":
+            self._buf.append("\n")
+        elif tag == "pre":
+            self._flush_paragraph()
+            self._pre += 1
+        elif tag in _HTML_BLOCK:
+            self._flush_paragraph()
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "br":
+            if self._cell is not None:
+                self._cell.append(" ")
+            else:
+                self._buf.append("\n")
+        elif tag in _HTML_BLOCK and not self._table_depth:
+            self._flush_paragraph()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HTML_SKIP:
+            self._skip = max(0, self._skip - 1)
+            return
+        if tag == "title":
+            self._in_title = False
+            return
+        if self._table_depth:
+            if tag == "table":
+                self._table_depth -= 1
+                if not self._table_depth:
+                    self.builder.table(self._rows)
+                    self._rows = []
+            elif tag == "caption" and self._caption is not None:
+                # The caption names the table: it goes right before it, as a paragraph.
+                self.builder.text("paragraph", _WS.sub(" ", "".join(self._caption)).strip())
+                self._caption = None
+            elif tag in ("td", "th") and self._table_depth == 1 and self._cell is not None:
+                if self._rows:
+                    self._rows[-1].append("".join(self._cell))
+                self._cell = None
+            return
+        if _HEADING_TAG.match(tag) and self._heading is not None:
+            level, self._heading = self._heading, None
+            self.builder.heading(level, self._take())
+        elif tag == "li" and self._lists:
+            self._flush_item()
+        elif tag in ("ul", "ol") and self._lists:
+            self._flush_item()
+            self._lists.pop()
+            if not self._lists:
+                self.builder.text("list", "\n".join(self._items))
+                self._items = []
+        elif tag == "pre" and self._pre:
+            self.builder.text("paragraph", self._take())
+            self._pre -= 1
+        elif tag in _HTML_BLOCK:
+            self._flush_paragraph()
+
+    def handle_data(self, data: str) -> None:
+        if self._skip:
+            return
+        if self._in_title:
+            self.title_parts.append(data)
+        elif self._cell is not None:
+            self._cell.append(data)
+        elif self._caption is not None:
+            self._caption.append(data)
+        elif self._table_depth:
+            return  # whitespace between rows and cells
+        elif self._pre:
+            self._buf.append(data)
+        else:
+            # Source line breaks are layout, not content; only <br> makes a line break.
+            self._buf.append(_WS.sub(" ", data))
+
+    def finish(self) -> None:
+        """Emit whatever unclosed elements hold (html.parser does not close them for us)."""
+        self.close()
+        if self._table_depth:
+            if self._cell is not None and self._rows:
+                self._rows[-1].append("".join(self._cell))
+            self.builder.table(self._rows)
+            self._table_depth = 0
+        if self._heading is not None:
+            level, self._heading = self._heading, None
+            self.builder.heading(level, self._take())
+        if self._lists:
+            self._flush_item()
+            self._lists = []
+            self.builder.text("list", "\n".join(self._items))
+        self._pre = 0
+        self._flush_paragraph()
+
+
+def _read_html(path: Path) -> Document:
+    parser = _HtmlExtractor()
+    parser.feed(_read_text(path))
+    parser.finish()
+    builder = parser.builder
+    title = _WS.sub(" ", "".join(parser.title_parts)).strip()
+    title = title or builder.first_heading(1) or builder.first_heading() or path.stem
+    return Document(path, "html", title, tuple(builder.blocks))
+
+
+# --------------------------------------------------------------------------------------------
+# PDF
+
+_PDF_HINT = "re-export the PDF from its source application, or repair it (e.g. `qpdf in out`)"
+_GAP = re.compile(r"\S\s{3,}\S")
+_MAX_LAYOUT_CELL = 60
+# A figure as printed in reports: 1.234,5  -12%  (3.4)  € 10.000  n/d  — (a dash for "none").
+_NUMBER = re.compile(
+    r"^(?:[-—–]|n/?[ad]|[(+\-−]?\s*[€$£]?\s*\d[\d.,' ]*\s*(?:%|€|\$|£|[kKmM]|bn)?\)?)$"
+)
+
+
+def _layout_table(lines: list[str]) -> list[list[str]] | None:
+    """Cells of a run of layout-mode lines that line up in columns, or None if not a table.
+
+    Only the plain case of a table of figures is accepted: columns separated by at least three
+    spaces on every line, at the same positions, short cells, at least two rows under a
+    complete header of words (no number in it), and at least one column of numbers. Aligned
+    text without figures (bullet lists, option lists, two-column layouts) stays page text: a
+    wrong table, whose first line is repeated as a header in every chunk, is worse than none.
+    """
+    width = max(len(line) for line in lines)
+    padded = [line.ljust(width) for line in lines]
+    start = min(len(line) - len(line.lstrip()) for line in lines)
+    blank = [all(line[pos] == " " for line in padded) for pos in range(width)]
+    spans: list[tuple[int, int]] = []
+    col_start = start
+    pos = start
+    while pos < width:
+        if blank[pos]:
+            run_end = pos
+            while run_end < width and blank[run_end]:
+                run_end += 1
+            if run_end - pos >= 3 and run_end < width:
+                spans.append((col_start, pos))
+                col_start = run_end
+            pos = run_end
+        else:
+            pos += 1
+    spans.append((col_start, width))
+    if len(spans) < 2:
+        return None
+    table = [[line[a:b].strip() for a, b in spans] for line in padded]
+    if not all(table[0]) or any(_NUMBER.match(cell) for cell in table[0]):
+        return None
+    for row in table:
+        if sum(1 for cell in row if cell) < 2:
+            return None
+        if any(len(cell) > _MAX_LAYOUT_CELL or _GAP.search(cell) for cell in row):
+            return None
+    body = table[1:]
+    numeric = [all(_NUMBER.match(row[col]) for row in body) for col in range(len(spans))]
+    return table if any(numeric) else None
+
+
+def _pdf_page_blocks(builder: _Builder, raw: str, page: int) -> bool:
+    """Blocks of one page from layout-mode text; returns whether the page had any text."""
+    found = False
+    groups: list[list[str]] = [[]]
+    for line in raw.split("\n"):
+        if line.strip():
+            groups[-1].append(line.rstrip())
+        elif groups[-1]:
+            groups.append([])
+
+    def flush(pending: list[str]) -> None:
+        # Layout mode pads words to their position: outside a table, spacing is not content.
+        text = "\n".join(_WS.sub(" ", line).strip() for line in pending)
+        builder.text("paragraph", text, page)
+        pending.clear()
+
+    for group in groups:
+        pending: list[str] = []
+        index = 0
+        while index < len(group):
+            run_end = index
+            while run_end < len(group) and len(_GAP.findall(group[run_end])) >= 1:
+                run_end += 1
+            cells = _layout_table(group[index:run_end]) if run_end - index >= 3 else None
+            if cells is not None:
+                flush(pending)
+                builder.table(cells, page)
+                found = True
+                index = run_end
+            else:
+                pending.append(group[index])
+                index += 1
+        if pending:
+            found = True
+            flush(pending)
+    return found
+
+
+def _read_pdf(path: Path) -> Document:
+    from pypdf import PasswordType, PdfReader
+    from pypdf.errors import DependencyError
+
+    data = _read_bytes(path)
+    with _converting(path, "not a readable PDF", _PDF_HINT):
+        reader = PdfReader(io.BytesIO(data))
+        encrypted = reader.is_encrypted
+    if encrypted:
+        # An empty user password is how PDFs that only restrict printing or copying are
+        # "encrypted": any viewer opens them, so they are read; a real password is refused.
+        try:
+            opened = reader.decrypt("")
+        except DependencyError as exc:
+            raise _error(
+                path,
+                f"encrypted with a method that needs an extra library ({exc})",
+                "save an unencrypted copy (e.g. `qpdf --decrypt in out`) and add that instead",
+                code="encrypted",
+            ) from exc
+        if opened == PasswordType.NOT_DECRYPTED:
+            raise _error(
+                path,
+                "the PDF is encrypted with a password",
+                "save an unencrypted copy (e.g. `qpdf --decrypt in out`) and add that instead",
+                code="encrypted",
+            )
+    builder = _Builder()
+    empty: list[int] = []
+    with _converting(path, "not a readable PDF", _PDF_HINT):
+        pages = list(reader.pages)
+        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    for number, page in enumerate(pages, start=1):
+        # Layout mode keeps the horizontal positions, which is what makes simple tables
+        # detectable; plain mode glues the cells of a row into one line of words.
+        with _converting(path, f"page {number}: text extraction failed", _PDF_HINT):
+            raw = page.extract_text(extraction_mode="layout")
+        if not _pdf_page_blocks(builder, raw, number):
+            empty.append(number)
+    notes = tuple(f"page {n} has no extractable text (scanned image?)" for n in empty)
+    title = meta_title.strip() or path.stem
+    return Document(
+        path,
+        "pdf",
+        title,
+        tuple(builder.blocks),
+        page_count=len(pages),
+        empty_pages=tuple(empty),
+        notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# DOCX
+
+_DOCX_HINT = "open and re-save it in Word or LibreOffice; a legacy .doc must be converted to .docx"
+_HEADING_STYLE = re.compile(r"^Heading (\d)$")
+_LIST_STYLE = re.compile(r"^List (Bullet|Number|Paragraph|Continue)?\s*(\d)?$")
+
+
+def _read_docx(path: Path) -> Document:
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    _read_bytes(path)  # an unreadable file is reported as such, not as a corrupt package
+    builder = _Builder()
+    title = ""
+    items: list[str] = []
+    numbers: dict[int, int] = {}
+
+    def flush_list() -> None:
+        builder.text("list", "\n".join(items))
+        items.clear()
+        numbers.clear()
+
+    def heading_level(paragraph: Paragraph) -> int | None:
+        # Custom heading styles are usually based on a built-in one: follow the chain.
+        style = paragraph.style
+        while style is not None:
+            if style.name == "Title":
+                return 0
+            match = _HEADING_STYLE.match(style.name or "")
+            if match:
+                return int(match.group(1))
+            style = style.base_style
+        return None
+
+    def list_depth(paragraph: Paragraph) -> tuple[int, bool] | None:
+        name = paragraph.style.name if paragraph.style is not None else ""
+        match = _LIST_STYLE.match(name or "")
+        levels = paragraph._p.xpath("./w:pPr/w:numPr/w:ilvl/@w:val")
+        has_numbering = bool(paragraph._p.xpath("./w:pPr/w:numPr"))
+        if not match and not has_numbering:
+            return None
+        if levels:
+            depth = int(levels[0])
+        elif match and match.group(2):
+            depth = int(match.group(2)) - 1
+        else:
+            depth = 0
+        return depth, bool(match and match.group(1) == "Number")
+
+    with _converting(path, "not a readable DOCX", _DOCX_HINT):
+        document = docx.Document(str(path))
+        title = (document.core_properties.title or "").strip()
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                if items:
+                    flush_list()
+                builder.table([[cell.text for cell in row.cells] for row in item.rows])
+                continue
+            text = item.text.strip()
+            if not text:
+                continue
+            level = heading_level(item)
+            listed = list_depth(item) if level is None else None
+            if items and listed is None:
+                flush_list()
+            if level is not None:
+                title = title or (text if level == 0 else "")
+                builder.heading(max(level, 1), text)
+            elif listed is not None:
+                depth, numbered = listed
+                for deeper in [key for key in numbers if key > depth]:
+                    del numbers[deeper]
+                numbers[depth] = numbers.get(depth, 0) + 1
+                marker = f"{numbers[depth]}. " if numbered else "- "
+                items.append("  " * depth + marker + text)
+            else:
+                builder.text("paragraph", text)
+        if items:
+            flush_list()
+    title = title or builder.first_heading(1) or builder.first_heading() or path.stem
+    return Document(path, "docx", title, tuple(builder.blocks))
+
+
+# --------------------------------------------------------------------------------------------
+# Spreadsheets
+
+_XLSX_HINT = "open and re-save it in Excel or LibreOffice; a legacy .xls must be converted to .xlsx"
+
+
+def _format_value(value: object, number_format: str) -> str:
+    """The value a reader sees, without the formula; percentages as percentages."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, datetime):
+        if value.time() == time(0, 0):
+            return value.date().isoformat()
+        return value.isoformat(sep=" ")
+    if isinstance(value, date | time):
+        return value.isoformat()
+    if isinstance(value, int | float):
+        if "%" in number_format:
+            # 0.035 formatted as 3.5% must read 3.5%, not 0.035: the seed's 53% vs 3.5% case
+            # is exactly a number whose meaning depends on this.
+            decimals = len(number_format.split(".")[1].split("%")[0]) if "." in number_format else 0
+            return f"{value * 100:.{decimals}f}%"
+        if isinstance(value, float):
+            if value.is_integer() and abs(value) < 1e15:
+                return str(int(value))
+            return f"{value:.15g}"  # Excel keeps 15 significant digits
+        return str(value)
+    return str(value)
+
+
+def _captions_and_table(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Leading rows with a single filled cell above a wider table are captions, not a header."""
+    captions: list[str] = []
+    while len(rows) > 1 and len(rows[0]) > 1 and sum(1 for cell in rows[0] if cell) == 1:
+        captions.append(next(cell for cell in rows[0] if cell))
+        rows = _trim_table(rows[1:])
+    return captions, rows
+
+
+def _read_xlsx(path: Path) -> Document:
+    import openpyxl
+
+    _read_bytes(path)
+    builder = _Builder()
+    notes: list[str] = []
+    with _converting(path, "not a readable XLSX workbook", _XLSX_HINT):
+        # Two read-only passes: values (as last computed by the spreadsheet application) and
+        # formulas, only to detect formulas that were never computed, which would read as "".
+        values = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        formulas = openpyxl.load_workbook(path, read_only=True, data_only=False)
+    try:
+        title = (values.properties.title or "").strip()
+        for sheet, formula_sheet in zip(values.worksheets, formulas.worksheets, strict=True):
+            name = sheet.title
+            raw: list[list[str]] = []
+            missing: list[str] = []
+            with _converting(path, f"sheet '{name}' cannot be read", _XLSX_HINT):
+                for row, formula_row in zip_longest(sheet.iter_rows(), formula_sheet.iter_rows()):
+                    cells: list[str] = []
+                    for cell, formula_cell in zip_longest(row or (), formula_row or ()):
+                        value = getattr(cell, "value", None)
+                        if value is None and getattr(formula_cell, "data_type", None) == "f":
+                            missing.append(str(getattr(formula_cell, "coordinate", "?")))
+                        cells.append(_format_value(value, getattr(cell, "number_format", "")))
+                    raw.append(cells)
+            if missing:
+                shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+                raise _error(
+                    path,
+                    f"sheet '{name}': {len(missing)} formula cell(s) without a stored value "
+                    f"({shown})",
+                    "open the workbook in Excel or LibreOffice and save it, so the computed "
+                    "values are stored (Thoth reads values, never formulas)",
+                    code="formula_without_value",
+                )
+            captions, rows = _captions_and_table(_trim_table(raw))
+            if not rows:
+                notes.append(f"sheet '{name}' is empty")
+                continue
+            builder.heading(1, name)
+            for caption in captions:
+                builder.text("paragraph", caption)
+            builder.table(rows)
+    finally:
+        values.close()
+        formulas.close()
+    return Document(path, "xlsx", title or path.stem, tuple(builder.blocks), notes=tuple(notes))
+
+
+_CSV_DELIMITERS = ",;\t|"
+
+
+def _read_csv(path: Path) -> Document:
+    text = _read_text(path)
+    sample = text[:65536]
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, _CSV_DELIMITERS)
+    except csv.Error as exc:
+        first_line = sample.split("\n", 1)[0]
+        if any(delimiter in first_line for delimiter in _CSV_DELIMITERS):
+            raise _error(
+                path,
+                f"cannot determine the column delimiter ({exc})",
+                "use one delimiter (, ; tab or |) consistently on every line",
+                code="csv_dialect",
+            ) from exc
+        dialect = csv.excel  # no candidate delimiter anywhere on the first line: one column
+    reader = csv.reader(io.StringIO(text), dialect)
+    try:
+        raw = list(reader)
+    except csv.Error as exc:
+        raise _error(
+            path,
+            f"line {reader.line_num}: {exc}",
+            "fix the quoting on that line",
+            code="corrupt",
+        ) from exc
+    builder = _Builder()
+    captions, rows = _captions_and_table(_trim_table(raw))
+    for caption in captions:
+        builder.text("paragraph", caption)
+    builder.table(rows)
+    return Document(path, "csv", path.stem, tuple(builder.blocks))
+
+
+# --------------------------------------------------------------------------------------------
+
+_READERS: dict[DocumentFormat, Callable[[Path], Document]] = {
+    "markdown": _read_markdown,
+    "text": _read_plain,
+    "html": _read_html,
+    "pdf": _read_pdf,
+    "docx": _read_docx,
+    "xlsx": _read_xlsx,
+    "csv": _read_csv,
+}
+
+_EMPTY_HINT: dict[DocumentFormat, str] = {
+    "pdf": "the PDF has no text layer (scanned?): run OCR on it before adding it",
+    "xlsx": "every sheet is empty: remove the file or exclude it from the source",
+}
+
+
+def extract(path: Path) -> Document:
+    """Read one file into a `Document`, or raise `ExtractionError` naming the file and cause."""
+    fmt = _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise _error(
+            path,
+            f"unsupported file type '{path.suffix or '(no extension)'}'",
+            f"supported: {', '.join(SUPPORTED_SUFFIXES)}; convert the file or exclude it from "
+            "the source's glob",
+            code="unsupported",
+        )
+    if not path.is_file():
+        raise _error(
+            path, "does not exist or is not a regular file", "check the source path and glob"
+        )
+    document = _READERS[fmt](path)
+    if not document.blocks:
+        raise _error(
+            path,
+            "no text could be extracted",
+            _EMPTY_HINT.get(fmt, "the file is empty: remove it or add its content"),
+            code="empty",
+        )
+    return document
