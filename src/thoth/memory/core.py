@@ -1,0 +1,48 @@
+"""Memory policy shared by every boundary: what may become a memory and what text it is.
+
+A memory is reusable domain knowledge: a concept a reviewer clarified. Table and column
+choices (`table_promoted`, `table_excluded`, `column_promoted`…) answer one question and stay
+in its session; a table may appear inside a memory's explanation, never as the memory. Every
+boundary (ledger markers, registry, search, promotion preview, projection) checks against the
+one `REUSABLE_TYPES` below, so widening it is one deliberate change here.
+
+This module imports nothing from thoth.session or the rest of thoth.memory: the ledger
+imports it to check its promotion markers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Final
+
+REUSABLE_TYPES: Final[frozenset[str]] = frozenset({"concept_clarified"})
+
+
+def memory_text(
+    *,
+    type: str,
+    subject: str,
+    detail: str,
+    rationale: str,
+    question_context: str,
+    concepts: Sequence[str],
+) -> str:
+    """The canonical text of a memory: what gets embedded for search, and what
+    `content_sha256` hashes. Provenance (session, seq, id, time) is not part of it, so the
+    same concept hashes the same wherever it came from."""
+    lines = [
+        f"type: {type}",
+        f"subject: {subject}",
+        f"detail: {detail}",
+        f"rationale: {rationale}",
+        f"question: {question_context}",
+    ]
+    if concepts:
+        lines.append(f"concepts: {'; '.join(concepts)}")
+    return "\n".join(lines)
+
+
+def content_sha256(text: str) -> str:
+    """Hex SHA-256 of the UTF-8 text: the index re-embeds a memory only when this changes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
