@@ -8,6 +8,11 @@ Replies are a FIFO queue of `Reply` objects. Every request is recorded (path, he
 body) before its reply is sent, so a test can count requests even when the client gave up
 (timeout). A request arriving with no scripted reply left gets HTTP 599 and is recorded, so an
 unexpected retry or an extra call fails the test visibly instead of hanging.
+
+Tool calling: `reply_tool_calls(ToolCallScript(...), ...)` answers the next request with tool
+calls in the provider's own shape (OpenAI `message.tool_calls` with JSON-encoded `arguments`,
+Anthropic `tool_use` content blocks with an `input` object). A `str` as arguments is sent
+verbatim, so a test can script a malformed call.
 """
 
 from __future__ import annotations
@@ -33,6 +38,17 @@ class Reply:
     text: str = ""
     status: int = 200
     delay: float = 0.0
+    tool_calls: tuple[ToolCallScript, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolCallScript:
+    """One scripted tool call. `arguments`: a dict is sent as JSON (OpenAI) or as the `input`
+    object (Anthropic); a str is sent as it is, however malformed."""
+
+    name: str
+    arguments: dict[str, Any] | str
+    id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,46 @@ def anthropic_message(text: str, model: str, n: int) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": {"input_tokens": 1, "output_tokens": 1},
     }
+
+
+def openai_tool_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
+    payload = openai_completion(reply.text, model, n)
+    choice = payload["choices"][0]
+    choice["message"]["content"] = reply.text or None
+    choice["message"]["tool_calls"] = [
+        {
+            "id": call.id or f"call_{n}_{i}",
+            "type": "function",
+            "function": {
+                "name": call.name,
+                "arguments": call.arguments
+                if isinstance(call.arguments, str)
+                else json.dumps(call.arguments, ensure_ascii=False),
+            },
+        }
+        for i, call in enumerate(reply.tool_calls)
+    ]
+    choice["finish_reason"] = "tool_calls"
+    return payload
+
+
+def anthropic_tool_message(reply: Reply, model: str, n: int) -> dict[str, Any]:
+    payload = anthropic_message(reply.text, model, n)
+    text_blocks = payload["content"] if reply.text else []
+    payload["content"] = [
+        *text_blocks,
+        *(
+            {
+                "type": "tool_use",
+                "id": call.id or f"toolu_{n}_{i}",
+                "name": call.name,
+                "input": call.arguments,
+            }
+            for i, call in enumerate(reply.tool_calls)
+        ),
+    ]
+    payload["stop_reason"] = "tool_use"
+    return payload
 
 
 def error_body(path: str, status: int, message: str) -> dict[str, Any]:
@@ -124,6 +180,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, error_body(self.path, reply.status, "scripted failure"))
             return
         model = body.get("model", "") if isinstance(body, dict) else ""
+        if reply.tool_calls and self.path == ANTHROPIC_PATH:
+            self._send(200, anthropic_tool_message(reply, model, n))
+            return
+        if reply.tool_calls:
+            self._send(200, openai_tool_completion(reply, model, n))
+            return
         if self.path == ANTHROPIC_PATH:
             self._send(200, anthropic_message(reply.text, model, n))
         else:
@@ -195,6 +257,11 @@ class FakeLLMServer:
         """Queue one answer for the next request."""
         with self._lock:
             self._replies.append(Reply(text=text, status=status, delay=delay))
+
+    def reply_tool_calls(self, *calls: ToolCallScript, text: str = "") -> None:
+        """Queue one answer made of tool calls (and optional assistant text)."""
+        with self._lock:
+            self._replies.append(Reply(text=text, tool_calls=tuple(calls)))
 
     def reply_json(self, payload: Any, *, delay: float = 0.0) -> None:
         self.reply(json.dumps(payload, ensure_ascii=False), delay=delay)

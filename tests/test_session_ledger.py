@@ -239,6 +239,11 @@ def test_every_type_is_known_and_classified() -> None:
         "column_promoted",
         "concept_formula_approved",
         "concept_formula_rejected",
+        "question_rewritten",
+        "formula_proposed",
+        "synthesis_approved",
+        "cte_plan_approved",
+        "final_sql_approved",
     }
     assert set(MEMORY_MARKER_TYPES) == {
         "memory_promoted",
@@ -293,6 +298,68 @@ def test_control_entries_need_a_rationale(session: Session) -> None:
     refused(session, lambda: session.reopen("clarification", rationale=""), "[rationale]")
     refused(session, lambda: session.rollback("clarification", rationale=" "), "[rationale]")
     refused(session, lambda: session.retract(1, rationale=""), "[rationale]")
+
+
+@pytest.mark.parametrize(
+    ("type", "stage"),
+    [
+        ("question_rewritten", "rewriting"),
+        ("formula_proposed", "schema_linking"),
+        ("synthesis_approved", "synthesis"),
+        ("cte_plan_approved", "cte"),
+        ("final_sql_approved", "final_sql"),
+    ],
+)
+def test_stage_outcomes_belong_to_their_stage(session: Session, type: str, stage: str) -> None:
+    refused(
+        session,
+        lambda: session.append("clarification", type, subject="x", detail=FORMULA_DETAIL),
+        "[stage]",
+        f"a {type} belongs to stage {stage!r}",
+    )
+    session.append(stage, type, subject="fascia pediatrica", detail=FORMULA_DETAIL)
+
+
+FORMULA_DETAIL = json.dumps(
+    {
+        "columns": ["clinical.patient.birth_date", "adt.admission.admission_date"],
+        "sql": "CASE WHEN age(a.admission_date, p.birth_date) < interval '18 years' "
+        "THEN 'pediatrica' ELSE 'adulta' END",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("detail", "needle"),
+    [
+        ("CASE WHEN x THEN 1 END", "not a JSON object"),
+        (json.dumps({"columns": ["a.b.c"]}), "[detail.sql]"),
+        (json.dumps({"sql": "a.x + 1"}), "[detail.columns]"),
+        (json.dumps({"columns": [], "sql": "a.x + 1"}), "[detail.columns]"),
+        (json.dumps({"columns": ["not a column!"], "sql": "a.x + 1"}), "schema.table.column"),
+        (json.dumps({"columns": ["a.b.c"], "sql": "SELECT 1"}), "complete statement"),
+        (json.dumps({"columns": ["a.b.c"], "sql": "a.x + 1; DROP TABLE t"}), "[detail.sql]"),
+        (json.dumps({"columns": ["a.b.c"], "sql": "1", "note": "x"}), "unknown field"),
+    ],
+)
+def test_formula_proposal_carries_columns_and_one_expression(
+    session: Session, detail: str, needle: str
+) -> None:
+    refused(
+        session,
+        lambda: session.append("schema_linking", "formula_proposed", subject="c", detail=detail),
+        "formula_proposed",
+        needle,
+    )
+
+
+def test_formula_proposal_written_by_hand_badly_is_corruption(session: Session) -> None:
+    session.append("schema_linking", "formula_proposed", subject="c", detail=FORMULA_DETAIL)
+    line = json.loads(ledger_bytes(session))
+    line["detail"] = json.dumps({"columns": ["a.b.c"], "sql": "SELECT 1"})
+    session.ledger.path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(LedgerCorrupted, match="line 1"):
+        session.entries()
 
 
 def test_refs_must_name_an_earlier_entry(session: Session) -> None:

@@ -25,6 +25,23 @@ def state_dir(ws: Workspace) -> Path:
     return ws.root / STATE_DIR
 
 
+def sessions_dir(ws: Workspace) -> Path:
+    return state_dir(ws) / "sessions"
+
+
+def memory_registry_path(ws: Workspace) -> Path:
+    return state_dir(ws) / "memory" / "registry.jsonl"
+
+
+def memory_index_path(ws: Workspace) -> Path:
+    """The live memory shard: always Qdrant Edge, next to the workspace's Edge generations."""
+    return state_dir(ws) / "index" / ws.settings.workspace / "memory"
+
+
+def open_embedder(ws: Workspace) -> Embedder:
+    return make_embedder(ws.settings.embedding, state_dir(ws) / "cache")
+
+
 def make_backend(ws: Workspace) -> IndexBackend:
     cfg = ws.settings.index
     prefix = "thoth_" + re.sub(r"[^A-Za-z0-9_]+", "_", ws.settings.workspace)
@@ -77,5 +94,5 @@ def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
         ws=ws,
         state=state,
         backend=make_backend(ws),
-        embedder=embedder or make_embedder(ws.settings.embedding, state_dir(ws) / "cache"),
+        embedder=embedder or open_embedder(ws),
     )

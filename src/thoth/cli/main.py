@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from thoth.cli import exitcodes, publish, render
+from thoth.cli import exitcodes, memory, publish, render, session
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
@@ -20,6 +20,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 evidence_app = typer.Typer(no_args_is_help=True, help="Author and check Evidence Units.")
 app.add_typer(evidence_app, name="evidence")
 publish.register(app, evidence_app)
+session.register(app, evidence_app)
+memory.register(app)
 
 
 @app.command("init")

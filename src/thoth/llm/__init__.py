@@ -1,5 +1,24 @@
-"""Chat model providers. `chat_client(settings)` is the one place a provider is chosen."""
+"""Chat model providers. `chat_client(settings)` and `tool_client(settings)` are the places a
+provider is chosen."""
 
-from thoth.llm.client import ChatClient, LLMError, chat_client
+from thoth.llm.client import (
+    ChatClient,
+    LLMError,
+    ToolCall,
+    ToolClient,
+    ToolReply,
+    ToolSpec,
+    chat_client,
+    tool_client,
+)
 
-__all__ = ["ChatClient", "LLMError", "chat_client"]
+__all__ = [
+    "ChatClient",
+    "LLMError",
+    "ToolCall",
+    "ToolClient",
+    "ToolReply",
+    "ToolSpec",
+    "chat_client",
+    "tool_client",
+]

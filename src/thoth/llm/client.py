@@ -1,14 +1,23 @@
 """Chat completion clients for OpenAI-compatible servers and Anthropic, with no automatic
-retries: a failure is reported once, attributed, and never hidden behind a second attempt."""
+retries: a failure is reported once, attributed, and never hidden behind a second attempt.
+
+Two uses: `complete_json` (one JSON object as text) and `call_tools` (the model answers with
+calls to the tools it was offered: OpenAI chat completions `tools`, Anthropic messages
+`tools`). `call_tools` reports each call as the provider sent it; a call whose arguments are
+not a JSON object is kept with its `error`, for the caller to refuse with attribution."""
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import anthropic
 import openai
-from anthropic.types import MessageParam, TextBlock
+from anthropic.types import MessageParam, TextBlock, ToolParam, ToolUseBlock
+from openai.types.chat import ChatCompletionFunctionToolParam
 
 from thoth.config import LLMSettings
 from thoth.errors import ConfigError
@@ -24,6 +33,50 @@ class ChatClient(Protocol):
     def complete_json(self, system: str, user: str) -> str:
         """The model's raw text reply, which is expected to be one JSON object."""
         ...
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: `parameters` is the JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model made. `arguments` is None exactly when `error` says why the call
+    carried no JSON object."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    text: str  # any prose the model wrote besides its calls
+    calls: tuple[ToolCall, ...]
+
+
+class ToolClient(Protocol):
+    name: str
+
+    def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
+        """The model's tool calls (and text) for one system + user prompt."""
+        ...
+
+
+def _arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"arguments are not valid JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(value, dict):
+        return None, f"arguments are a JSON {type(value).__name__}, not an object"
+    return value, None
 
 
 class OpenAIChat:
@@ -55,6 +108,46 @@ class OpenAIChat:
         if not reply.choices or reply.choices[0].message.content is None:
             raise LLMError("the model returned no content")
         return reply.choices[0].message.content
+
+    def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
+        offered: list[ChatCompletionFunctionToolParam] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in tools
+        ]
+        try:
+            reply = self._client.chat.completions.create(
+                model=self._settings.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                tools=offered,
+                temperature=0,
+                max_tokens=self._settings.max_tokens,
+            )
+        except openai.APITimeoutError as exc:
+            raise LLMError(f"timed out after {self._settings.timeout_seconds}s") from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
+        except openai.APIError as exc:
+            raise LLMError(f"model server unreachable: {exc}") from exc
+        if not reply.choices:
+            raise LLMError("the model returned no choices")
+        message = reply.choices[0].message
+        calls = []
+        for call in message.tool_calls or []:
+            if call.type != "function":
+                calls.append(
+                    ToolCall(call.id, "", None, f"a {call.type} tool call, not a function call")
+                )
+                continue
+            arguments, error = _arguments(call.function.arguments)
+            calls.append(ToolCall(call.id, call.function.name, arguments, error))
+        return ToolReply(text=message.content or "", calls=tuple(calls))
 
 
 class AnthropicChat:
@@ -88,14 +181,61 @@ class AnthropicChat:
             raise LLMError("the model returned no text block")
         return "".join(texts)
 
+    def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
+        offered: list[ToolParam] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+        try:
+            messages: list[MessageParam] = [{"role": "user", "content": user}]
+            reply = self._client.messages.create(
+                model=self._settings.model,
+                system=system,
+                messages=messages,
+                tools=offered,
+                max_tokens=self._settings.max_tokens,
+            )
+        except anthropic.APITimeoutError as exc:
+            raise LLMError(f"timed out after {self._settings.timeout_seconds}s") from exc
+        except anthropic.APIStatusError as exc:
+            raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
+        except anthropic.APIError as exc:
+            raise LLMError(f"model server unreachable: {exc}") from exc
+        texts, calls = [], []
+        for block in reply.content:
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+            elif isinstance(block, ToolUseBlock):
+                # The SDK does not validate replies: `input` is whatever the server sent.
+                given: object = block.input
+                if isinstance(given, dict):
+                    calls.append(ToolCall(block.id, block.name, dict(given)))
+                else:
+                    error = f"input is a JSON {type(given).__name__}, not an object"
+                    calls.append(ToolCall(block.id, block.name, None, error))
+        return ToolReply(text="".join(texts), calls=tuple(calls))
 
-def chat_client(settings: LLMSettings) -> ChatClient:
+
+def _api_key(settings: LLMSettings) -> str:
     api_key = os.environ.get(settings.api_key_env)
     if not api_key:
         raise ConfigError(
             f"[llm].api_key_env names {settings.api_key_env}, which is not set -> export it "
             "(any non-empty value for a local server that ignores keys)"
         )
+    return api_key
+
+
+def chat_client(settings: LLMSettings) -> ChatClient:
+    api_key = _api_key(settings)
+    if settings.provider == "anthropic":
+        return AnthropicChat(settings, api_key)
+    return OpenAIChat(settings, api_key)
+
+
+def tool_client(settings: LLMSettings) -> ToolClient:
+    """The tool-calling client `[llm]` asks for: the one place a driver's provider is chosen."""
+    api_key = _api_key(settings)
     if settings.provider == "anthropic":
         return AnthropicChat(settings, api_key)
     return OpenAIChat(settings, api_key)

@@ -30,6 +30,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from thoth.errors import Problem, ProblemsError
+from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.stages import STAGE_PURPOSE, STAGES, unknown_stage_message
 
 # Decisions: what the reviewer settled about the question. The effective view returns these.
@@ -40,6 +41,13 @@ DECISION_TYPES: Final[tuple[str, ...]] = (
     "column_promoted",
     "concept_formula_approved",
     "concept_formula_rejected",
+    # What a stage settled as its outcome, each in the one stage that produces it
+    # (_TYPE_STAGE). formula_proposed: a Formula proposal (thoth.session.formulas).
+    "question_rewritten",
+    "formula_proposed",
+    "synthesis_approved",
+    "cte_plan_approved",
+    "final_sql_approved",
 )
 # Markers of what happened to a clarified concept at promotion time (memory_rejected: legacy
 # F2 rejection of a global memory, still readable and writable for old sessions).
@@ -65,6 +73,15 @@ _MARKER_STAGE: Final[Mapping[str, str]] = {
     "memory_promoted": "memory_promotion",
     "memory_promotion_declined": "memory_promotion",
     "memory_rejected": "memory",
+}
+# Types bound to one stage: a marker, or the outcome a stage produces.
+_TYPE_STAGE: Final[Mapping[str, str]] = {
+    **_MARKER_STAGE,
+    "question_rewritten": "rewriting",
+    "formula_proposed": "schema_linking",
+    "synthesis_approved": "synthesis",
+    "cte_plan_approved": "cte",
+    "final_sql_approved": "final_sql",
 }
 _REFERS_TO_CONCEPT: Final = frozenset({"memory_promoted", "memory_promotion_declined"})
 # What a retraction may not withdraw, and why.
@@ -216,9 +233,11 @@ def _entry_issues(e: Entry) -> list[_Issue]:
         issues.append(
             _Issue("refs", f"a {e.type} acts on a whole stage and takes no refs", "drop refs")
         )
-    marker_stage = _MARKER_STAGE.get(e.type)
-    if marker_stage is not None and e.stage != marker_stage:
-        issues.append(_Issue("stage", f"a {e.type} belongs to stage {marker_stage!r}"))
+    own_stage = _TYPE_STAGE.get(e.type)
+    if own_stage is not None and e.stage != own_stage:
+        issues.append(_Issue("stage", f"a {e.type} belongs to stage {own_stage!r}"))
+    if e.type == FORMULA_PROPOSED:
+        issues += [_Issue(f, m) for f, m in formula_issues(e.subject, e.detail)]
     if e.type == RECEIPT_TYPE:
         issues += _receipt_issues(e)
     elif e.receipt is not None:

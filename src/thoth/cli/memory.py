@@ -1,0 +1,285 @@
+"""`tht memory promote|save-one|decline|search|choose|summary|reconcile`: the reviewer's
+memory commands (seed 2), each with `--json` for agents.
+
+Exit codes: 0 done (a search with no proposal included); 1 refused, incomplete (save-one that
+needs `tht memory reconcile`), index or embedder unavailable, or reconcile left problems; 2
+wrong arguments.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from thoth.cli import exitcodes
+from thoth.cli.common import JsonOpt, emit_json, errors, out
+from thoth.embed.base import Embedder, EmbedderError
+from thoth.memory.index import MemoryEmbeddingFailed, MemoryIndex
+from thoth.memory.projection import summarize
+from thoth.memory.promotion import decline, preview, save_one
+from thoth.memory.recall import choose, search_memories
+from thoth.memory.reconcile import reconcile
+from thoth.memory.registry import Registry
+from thoth.runtime import (
+    memory_index_path,
+    memory_registry_path,
+    open_embedder,
+    sessions_dir,
+)
+from thoth.session import Session, SessionStore
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+SessionOpt = Annotated[str, typer.Option("--session", help="Session id (s-YYYYMMDD-HHMMSS-…).")]
+SeqOpt = Annotated[int, typer.Option("--seq", help="Seq of the concept_clarified decision.")]
+RationaleOpt = Annotated[str, typer.Option("--rationale", help="Why, for the ledger (optional).")]
+
+
+def register(app: typer.Typer) -> None:
+    memory_app = typer.Typer(
+        no_args_is_help=True, help="Promote, search and reconcile reviewed memories."
+    )
+    app.add_typer(memory_app, name="memory")
+    memory_app.command("promote")(promote_cmd)
+    memory_app.command("save-one")(save_one_cmd)
+    memory_app.command("decline")(decline_cmd)
+    memory_app.command("search")(search_cmd)
+    memory_app.command("choose")(choose_cmd)
+    memory_app.command("summary")(summary_cmd)
+    memory_app.command("reconcile")(reconcile_cmd)
+
+
+@dataclass
+class _Stores:
+    """The workspace's memory stores; the embedder is loaded only by commands that embed."""
+
+    ws: Workspace
+
+    @cached_property
+    def sessions(self) -> SessionStore:
+        return SessionStore(sessions_dir(self.ws))
+
+    @cached_property
+    def registry(self) -> Registry:
+        return Registry(memory_registry_path(self.ws))
+
+    @cached_property
+    def index(self) -> MemoryIndex:
+        return MemoryIndex(memory_index_path(self.ws), language=self.ws.settings.language)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        try:
+            return open_embedder(self.ws)
+        except EmbedderError as exc:
+            raise MemoryEmbeddingFailed(
+                f"workspace {self.ws.root}: the embedder cannot start ({exc}) -> check "
+                "[embedding] in thoth.toml"
+            ) from exc
+
+    def session(self, session_id: str) -> Session:
+        return self.sessions.open(session_id)
+
+
+def _stores(root: Path) -> _Stores:
+    return _Stores(Workspace.open(root))
+
+
+def promote_cmd(
+    session: SessionOpt,
+    show_preview: Annotated[
+        bool, typer.Option("--preview", help="List the next candidates (required).")
+    ] = False,
+    near_duplicates: Annotated[
+        bool,
+        typer.Option(
+            "--near-duplicates/--no-near-duplicates",
+            help="Look up similar memories of other sessions (needs the index and embedder).",
+        ),
+    ] = True,
+    limit: Annotated[int, typer.Option(help="Candidates to show, at most 5.")] = 5,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """F8: the session's next promotion candidates (then save-one or decline each)."""
+    if not show_preview:
+        raise typer.BadParameter(
+            "promotion is decided one concept at a time: run with --preview to list the "
+            "candidates, then `tht memory save-one` or `tht memory decline` for each",
+            param_hint="--preview",
+        )
+    with errors(as_json):
+        st = _stores(workspace)
+        result = preview(
+            st.session(session),
+            st.registry,
+            limit,
+            index=st.index if near_duplicates else None,
+            embedder=st.embedder if near_duplicates else None,
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    if result.candidates:
+        table = Table(title=f"memory candidates of {session}")
+        for col in ("seq", "subject", "detail", "near duplicates"):
+            table.add_column(col)
+        for c in result.candidates:
+            near = ", ".join(f"{n.memory_id} ({n.similarity:.2f})" for n in c.near_duplicates)
+            table.add_row(str(c.seq), escape(c.subject), escape(c.detail), near)
+        out.print(table)
+    else:
+        out.print("No concept left to promote or decline.")
+    if result.remaining:
+        out.print(f"{result.remaining} more candidate(s) after these: decide these, then preview.")
+    state = "ready to finalize" if result.finalize_ready else "not ready to finalize"
+    out.print(f"Session {session} is {state}.")
+
+
+def save_one_cmd(
+    session: SessionOpt,
+    seq: SeqOpt,
+    rationale: RationaleOpt = "",
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """F8: promote one clarified concept (registry, index, then the ledger marker)."""
+    with errors(as_json):
+        st = _stores(workspace)
+        result = save_one(
+            st.session(session),
+            seq,
+            registry=st.registry,
+            index=st.index,
+            embedder=st.embedder,
+            rationale=rationale,
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    verb = "saved as" if result.created else "already saved as"
+    out.print(f"Session {session} seq {seq}: {verb} [bold]{result.record.id}[/].")
+
+
+def decline_cmd(
+    session: SessionOpt,
+    seq: SeqOpt,
+    rationale: RationaleOpt = "",
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """F8: the reviewer does not want this concept as a memory."""
+    with errors(as_json):
+        st = _stores(workspace)
+        result = decline(st.session(session), seq, registry=st.registry, rationale=rationale)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    verb = "declined" if result.created else "was already declined"
+    out.print(f"Session {session} seq {seq}: {verb} (marker seq {result.marker.seq}).")
+
+
+def search_cmd(
+    question: Annotated[str, typer.Argument(help="The question of the session.")],
+    session: SessionOpt,
+    limit: Annotated[int, typer.Option(help="Memories to propose.")] = 5,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """F2: memories of other sessions to propose to the reviewer (nothing is applied)."""
+    with errors(as_json):
+        st = _stores(workspace)
+        result = search_memories(
+            question,
+            st.session(session),
+            registry=st.registry,
+            index=st.index,
+            embedder=st.embedder,
+            limit=limit,
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    if not result.proposals:
+        out.print("No memory to propose.")
+    for p in result.proposals:
+        out.print(
+            f"[bold]{p.memory_id}[/] {escape(p.subject)}: {escape(p.detail)} "
+            f"(from {p.session_id} seq {p.decision_seq}; score {p.score:.4f})"
+        )
+    if result.dropped:
+        out.print(
+            f"[yellow]{len(result.dropped)} index hit(s) not in the registry or not concepts: "
+            "run `tht memory reconcile`.[/]"
+        )
+
+
+def choose_cmd(
+    session: SessionOpt,
+    memory_id: Annotated[str, typer.Option("--memory", help="The memory, e.g. mem-0001.")],
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """F2: apply a proposed memory to the session (a new concept_clarified citing it)."""
+    with errors(as_json):
+        st = _stores(workspace)
+        result = choose(st.session(session), memory_id, registry=st.registry)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    verb = "applied as" if result.created else "already applied as"
+    out.print(f"{memory_id}: {verb} seq {result.entry.seq} of session {session}.")
+
+
+def summary_cmd(
+    session: SessionOpt,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """The session's memories: approved first, then declined (Markdown, or JSON)."""
+    with errors(as_json):
+        st = _stores(workspace)
+        result = summarize(st.session(session), st.registry)
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        # Raw Markdown, not rendered: it is meant to be pasted or piped as it is.
+        sys.stdout.write(result.markdown())
+
+
+def reconcile_cmd(
+    rebuild: Annotated[
+        bool,
+        typer.Option("--rebuild", help="Delete the memory index and rebuild it from the registry."),
+    ] = False,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Repair drift between the registry, the memory index and the ledger markers."""
+    with errors(as_json):
+        st = _stores(workspace)
+        report = reconcile(
+            sessions=st.sessions,
+            registry=st.registry,
+            index=st.index,
+            embedder=st.embedder,
+            rebuild=rebuild,
+        )
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        if not report.repairs and not report.problems:
+            out.print("Registry, index and markers agree: nothing to repair.")
+        for r in report.repairs:
+            where = f" (session {r.session_id} seq {r.seq})" if r.session_id else ""
+            out.print(f"{r.action}: {r.memory_id}{where} {escape(r.detail)}")
+        for p in report.problems:
+            out.print(f"[bold red]problem:[/] {escape(p.render())}")
+    raise typer.Exit(exitcodes.OK if report.ok else exitcodes.FAILED)

@@ -1,0 +1,391 @@
+"""`tht session ...`: drive a question→SQL session by hand (or as an agent, with `--json`), or
+let a model propose decisions for a reviewer (`drive`, then `accept` / `reject`); and
+`tht evidence import-proposals`, which turns a session's Formula proposals into sources.
+
+Sessions live in `<workspace>/.thoth/sessions/` (`thoth.runtime.sessions_dir`) and never touch
+the workspace's Git repo.
+Exit codes: 0 done; 1 refused or failed (an unavailable Evidence search included, with its
+stable code); 4 not ready (a stage's inputs are not decided yet) or misconfigured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from thoth.cli import exitcodes, render
+from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
+from thoth.llm import tool_client
+from thoth.memory.projection import summarize
+from thoth.memory.registry import Registry
+from thoth.runtime import Runtime, memory_registry_path, open_runtime, sessions_dir
+from thoth.search.outcome import EvidenceSearchOutcome
+from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore
+from thoth.session.driver import drive
+from thoth.session.formulas import import_proposals
+from thoth.session.proposals import ProposalBook, ProposalView, dump
+from thoth.session.stages_service import SessionWorkflow, StageBlocked, decide
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+IdArg = Annotated[str, typer.Argument(help="Session id (s-YYYYMMDD-HHMMSS-xxxxxx).")]
+StageOpt = Annotated[str, typer.Option("--stage", help="Stage name, e.g. clarification.")]
+RationaleOpt = Annotated[str, typer.Option("--rationale", help="Why, for the audit trail.")]
+
+
+def register(app: typer.Typer, evidence_app: typer.Typer) -> None:
+    session_app = typer.Typer(
+        no_args_is_help=True, help="Question→SQL sessions: consult, decide, drive, review."
+    )
+    app.add_typer(session_app, name="session")
+    for name, command in (
+        ("new", new_cmd),
+        ("list", list_cmd),
+        ("show", show_cmd),
+        ("consult", consult_cmd),
+        ("decide", decide_cmd),
+        ("retract", retract_cmd),
+        ("reopen", reopen_cmd),
+        ("rollback", rollback_cmd),
+        ("drive", drive_cmd),
+        ("accept", accept_cmd),
+        ("reject", reject_cmd),
+    ):
+        session_app.command(name)(command)
+    evidence_app.command("import-proposals")(import_proposals_cmd)
+
+
+def sessions(ws: Workspace) -> SessionStore:
+    return SessionStore(sessions_dir(ws))
+
+
+def open_session(workspace: Path, session_id: str) -> tuple[Workspace, Session]:
+    ws = Workspace.open(workspace)
+    return ws, sessions(ws).open(session_id)
+
+
+@contextmanager
+def runtime(ws: Workspace) -> Iterator[Runtime]:
+    rt = open_runtime(ws)
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+def entry_dict(entry: Entry) -> dict[str, Any]:
+    return entry.model_dump(mode="json", exclude_none=True)
+
+
+def _entry_line(e: Entry) -> str:
+    text = f"{e.seq:>3}  {DISPLAY_CODES[e.stage]} {e.stage:<16} {e.type:<26} {escape(e.subject)}"
+    if e.detail:
+        text += f"  [dim]{escape(' '.join(e.detail.split())[:120])}[/]"
+    return text
+
+
+def _written(session: Session, entry: Entry, as_json: bool, what: str) -> None:
+    if as_json:
+        emit_json({"ok": True, "session": session.id, "entry": entry_dict(entry)})
+    else:
+        out.print(f"{what}: seq {entry.seq} in session {session.id}.")
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def new_cmd(
+    question: Annotated[str, typer.Argument(help="The question, as the user asked it.")],
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a session for a question."""
+    with errors(as_json):
+        session = sessions(Workspace.open(workspace)).create(question)
+    if as_json:
+        emit_json({"ok": True, "session": session.id, **session.info.model_dump()})
+    else:
+        out.print(
+            f"Session [bold]{session.id}[/]. Next: `tht session consult {session.id} "
+            "--stage clarification`."
+        )
+
+
+def list_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """Every session of the workspace, oldest first."""
+    with errors(as_json):
+        found = [(s, s.effective()) for s in sessions(Workspace.open(workspace)).list()]
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "sessions": [{**s.info.model_dump(), "decisions": len(d)} for s, d in found],
+            }
+        )
+        return
+    if not found:
+        out.print('No sessions yet: `tht session new "<question>"`.')
+    for s, d in found:
+        out.print(f"{s.id}  {len(d):>3} decisions  {escape(s.question)}", highlight=False)
+
+
+def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """The session's standing decisions, Evidence receipts, proposals and memories."""
+    with errors(as_json):
+        ws, session = open_session(workspace, session_id)
+        entries = session.entries()
+        effective = session.effective()
+        gone = session.withdrawals()
+        standing = {e.seq for e in effective}
+        receipts = [e for e in entries if e.type == "evidence_receipt"]
+        markers = session.memory_markers()
+        proposals = ProposalBook(session).views()
+        # Computed on read from the ledger (and the registry for memory ids): nothing stored.
+        memories = summarize(session, Registry(memory_registry_path(ws)))
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "session": session.info.model_dump(),
+                "effective": [entry_dict(e) for e in effective],
+                "memory_markers": [entry_dict(e) for e in markers],
+                "receipts": [entry_dict(e) for e in receipts],
+                "withdrawn": [asdict(w) for w in gone.values()],
+                "entries": [entry_dict(e) for e in entries],
+                "proposals": [dump(v) for v in proposals],
+                "memories": memories.as_dict(),
+            }
+        )
+        return
+    out.print(f"[bold]{session.id}[/]  {escape(session.question)}", highlight=False)
+    out.print("[bold]Standing decisions[/]" if effective else "No standing decision yet.")
+    for e in effective:
+        out.print(_entry_line(e), highlight=False)
+    for e in markers:
+        out.print(_entry_line(e), highlight=False)
+    if receipts:
+        out.print("[bold]Evidence receipts[/]")
+    for e in receipts:
+        r = e.receipt
+        ids = ", ".join(r.evidence_ids) if r and r.evidence_ids else "no match"
+        stale = "" if e.seq not in gone else f" [dim](stale: seq {gone[e.seq].by})[/]"
+        out.print(
+            f"{e.seq:>3}  {e.stage:<16} {r.purpose if r else ''}: {escape(ids)}{stale}",
+            highlight=False,
+        )
+    withdrawn = [e for e in entries if e.seq in gone and e.seq not in standing]
+    if withdrawn:
+        out.print(
+            "[dim]Withdrawn: "
+            + ", ".join(
+                f"seq {e.seq} ({gone[e.seq].reason} by {gone[e.seq].by})" for e in withdrawn
+            )
+            + "[/]"
+        )
+    _print_proposals(proposals)
+    out.print(escape(memories.markdown().rstrip()), highlight=False)
+
+
+def _print_proposals(views: list[ProposalView]) -> None:
+    pending = [v for v in views if v.status == "pending"]
+    if pending:
+        out.print("[bold]Proposals waiting for review[/]")
+    for v in pending:
+        p = v.proposal
+        out.print(
+            f"  #{p.no} {p.stage} {p.type} {escape(p.subject)}  [dim]{escape(p.model)}: "
+            f"{escape(' '.join(p.rationale.split())[:160])}[/]",
+            highlight=False,
+        )
+
+
+def consult_cmd(
+    session_id: IdArg, stage: StageOpt, workspace: WsOpt = Path("."), as_json: JsonOpt = False
+) -> None:
+    """Search Evidence for a stage with what the session has settled. Exit 1 when unavailable."""
+    blocked: StageBlocked | None = None
+    with errors(as_json):
+        ws, session = open_session(workspace, session_id)
+        with runtime(ws) as rt:
+            try:
+                found = SessionWorkflow(rt, session).consult(stage)
+            except StageBlocked as exc:
+                blocked = exc
+    if blocked is not None:
+        if as_json:
+            emit_json(blocked.as_dict())
+        else:
+            err.print(f"[bold red]blocked:[/] {escape(str(blocked))}", highlight=False)
+        raise typer.Exit(exitcodes.FAILED)
+    if as_json:
+        emit_json(found.as_dict())
+        return
+    render.render_outcome(
+        out,
+        EvidenceSearchOutcome(
+            status="available",
+            purpose=found.purpose,
+            generation=found.generation,
+            revision=found.revision,
+            results=found.results,
+        ),
+    )
+    out.print(f"Receipt recorded: seq {found.receipt.seq} ({found.stage}, {found.purpose}).")
+
+
+def decide_cmd(
+    session_id: IdArg,
+    stage: StageOpt,
+    type: Annotated[str, typer.Option("--type", help="Decision type, e.g. concept_clarified.")],
+    subject: Annotated[str, typer.Option("--subject", help="What is decided.")],
+    detail: Annotated[
+        str,
+        typer.Option(
+            "--detail",
+            help='The content. formula_proposed: {"columns": [...], "sql": "<expression>"}.',
+        ),
+    ] = "",
+    rationale: RationaleOpt = "",
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Record a decision of a stage."""
+    with errors(as_json):
+        _, session = open_session(workspace, session_id)
+        entry = decide(session, stage, type, subject=subject, detail=detail, rationale=rationale)
+    _written(session, entry, as_json, f"{type} recorded")
+
+
+def retract_cmd(
+    session_id: IdArg,
+    seq: Annotated[int, typer.Option("--seq", help="The entry to withdraw.")],
+    rationale: RationaleOpt,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw one decision (the line stays in the ledger)."""
+    with errors(as_json):
+        _, session = open_session(workspace, session_id)
+        entry = session.retract(seq, rationale=rationale)
+    _written(session, entry, as_json, f"seq {seq} retracted")
+
+
+def reopen_cmd(
+    session_id: IdArg,
+    stage: StageOpt,
+    rationale: RationaleOpt,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Redo a stage: its decisions and those of later stages stop standing."""
+    with errors(as_json):
+        _, session = open_session(workspace, session_id)
+        entry = session.reopen(stage, rationale=rationale)
+    _written(session, entry, as_json, f"{stage} reopened")
+
+
+def rollback_cmd(
+    session_id: IdArg,
+    stage: StageOpt,
+    rationale: RationaleOpt,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Return to a stage: decisions of later stages stop standing."""
+    with errors(as_json):
+        _, session = open_session(workspace, session_id)
+        entry = session.rollback(stage, rationale=rationale)
+    _written(session, entry, as_json, f"rolled back to {stage}")
+
+
+def drive_cmd(
+    session_id: IdArg, stage: StageOpt, workspace: WsOpt = Path("."), as_json: JsonOpt = False
+) -> None:
+    """Ask the [llm] model to propose decisions for a stage; a reviewer accepts them."""
+    blocked: StageBlocked | None = None
+    with errors(as_json):
+        ws, session = open_session(workspace, session_id)
+        client = tool_client(ws.settings.llm)
+        with runtime(ws) as rt:
+            try:
+                result = drive(SessionWorkflow(rt, session), stage, client)
+            except StageBlocked as exc:
+                blocked = exc
+    if blocked is not None:
+        if as_json:
+            emit_json(blocked.as_dict())
+        else:
+            err.print(f"[bold red]blocked:[/] {escape(str(blocked))}", highlight=False)
+        raise typer.Exit(exitcodes.FAILED)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    if result.consultation is not None:
+        out.print(
+            f"Evidence consulted: receipt seq {result.consultation.receipt.seq}, "
+            f"{len(result.consultation.results)} results."
+        )
+    if not result.proposals:
+        out.print(f"{escape(result.model)} proposed nothing. {escape(result.note)}")
+        return
+    for p in result.proposals:
+        out.print(f"  #{p.no} {p.type} {escape(p.subject)}", highlight=False)
+    out.print(
+        f"Review them: `tht session accept {session.id} <no>` or `tht session reject "
+        f"{session.id} <no>`."
+    )
+
+
+def accept_cmd(
+    session_id: IdArg,
+    no: Annotated[int, typer.Argument(help="Proposal number (see `tht session show`).")],
+    note: Annotated[str, typer.Option("--note", help="The reviewer's own remark.")] = "",
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Accept a model's proposal: it becomes a decision in the ledger."""
+    with errors(as_json):
+        _, session = open_session(workspace, session_id)
+        entry = ProposalBook(session).accept(no, note=note)
+    _written(session, entry, as_json, f"proposal {no} accepted")
+
+
+def reject_cmd(
+    session_id: IdArg,
+    no: Annotated[int, typer.Argument(help="Proposal number (see `tht session show`).")],
+    rationale: RationaleOpt = "",
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject a model's proposal (the ledger is not touched)."""
+    with errors(as_json):
+        _, session = open_session(workspace, session_id)
+        ProposalBook(session).reject(no, rationale=rationale)
+    if as_json:
+        emit_json({"ok": True, "session": session.id, "rejected": no})
+    else:
+        out.print(f"Proposal {no} rejected.")
+
+
+def import_proposals_cmd(
+    root: WorkspaceArg,
+    session_id: Annotated[str, typer.Option("--session", help="The session to import from.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a session's Formula proposals as sources under evidence/source/proposals/."""
+    with errors(as_json):
+        ws, session = open_session(root, session_id)
+        result = import_proposals(ws, session)
+    if as_json:
+        emit_json({"ok": True, "written": result.written, "unchanged": result.unchanged})
+    else:
+        out.print(
+            f"Wrote {len(result.written)} formula proposals ({len(result.unchanged)} already "
+            "there). Review and commit them, then run `tht evidence prepare`."
+        )

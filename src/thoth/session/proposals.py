@@ -1,0 +1,313 @@
+"""Decisions an LLM driver proposed, waiting for a reviewer: `<session>/proposals.jsonl`.
+
+Proposals are not decisions: they never enter the ledger on their own. A reviewer accepts one
+(it is appended to the ledger as a decision of its stage, its rationale naming the proposal and
+the model) or rejects it. Like the ledger the file is append-only, one JSON object per line:
+
+    {"kind": "proposal", "no": 1, "stage": ..., "type": ..., "subject": ..., "detail": ...,
+     "rationale": ..., "model": "openai:gpt-4o-mini", "receipt_seq": 3, "call_id": ..., ...}
+    {"kind": "review", "no": 1, "verdict": "accepted", "seq": 4, "rationale": "", ...}
+
+A proposal's status (pending, accepted, rejected) is computed on read. Writes hold an
+exclusive lock on `proposals.jsonl.lock`; a batch of proposals is one write, so a drive saves
+all its proposals or none. A damaged line raises, naming the session, file and line.
+
+Accepting writes the ledger first, then the review. Should the process die in between, the
+ledger entry carries the proposal's mark in its rationale; the next accept finds it and only
+writes the missing review, so a proposal never becomes two decisions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Final, Literal, NoReturn
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from thoth.errors import Problem, ProblemsError
+from thoth.session.ledger import (
+    Entry,
+    check_utc_timestamp,
+    file_lock,
+    fsync_dir,
+    utc_now,
+    validation_problems,
+)
+from thoth.session.session import Session
+from thoth.session.stages_service import decide
+
+PROPOSALS_FILE: Final = "proposals.jsonl"
+_REPAIR_HINT: Final = (
+    "proposals.jsonl is append-only: restore it from a backup or repair the line by hand; "
+    "the ledger is not affected"
+)
+
+Status = Literal["pending", "accepted", "rejected"]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    no: int = Field(ge=1)
+    timestamp: str
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, value: str) -> str:
+        return check_utc_timestamp(value)
+
+
+class Proposal(_Line):
+    kind: Literal["proposal"] = "proposal"
+    stage: str
+    type: str
+    subject: str
+    detail: str
+    rationale: str
+    model: str  # which model proposed it (provider:model)
+    call_id: str  # the provider's id of the tool call
+    receipt_seq: int | None = None  # the Evidence receipt the model was shown, if any
+    ledger_seq: int = Field(ge=0)  # the ledger's last seq when it was proposed
+
+    @property
+    def mark(self) -> str:
+        """What the accepted decision's rationale ends with: where it came from."""
+        return f"[proposal {self.no} by {self.model}, accepted by the reviewer]"
+
+
+class Review(_Line):
+    kind: Literal["review"] = "review"
+    verdict: Literal["accepted", "rejected"]
+    seq: int | None = Field(default=None, ge=1)  # the ledger entry of an accepted proposal
+    rationale: str = ""
+
+
+_LINE: Final = TypeAdapter(Annotated[Proposal | Review, Field(discriminator="kind")])
+
+
+@dataclass(frozen=True)
+class ProposalDraft:
+    """A checked proposal not yet numbered (the driver's output)."""
+
+    stage: str
+    type: str
+    subject: str
+    detail: str
+    rationale: str
+    call_id: str
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    proposal: Proposal
+    status: Status
+    seq: int | None = None
+    review_rationale: str = ""
+
+
+class ProposalRefused(ProblemsError):
+    """An accept or reject that cannot be done; nothing was written."""
+
+
+class ProposalsCorrupted(ProblemsError):
+    """A proposals.jsonl line cannot be read as written; nothing of the file was used."""
+
+
+class ProposalBook:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.path: Path = session.directory / PROPOSALS_FILE
+        self.lock_path = self.path.with_name(PROPOSALS_FILE + ".lock")
+
+    # -------------------------------------------------------------- reading
+
+    def views(self) -> list[ProposalView]:
+        """Every proposal with its status, in number order."""
+        if not self.path.exists():
+            return []
+        with file_lock(self.lock_path, exclusive=False):
+            return self._views(self._read())
+
+    def pending(self) -> list[ProposalView]:
+        return [v for v in self.views() if v.status == "pending"]
+
+    # -------------------------------------------------------------- writing
+
+    def add(
+        self, drafts: Sequence[ProposalDraft], *, model: str, receipt_seq: int | None
+    ) -> list[Proposal]:
+        """Number and save a batch of proposals in one write: all of them or none."""
+        if not drafts:
+            return []
+        ledger_seq = len(self.session.entries())
+        with file_lock(self.lock_path, exclusive=True):
+            lines = self._read()
+            start = sum(isinstance(line, Proposal) for line in lines) + 1
+            now = utc_now()
+            made = [
+                Proposal(
+                    no=start + i,
+                    timestamp=now,
+                    stage=d.stage,
+                    type=d.type,
+                    subject=d.subject,
+                    detail=d.detail,
+                    rationale=d.rationale,
+                    model=model,
+                    call_id=d.call_id,
+                    receipt_seq=receipt_seq,
+                    ledger_seq=ledger_seq,
+                )
+                for i, d in enumerate(drafts)
+            ]
+            self._write(made)
+            return made
+
+    def accept(self, no: int, *, note: str = "") -> Entry:
+        """Append proposal `no` to the ledger as a decision of its stage."""
+        with file_lock(self.lock_path, exclusive=True):
+            view = self._pending(no, "accept")
+            proposal = view.proposal
+            rationale = " ".join(
+                part for part in (proposal.rationale.strip(), note.strip(), proposal.mark) if part
+            )
+            # A crash between the ledger write and the review leaves the decision marked.
+            entry = next(
+                (e for e in self.session.entries() if e.rationale.endswith(proposal.mark)), None
+            ) or decide(
+                self.session,
+                proposal.stage,
+                proposal.type,
+                subject=proposal.subject,
+                detail=proposal.detail,
+                rationale=rationale,
+            )
+            self._write(
+                [
+                    Review(
+                        no=no,
+                        timestamp=utc_now(),
+                        verdict="accepted",
+                        seq=entry.seq,
+                        rationale=note,
+                    )
+                ]
+            )
+            return entry
+
+    def reject(self, no: int, *, rationale: str = "") -> None:
+        """Record that the reviewer turned proposal `no` down (the ledger is not touched)."""
+        with file_lock(self.lock_path, exclusive=True):
+            self._pending(no, "reject")
+            self._write(
+                [Review(no=no, timestamp=utc_now(), verdict="rejected", rationale=rationale)]
+            )
+
+    # -------------------------------------------------------------- internals
+
+    def _pending(self, no: int, action: str) -> ProposalView:
+        views = {v.proposal.no: v for v in self._views(self._read())}
+        view = views.get(no)
+        if view is not None and view.status == "pending":
+            return view
+        if view is None:
+            problem = f"there is no proposal {no}"
+            hint = f"see the pending ones with `tht session show {self.session.id}`"
+        elif view.status == "accepted":
+            problem = f"proposal {no} was already accepted as ledger seq {view.seq}"
+            hint = "to withdraw the decision, retract that seq"
+        else:
+            problem = f"proposal {no} was rejected"
+            hint = "drive the stage again or decide it by hand (`tht session decide`)"
+        raise ProposalRefused(
+            f"session {self.session.id}: cannot {action} proposal {no}; nothing was written",
+            [Problem(f"session {self.session.id}", problem, field="no", hint=hint)],
+        )
+
+    def _views(self, lines: list[Proposal | Review]) -> list[ProposalView]:
+        reviews = {line.no: line for line in lines if isinstance(line, Review)}
+        views = []
+        for line in lines:
+            if not isinstance(line, Proposal):
+                continue
+            review = reviews.get(line.no)
+            if review is None:
+                views.append(ProposalView(line, "pending"))
+            else:
+                views.append(ProposalView(line, review.verdict, review.seq, review.rationale))
+        return views
+
+    def _read(self) -> list[Proposal | Review]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        raw_lines = data.split(b"\n")
+        if raw_lines.pop():
+            self._damaged(len(raw_lines) + 1, "the last line has no line end: a write was cut")
+        lines: list[Proposal | Review] = []
+        numbers: set[int] = set()
+        reviewed: set[int] = set()
+        for number, raw in enumerate(raw_lines, start=1):
+            try:
+                line = _LINE.validate_json(raw)
+            except ValidationError as exc:
+                where = f"{self.path} line {number}"
+                raise ProposalsCorrupted(
+                    self._summary(number), validation_problems(exc, where, _REPAIR_HINT)
+                ) from exc
+            if isinstance(line, Proposal):
+                if line.no != len(numbers) + 1:
+                    self._damaged(number, f"proposal {line.no} where {len(numbers) + 1} was due")
+                numbers.add(line.no)
+            elif line.no not in numbers or line.no in reviewed:
+                self._damaged(
+                    number, f"a review of proposal {line.no}, which is unknown or reviewed"
+                )
+            else:
+                reviewed.add(line.no)
+            lines.append(line)
+        return lines
+
+    def _summary(self, line: int) -> str:
+        return f"session {self.session.id}: {self.path} is damaged at line {line}; it was not used"
+
+    def _damaged(self, line: int, message: str) -> NoReturn:
+        raise ProposalsCorrupted(
+            self._summary(line),
+            [Problem(f"{self.path} line {line}", message, hint=_REPAIR_HINT, code="corrupted")],
+        )
+
+    def _write(self, lines: Sequence[Proposal | Review]) -> None:
+        data = "".join(line.model_dump_json() + "\n" for line in lines).encode("utf-8")
+        new_file = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except BaseException:
+                # We hold the lock: only our own partial batch goes, never earlier lines.
+                os.ftruncate(fd, start)
+                raise
+        finally:
+            os.close(fd)
+        if new_file:
+            fsync_dir(self.path.parent)
+
+
+def dump(view: ProposalView) -> dict[str, object]:
+    """A proposal and its status, for JSON output."""
+    return {
+        **json.loads(view.proposal.model_dump_json()),
+        "status": view.status,
+        "seq": view.seq,
+        "review_rationale": view.review_rationale,
+    }

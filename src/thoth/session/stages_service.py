@@ -1,0 +1,307 @@
+"""Evidence in the stages of a session (seed §11, §13.3).
+
+Five stages consult Evidence, each with its own purpose, and each runs ONE independent
+search with the inputs the session has settled at that moment (its effective decisions):
+
+    clarification   disambiguation   the question
+    rewriting       rewriting        the question + clarified concepts
+    schema_linking  schema_linking   the rewritten question + clarified concepts
+    cte             sql_generation   the rewritten question + concepts + approved schema
+    final_sql       sql_generation   the same + the approved CTE plan
+
+`memory` (F2) searches memories, `synthesis` (F5) only summarises the approved schema linking
+and `memory_promotion` (F8) writes the registry: none of them searches Evidence, and asking
+them to is an error, not an empty search.
+
+Outcomes: `available` (even with no result) records the search's receipt in the ledger and
+returns the results, so the stage can go on. `unavailable` raises `StageBlocked` with the
+stable code: the stage waits, nothing is recorded, and there is no second search with another
+purpose or against an older revision — a fault must never pass for an absence of knowledge.
+
+Evidence proposes; it never decides: the workflow records receipts only. Decisions are the
+reviewer's (`tht session decide`, or `accept` of an LLM driver's proposal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
+from thoth.runtime import Runtime
+from thoth.search.outcome import EvidenceResult, EvidenceSearchContext
+from thoth.session.ledger import Entry
+from thoth.session.session import Session
+from thoth.session.stages import STAGE_PURPOSE, stage_index
+
+# Seed §11: the stages that consult Evidence, in workflow order, with their purpose.
+CONSULTING_STAGES: Final[Mapping[str, str]] = MappingProxyType(
+    {stage: purpose for stage, purpose in STAGE_PURPOSE.items() if purpose is not None}
+)
+
+# What a person or a driver may decide in each stage. Memory markers are written by the
+# memory commands, control entries by retract/reopen/rollback, receipts by `consult`; none of
+# them is a decision. `memory` records a chosen memory as a concept_clarified citing it.
+STAGE_DECISIONS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "clarification": ("concept_clarified",),
+        "memory": ("concept_clarified",),
+        "rewriting": ("question_rewritten",),
+        "schema_linking": (
+            "table_promoted",
+            "table_excluded",
+            "column_promoted",
+            "concept_formula_approved",
+            "concept_formula_rejected",
+            "formula_proposed",
+        ),
+        "synthesis": ("synthesis_approved",),
+        "cte": ("cte_plan_approved",),
+        "final_sql": ("final_sql_approved",),
+        "memory_promotion": (),
+    }
+)
+
+# How the approved CTE plan joins the final_sql query text (after the rewritten question):
+# the query format of seed §9.6 has no field of its own for it.
+CTE_PLAN_LABEL: Final = "Piano CTE"
+
+_WHY_NO_EVIDENCE: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "memory": "it searches reviewer-promoted memories (`tht memory search`)",
+        "synthesis": "it only verifies and summarises the schema linking already approved",
+        "memory_promotion": "it promotes clarified concepts to the memory registry",
+    }
+)
+
+
+class DecisionNotAllowed(ProblemsError):
+    """A decision type that its stage does not take; nothing was written."""
+
+
+def decide(
+    session: Session, stage: str, type: str, *, subject: str, detail: str = "", rationale: str = ""
+) -> Entry:
+    """Record a decision of `stage`, refusing a type that stage does not decide (the ledger
+    checks everything else: known names, subject, the stage-bound types, formulas)."""
+    stage_index(stage)  # an unknown name is refused, naming the valid ones
+    allowed = STAGE_DECISIONS[stage]
+    if type not in allowed:
+        hint = (
+            f"decide one of {', '.join(allowed)}"
+            if allowed
+            else "this stage is settled by `tht memory` commands, not by decisions"
+        )
+        where = next((s for s, types in STAGE_DECISIONS.items() if type in types), None)
+        if where is not None and where != stage:
+            hint += f" (a {type} is decided in stage {where})"
+        raise DecisionNotAllowed(
+            f"session {session.id}: {type} refused in stage {stage}; nothing was written to "
+            f"{session.ledger.path}",
+            [
+                Problem(
+                    f"session {session.id}",
+                    f"{type} is not decided in stage {stage}",
+                    field="type",
+                    hint=hint,
+                )
+            ],
+        )
+    return session.append(stage, type, subject=subject, detail=detail, rationale=rationale)
+
+
+class NotAnEvidenceStage(ThothError):
+    """A stage that never consults Evidence was asked to."""
+
+
+class StageNotReady(PreconditionError):
+    """The stage's inputs are not settled yet (or are ambiguous): nothing was searched."""
+
+
+class StageBlocked(ThothError):
+    """Evidence search was unavailable: the stage waits and may be retried. Nothing was
+    recorded in the session."""
+
+    retryable = True
+
+    def __init__(self, session_id: str, stage: str, purpose: str, code: str, message: str) -> None:
+        self.session_id = session_id
+        self.stage = stage
+        self.purpose = purpose
+        self.code = code
+        self.message = message
+        super().__init__(
+            f"session {session_id}, stage {stage}: Evidence search ({purpose}) is unavailable "
+            f"[{code}]: {message} -> the stage is blocked and nothing was recorded; fix the "
+            f"cause, then retry `tht session consult {session_id} --stage {stage}` "
+            "(no older revision or other purpose is tried in its place)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": False,
+            "status": "unavailable",
+            "session": self.session_id,
+            "stage": self.stage,
+            "purpose": self.purpose,
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "recorded": False,
+        }
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    stage: str
+    purpose: str
+    query: str
+    context: EvidenceSearchContext
+
+
+@dataclass(frozen=True)
+class Consultation:
+    """An available search of one stage, and the receipt it left in the ledger."""
+
+    session_id: str
+    stage: str
+    purpose: str
+    query_text: str
+    generation: str
+    revision: str
+    results: tuple[EvidenceResult, ...]
+    receipt: Entry
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "status": "available",
+            "session": self.session_id,
+            "stage": self.stage,
+            "purpose": self.purpose,
+            "query_text": self.query_text,
+            "generation": self.generation,
+            "revision": self.revision,
+            "receipt_seq": self.receipt.seq,
+            "results": [asdict(r) for r in self.results],
+        }
+
+
+class SessionWorkflow:
+    """The Evidence side of one session's stages. It reads the session's effective
+    decisions on every call, so it always searches with what stands now."""
+
+    def __init__(self, runtime: Runtime, session: Session) -> None:
+        self.runtime = runtime
+        self.session = session
+
+    def inputs(self, stage: str) -> StageInputs:
+        """What `stage` would search with now (StageNotReady when its inputs are missing)."""
+        purpose = self._purpose(stage)
+        decisions = self.session.effective()
+
+        def subjects(type: str) -> list[str]:
+            return [e.subject for e in decisions if e.type == type]
+
+        concepts = tuple(subjects("concept_clarified"))
+        if stage == "clarification":
+            return StageInputs(stage, purpose, self.session.question, EvidenceSearchContext())
+        if stage == "rewriting":
+            return StageInputs(
+                stage, purpose, self.session.question, EvidenceSearchContext(concepts=concepts)
+            )
+        rewritten = self._single(stage, decisions, "question_rewritten", "rewriting").subject
+        if stage == "schema_linking":
+            return StageInputs(stage, purpose, rewritten, EvidenceSearchContext(concepts=concepts))
+        excluded = set(subjects("table_excluded"))
+        tables = tuple(t for t in subjects("table_promoted") if t not in excluded)
+        if not tables:
+            raise self._not_ready(
+                stage,
+                "needs the approved schema: no table_promoted decision stands in schema_linking",
+                "table_promoted",
+                "schema_linking",
+            )
+        schema = EvidenceSearchContext(
+            concepts=concepts, tables=tables, columns=tuple(subjects("column_promoted"))
+        )
+        if stage == "cte":
+            return StageInputs(stage, purpose, rewritten, schema)
+        plan = self._single(stage, decisions, "cte_plan_approved", "cte")
+        return StageInputs(
+            stage, purpose, f"{rewritten}\n{CTE_PLAN_LABEL}: {plan.detail or plan.subject}", schema
+        )
+
+    def consult(self, stage: str) -> Consultation:
+        """One Evidence search for `stage`; its receipt is recorded when it is available."""
+        inputs = self.inputs(stage)
+        search = self.runtime.search()
+        try:
+            outcome = search.search(inputs.query, inputs.purpose, inputs.context, stage=stage)
+        finally:
+            search.close()
+        if not outcome.available:
+            raise StageBlocked(
+                self.session.id,
+                stage,
+                inputs.purpose,
+                outcome.code or "unknown",
+                outcome.message or "",
+            )
+        if outcome.receipt is None or outcome.generation is None or outcome.revision is None:
+            # EvidenceSearch always fills these when available; a search that does not has
+            # broken the contract, and a stage without a receipt must not go on.
+            raise ThothError(
+                f"session {self.session.id}, stage {stage}: the {inputs.purpose} search "
+                "answered available without a receipt; nothing was recorded -> report this bug"
+            )
+        entry = self.session.record_receipt(outcome.receipt)
+        return Consultation(
+            session_id=self.session.id,
+            stage=stage,
+            purpose=inputs.purpose,
+            query_text=outcome.query_text or "",
+            generation=outcome.generation,
+            revision=outcome.revision,
+            results=outcome.results,
+            receipt=entry,
+        )
+
+    # -------------------------------------------------------------- internals
+
+    def _purpose(self, stage: str) -> str:
+        stage_index(stage)  # an unknown name is refused, naming the valid ones
+        purpose = CONSULTING_STAGES.get(stage)
+        if purpose is None:
+            raise NotAnEvidenceStage(
+                f"session {self.session.id}: stage {stage} never consults Evidence "
+                f"(seed §11): {_WHY_NO_EVIDENCE[stage]} -> consult one of "
+                f"{', '.join(CONSULTING_STAGES)}"
+            )
+        return purpose
+
+    def _single(self, stage: str, decisions: list[Entry], type: str, source: str) -> Entry:
+        """The one standing `type` decision. Several are refused rather than picking one:
+        which of two rewrites the reviewer meant is not for the workflow to guess."""
+        found = [e for e in decisions if e.type == type]
+        if not found:
+            raise self._not_ready(
+                stage, f"needs a standing {type} decision from {source}", type, source
+            )
+        if len(found) > 1:
+            seqs = ", ".join(f"seq {e.seq}" for e in found)
+            raise StageNotReady(
+                f"session {self.session.id}, stage {stage}: {len(found)} {type} decisions stand "
+                f"({seqs}); nothing was searched -> retract the ones that no longer hold "
+                f"(`tht session retract {self.session.id} --seq N --rationale ...`)"
+            )
+        return found[0]
+
+    def _not_ready(self, stage: str, why: str, type: str, source: str) -> StageNotReady:
+        return StageNotReady(
+            f"session {self.session.id}, stage {stage} {why}; nothing was searched -> "
+            f"record it first (`tht session decide {self.session.id} --stage {source} "
+            f"--type {type} --subject ...`)"
+        )
