@@ -258,3 +258,45 @@ def test_sparse_vectors_match_between_encoders() -> None:
     assert a == b and isinstance(a, SparseVec)
     with pytest.raises(ValueError, match="no BM25 stemmer"):
         Bm25Encoder("xx", 6.0)
+
+
+def _mirror_pairs() -> list[IndexRecord]:
+    """Pairs (A, B) where A is one place better in dense and B one place better in BM25: under
+    RRF each pair ties exactly. Ids alternate which of the two is smaller, so any fixed engine
+    tie-break (insertion order, internal offset, dense order) disagrees with id order somewhere."""
+    records = []
+    for rank in range(8):  # dense: strictly decreasing similarity to [1, 0, 0, 0]
+        pair, second = divmod(rank, 2)
+        tf = 2 * (4 - pair) - (0 if second else 1)  # BM25: B (second) beats A, pairs in order
+        text = " ".join(["pediatrico"] * tf + ["nota"] * (10 - tf))
+        low_id = (pair + second) % 2 == 0
+        uid_n = 2 * pair + (0 if low_id else 1)
+        records.append(
+            IndexRecord(
+                f"00000000-0000-0000-0000-{uid_n:012d}",
+                [1.0, 0.1 * rank, 0.0, 0.0],
+                BM.document(text),
+                {"r": rank},
+            )
+        )
+    return list(reversed(records))  # inserted worst first
+
+
+@pytest.mark.parametrize("adapter", ["edge", "server"])
+def test_fused_ranking_breaks_ties_by_id(adapter: str, tmp_path: Path) -> None:
+    backend: IndexBackend = (
+        EdgeBackend(tmp_path / "e")
+        if adapter == "edge"
+        else ServerBackend(QdrantClient(path=str(tmp_path / "s")), "t")
+    )
+    store = backend.create("g", DIM)
+    store.upsert(_mirror_pairs())
+    backend.seal("g", store)
+    store = backend.open("g")
+    hits = store.query_hybrid(
+        [1.0, 0.0, 0.0, 0.0], BM.query("pediatrico"), {}, limit=8, prefetch_limit=8
+    )
+    store.close()
+    backend.close()
+    assert len({h.score for h in hits}) == 4, "four exact ties"
+    assert [(-h.score, h.id) for h in hits] == sorted((-h.score, h.id) for h in hits)

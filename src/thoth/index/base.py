@@ -54,6 +54,13 @@ def record_from_point(point_id: object, vector: Any, payload: Any) -> IndexRecor
     )
 
 
+def deterministic_top(hits: list[Hit], limit: int) -> list[Hit]:
+    """RRF gives equal scores to mirror-image ranks (1st + 2nd vs 2nd + 1st), and the engine
+    breaks those ties differently from run to run. Callers get every fused candidate sorted by
+    (score desc, id) and then the top `limit`: the same query always ranks the same way."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
+
+
 class IndexUnavailable(ThothError):
     """The index cannot answer: missing, corrupt, locked or failing. Never an empty result."""
 

@@ -24,6 +24,7 @@ from thoth.index.base import (
     IndexUnavailable,
     SparseVec,
     Where,
+    deterministic_top,
     record_from_point,
 )
 
@@ -143,9 +144,9 @@ class EdgeStore:
         prefetch_limit: int,
     ) -> list[Hit]:
         flt = _filter(where)
-        return self._query(
+        fused = self._query(
             qe.QueryRequest(
-                limit=limit,
+                limit=2 * prefetch_limit,  # every candidate: ties are broken below, by id
                 prefetches=[
                     qe.Prefetch(
                         limit=prefetch_limit, query=qe.Query.Nearest(list(dense)), filter=flt
@@ -161,6 +162,7 @@ class EdgeStore:
                 with_payload=True,
             )
         )
+        return deterministic_top(fused, limit)
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         return self._query(

@@ -17,6 +17,7 @@ from thoth.index.base import (
     IndexUnavailable,
     SparseVec,
     Where,
+    deterministic_top,
     record_from_point,
 )
 
@@ -140,7 +141,7 @@ class ServerStore:
         prefetch_limit: int,
     ) -> list[Hit]:
         flt = _filter(where)
-        return self._query(
+        fused = self._query(
             prefetch=[
                 models.Prefetch(query=list(dense), limit=prefetch_limit, filter=flt),
                 models.Prefetch(
@@ -149,8 +150,9 @@ class ServerStore:
             ],
             query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
             query_filter=flt,
-            limit=limit,
+            limit=2 * prefetch_limit,  # every candidate: ties are broken below, by id
         )
+        return deterministic_top(fused, limit)
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         return self._query(query=list(dense), query_filter=_filter(where), limit=limit)
