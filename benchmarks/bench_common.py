@@ -109,7 +109,7 @@ def rss_mib() -> float:
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return float("nan")
+    return 0.0
 
 
 def peak_rss_mib() -> float:
@@ -134,11 +134,10 @@ class Timer:
         self.cpu += time.process_time() - self._cpu0
 
 
-def latency_stats(seconds: Sequence[float]) -> dict[str, float]:
-    """p50 / p95 / max / mean in milliseconds (NaN when there is no sample)."""
+def latency_stats(seconds: Sequence[float]) -> dict[str, float | None]:
+    """p50 / p95 / max / mean in milliseconds (None when there is no sample: valid JSON)."""
     if not seconds:
-        nan = float("nan")
-        return {"n": 0, "p50_ms": nan, "p95_ms": nan, "max_ms": nan, "mean_ms": nan}
+        return {"n": 0, "p50_ms": None, "p95_ms": None, "max_ms": None, "mean_ms": None}
     ms = np.asarray(seconds, dtype=np.float64) * 1000.0
     return {
         "n": len(seconds),
@@ -147,6 +146,27 @@ def latency_stats(seconds: Sequence[float]) -> dict[str, float]:
         "max_ms": float(ms.max()),
         "mean_ms": float(ms.mean()),
     }
+
+
+# -- BM25 ------------------------------------------------------------------------------------
+
+
+def engine_lengths(texts: Sequence[str], language: str) -> list[float]:
+    """Document lengths as Qdrant's BM25 counts them (tokens left after stopwords).
+
+    With b=0 a term's value is tf*(k+1)/(tf+k), so tf = k*v/(k+1-v) and the length is the sum
+    of the tf of its terms. `thoth.index.bm25.average_length` counts every \\w+ word instead,
+    stopwords included.
+    """
+    import qdrant_edge as qe
+
+    k = 1.2
+    model = qe.Bm25(qe.Bm25Config(language=language, b=0.0, k=k, avg_len=1.0))
+    out: list[float] = []
+    for text in texts:
+        values = model.embed_document(text).values
+        out.append(float(sum(k * v / (k + 1.0 - v) for v in values)))
+    return out
 
 
 # -- SQuAD v1.1 -----------------------------------------------------------------------------
