@@ -9,6 +9,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
+def append_durably(path: Path, data: bytes) -> None:
+    """Append `data` to `path` and fsync it. The caller holds the file's lock, so if the write
+    fails only this call's partial bytes are cut off again: a half-written JSONL line would make
+    the whole file unreadable."""
+    new_file = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
+    if new_file:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
 def apply_changes(
     base: Path, writes: Mapping[str, str], deletes: Sequence[str] = (), last: str | None = None
 ) -> None:

@@ -30,6 +30,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from thoth.errors import Problem, ProblemsError
+from thoth.fsutil import append_durably
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.stages import STAGE_PURPOSE, STAGES, unknown_stage_message
 
@@ -485,21 +486,4 @@ class Ledger:
 
     def _write(self, entry: Entry) -> None:
         data = (entry.model_dump_json(exclude_none=True) + "\n").encode("utf-8")
-        new_file = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            start = os.fstat(fd).st_size
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            except BaseException:
-                # Only our own half-written line goes (we hold the lock): a partial line would
-                # make the whole ledger unreadable.
-                os.ftruncate(fd, start)
-                raise
-        finally:
-            os.close(fd)
-        if new_file:
-            fsync_dir(self.path.parent)
+        append_durably(self.path, data)

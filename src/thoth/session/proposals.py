@@ -20,7 +20,6 @@ writes the missing review, so a proposal never becomes two decisions.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +28,11 @@ from typing import Annotated, Final, Literal, NoReturn
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from thoth.errors import Problem, ProblemsError
+from thoth.fsutil import append_durably
 from thoth.session.ledger import (
     Entry,
     check_utc_timestamp,
     file_lock,
-    fsync_dir,
     utc_now,
     validation_problems,
 )
@@ -284,23 +283,7 @@ class ProposalBook:
 
     def _write(self, lines: Sequence[Proposal | Review]) -> None:
         data = "".join(line.model_dump_json() + "\n" for line in lines).encode("utf-8")
-        new_file = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            start = os.fstat(fd).st_size
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            except BaseException:
-                # We hold the lock: only our own partial batch goes, never earlier lines.
-                os.ftruncate(fd, start)
-                raise
-        finally:
-            os.close(fd)
-        if new_file:
-            fsync_dir(self.path.parent)
+        append_durably(self.path, data)
 
 
 def dump(view: ProposalView) -> dict[str, object]:
