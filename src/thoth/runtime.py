@@ -34,8 +34,9 @@ def memory_registry_path(ws: Workspace) -> Path:
 
 
 def memory_index_path(ws: Workspace) -> Path:
-    """The live memory shard: always Qdrant Edge, next to the workspace's Edge generations."""
-    return state_dir(ws) / "index" / ws.settings.workspace / "memory"
+    """The live memory shard: always Qdrant Edge, beside (never inside) the directory of the
+    workspace's Evidence generations, which holds generations only."""
+    return state_dir(ws) / "index" / f"{ws.settings.workspace}.memory"
 
 
 def open_embedder(ws: Workspace) -> Embedder:

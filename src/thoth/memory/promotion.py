@@ -363,26 +363,35 @@ def _concept(session: Session, entries: list[Entry], seq: int, verb: str) -> Ent
     return entry
 
 
-def _check_open(session: Session, entries: list[Entry], entry: Entry, verb: str) -> None:
-    """Refuse a clarification that no longer stands or was adopted from a memory."""
+def _not_open(
+    session: Session, entries: list[Entry], entry: Entry, verb: str
+) -> MemoryRefused | None:
+    """Why a clarification cannot be decided now (withdrawn, adopted from a memory, already
+    declined), or None."""
+    where = (session, entry.seq, verb)
     gone = withdrawals(entries).get(entry.seq)
     if gone is not None:
-        raise _refused(
-            session,
-            entry.seq,
-            verb,
+        return _refused(
+            *where,
             f"seq {entry.seq} was {gone.reason} by seq {gone.by}: it no longer stands",
-            "only the session's effective decisions can be promoted",
+            "only the session's effective decisions can be promoted or declined",
         )
     adopted = adopted_memory(entry)
     if adopted is not None:
-        raise _refused(
-            session,
-            entry.seq,
-            verb,
+        return _refused(
+            *where,
             f"seq {entry.seq} adopts memory {adopted} in F2: it already is that memory",
-            "nothing to promote",
+            "nothing to decide",
         )
+    if verb == "promoted":
+        for m in memory_markers(entries):
+            if m.type in DECLINED_TYPES and marker_target(m) == entry.seq:
+                return _refused(
+                    *where,
+                    f"seq {entry.seq} was declined at seq {m.seq} ({m.type})",
+                    f"if the reviewer changed their mind, retract seq {m.seq} first",
+                )
+    return None
 
 
 def save_one(
@@ -399,24 +408,12 @@ def save_one(
     with decision_lock(session):
         entries = session.entries()
         entry = _concept(session, entries, seq, "promoted")
-        if registry.find(session.id, seq) is None:  # else: repeat or repair of a save
-            _check_open(session, entries, entry, "promoted")
-            declined = next(
-                (
-                    m
-                    for m in memory_markers(entries)
-                    if m.type in DECLINED_TYPES and marker_target(m) == seq
-                ),
-                None,
-            )
-            if declined is not None:
-                raise _refused(
-                    session,
-                    seq,
-                    "promoted",
-                    f"seq {seq} was declined at seq {declined.seq} ({declined.type})",
-                    f"if the reviewer changed their mind, retract seq {declined.seq} first",
-                )
+        refusal = _not_open(session, entries, entry, "promoted")
+        # Already in the registry: a repeat, or the repair of a save that stopped halfway,
+        # which goes through whatever happened to the decision since. Looked up only when
+        # needed: at 10k memories each registry read costs about a third of a second.
+        if refusal is not None and registry.find(session.id, seq) is None:
+            raise refusal
         record, created = registry.add(draft_for(session, entry))
         try:
             indexed = index.upsert(record, embedder)
@@ -488,7 +485,9 @@ def decline(
         for marker in markers:
             if marker.type in DECLINED_TYPES and marker_target(marker) == seq:
                 return DeclineResult(seq, marker, False)
-        _check_open(session, entries, entry, "declined")
+        refusal = _not_open(session, entries, entry, "declined")
+        if refusal is not None:
+            raise refusal
         marker = session.append(
             PROMOTION_STAGE,
             DECLINED,
