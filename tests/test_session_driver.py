@@ -16,11 +16,22 @@ from tests.fake_embeddings import FakeEmbeddingServer
 from tests.fake_llm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLMServer, ToolCallScript
 from tests.publishing import activate_head, published
 from thoth.config import LLMSettings
-from thoth.errors import ProblemsError
+from thoth.errors import ProblemsError, ThothError
 from thoth.llm import ToolClient, tool_client
+from thoth.memory.promotion import save_one
+from thoth.memory.recall import choose
+from thoth.memory.registry import MemoryRecord
 from thoth.runtime import Runtime, state_dir
 from thoth.session import Session, SessionStore
-from thoth.session.driver import DRIVABLE_STAGES, TOOL_NAME, DriverError, DriverRefused, drive
+from thoth.session.driver import (
+    DRIVABLE_STAGES,
+    TOOL_NAME,
+    DriverError,
+    DriverRefused,
+    MemoryStores,
+    accept_proposal,
+    drive,
+)
 from thoth.session.formulas import formula_detail
 from thoth.session.proposals import PROPOSALS_FILE, ProposalBook, ProposalRefused
 from thoth.session.stages_service import SessionWorkflow, StageBlocked
@@ -92,11 +103,13 @@ def no_proposals(session: Session) -> bool:
 def test_drivable_stages() -> None:
     assert DRIVABLE_STAGES == (
         "clarification",
+        "memory",
         "rewriting",
         "schema_linking",
         "synthesis",
         "cte",
         "final_sql",
+        "memory_promotion",
     )
 
 
@@ -268,7 +281,7 @@ def test_synthesis_is_driven_without_evidence(
 
 
 @pytest.mark.parametrize("stage", ["memory", "memory_promotion"])
-def test_memory_stages_are_not_driven(
+def test_memory_stages_with_nothing_to_offer_do_not_ask_the_model(
     rt: Runtime,
     session: Session,
     llm: FakeLLMServer,
@@ -276,10 +289,171 @@ def test_memory_stages_are_not_driven(
     stage: str,
 ) -> None:
     before = len(fake.requests)
-    with pytest.raises(DriverError) as err:
-        drive(SessionWorkflow(rt, session), stage, client(llm))
-    assert stage in str(err.value) and "tht memory" in str(err.value)
+    result = drive(SessionWorkflow(rt, session), stage, client(llm))
+    assert result.proposals == [] and result.offered == () and "not asked" in result.note
     assert llm.requests == [] and len(fake.requests) == before and types(session) == []
+    assert no_proposals(session)
+
+
+def test_an_unknown_stage_is_not_driven(rt: Runtime, session: Session, llm: FakeLLMServer) -> None:
+    with pytest.raises(ThothError, match="unknown stage 'F2'"):
+        drive(SessionWorkflow(rt, session), "F2", client(llm))
+    assert llm.requests == []
+
+
+# ---------------------------------------------------------------------- memory stages
+
+RICOVERO = "permanenza in reparto con almeno un pernottamento"
+
+
+def stores(rt: Runtime) -> MemoryStores:
+    return MemoryStores(rt.ws, rt.embedder)
+
+
+def promoted_elsewhere(rt: Runtime) -> MemoryRecord:
+    """A memory promoted from another session, through the real promotion code."""
+    origin = SessionStore(state_dir(rt.ws) / "sessions").create("ricoveri per reparto")
+    entry = origin.append("clarification", "concept_clarified", subject="ricovero", detail=RICOVERO)
+    st = stores(rt)
+    return save_one(
+        origin, entry.seq, registry=st.registry, index=st.index, embedder=st.embedder
+    ).record
+
+
+def test_f2_proposal_is_accepted_through_choose(
+    rt: Runtime, session: Session, llm: FakeLLMServer
+) -> None:
+    mem = promoted_elsewhere(rt)
+    before = [e.seq for e in session.entries()]
+    llm.reply_tool_calls(
+        call("concept_clarified", "ricovero", "my own words", rationale=f"{mem.id} fits")
+    )
+    result = drive(SessionWorkflow(rt, session), "memory", client(llm))
+
+    assert result.consultation is None and result.offered == (mem.id,)
+    [proposal] = result.proposals
+    # What the reviewer sees is what accepting records: the memory's own text.
+    assert (proposal.stage, proposal.subject, proposal.detail) == ("memory", "ricovero", RICOVERO)
+    assert [e.seq for e in session.entries()] == before  # nothing applied, no receipt
+    [request] = llm.requests
+    given = json.loads(request.body["messages"][1]["content"])
+    assert given["evidence"] is None
+    assert [m["memory_id"] for m in given["memories"]] == [mem.id]
+    assert "memories" in request.body["messages"][0]["content"]
+
+    with pytest.raises(ProposalRefused, match="memory registry"):
+        ProposalBook(session).accept(1)  # never a plain decide
+    entry = accept_proposal(session, 1, stores=stores(rt))
+    assert (entry.stage, entry.type, entry.subject, entry.detail) == (
+        "memory",
+        "concept_clarified",
+        "ricovero",
+        RICOVERO,
+    )
+    assert entry.rationale.startswith(f"adopted from memory {mem.id}")
+    again = choose(session, mem.id, registry=stores(rt).registry)
+    assert not again.created and again.entry.seq == entry.seq  # the choice choose made
+    [view] = ProposalBook(session).views()
+    assert view.status == "accepted" and view.seq == entry.seq
+
+
+def test_f2_call_citing_an_unproposed_memory_is_refused(
+    rt: Runtime, session: Session, llm: FakeLLMServer
+) -> None:
+    mem = promoted_elsewhere(rt)
+    llm.reply_tool_calls(
+        call("concept_clarified", "ricovero", rationale=f"{mem.id} fits"),
+        call("concept_clarified", "ricovero", rationale="mem-0042 fits better"),
+        call("concept_clarified", "ricovero", rationale="fits"),
+    )
+    with pytest.raises(DriverRefused) as err:
+        drive(SessionWorkflow(rt, session), "memory", client(llm))
+    assert session.id in str(err.value) and "nothing was saved" in str(err.value)
+    first, second = err.value.problems
+    assert "tool call 2" in first.where and "mem-0042 was not proposed" in first.message
+    assert first.hint is not None and mem.id in first.hint
+    assert "tool call 3" in second.where and "cites no memory id" in second.message
+    assert no_proposals(session) and types(session) == []
+
+
+def clarified(session: Session) -> int:
+    return session.append(
+        "clarification", "concept_clarified", subject="ricovero", detail=RICOVERO
+    ).seq
+
+
+def test_f8_promotion_accepted_writes_registry_index_and_marker(
+    rt: Runtime, session: Session, llm: FakeLLMServer
+) -> None:
+    seq = clarified(session)
+    llm.reply_tool_calls(call("memory_promoted", "anything", f"seq:{seq}", rationale="reusable"))
+    result = drive(SessionWorkflow(rt, session), "memory_promotion", client(llm))
+    assert result.offered == (f"seq:{seq}",) and result.consultation is None
+    [proposal] = result.proposals
+    assert (proposal.subject, proposal.detail) == ("ricovero", f"seq:{seq}")
+    [tool] = llm.requests[0].body["tools"]
+    assert tool["function"]["parameters"]["properties"]["type"]["enum"] == [
+        "memory_promoted",
+        "memory_promotion_declined",
+    ]
+    given = json.loads(llm.requests[0].body["messages"][1]["content"])
+    assert [c["seq"] for c in given["candidates"]] == [seq]
+    st = stores(rt)
+    assert st.registry.find(session.id, seq) is None  # proposing writes nothing
+
+    marker = accept_proposal(session, 1, note="ok", stores=st)
+    record = st.registry.find(session.id, seq)
+    assert record is not None and record.subject == "ricovero"
+    assert record.id in st.index.ids()
+    assert (marker.type, marker.subject, marker.detail, marker.refs) == (
+        "memory_promoted",
+        record.id,
+        f"seq:{seq}",
+        seq,
+    )
+    assert marker.rationale.endswith(ProposalBook(session).views()[0].proposal.mark)
+    assert types(session) == ["concept_clarified", "memory_promoted"]
+
+
+def test_f8_decline_accepted_writes_a_declined_marker(
+    rt: Runtime, session: Session, llm: FakeLLMServer
+) -> None:
+    seq = clarified(session)
+    llm.reply_tool_calls(call("memory_promotion_declined", "ricovero", f"seq:{seq}", "local"))
+    drive(SessionWorkflow(rt, session), "memory_promotion", client(llm))
+    marker = accept_proposal(session, 1, stores=stores(rt))
+    assert (marker.type, marker.detail, marker.refs) == (
+        "memory_promotion_declined",
+        f"seq:{seq}",
+        seq,
+    )
+    assert stores(rt).registry.all() == []
+    assert types(session) == ["concept_clarified", "memory_promotion_declined"]
+
+
+def test_f8_seq_not_in_the_preview_is_refused(
+    rt: Runtime, session: Session, llm: FakeLLMServer
+) -> None:
+    seq = clarified(session)
+    table = session.append("schema_linking", "table_promoted", subject="adt.admission").seq
+    llm.reply_tool_calls(
+        call("memory_promoted", "ricovero", f"seq:{seq}"),
+        call("memory_promoted", "adt.admission", f"seq:{table}"),
+        call("memory_promotion_declined", "ricovero", str(seq)),
+        call("memory_promotion_declined", "ricovero", f"seq:{seq}"),
+        call("concept_clarified", "ricovero", f"seq:{seq}"),
+    )
+    with pytest.raises(DriverRefused) as err:
+        drive(SessionWorkflow(rt, session), "memory_promotion", client(llm))
+    messages = [(p.where.split(" (")[0], p.message) for p in err.value.problems]
+    assert messages == [
+        ("tool call 2", f"'seq:{table}' is not a candidate of the promotion preview"),
+        ("tool call 3", f"detail must be seq:N naming a candidate, not '{seq}'"),
+        ("tool call 4", f"seq:{seq} is already proposed by an earlier call of this reply"),
+        ("tool call 5", "concept_clarified is not allowed in stage memory_promotion"),
+    ]
+    assert no_proposals(session)
+    assert types(session) == ["concept_clarified", "table_promoted"]
 
 
 def test_unavailable_evidence_blocks_before_the_model_is_asked(

@@ -27,7 +27,7 @@ from thoth.memory.registry import Registry
 from thoth.runtime import Runtime, memory_registry_path, open_runtime, sessions_dir
 from thoth.search.outcome import EvidenceSearchOutcome
 from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore
-from thoth.session.driver import drive
+from thoth.session.driver import MemoryStores, accept_proposal, drive
 from thoth.session.formulas import import_proposals
 from thoth.session.proposals import ProposalBook, ProposalView, dump
 from thoth.session.stages_service import SessionWorkflow, StageBlocked, decide
@@ -331,6 +331,8 @@ def drive_cmd(
             f"Evidence consulted: receipt seq {result.consultation.receipt.seq}, "
             f"{len(result.consultation.results)} results."
         )
+    if result.offered:
+        out.print(f"Offered to the model: {escape(', '.join(result.offered))}.")
     if not result.proposals:
         out.print(f"{escape(result.model)} proposed nothing. {escape(result.note)}")
         return
@@ -349,10 +351,12 @@ def accept_cmd(
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Accept a model's proposal: it becomes a decision in the ledger."""
+    """Accept a model's proposal: it becomes a decision in the ledger (memory stages: applied
+    like `tht memory choose`, `save-one` or `decline`)."""
     with errors(as_json):
-        _, session = open_session(workspace, session_id)
-        entry = ProposalBook(session).accept(no, note=note)
+        ws, session = open_session(workspace, session_id)
+        # Memory-stage proposals are applied through the memory registry (opened when needed).
+        entry = accept_proposal(session, no, note=note, stores=MemoryStores(ws))
     _written(session, entry, as_json, f"proposal {no} accepted")
 
 

@@ -15,34 +15,66 @@
 4. saves the proposals to `<session>/proposals.jsonl`. They are not decisions: nothing enters
    the ledger until a reviewer accepts one (`ProposalBook.accept`, `tht session accept`).
 
-`memory` (F2) is not driven: its candidates are memories, proposed by `tht memory search`;
-`memory_promotion` (F8) is a reviewer's gate by definition.
+The memory stages never consult Evidence. In `memory` (F2) the model is shown the memories
+`recall.search_memories` proposes for the session and may propose adopting one: a
+`concept_clarified` whose rationale cites exactly one of the proposed `mem-XXXX` ids (the
+proposal's subject and detail are that memory's). In `memory_promotion` (F8) it is shown the
+promotion `preview` candidates and proposes `memory_promoted` or `memory_promotion_declined`
+with `detail` = `seq:N` of a candidate. With nothing to offer the model is not asked.
+`accept_proposal` applies such proposals through `recall.choose`, `promotion.save_one` or
+`promotion.decline`, so the registry, the index and the markers are written as the memory
+commands write them.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import Problem, ProblemsError, ThothError
 from thoth.llm.client import LLMError, ToolCall, ToolClient, ToolSpec
+from thoth.memory.index import MemoryEmbeddingFailed, MemoryIndex
+from thoth.memory.markers import (
+    DECLINED,
+    PROMOTED,
+    PROMOTION_STAGE,
+    RECALL_STAGE,
+    cited_memory_ids,
+)
+from thoth.memory.promotion import decline, preview, save_one
+from thoth.memory.recall import choose, search_memories
+from thoth.memory.registry import Registry
+from thoth.runtime import memory_index_path, memory_registry_path, open_embedder
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
+from thoth.session.ledger import Entry
 from thoth.session.proposals import Proposal, ProposalBook, ProposalDraft
+from thoth.session.session import Session
 from thoth.session.stages import DISPLAY_CODES, STAGES, stage_index
 from thoth.session.stages_service import (
     CONSULTING_STAGES,
     STAGE_DECISIONS,
     Consultation,
     SessionWorkflow,
+    decide,
 )
+from thoth.workspace import Workspace
 
 TOOL_NAME: Final = "propose_decision"
-DRIVABLE_STAGES: Final[tuple[str, ...]] = tuple(
-    s for s in STAGES if STAGE_DECISIONS[s] and s != "memory"
+# What the model may propose in each stage: the stage's decisions, and in memory_promotion
+# (which has no decision) the reviewer's two promotion verdicts.
+DRIVEN_TYPES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {**STAGE_DECISIONS, PROMOTION_STAGE: (PROMOTED, DECLINED)}
 )
+DRIVABLE_STAGES: Final[tuple[str, ...]] = tuple(s for s in STAGES if DRIVEN_TYPES[s])
+_SEQ_DETAIL: Final = re.compile(r"seq:(\d+)")
 
 # What each decision type means, for the model (and the reviewer reading the prompt).
 TYPE_GUIDE: Final[dict[str, str]] = {
@@ -68,6 +100,21 @@ TYPE_GUIDE: Final[dict[str, str]] = {
     "synthesis_approved": "subject: a one-line summary; detail: the verified schema linking",
     "cte_plan_approved": "subject: a one-line summary; detail: the plan of CTEs, one per line",
     "final_sql_approved": "subject: a one-line summary; detail: the final SQL statement",
+    PROMOTED: (
+        "the candidate is worth reusing in other sessions: subject: the candidate's subject; "
+        "detail: seq:N, the candidate's seq"
+    ),
+    DECLINED: (
+        "the candidate is not a memory (specific to this question, or a near-duplicate of an "
+        "existing memory): subject: the candidate's subject; detail: seq:N, the candidate's seq"
+    ),
+}
+# Where a type means something else in one stage.
+_STAGE_TYPE_GUIDE: Final[dict[tuple[str, str], str]] = {
+    (RECALL_STAGE, "concept_clarified"): (
+        "adopt one proposed memory: subject: the memory's subject; detail: the memory's "
+        "detail; rationale: cite exactly one memory id (mem-XXXX) and why it fits this question"
+    ),
 }
 
 SYSTEM_PROMPT: Final = """You assist a reviewer who turns a question into SQL, one stage at a time.
@@ -78,10 +125,28 @@ proposal: a person accepts or rejects it; nothing you propose is applied on its 
 Decision types allowed in this stage:
 {types}
 
+{sources}"""
+
+_EVIDENCE_SOURCES: Final = """\
 Evidence results are candidates, not truths: cite the evidence ids you relied on in the
 rationale, and say when the Evidence does not settle something instead of guessing.
 The user message is a JSON object with the question, the decisions that stand so far, and
 the Evidence found for this stage (null when the stage does not consult Evidence)."""
+
+_MEMORY_SOURCES: Final[dict[str, str]] = {
+    RECALL_STAGE: """\
+The memories are concepts that reviewers clarified and promoted in OTHER sessions. Propose
+adopting one only when it means the same thing in this question; one call per memory, its
+rationale citing exactly that memory's id. Propose nothing when none fits.
+The user message is a JSON object with the question, the decisions that stand so far, and
+`memories`: the memories proposed for this session.""",
+    PROMOTION_STAGE: """\
+The candidates are concepts clarified in THIS session. For each one propose either
+memory_promoted or memory_promotion_declined, with detail seq:N naming the candidate. A
+candidate with near_duplicates repeats an existing memory: prefer declining it.
+The user message is a JSON object with the question, the decisions that stand so far, and
+`candidates`: the promotion candidates.""",
+}
 
 _STAGE_PURPOSE_TEXT: Final[dict[str, str]] = {
     "clarification": "Clarify the ambiguous concepts of the question.",
@@ -90,6 +155,8 @@ _STAGE_PURPOSE_TEXT: Final[dict[str, str]] = {
     "synthesis": "Verify and summarise the approved schema linking (no new Evidence).",
     "cte": "Plan the CTEs of the query from the rewritten question and the approved schema.",
     "final_sql": "Write the final SQL from the approved CTE plan.",
+    "memory": "Choose which memories of other sessions clarify a concept of this question.",
+    "memory_promotion": "Decide which clarified concepts of this session become memories.",
 }
 
 
@@ -118,6 +185,7 @@ class DriveResult:
     consultation: Consultation | None
     proposals: list[Proposal] = field(default_factory=list)
     note: str = ""  # the model's prose besides its calls
+    offered: tuple[str, ...] = ()  # memory stages: the mem ids / seq:N the model was shown
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -131,11 +199,49 @@ class DriveResult:
             else [],
             "proposals": [json.loads(p.model_dump_json()) for p in self.proposals],
             "note": self.note,
+            "offered": list(self.offered),
         }
 
 
+class MemoryStores:
+    """The workspace's memory registry, index and embedder, opened when first used."""
+
+    def __init__(self, ws: Workspace, embedder: Embedder | None = None) -> None:
+        self.ws = ws
+        self._embedder = embedder
+
+    @cached_property
+    def registry(self) -> Registry:
+        return Registry(memory_registry_path(self.ws))
+
+    @cached_property
+    def index(self) -> MemoryIndex:
+        return MemoryIndex(memory_index_path(self.ws), language=self.ws.settings.language)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self._embedder is not None:
+            return self._embedder
+        try:
+            return open_embedder(self.ws)
+        except EmbedderError as exc:
+            raise MemoryEmbeddingFailed(
+                f"workspace {self.ws.root}: the embedder cannot start ({exc}) -> check "
+                "[embedding] in thoth.toml"
+            ) from exc
+
+
+@dataclass(frozen=True)
+class _Offer:
+    """What a memory stage shows the model, and what its calls may name."""
+
+    payload: dict[str, Any]  # the user message's extra key
+    subjects: dict[str, str]  # mem id or seq:N -> the subject it stands for
+    details: dict[str, str]  # mem id -> the memory's detail (F2 only)
+
+
 def propose_tool(stage: str) -> ToolSpec:
-    allowed = list(STAGE_DECISIONS[stage])
+    allowed = list(DRIVEN_TYPES[stage])
     return ToolSpec(
         name=TOOL_NAME,
         description=(
@@ -159,28 +265,33 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
     session = workflow.session
     stage_index(stage)  # an unknown name is refused, naming the valid ones
     if stage not in DRIVABLE_STAGES:
-        raise DriverError(
-            f"session {session.id}: stage {stage} is not driven by a model: "
-            + (
-                "its candidates are memories -> use `tht memory search` and decide"
-                if stage == "memory"
-                else "promotion is a reviewer's gate -> use `tht memory promote`"
-            )
-        )
-    # Evidence first: an unavailable search blocks the stage before any model call.
+        raise DriverError(f"session {session.id}: stage {stage} is not driven by a model")
+    # Evidence first: an unavailable search blocks the stage before any model call. The memory
+    # stages never search Evidence: they offer memories (F2) or promotion candidates (F8).
     consultation = workflow.consult(stage) if stage in CONSULTING_STAGES else None
+    offer = _offer(workflow, stage)
+    if offer is not None and not offer.subjects:
+        what = "no memory is proposed" if stage == RECALL_STAGE else "no candidate is left"
+        return DriveResult(
+            session.id, stage, client.name, None, note=f"{what}: the model was not asked"
+        )
     decisions = session.effective()
     system = SYSTEM_PROMPT.format(
         stage=stage,
         code=DISPLAY_CODES[stage],
         purpose=_STAGE_PURPOSE_TEXT[stage],
         tool=TOOL_NAME,
-        types="\n".join(f"- {t}: {TYPE_GUIDE[t]}" for t in STAGE_DECISIONS[stage]),
+        types="\n".join(
+            f"- {t}: {_STAGE_TYPE_GUIDE.get((stage, t), TYPE_GUIDE[t])}"
+            for t in DRIVEN_TYPES[stage]
+        ),
+        sources=_MEMORY_SOURCES.get(stage, _EVIDENCE_SOURCES),
     )
     user = json.dumps(
         {
             "question": session.question,
             "stage": stage,
+            **(offer.payload if offer is not None else {}),
             "decisions": [
                 {
                     "seq": e.seq,
@@ -212,8 +323,12 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
         ) from exc
     drafts: list[ProposalDraft] = []
     problems: list[Problem] = []
+    named: set[str] = set()  # memory stages: the mem ids / seqs already proposed in this reply
     for n, call in enumerate(reply.calls, start=1):
-        draft = _check(stage, call, problems, f"tool call {n} ({call.id})")
+        where = f"tool call {n} ({call.id})"
+        draft = _check(stage, call, problems, where)
+        if draft is not None and offer is not None:
+            draft = _check_offered(stage, draft, offer, named, problems, where)
         if draft is not None:
             drafts.append(draft)
     if problems:
@@ -227,7 +342,162 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
         model=client.name,
         receipt_seq=consultation.receipt.seq if consultation else None,
     )
-    return DriveResult(session.id, stage, client.name, consultation, saved, reply.text.strip())
+    return DriveResult(
+        session.id,
+        stage,
+        client.name,
+        consultation,
+        saved,
+        reply.text.strip(),
+        tuple(offer.subjects) if offer is not None else (),
+    )
+
+
+def _offer(workflow: SessionWorkflow, stage: str) -> _Offer | None:
+    """What a memory stage shows the model (None for the other stages)."""
+    session = workflow.session
+    if stage not in (RECALL_STAGE, PROMOTION_STAGE):
+        return None
+    stores = MemoryStores(workflow.runtime.ws, workflow.runtime.embedder)
+    if stage == RECALL_STAGE:
+        found = search_memories(
+            session.question,
+            session,
+            registry=stores.registry,
+            index=stores.index,
+            embedder=stores.embedder,
+        )
+        return _Offer(
+            {"memories": [asdict(p) for p in found.proposals]},
+            {p.memory_id: p.subject for p in found.proposals},
+            {p.memory_id: p.detail for p in found.proposals},
+        )
+    shown = preview(session, stores.registry, index=stores.index, embedder=stores.embedder)
+    return _Offer(
+        {"candidates": [asdict(c) for c in shown.candidates]},
+        {f"seq:{c.seq}": c.subject for c in shown.candidates},
+        {},
+    )
+
+
+def _check_offered(
+    stage: str,
+    draft: ProposalDraft,
+    offer: _Offer,
+    named: set[str],
+    problems: list[Problem],
+    where: str,
+) -> ProposalDraft | None:
+    """A memory-stage proposal names exactly one offered memory (F2) or candidate (F8), once
+    per reply; its subject (and F2 detail) become that memory's or candidate's own, so the
+    reviewer sees what accepting it records."""
+    offered = ", ".join(offer.subjects)
+    if stage == RECALL_STAGE:
+        cited = sorted(cited_memory_ids(draft.rationale))
+        unknown = [m for m in cited if m not in offer.subjects]
+        if len(cited) != 1 or unknown:
+            if not cited:
+                message = "the rationale cites no memory id"
+            elif unknown:
+                verb = "was" if len(unknown) == 1 else "were"
+                message = f"{', '.join(unknown)} {verb} not proposed for this session"
+            else:
+                message = (
+                    f"the rationale cites {len(cited)} memories ({', '.join(cited)}): one call "
+                    "adopts one memory"
+                )
+            problems.append(
+                Problem(
+                    where,
+                    message,
+                    field="rationale",
+                    hint=f"cite exactly one of the proposed memories: {offered}",
+                    code="refused",
+                )
+            )
+            return None
+        key = cited[0]
+        detail = offer.details[key]
+    else:
+        match = _SEQ_DETAIL.fullmatch(draft.detail.strip())
+        key = f"seq:{match.group(1)}" if match else ""
+        if key not in offer.subjects:
+            problems.append(
+                Problem(
+                    where,
+                    f"{draft.detail.strip()!r} is not a candidate of the promotion preview"
+                    if match
+                    else f"detail must be seq:N naming a candidate, not {draft.detail!r}",
+                    field="detail",
+                    hint=f"the candidates are {offered}",
+                    code="refused",
+                )
+            )
+            return None
+        detail = key
+    if key in named:
+        problems.append(
+            Problem(
+                where,
+                f"{key} is already proposed by an earlier call of this reply",
+                hint="one proposal per memory or candidate",
+                code="refused",
+            )
+        )
+        return None
+    named.add(key)
+    return ProposalDraft(
+        stage=draft.stage,
+        type=draft.type,
+        subject=offer.subjects[key],
+        detail=detail,
+        rationale=draft.rationale,
+        call_id=draft.call_id,
+    )
+
+
+def accept_proposal(session: Session, no: int, *, note: str = "", stores: MemoryStores) -> Entry:
+    """The reviewer accepts proposal `no`. A memory-stage proposal is applied by the memory
+    code: F2 by `recall.choose` (the clarification recorded is the memory's, citing it), F8 by
+    `promotion.save_one` or `promotion.decline` (registry, index, marker in their order)."""
+
+    def apply(proposal: Proposal, rationale: str) -> Entry:
+        if proposal.stage == RECALL_STAGE:
+            cited = sorted(cited_memory_ids(proposal.rationale))
+            if len(cited) != 1:  # checked when proposed: the file was edited by hand
+                raise ThothError(
+                    f"session {session.id}: proposal {no} cites {len(cited)} memories, not "
+                    "one; nothing was written -> reject it and drive the stage again"
+                )
+            return choose(session, cited[0], registry=stores.registry).entry
+        if proposal.stage == PROMOTION_STAGE:
+            match = _SEQ_DETAIL.fullmatch(proposal.detail)
+            if match is None:  # checked when proposed: the file was edited by hand
+                raise ThothError(
+                    f"session {session.id}: proposal {no} has detail {proposal.detail!r}, not "
+                    "seq:N; nothing was written -> reject it and drive the stage again"
+                )
+            seq = int(match.group(1))
+            if proposal.type == PROMOTED:
+                return save_one(
+                    session,
+                    seq,
+                    registry=stores.registry,
+                    index=stores.index,
+                    embedder=stores.embedder,
+                    rationale=rationale,
+                ).marker
+            return decline(session, seq, registry=stores.registry, rationale=rationale).marker
+        return decide(
+            session,
+            proposal.stage,
+            proposal.type,
+            subject=proposal.subject,
+            detail=proposal.detail,
+            rationale=rationale,
+        )
+
+    return ProposalBook(session).accept(no, note=note, apply=apply)
 
 
 def _evidence(consultation: Consultation | None) -> dict[str, Any] | None:
@@ -275,7 +545,7 @@ def _check(stage: str, call: ToolCall, problems: list[Problem], where: str) -> P
                 message = "unknown field"
             refuse(f"malformed call: {message}", field=loc)
         return None
-    allowed = STAGE_DECISIONS[stage]
+    allowed = DRIVEN_TYPES[stage]
     if args.type not in allowed:
         refuse(
             f"{args.type} is not allowed in stage {stage}",

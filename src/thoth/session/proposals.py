@@ -15,12 +15,17 @@ all its proposals or none. A damaged line raises, naming the session, file and l
 Accepting writes the ledger first, then the review. Should the process die in between, the
 ledger entry carries the proposal's mark in its rationale; the next accept finds it and only
 writes the missing review, so a proposal never becomes two decisions.
+
+Proposals of the memory stages are not plain decisions: an F2 proposal is applied by
+`recall.choose` and an F8 one by `promotion.save_one` / `promotion.decline` (all idempotent, so
+a repeated accept after a crash creates nothing twice). `accept` takes them only with an
+`apply` that does so (`thoth.session.driver.accept_proposal`); without one it refuses them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Final, Literal, NoReturn
@@ -46,6 +51,9 @@ _REPAIR_HINT: Final = (
 )
 
 Status = Literal["pending", "accepted", "rejected"]
+
+# Stages whose proposals are applied by the memory code, never by a plain decide.
+MEMORY_STAGES: Final = frozenset({"memory", "memory_promotion"})
 
 
 class _Line(BaseModel):
@@ -108,6 +116,10 @@ class ProposalView:
     review_rationale: str = ""
 
 
+# How an accepted proposal becomes a ledger entry: (proposal, the accepted rationale) -> entry.
+Apply = Callable[["Proposal", str], Entry]
+
+
 class ProposalRefused(ProblemsError):
     """An accept or reject that cannot be done; nothing was written."""
 
@@ -166,25 +178,33 @@ class ProposalBook:
             self._write(made)
             return made
 
-    def accept(self, no: int, *, note: str = "") -> Entry:
-        """Append proposal `no` to the ledger as a decision of its stage."""
+    def accept(self, no: int, *, note: str = "", apply: Apply | None = None) -> Entry:
+        """Append proposal `no` to the ledger as a decision of its stage (through `apply` when
+        given; memory-stage proposals need one)."""
         with file_lock(self.lock_path, exclusive=True):
             view = self._pending(no, "accept")
             proposal = view.proposal
+            if apply is None and proposal.stage in MEMORY_STAGES:
+                raise ProposalRefused(
+                    f"session {self.session.id}: cannot accept proposal {no} here; nothing was "
+                    "written",
+                    [
+                        Problem(
+                            f"session {self.session.id}",
+                            f"proposal {no} is of stage {proposal.stage}: it is applied through "
+                            "the memory registry, not as a plain decision",
+                            field="no",
+                            hint=f"accept it with `tht session accept {self.session.id} {no}`",
+                        )
+                    ],
+                )
             rationale = " ".join(
                 part for part in (proposal.rationale.strip(), note.strip(), proposal.mark) if part
             )
             # A crash between the ledger write and the review leaves the decision marked.
             entry = next(
                 (e for e in self.session.entries() if e.rationale.endswith(proposal.mark)), None
-            ) or decide(
-                self.session,
-                proposal.stage,
-                proposal.type,
-                subject=proposal.subject,
-                detail=proposal.detail,
-                rationale=rationale,
-            )
+            ) or (apply or self._decide)(proposal, rationale)
             self._write(
                 [
                     Review(
@@ -207,6 +227,16 @@ class ProposalBook:
             )
 
     # -------------------------------------------------------------- internals
+
+    def _decide(self, proposal: Proposal, rationale: str) -> Entry:
+        return decide(
+            self.session,
+            proposal.stage,
+            proposal.type,
+            subject=proposal.subject,
+            detail=proposal.detail,
+            rationale=rationale,
+        )
 
     def _pending(self, no: int, action: str) -> ProposalView:
         views = {v.proposal.no: v for v in self._views(self._read())}
