@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -79,6 +80,20 @@ def _arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
+@contextmanager
+def _model_errors(sdk: Any, timeout: float) -> Iterator[None]:
+    """One translation of both SDKs' failures (they share the exception names) into LLMError:
+    a timeout, an HTTP status or an unreachable server, each said once, never retried."""
+    try:
+        yield
+    except sdk.APITimeoutError as exc:
+        raise LLMError(f"timed out after {timeout}s") from exc
+    except sdk.APIStatusError as exc:
+        raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
+    except sdk.APIError as exc:
+        raise LLMError(f"model server unreachable: {exc}") from exc
+
+
 class OpenAIChat:
     def __init__(self, settings: LLMSettings, api_key: str) -> None:
         self.name = f"openai:{settings.model}"
@@ -91,7 +106,7 @@ class OpenAIChat:
         )
 
     def complete_json(self, system: str, user: str) -> str:
-        try:
+        with _model_errors(openai, self._settings.timeout_seconds):
             reply = self._client.chat.completions.create(
                 model=self._settings.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -99,12 +114,6 @@ class OpenAIChat:
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"timed out after {self._settings.timeout_seconds}s") from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
-        except openai.APIError as exc:
-            raise LLMError(f"model server unreachable: {exc}") from exc
         if not reply.choices or reply.choices[0].message.content is None:
             raise LLMError("the model returned no content")
         return reply.choices[0].message.content
@@ -121,7 +130,7 @@ class OpenAIChat:
             }
             for t in tools
         ]
-        try:
+        with _model_errors(openai, self._settings.timeout_seconds):
             reply = self._client.chat.completions.create(
                 model=self._settings.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -129,12 +138,6 @@ class OpenAIChat:
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"timed out after {self._settings.timeout_seconds}s") from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
-        except openai.APIError as exc:
-            raise LLMError(f"model server unreachable: {exc}") from exc
         if not reply.choices:
             raise LLMError("the model returned no choices")
         message = reply.choices[0].message
@@ -162,7 +165,7 @@ class AnthropicChat:
         )
 
     def complete_json(self, system: str, user: str) -> str:
-        try:
+        with _model_errors(anthropic, self._settings.timeout_seconds):
             messages: list[MessageParam] = [{"role": "user", "content": user}]
             reply = self._client.messages.create(
                 model=self._settings.model,
@@ -170,12 +173,6 @@ class AnthropicChat:
                 messages=messages,
                 max_tokens=self._settings.max_tokens,
             )
-        except anthropic.APITimeoutError as exc:
-            raise LLMError(f"timed out after {self._settings.timeout_seconds}s") from exc
-        except anthropic.APIStatusError as exc:
-            raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
-        except anthropic.APIError as exc:
-            raise LLMError(f"model server unreachable: {exc}") from exc
         texts = [b.text for b in reply.content if isinstance(b, TextBlock)]
         if not texts:
             raise LLMError("the model returned no text block")
@@ -186,7 +183,7 @@ class AnthropicChat:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        try:
+        with _model_errors(anthropic, self._settings.timeout_seconds):
             messages: list[MessageParam] = [{"role": "user", "content": user}]
             reply = self._client.messages.create(
                 model=self._settings.model,
@@ -195,12 +192,6 @@ class AnthropicChat:
                 tools=offered,
                 max_tokens=self._settings.max_tokens,
             )
-        except anthropic.APITimeoutError as exc:
-            raise LLMError(f"timed out after {self._settings.timeout_seconds}s") from exc
-        except anthropic.APIStatusError as exc:
-            raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
-        except anthropic.APIError as exc:
-            raise LLMError(f"model server unreachable: {exc}") from exc
         texts, calls = [], []
         for block in reply.content:
             if isinstance(block, TextBlock):
