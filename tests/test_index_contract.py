@@ -15,6 +15,7 @@ from thoth.index import (
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
+    Match,
     ServerBackend,
     SparseVec,
 )
@@ -86,6 +87,33 @@ def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
     assert dense[0].payload["key"] == "d"
     sparse = store.query_sparse(BM.query("triage"), {}, limit=2)
     assert [h.payload["key"] for h in sparse] == ["d"]
+    store.close()
+
+
+def test_match_serves_only_records_whose_labels_are_all_allowed(backend: IndexBackend) -> None:
+    labels = {"a": ["public"], "b": ["public", "confidential"], "c": [], "d": ["internal"]}
+    store = backend.create("g1", DIM)
+    store.upsert(
+        [
+            IndexRecord(r.id, r.dense, r.sparse, {**r.payload, "labels": labels[r.payload["key"]]})
+            for r in records()
+        ]
+    )
+    store.create_payload_indexes(["labels"])
+    public = Match(any_of=("public",), none_of=("internal", "confidential"))
+    everything = Match(any_of=("public", "internal", "confidential"))
+    q = [0.25, 0.25, 0.25, 0.25]
+    for where, expected in ((public, ["a"]), (everything, ["a", "b", "d"])):
+        keys = {
+            "dense": store.query_dense(q, {"labels": where}, limit=10),
+            "hybrid": store.query_hybrid(q, BM.query("pazienti"), {"labels": where}, 10, 10),
+        }
+        assert sorted(h.payload["key"] for h in keys["dense"]) == expected
+        assert store.count({"labels": where}) == len(expected)
+    # "c" has no label: no condition can ever reach it.
+    assert all(h.payload["key"] != "c" for h in store.query_dense(q, {"labels": everything}, 10))
+    with pytest.raises(ValueError, match="any_of"):
+        Match(any_of=())
     store.close()
 
 

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from thoth.errors import ConfigError
 
@@ -69,6 +69,91 @@ class IndexSettings(_Strict):
     prefetch_limit: int = Field(default=50, ge=10, le=1000)
 
 
+_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+class QaMarkerSettings(_Strict):
+    """Line prefixes that open a question and an answer in a Q&A document."""
+
+    question: list[str] = Field(default_factory=lambda: ["D:", "Domanda:"], min_length=1)
+    answer: list[str] = Field(default_factory=lambda: ["R:", "Risposta:"], min_length=1)
+
+
+class SourceSettings(_Strict):
+    """One declared source of the answer engine (`[[sources]]`). The service describes the
+    source — where it is, how its headings look, which channel and labels it carries, whether a
+    year is expected — so the source never has to change for the service."""
+
+    name: str = Field(pattern=_NAME)
+    # "documents": raw files indexed as they are (level 1); "wiki": curated Markdown pages with
+    # front matter and caveats (level 2).
+    kind: Literal["documents", "wiki"] = "documents"
+    # The Git repository holding the files: the workspace itself ("."), or another checkout
+    # (relative to the workspace root, or absolute). Sync reads files at its HEAD revision.
+    repo: str = "."
+    include: list[str] = Field(min_length=1)  # globs relative to the repository root
+    exclude: list[str] = []
+    # Files that are not knowledge (forms, receipts, transmittal mails): never indexed, always
+    # listed in the run report.
+    not_knowledge: list[str] = []
+    channel: str = Field(pattern=_NAME)
+    # Labels of every document of the source; a wiki page's front matter may declare its own.
+    # A document without labels is indexed but never served (labels fail closed).
+    labels: list[str] = []
+    strategy: Literal["blocks", "qa", "spreadsheet"] = "blocks"
+    qa_markers: QaMarkerSettings = QaMarkerSettings()
+    heading_dialect: Literal["markdown", "numbered", "bold"] = "markdown"
+    year_expected: bool = False
+    # Wiki pages: headings whose section declares the page's caveats.
+    caveat_headings: list[str] = Field(default_factory=lambda: ["Avvertenze", "Caveats"])
+
+
+class ChannelSettings(_Strict):
+    """A thematic channel, described by a few curated example questions (routing compares the
+    question with them) and keywords (the fallback when the embedder is down)."""
+
+    name: str = Field(pattern=_NAME)
+    description: str = ""
+    examples: list[str] = Field(min_length=1)
+    keywords: list[str] = []
+
+
+class RoutingSettings(_Strict):
+    # Below this similarity to the closest channel's examples every channel is searched.
+    # Calibrate it on labelled questions with `tht channels calibrate`.
+    channel_threshold: float = Field(default=0.45, ge=-1.0, le=1.0)
+    # Regular expressions (case-insensitive) that mark a question as numeric: numbers are never
+    # taken from text, and the numeric branch (SQL store) is not available yet.
+    numeric_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"\bquant[ie]\b",
+            r"\bnumero (di|totale)\b",
+            r"\b(somma|totale|media) (di|del|della|dei|delle)\b",
+            r"\bhow many\b",
+            r"\b(total|sum|average) (of|number)\b",
+        ]
+    )
+
+
+class AnswersSettings(_Strict):
+    # The governed vocabulary of confidentiality labels, shared by indexing and requests.
+    labels: list[str] = Field(
+        default_factory=lambda: ["public", "internal", "confidential"], min_length=1
+    )
+    # What a request may see when it declares no labels.
+    default_labels: list[str] = Field(default_factory=lambda: ["public"])
+    top_k: int = Field(default=5, ge=1, le=50)
+    verbatim_floor: int = Field(default=1, ge=0)  # raw document chunks guaranteed in results
+    curated_weight: float = Field(default=0.0, ge=0.0)  # bonus for wiki/evidence: kept at 0
+    context_budget_chars: int = Field(default=8000, ge=500)
+    answerer: Literal["extractive", "llm"] = "extractive"
+    # Published Evidence Units answer questions too, under this channel and these labels.
+    evidence_channel: str | None = Field(default=None, pattern=_NAME)
+    evidence_labels: list[str] = []
+    evaluation: str = "answers/evaluation.yaml"
+    routing: RoutingSettings = RoutingSettings()
+
+
 class Settings(_Strict):
     workspace: str = Field(min_length=1)
     language: str = Field(default="it", pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
@@ -77,6 +162,60 @@ class Settings(_Strict):
     embedding: EmbeddingSettings = EmbeddingSettings()
     state: StateSettings = StateSettings()
     index: IndexSettings = IndexSettings()
+    answers: AnswersSettings = AnswersSettings()
+    sources: list[SourceSettings] = []
+    channels: list[ChannelSettings] = []
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        """Names unique; every channel and label a source uses is declared."""
+        problems: list[str] = []
+        vocabulary = set(self.answers.labels)
+        channels = [c.name for c in self.channels]
+        for what, names in (("source", [s.name for s in self.sources]), ("channel", channels)):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                problems.append(f"{what} names must be unique: {', '.join(dupes)}")
+        for src in self.sources:
+            if src.channel not in channels:
+                problems.append(
+                    f"sources.{src.name}.channel {src.channel!r} is not a declared channel "
+                    f"({', '.join(channels) or 'none declared: add [[channels]]'})"
+                )
+            problems += _unknown_labels(f"sources.{src.name}.labels", src.labels, vocabulary)
+        if self.answers.evidence_channel and self.answers.evidence_channel not in channels:
+            problems.append(
+                f"answers.evidence_channel {self.answers.evidence_channel!r} is not a declared "
+                "channel"
+            )
+        problems += _unknown_labels(
+            "answers.default_labels", self.answers.default_labels, vocabulary
+        )
+        problems += _unknown_labels(
+            "answers.evidence_labels", self.answers.evidence_labels, vocabulary
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def source(self, name: str) -> SourceSettings:
+        for src in self.sources:
+            if src.name == name:
+                return src
+        raise ConfigError(
+            f"no source named {name!r} in {CONFIG_FILE} "
+            f"(declared: {', '.join(s.name for s in self.sources) or 'none'})"
+        )
+
+
+def _unknown_labels(field: str, labels: list[str], vocabulary: set[str]) -> list[str]:
+    unknown = sorted(set(labels) - vocabulary)
+    if not unknown:
+        return []
+    return [
+        f"{field}: {', '.join(unknown)} not in the label vocabulary "
+        f"(answers.labels = {', '.join(sorted(vocabulary))})"
+    ]
 
 
 def load_settings(root: Path) -> Settings:

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from thoth.config import AnswersSettings
+from thoth.documents.records import FILTER_FIELDS, caveats_for
 from thoth.embed.base import Embedder
 from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
 from thoth.evaluation.evidence import EvaluationReport, evaluate, load_evaluation
@@ -35,18 +37,23 @@ from thoth.search.service import RECORD_KIND, EvidenceSearch
 from thoth.state import BuildOutcome, StateStore
 from thoth.workspace import Workspace
 
-PAYLOAD_INDEXES = (
-    "workspace_id",
-    "workspace_revision",
-    "vector_generation",
-    "record_kind",
-    "evidence_id",
-    "evidence_kind",
-    "purposes",
-    "concepts",
-    "tables",
-    "columns",
-    "language",
+PAYLOAD_INDEXES = tuple(
+    dict.fromkeys(
+        (
+            "workspace_id",
+            "workspace_revision",
+            "vector_generation",
+            "record_kind",
+            "evidence_id",
+            "evidence_kind",
+            "purposes",
+            "concepts",
+            "tables",
+            "columns",
+            "language",
+            *FILTER_FIELDS,
+        )
+    )
 )
 _POINTS = uuid.UUID("6f1c2a8e-54a7-4b8e-9a55-7d2f0c8b1e33")  # namespace for point ids
 UPSERT_BATCH = 256
@@ -106,10 +113,20 @@ def materialize(root: Path, revision: str) -> Iterator[Path]:
 
 
 def evidence_payload(
-    ws_name: str, revision: str, gen_id: str, unit: Unit, fragment: Fragment
+    ws_name: str,
+    revision: str,
+    gen_id: str,
+    unit: Unit,
+    fragment: Fragment,
+    answers: AnswersSettings | None = None,
 ) -> dict[str, Any]:
     """The payload of seed §9.6 on every point, plus the fragment text (shown as the best
-    excerpt) and the unit's path (its full document is resolved from Git, never copied)."""
+    excerpt) and the unit's path (its full document is resolved from Git, never copied).
+
+    The answer engine reads the same points: `title`, `caveats` (read by the model, never
+    embedded — see thoth.documents.records) and the channel and labels declared for Evidence in
+    `[answers]`; without labels a unit is never served to `tht ask` (labels fail closed)."""
+    answers = answers or AnswersSettings()
     return {
         "workspace_id": ws_name,
         "workspace_revision": revision,
@@ -128,6 +145,11 @@ def evidence_payload(
         "fragment_section": fragment.section,
         "unit_path": unit_rel_path(unit),
         "text": fragment.text,
+        "title": unit.title,
+        "doc_id": unit.id,
+        "caveats": list(caveats_for(fragment.text, unit.caveats)),
+        "channel": answers.evidence_channel or "",
+        "labels": list(answers.evidence_labels),
     }
 
 
@@ -225,7 +247,9 @@ class Publisher:
                     id=point_id(u.id, f.ordinal),
                     dense=[float(x) for x in vec],
                     sparse=bm25.document(f.text),
-                    payload=evidence_payload(self.name, revision, gen_id, u, f),
+                    payload=evidence_payload(
+                        self.name, revision, gen_id, u, f, self.ws.settings.answers
+                    ),
                 )
                 for (u, f), vec in zip(fragments, vectors, strict=True)
             ]

@@ -8,6 +8,7 @@ from thoth.index.base import (
     IndexRecord,
     IndexStore,
     IndexUnavailable,
+    Match,
     SparseVec,
     Where,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "IndexRecord",
     "IndexStore",
     "IndexUnavailable",
+    "Match",
     "ServerBackend",
     "SparseVec",
     "Where",

@@ -12,8 +12,23 @@ from thoth.errors import ThothError
 BM25 = "bm25"  # the sparse vector's name, in every adapter
 RRF_K = 60  # Qdrant's default; changed only with a measured gain (seed §9.5)
 
-# field -> value (must equal) or list of values (must match any), all conditions ANDed.
-Where = Mapping[str, str | int | Sequence[str]]
+
+@dataclass(frozen=True)
+class Match:
+    """A condition on a list-valued field: it must hold at least one of `any_of` and none of
+    `none_of`. Confidentiality labels use both: a record is served only if its labels are all
+    in the caller's set — a record without labels matches nothing (fail closed)."""
+
+    any_of: tuple[str, ...]
+    none_of: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.any_of:
+            raise ValueError("Match needs at least one value in any_of: an empty set is no filter")
+
+
+# field -> value (must equal), list of values (must match any) or Match; all conditions ANDed.
+Where = Mapping[str, str | int | Sequence[str] | Match]
 
 
 @dataclass(frozen=True)

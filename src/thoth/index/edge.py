@@ -22,6 +22,7 @@ from thoth.index.base import (
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
+    Match,
     SparseVec,
     Where,
     deterministic_top,
@@ -35,12 +36,17 @@ def _filter(where: Where | None) -> qe.Filter | None:
     if not where:
         return None
     must: list[Any] = []
+    must_not: list[Any] = []
     for key, value in where.items():
         if isinstance(value, str | int):
             must.append(qe.FieldCondition(key=key, match=qe.MatchValue(value)))
+        elif isinstance(value, Match):
+            must.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value.any_of))))
+            if value.none_of:
+                must_not.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value.none_of))))
         else:
             must.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value))))
-    return qe.Filter(must=must)
+    return qe.Filter(must=must, must_not=must_not or None)
 
 
 def _sparse(vec: SparseVec) -> qe.SparseVector:

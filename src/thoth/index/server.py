@@ -15,6 +15,7 @@ from thoth.index.base import (
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
+    Match,
     SparseVec,
     Where,
     deterministic_top,
@@ -26,12 +27,20 @@ def _filter(where: Where | None) -> models.Filter | None:
     if not where:
         return None
     must: list[Any] = []
+    must_not: list[Any] = []
     for key, value in where.items():
         if isinstance(value, str | int):
             must.append(models.FieldCondition(key=key, match=models.MatchValue(value=value)))
+        elif isinstance(value, Match):
+            allowed = models.MatchAny(any=list(value.any_of))
+            must.append(models.FieldCondition(key=key, match=allowed))
+            if value.none_of:
+                must_not.append(
+                    models.FieldCondition(key=key, match=models.MatchAny(any=list(value.none_of)))
+                )
         else:
             must.append(models.FieldCondition(key=key, match=models.MatchAny(any=list(value))))
-    return models.Filter(must=must)
+    return models.Filter(must=must, must_not=must_not or None)
 
 
 def _sparse(vec: SparseVec) -> models.SparseVector:

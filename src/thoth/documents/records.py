@@ -1,0 +1,124 @@
+"""The contract between what `tht docs sync` writes into a generation and what `tht ask` reads.
+
+Raw document chunks (level 1) and curated wiki fragments (level 2) live in the same collection as
+the Evidence Units, told apart by `record_kind`, and compete on relevance in the same vectors.
+
+Two texts per fragment, never mixed (ARCHITECTURE invariant 9): `text` is what is embedded and
+matched by BM25; `caveats` are the declared doubts of the fragment's page or unit, which travel
+with every fragment in the text the model reads (`reading_text`) and never in the vectors. A
+caveat already written inside the fragment's own text is not repeated.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+RECORD_DOCUMENT: Final = "document"  # a raw chunk of a declared document source (verbatim)
+RECORD_WIKI: Final = "wiki"  # a fragment of a curated wiki page
+RECORD_EVIDENCE: Final = "evidence"  # a published Evidence Unit fragment (thoth.search)
+ANSWER_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE)
+CURATED_KINDS: Final = (RECORD_WIKI, RECORD_EVIDENCE)
+
+# Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
+# fragment and its report counts the fragments still built by an older version (must be 0).
+PIPELINE_VERSION: Final = 1
+
+RecordKind = Literal["document", "wiki"]
+
+# Payload fields the answer engine filters on (indexed in every generation).
+FILTER_FIELDS: Final = (
+    "record_kind",
+    "channel",
+    "labels",
+    "source",
+    "year",
+    "doc_format",
+    "doc_id",
+)
+
+_POINTS = uuid.UUID("3b0f9a52-2c7e-4d4e-8f0e-5a9d1c7b6e21")
+
+
+def fragment_point_id(doc_id: str, ordinal: int) -> str:
+    """Stable point id of a document or wiki fragment."""
+    return str(uuid.uuid5(_POINTS, f"{doc_id}#{ordinal}"))
+
+
+def doc_identifier(source: str, path: str) -> str:
+    """The identifier a reader uses to go back to the document: `<source>:<path>`."""
+    return f"{source}:{path}"
+
+
+@dataclass(frozen=True)
+class KnowledgeFragment:
+    """One indexable fragment of a document or wiki page, before embedding."""
+
+    record_kind: RecordKind
+    doc_id: str  # doc_identifier(source, path)
+    source: str  # declared source name
+    path: str  # path inside the source repository, POSIX
+    title: str  # display title of the document or page
+    channel: str
+    labels: tuple[str, ...]  # empty: never served (labels fail closed)
+    ordinal: int
+    text: str  # the embedded text: the chunk, nothing else
+    caveats: tuple[str, ...] = ()  # page caveats not already inside `text`
+    page: int | None = None  # PDF page of the chunk
+    heading_path: tuple[str, ...] = ()
+    chunk_kind: str = "text"  # text | table | qa
+    doc_format: str = "md"
+    year: int | None = None
+    content_sha256: str = ""  # of the whole source file
+    revision: str = ""  # Git commit of the source repository the file was read at
+    refers_to: tuple[str, ...] = ()  # wiki pages: doc_ids of the documents the page refers to
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def payload(self, workspace: str, generation: str) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "workspace_id": workspace,
+            "vector_generation": generation,
+            "record_kind": self.record_kind,
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "path": self.path,
+            "title": self.title,
+            "channel": self.channel,
+            "labels": list(self.labels),
+            "ordinal": self.ordinal,
+            "text": self.text,
+            "caveats": list(self.caveats),
+            "heading_path": list(self.heading_path),
+            "chunk_kind": self.chunk_kind,
+            "doc_format": self.doc_format,
+            "content_sha256": self.content_sha256,
+            "revision": self.revision,
+            "refers_to": list(self.refers_to),
+            "pipeline_version": PIPELINE_VERSION,
+            **self.extra,
+        }
+        if self.page is not None:
+            data["page"] = self.page
+        if self.year is not None:
+            data["year"] = self.year
+        return data
+
+
+def caveats_for(text: str, caveats: Sequence[str]) -> tuple[str, ...]:
+    """The caveats a fragment must carry: all of its page's, minus those its text already holds
+    (the fragment that contains the caveat section does not get it twice)."""
+    flat = " ".join(text.split())
+    return tuple(c for c in caveats if " ".join(c.split()) not in flat)
+
+
+def reading_text(payload: Mapping[str, Any], caveat_label: str = "Caveat") -> str:
+    """The text the model reads for one retrieved fragment: its text, then every caveat of its
+    page or unit, verbatim. The only place where the two are joined."""
+    text = str(payload.get("text", ""))
+    caveats = [str(c) for c in payload.get("caveats") or []]
+    if not caveats:
+        return text
+    lines = "\n".join(f"[{caveat_label}] {c}" for c in caveats)
+    return f"{text}\n{lines}"
