@@ -471,6 +471,65 @@ def test_missing_file_is_refused(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Heading dialects, declared per source
+
+NUMBERED = """Regolamento del bando
+
+1. Premessa
+Il bando finanzia la partecipazione a fiere.
+
+1.1 Beneficiari
+- piccole imprese
+- medie imprese
+
+1.2.1.
+Chi ha sede in regione.
+2. Questa frase finisce con un punto.
+2 Nessun punto dopo il numero
+"""
+
+
+def headings(document: Document) -> list[tuple[int | None, str]]:
+    return [(b.level, b.text) for b in document.blocks if b.kind == "heading"]
+
+
+@pytest.mark.parametrize("name", ["bando.md", "bando.txt"])
+def test_numbered_heading_dialect(tmp_path: Path, name: str) -> None:
+    doc = extract(write(tmp_path / name, NUMBERED), heading_dialect="numbered")
+    assert headings(doc) == [(1, "1. Premessa"), (2, "1.1 Beneficiari"), (3, "1.2.1.")]
+    beneficiaries = next(b for b in doc.blocks if b.kind == "list")
+    assert beneficiaries.heading_path == ("1. Premessa", "1.1 Beneficiari")
+    sentence_line = next(b for b in doc.blocks if "Questa frase" in b.text)
+    assert sentence_line.heading_path == ("1. Premessa", "1.1 Beneficiari", "1.2.1.")
+    assert "2 Nessun punto" in sentence_line.text, "one number needs its dot"
+    assert doc.title == "bando", "a numbered section is not the document's title"
+
+
+def test_numbered_dialect_leaves_fenced_code_alone(tmp_path: Path) -> None:
+    text = "# Guida\n\n1. Uso\n\n```\n2. dentro il codice\n```\n"
+    doc = extract(write(tmp_path / "guida.md", text), heading_dialect="numbered")
+    assert headings(doc) == [(1, "Guida"), (1, "1. Uso")]
+    assert doc.title == "Guida"
+    assert doc.blocks[-1].text == "```\n2. dentro il codice\n```"
+
+
+def test_markdown_dialect_keeps_numbered_lines_as_lists(tmp_path: Path) -> None:
+    doc = extract(write(tmp_path / "lista.md", "1. Premessa\n2. Beneficiari\n"))
+    assert kinds(doc) == ["list"]
+    plain = extract(write(tmp_path / "lista.txt", NUMBERED))
+    assert headings(plain) == []
+
+
+@pytest.mark.parametrize("name", ["nota.md", "nota.txt"])
+def test_bold_heading_dialect(tmp_path: Path, name: str) -> None:
+    text = "**Premessa**\nIl bando finanzia le fiere.\n\n__Beneficiari__\n\nLe PMI, **solo** se in regione.\n"
+    doc = extract(write(tmp_path / name, text), heading_dialect="bold")
+    assert headings(doc) == [(2, "Premessa"), (2, "Beneficiari")]
+    assert doc.blocks[-1].text == "Le PMI, **solo** se in regione."
+    assert doc.blocks[-1].heading_path == ("Beneficiari",)
+
+
+# --------------------------------------------------------------------------------------------
 # Chunking: blocks
 
 

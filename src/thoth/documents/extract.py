@@ -28,6 +28,9 @@ from thoth.errors import Problem, ProblemsError
 
 BlockKind = Literal["heading", "paragraph", "list", "table", "qa"]
 DocumentFormat = Literal["markdown", "text", "html", "pdf", "docx", "xlsx", "csv"]
+# How a source marks its headings (Markdown and plain text only; other formats carry their own).
+HeadingDialect = Literal["markdown", "numbered", "bold"]
+HEADING_DIALECTS: tuple[HeadingDialect, ...] = ("markdown", "numbered", "bold")
 
 _FORMATS: dict[str, DocumentFormat] = {
     ".md": "markdown",
@@ -230,6 +233,70 @@ def _converting(path: Path, what: str, hint: str) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------------------------
+# Heading dialects (Markdown and plain text): how a source marks its headings, declared per source
+
+# "1.", "2.3", "4.1.2 Titolo": a single number needs its dot, so "3 mele" is not a heading.
+_NUMBERED = re.compile(
+    r"^(?P<number>\d{1,3}(?:\.\d{1,3})+\.?|\d{1,3}\.)(?:[ \t]+(?P<title>\S.*))?$"
+)
+_BOLD = re.compile(r"^(?P<mark>\*\*|__)(?P<title>(?:(?!(?P=mark)).)+)(?P=mark)$")
+_MAX_DIALECT_TITLE = 80
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def dialect_heading(line: str, dialect: HeadingDialect) -> tuple[int, str] | None:
+    """(level, text) when `line` alone is a heading of the declared dialect, else None.
+
+    "numbered": numbering, then an optional short title (at most 80 characters, no final
+    period, which would make it a sentence); the level is the count of numbers. "bold": a line
+    that is only `**Title**` or `__Title__`, level 2. "markdown" has no line-level headings
+    here: Markdown's own headings are parsed by the Markdown reader.
+    """
+    line = line.rstrip()
+    if dialect == "numbered":
+        match = _NUMBERED.match(line)
+        if match is None:
+            return None
+        title = (match.group("title") or "").strip()
+        if len(title) > _MAX_DIALECT_TITLE or title.endswith("."):
+            return None
+        return len([n for n in match.group("number").split(".") if n]), line
+    if dialect == "bold":
+        match = _BOLD.match(line)
+        title = match.group("title").strip() if match else ""
+        return (2, title) if title else None
+    return None
+
+
+def _dialect_markdown(lines: list[str], dialect: HeadingDialect) -> tuple[list[str], set[int]]:
+    """Lines with the dialect's headings rewritten as ATX headings, and their indexes.
+
+    Fenced code is left alone: a numbered line inside a code sample is not a section.
+    """
+    if dialect == "markdown":
+        return lines, set()
+    out: list[str] = []
+    converted: set[int] = set()
+    fence: str | None = None
+    for number, line in enumerate(lines):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            marker = opening.group(1) if opening else ""
+            if marker[:1] == fence[:1] and len(marker) >= len(fence):
+                fence = None
+        elif opening is not None:
+            fence = opening.group(1)
+        else:
+            heading = dialect_heading(line, dialect)
+            if heading is not None:
+                level, text = heading
+                line = "#" * min(level, 6) + " " + text
+                converted.add(number)
+        out.append(line)
+    return out, converted
+
+
+# --------------------------------------------------------------------------------------------
 # Markdown
 
 
@@ -242,13 +309,24 @@ def _front_matter_end(lines: list[str]) -> int:
     return 0
 
 
-def _read_markdown(path: Path) -> Document:
+def _read_markdown(path: Path, dialect: HeadingDialect) -> Document:
+    lines = _read_text(path).split("\n")
+    return markdown_document("\n".join(lines[_front_matter_end(lines) :]), path, dialect)
+
+
+def markdown_document(
+    text: str, path: Path, heading_dialect: HeadingDialect = "markdown"
+) -> Document:
+    """Parse Markdown text (without front matter) into a `Document`; `path` names it in errors.
+
+    Used for wiki pages, whose body is read from Git, not from a file on disk.
+    """
     from markdown_it import MarkdownIt
 
-    lines = _read_text(path).split("\n")
-    body = lines[_front_matter_end(lines) :]
+    body, converted = _dialect_markdown(text.split("\n"), heading_dialect)
     tokens = MarkdownIt("commonmark").enable("table").parse("\n".join(body))
     builder = _Builder()
+    native: list[tuple[int, str]] = []  # headings written as Markdown headings: title candidates
 
     def source(line_map: list[int] | None) -> str:
         # The source lines keep the Markdown (emphasis, links, list markers) a reader expects.
@@ -263,7 +341,10 @@ def _read_markdown(path: Path) -> Document:
         if token.level != 0 or token.nesting == -1:
             continue
         if token.type == "heading_open":
-            builder.heading(int(token.tag[1:]), tokens[index].content)
+            level, content = int(token.tag[1:]), tokens[index].content
+            builder.heading(level, content)
+            if content.strip() and (token.map is None or token.map[0] not in converted):
+                native.append((level, _WS.sub(" ", content).strip()))
         elif token.type in ("paragraph_open", "blockquote_open", "fence", "code_block") or (
             token.type == "html_block" and not token.content.lstrip().startswith("<!--")
         ):
@@ -280,7 +361,9 @@ def _read_markdown(path: Path) -> Document:
                     rows[-1].append(inner.content)
                 index += 1
             builder.table(rows)
-    title = builder.first_heading(1) or builder.first_heading() or path.stem
+    # A numbered or bold dialect heading ("1. Premessa") is a section, not the document's title.
+    top = [content for level, content in native if level == 1]
+    title = (top or [content for _, content in native] or [path.stem])[0]
     return Document(path, "markdown", title, tuple(builder.blocks))
 
 
@@ -290,14 +373,27 @@ def _read_markdown(path: Path) -> Document:
 _LIST_LINE = re.compile(r"^\s*(?:[-*+•·–]|\d{1,3}[.)])\s+\S")
 
 
-def _read_plain(path: Path) -> Document:
+def _read_plain(path: Path, dialect: HeadingDialect) -> Document:
     builder = _Builder()
+
+    def flush(lines: list[str]) -> None:
+        if lines:
+            listed = all(_LIST_LINE.match(line) for line in lines)
+            builder.text("list" if listed else "paragraph", "\n".join(lines))
+            lines.clear()
+
     for para in re.split(r"\n[ \t]*\n", _read_text(path)):
-        lines = [line.rstrip() for line in para.strip("\n").split("\n") if line.strip()]
-        if not lines:
-            continue
-        kind: BlockKind = "list" if all(_LIST_LINE.match(line) for line in lines) else "paragraph"
-        builder.text(kind, "\n".join(lines))
+        pending: list[str] = []
+        for line in para.strip("\n").split("\n"):
+            if not line.strip():
+                continue
+            heading = dialect_heading(line, dialect)
+            if heading is None:
+                pending.append(line.rstrip())
+            else:
+                flush(pending)
+                builder.heading(*heading)
+        flush(pending)
     return Document(path, "text", path.stem, tuple(builder.blocks))
 
 
@@ -856,8 +952,6 @@ def _read_csv(path: Path) -> Document:
 # --------------------------------------------------------------------------------------------
 
 _READERS: dict[DocumentFormat, Callable[[Path], Document]] = {
-    "markdown": _read_markdown,
-    "text": _read_plain,
     "html": _read_html,
     "pdf": _read_pdf,
     "docx": _read_docx,
@@ -871,8 +965,14 @@ _EMPTY_HINT: dict[DocumentFormat, str] = {
 }
 
 
-def extract(path: Path) -> Document:
-    """Read one file into a `Document`, or raise `ExtractionError` naming the file and cause."""
+def extract(path: Path, heading_dialect: HeadingDialect = "markdown") -> Document:
+    """Read one file into a `Document`, or raise `ExtractionError` naming the file and cause.
+
+    `heading_dialect` says how a Markdown or plain-text source marks its headings; other
+    formats ignore it.
+    """
+    if heading_dialect not in HEADING_DIALECTS:
+        raise ValueError(f"unknown heading dialect {heading_dialect!r}: use {HEADING_DIALECTS}")
     fmt = _FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise _error(
@@ -886,7 +986,12 @@ def extract(path: Path) -> Document:
         raise _error(
             path, "does not exist or is not a regular file", "check the source path and glob"
         )
-    document = _READERS[fmt](path)
+    if fmt == "markdown":
+        document = _read_markdown(path, heading_dialect)
+    elif fmt == "text":
+        document = _read_plain(path, heading_dialect)
+    else:
+        document = _READERS[fmt](path)
     if not document.blocks:
         raise _error(
             path,

@@ -1,0 +1,311 @@
+"""Admission and preparation: which declared files become knowledge, and their fragments.
+
+Every file of every source passes one closed decision tree (`admit`), in this order:
+
+1. NOT KNOWLEDGE: a `not_knowledge` glob of its source matches, or a Markdown document's front
+   matter says `knowledge: false` (forms, receipts, transmittal mails). Excluded, listed.
+2. ROUTED TO CURATION: a document a wiki page pinned to another version (sha256), or one a page
+   declares contradicts it. Reported, not indexed: otherwise the service would serve two
+   conflicting truths.
+3. INDEXED, as is.
+
+`prepare_document` and `prepare_page` turn an admitted file into `KnowledgeFragment`s.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from thoth.config import Settings
+from thoth.documents.chunk import QaMarkers, chunk
+from thoth.documents.extract import DocumentFormat, extract
+from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
+from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
+from thoth.errors import Problem, ProblemsError
+from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, front_matter, page_fragments, parse_page
+
+Outcome = Literal["indexed", "not_knowledge", "curation"]
+FileKind = Literal["document", "wiki"]
+
+# The `doc_format` payload value: one name per format, whatever the suffix (.htm, .xlsm ...).
+_DOC_FORMAT: dict[DocumentFormat, str] = {
+    "markdown": "md",
+    "text": "txt",
+    "html": "html",
+    "pdf": "pdf",
+    "docx": "docx",
+    "xlsx": "xlsx",
+    "csv": "csv",
+}
+_YEAR_IN_NAME = re.compile(r"(?<!\d)(19\d\d|20\d\d)(?!\d)")
+
+
+@dataclass(frozen=True)
+class Admission:
+    doc_id: str
+    source: str
+    path: str
+    kind: FileKind
+    outcome: Outcome
+    reason: str  # human readable: why this outcome, and what to do when it needs action
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    doc_id: str
+    source: str
+    path: str
+    title: str
+    kind: FileKind
+    channel: str
+    labels: tuple[str, ...]
+    year: int | None
+    sha256: str
+    revision: str
+    fragments: tuple[KnowledgeFragment, ...]
+    notes: tuple[str, ...] = ()  # extraction notes for the run report (e.g. scanned pages)
+
+
+# --------------------------------------------------------------------------------------------
+# Raw documents' front matter
+
+
+@dataclass(frozen=True)
+class _DocumentMeta:
+    title: str | None = None
+    year: int | None = None
+    knowledge: bool = True
+
+
+def _is_markdown(path: str) -> bool:
+    return PurePosixPath(path).suffix.lower() in MARKDOWN_SUFFIXES
+
+
+def _document_meta(file: SourceFile) -> _DocumentMeta:
+    """Front matter of a raw Markdown document: `title`, `year`, `knowledge`. Other keys are
+    ignored: raw documents are not curated, only these three change what Thoth does."""
+    if not _is_markdown(file.path):
+        return _DocumentMeta()
+    meta, _ = front_matter(file.text(), file.doc_id)
+    if not meta:
+        return _DocumentMeta()
+    problems: list[Problem] = []
+
+    def check(key: str, ok: bool, expected: str, example: str) -> Any:
+        value = meta.get(key)
+        if value is None:
+            return None
+        if ok:
+            return value
+        problems.append(
+            Problem(
+                file.doc_id,
+                f"{key} must be {expected}, got {value!r}",
+                field=key,
+                hint=f"write it as `{example}` in the front matter",
+            )
+        )
+        return None
+
+    title, year, knowledge = meta.get("title"), meta.get("year"), meta.get("knowledge")
+    title = check("title", isinstance(title, str) and bool(title.strip()), "a text", "title: …")
+    year_ok = isinstance(year, int) and not isinstance(year, bool) and 1900 <= year <= 2099
+    year = check("year", year_ok, "a year between 1900 and 2099", "year: 2024")
+    knowledge = check("knowledge", isinstance(knowledge, bool), "true or false", "knowledge: false")
+    if problems:
+        raise ProblemsError(f"cannot read the front matter of {file.doc_id}", problems)
+    return _DocumentMeta(
+        title=" ".join(title.split()) if title else None,
+        year=year,
+        knowledge=knowledge is not False,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Admission
+
+
+def _declares_not_knowledge(file: SourceFile) -> bool:
+    try:
+        return not _document_meta(file).knowledge
+    except ProblemsError:
+        # Unreadable front matter is not decided here: the file is admitted and
+        # `prepare_document` raises the same error naming it, so it is never indexed silently.
+        return False
+
+
+def _decide(
+    file: SourceFile,
+    kind: FileKind,
+    contradictions: dict[str, list[str]],
+    pins: Sequence[tuple[str, str, str]],
+) -> tuple[Outcome, str]:
+    source = file.source
+    glob = first_match(file.path, source.not_knowledge)
+    if glob is not None:
+        return "not_knowledge", f"matches not_knowledge glob {glob!r}"
+    if kind == "wiki":
+        return "indexed", f"declared source {source.name!r}"
+    if _is_markdown(file.path) and _declares_not_knowledge(file):
+        return "not_knowledge", "front matter knowledge: false"
+    reasons = [
+        f"changed since wiki page {page_id} pinned it (sha256 {pin[:8]}… -> "
+        f"{file.sha256[:8]}…): review the page and update its pin"
+        for ref_id, page_id, pin in pins
+        if ref_id == file.doc_id and pin != file.sha256
+    ]
+    reasons += contradictions.get(file.doc_id, [])
+    if reasons:
+        return "curation", "; ".join(reasons)
+    return "indexed", f"declared source {source.name!r}"
+
+
+def admit(snapshots: Sequence[SourceSnapshot], pages: Sequence[WikiPage]) -> list[Admission]:
+    """The closed decision tree for every file of every snapshot, in snapshot and path order.
+
+    References from pages to documents that do not exist are not decided here: `verify`
+    reports them.
+    """
+    contradictions: dict[str, list[str]] = {}
+    for page in pages:
+        for contradicting in page.contradicted_by:
+            contradictions.setdefault(contradicting, []).append(
+                f"wiki page {page.doc_id} declares it contradicts the page: review the page, "
+                "then drop the document from its `contradicted_by`"
+            )
+    pins = [
+        (ref.doc_id, page.doc_id, ref.sha256)
+        for page in pages
+        for ref in page.refers_to
+        if ref.sha256 is not None
+    ]
+    admissions: list[Admission] = []
+    for snapshot in snapshots:
+        kind: FileKind = "wiki" if snapshot.source.kind == "wiki" else "document"
+        for file in snapshot.files:
+            outcome, reason = _decide(file, kind, contradictions, pins)
+            admissions.append(
+                Admission(file.doc_id, snapshot.source.name, file.path, kind, outcome, reason)
+            )
+    return admissions
+
+
+# --------------------------------------------------------------------------------------------
+# Preparation
+
+
+@contextmanager
+def _naming(doc_id: str, temp: Path) -> Iterator[None]:
+    """Errors about the temporary copy name the document (`source:path`) instead."""
+    try:
+        yield
+    except ProblemsError as exc:
+        old = str(temp)
+
+        def fix(text: str) -> str:
+            return text.replace(old, doc_id)
+
+        problems = [replace(p, where=fix(p.where), message=fix(p.message)) for p in exc.problems]
+        raise type(exc)(fix(exc.summary), problems) from exc
+
+
+def _year(meta: _DocumentMeta, path: str) -> int | None:
+    if meta.year is not None:
+        return meta.year
+    found = _YEAR_IN_NAME.search(PurePosixPath(path).name)
+    return int(found.group(1)) if found else None
+
+
+def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
+    """Extract and chunk one document of a `documents` source into its fragments, with the
+    source's heading dialect, strategy, channel and labels."""
+    source = settings.source(file.source.name)
+    doc_id = file.doc_id
+    meta = _document_meta(file)
+    year = _year(meta, file.path)
+    if source.year_expected and year is None:
+        where = "the file name (e.g. report-2024.pdf)"
+        if _is_markdown(file.path):
+            where = "the front matter (`year: 2024`) or to the file name"
+        raise ProblemsError(
+            f"{doc_id}: no year, and source {source.name!r} expects one",
+            [
+                Problem(
+                    doc_id,
+                    "no year in the front matter or in the file name",
+                    field="year",
+                    hint=f"add the year to {where}, or set year_expected = false for the source",
+                    code="year_missing",
+                )
+            ],
+        )
+    markers = None
+    if source.strategy == "qa":
+        markers = QaMarkers.prefixes(source.qa_markers.question, source.qa_markers.answer)
+    with tempfile.TemporaryDirectory(prefix="thoth-doc-") as tmp:
+        # The extractors read files: a copy of the committed bytes, with the same name.
+        temp = Path(tmp) / PurePosixPath(file.path).name
+        temp.write_bytes(file.data)
+        with _naming(doc_id, temp):
+            document = extract(temp, heading_dialect=source.heading_dialect)
+            chunks = chunk(document, source.strategy, qa_markers=markers)
+    title = meta.title or document.title
+    fragments = tuple(
+        KnowledgeFragment(
+            record_kind=RECORD_DOCUMENT,
+            doc_id=doc_id,
+            source=source.name,
+            path=file.path,
+            title=title,
+            channel=source.channel,
+            labels=tuple(source.labels),
+            ordinal=piece.ordinal,
+            text=piece.text,
+            page=piece.page,
+            heading_path=piece.heading_path,
+            chunk_kind=piece.kind,
+            doc_format=_DOC_FORMAT[document.format],
+            year=year,
+            content_sha256=file.sha256,
+            revision=file.revision,
+        )
+        for piece in chunks
+    )
+    return PreparedDocument(
+        doc_id=doc_id,
+        source=source.name,
+        path=file.path,
+        title=title,
+        kind="document",
+        channel=source.channel,
+        labels=tuple(source.labels),
+        year=year,
+        sha256=file.sha256,
+        revision=file.revision,
+        fragments=fragments,
+        notes=document.notes,
+    )
+
+
+def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
+    """One wiki page: front matter checked, body chunked, caveats on every fragment."""
+    page = parse_page(file, settings)
+    return PreparedDocument(
+        doc_id=page.doc_id,
+        source=page.source,
+        path=page.path,
+        title=page.title,
+        kind="wiki",
+        channel=page.channel,
+        labels=page.labels,
+        year=page.year,
+        sha256=page.sha256,
+        revision=page.revision,
+        fragments=tuple(page_fragments(page, settings)),
+    )

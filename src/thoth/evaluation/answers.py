@@ -1,0 +1,263 @@
+"""`tht eval run`: the answer engine's reference questions, judged at two levels (seed 004, "come
+si misura"), so that a regression points at the corpus or at the curation:
+
+- retrieval: were the expected documents or pages among the answer's sources (top k), and did no
+  document that must stay hidden (a confidential one for a public caller) appear?
+- answer: are the expected facts in the text, are the declared caveats reported, and is no number
+  the sources flag as unreliable stated without its caveat?
+
+The sources judged are the answer's own `sources` field — the same aggregation the service
+returns (`thoth.answer.sources`), never a second copy that could drift.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from thoth.errors import Problem, ProblemsError
+
+DEFAULT_K = 5
+Verdict = Literal["pass", "retrieval", "answer", "failed"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AnswerExpect(_Strict):
+    documents: list[str] = []  # doc ids that must be among the top-k sources
+    absent: list[str] = []  # doc ids that must never be among the sources
+    facts: list[str] = []  # strings the answer text must contain
+    caveats: list[str] = []  # caveat text the answer must report
+    unreliable: list[str] = []  # flagged numbers: allowed only together with `caveats`
+    nothing_found: bool = False  # the search must run and find nothing
+
+
+class AnswerCase(BaseModel):
+    """One reference question. Every key other than these is a request filter (channel, labels,
+    ...), validated by the answer engine's own request parser — the list lives there only."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    question: str = Field(min_length=1)
+    instructions: str | None = None
+    expect: AnswerExpect
+    origin: str | None = None  # e.g. "answer:ans-…" when added from a logged answer
+
+    @property
+    def request(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class SourceLike(Protocol):
+    @property
+    def doc_id(self) -> str: ...
+
+
+class AnswerLike(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def sources(self) -> Sequence[SourceLike] | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class Asker(Protocol):
+    def ask(
+        self, question: str, *, instructions: str | None = None, **filters: Any
+    ) -> AnswerLike: ...
+
+
+def load_answer_cases(path: Path, label: str | None = None) -> list[AnswerCase]:
+    """Read the evaluation file (a YAML list of cases); every problem names the entry."""
+    rel = label or str(path)
+    if not path.is_file():
+        raise ProblemsError(
+            f"{rel} is missing",
+            [Problem(rel, "file not found", hint="write reference questions (docs/answers.md)")],
+        )
+    try:
+        raw = yaml.safe_load(path.read_text("utf-8"))
+    except yaml.YAMLError as exc:
+        raise ProblemsError(
+            f"{rel} is not valid YAML", [Problem(rel, str(exc).replace("\n", " "))]
+        ) from exc
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ProblemsError(
+            f"{rel} is malformed",
+            [Problem(rel, "expected a list of cases", hint="start each case with `- id: ...`")],
+        )
+    cases: list[AnswerCase] = []
+    problems: list[Problem] = []
+    for index, entry in enumerate(raw):
+        where = f"{rel}[{index}]"
+        try:
+            cases.append(AnswerCase.model_validate(entry))
+        except ValidationError as exc:
+            problems += [
+                Problem(where, e["msg"], field=".".join(str(p) for p in e["loc"]))
+                for e in exc.errors()
+            ]
+    ids = Counter(c.id for c in cases)
+    problems += [
+        Problem(rel, f"case id {i!r} used twice", field="id") for i, n in ids.items() if n > 1
+    ]
+    if problems:
+        raise ProblemsError(f"{rel} is malformed", problems)
+    return cases
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("\u00a0", " ").split()).casefold()
+
+
+@dataclass
+class CaseResult:
+    id: str
+    question: str
+    status: str
+    sources: list[str]
+    verdict: Verdict
+    retrieval_passed: bool
+    answer_passed: bool
+    missing_documents: list[str] = field(default_factory=list)
+    leaked_documents: list[str] = field(default_factory=list)
+    missing_facts: list[str] = field(default_factory=list)
+    missing_caveats: list[str] = field(default_factory=list)
+    unreliable_stated: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class AnswerEvalReport:
+    k: int
+    cases: list[CaseResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.verdict == "pass" for c in self.cases)
+
+    def summary(self) -> dict[str, Any]:
+        total = len(self.cases)
+        counts = Counter(c.verdict for c in self.cases)
+        return {
+            "cases": total,
+            "retrieval_passed": sum(c.retrieval_passed for c in self.cases),
+            "answer_passed": sum(c.answer_passed for c in self.cases),
+            "passed": counts["pass"],
+            "failed_at_retrieval": counts["retrieval"],
+            "failed_at_answer": counts["answer"],
+            "errors": counts["failed"],
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "passed": self.passed,
+            "summary": self.summary(),
+            "cases": [asdict(c) for c in self.cases],
+        }
+
+
+def judge(case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K) -> CaseResult:
+    """Both levels for one case. The retrieval level looks only at sources; the answer level
+    only at the text — a failure says which side to fix."""
+    expect = case.expect
+    sources = [s.doc_id for s in answer.sources or []]
+    result = CaseResult(
+        id=case.id,
+        question=case.question,
+        status=answer.status,
+        sources=sources,
+        verdict="pass",
+        retrieval_passed=True,
+        answer_passed=True,
+    )
+    if answer.status == "failed":
+        result.verdict, result.retrieval_passed, result.answer_passed = "failed", False, False
+        result.error = answer.text
+        return result
+    top = set(sources[:k])
+    result.missing_documents = [d for d in expect.documents if d not in top]
+    result.leaked_documents = [d for d in expect.absent if d in sources]
+    nothing_ok = not expect.nothing_found or answer.status == "nothing_found"
+    result.retrieval_passed = (
+        not result.missing_documents and not result.leaked_documents and nothing_ok
+    )
+    text = _norm(answer.text)
+    result.missing_facts = [f for f in expect.facts if _norm(f) not in text]
+    result.missing_caveats = [c for c in expect.caveats if _norm(c) not in text]
+    # A flagged number may be quoted only where its caveats are reported too; with no caveat
+    # declared in the case it must not appear at all.
+    caveats_reported = bool(expect.caveats) and not result.missing_caveats
+    result.unreliable_stated = [
+        n for n in expect.unreliable if _contains_number(text, n) and not caveats_reported
+    ]
+    result.answer_passed = not (
+        result.missing_facts or result.missing_caveats or result.unreliable_stated
+    )
+    if not result.retrieval_passed:
+        result.verdict = "retrieval"
+    elif not result.answer_passed:
+        result.verdict = "answer"
+    return result
+
+
+def _contains_number(text: str, number: str) -> bool:
+    """`53%` is in "al 53% annuo" but not in "153%"."""
+    return re.search(r"(?<![\d.,])" + re.escape(_norm(number)) + r"(?![\d])", text) is not None
+
+
+def run_answer_evaluation(
+    asker: Asker, cases: Sequence[AnswerCase], k: int = DEFAULT_K
+) -> AnswerEvalReport:
+    return AnswerEvalReport(
+        k=k,
+        cases=[
+            judge(
+                case,
+                asker.ask(case.question, instructions=case.instructions, **case.request),
+                k,
+            )
+            for case in cases
+        ],
+    )
+
+
+def case_from_answer(
+    answer_id: str,
+    question: str,
+    request: Mapping[str, Any],
+    sources: Sequence[str],
+    answer_text: str,
+) -> str:
+    """A ready-to-run evaluation entry (YAML text, with review comments) from a logged answer.
+
+    The expected documents start as the answer's own sources: the reviewer corrects them and
+    writes the facts the right answer must contain. Until then the case runs and records what
+    the engine does today, so the regression is no longer an anecdote."""
+    entry: dict[str, Any] = {"id": f"from-{answer_id}", "question": question}
+    entry.update({k: v for k, v in request.items() if v not in (None, [], ())})
+    entry["origin"] = f"answer:{answer_id}"
+    entry["expect"] = {"documents": list(sources), "facts": []}
+    body = yaml.safe_dump([entry], allow_unicode=True, sort_keys=False, width=100)
+    observed = "\n".join(f"#   {line}" for line in answer_text.strip().splitlines()[:12])
+    return (
+        f"# Added from logged answer {answer_id}: review `expect.documents` (taken from the\n"
+        "# answer's sources) and write the facts the right answer must contain.\n"
+        f"# Observed answer:\n{observed}\n{body}"
+    )

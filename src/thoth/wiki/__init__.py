@@ -1,0 +1,7 @@
+"""Level 2: curated wiki pages (Markdown in Git with front matter and declared caveats)."""
+
+from __future__ import annotations
+
+from thoth.wiki.pages import PageRef, WikiPage, front_matter, page_fragments, parse_page
+
+__all__ = ["PageRef", "WikiPage", "front_matter", "page_fragments", "parse_page"]
