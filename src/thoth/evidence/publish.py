@@ -273,7 +273,9 @@ class Publisher:
             self.state.mark_generation(gen_id, "candidate", counts)
             report.evaluation = self._evaluate(gen_id, evaluation, units)
             if report.evaluation.gate_passed:
-                self.state.activate_generation(self.name, gen_id)
+                self.state.activate_generation(
+                    self.name, gen_id, expected_previous=report.previous_generation
+                )
                 report.outcome = "activated"
                 report.message = f"generation {gen_id} is active"
                 report.dropped_generations = self._retain()
@@ -358,16 +360,23 @@ class Publisher:
             search.close()
 
     def _retain(self) -> list[str]:
-        """Keep the active generation and the `retain` most recent others for rollback."""
-        keep = 0
-        dropped = []
-        for gen in self.state.list_generations(self.name):  # newest first
-            if gen.status == "active":
-                continue
-            if gen.status == "retired" and keep < self.retain:
-                keep += 1
-                continue
-            if gen.id in self.backend.sealed():
-                self.backend.drop(gen.id)
-                dropped.append(gen.id)
-        return dropped
+        return retain_generations(self.state, self.backend, self.name, self.retain)
+
+
+def retain_generations(
+    state: StateStore, backend: IndexBackend, workspace: str, retain: int
+) -> list[str]:
+    """Keep the active generation and the `retain` most recent others for rollback; drop the
+    index data of the rest. Returns the generation ids dropped. Shared by every builder."""
+    keep = 0
+    dropped = []
+    for gen in state.list_generations(workspace):  # newest first
+        if gen.status == "active":
+            continue
+        if gen.status == "retired" and keep < retain:
+            keep += 1
+            continue
+        if gen.id in backend.sealed():
+            backend.drop(gen.id)
+            dropped.append(gen.id)
+    return dropped

@@ -3,27 +3,37 @@
 SQLite file by default (`<workspace>/.thoth/state.sqlite`), PostgreSQL via `[state].url`.
 """
 
-from thoth.state.schema import BUILD_OUTCOMES, GENERATION_STATUSES
+from thoth.state.schema import ANSWER_STATUSES, BUILD_OUTCOMES, GENERATION_STATUSES, SYNC_STATUSES
 from thoth.state.store import (
     Build,
     BuildOutcome,
     Generation,
     GenerationStatus,
+    LoggedAnswer,
     StateError,
     StateStore,
+    SyncRun,
+    SyncRunConflict,
+    SyncStatus,
     redact_url,
     state_url,
 )
 
 __all__ = [
+    "ANSWER_STATUSES",
     "BUILD_OUTCOMES",
     "GENERATION_STATUSES",
+    "SYNC_STATUSES",
     "Build",
     "BuildOutcome",
     "Generation",
     "GenerationStatus",
+    "LoggedAnswer",
     "StateError",
     "StateStore",
+    "SyncRun",
+    "SyncRunConflict",
+    "SyncStatus",
     "redact_url",
     "state_url",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
+    Boolean,
     CheckConstraint,
     Column,
     Float,
@@ -110,4 +111,62 @@ builds = Table(
     CheckConstraint(f"outcome IS NULL OR {_in('outcome', BUILD_OUTCOMES)}", name="outcome"),
     CheckConstraint("(finished_at IS NULL) = (outcome IS NULL)", name="finished_has_outcome"),
     Index("ix_builds_workspace_id", "workspace", "id"),
+)
+
+SYNC_STATUSES: Final = ("running", "succeeded", "failed", "interrupted")
+
+# The registry of `tht docs sync` runs: what was read (revisions per source), with which
+# pipeline, what changed by name, who ran it and how it ended. JSON documents as text.
+# `full_rebuild` rather than `full`: FULL is a reserved word in PostgreSQL.
+sync_runs = Table(
+    "sync_runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("workspace", String(200), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_at", String(_TS), nullable=False),
+    Column("finished_at", String(_TS), nullable=True),
+    Column("run_by", String(200), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("full_rebuild", Boolean, nullable=False),
+    Column("pipeline_version", Integer, nullable=False),
+    Column("revisions", Text, nullable=False),
+    Column("generation", String(64), nullable=True),
+    Column("counts", Text, nullable=False),
+    Column("changes", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    CheckConstraint(_in("status", SYNC_STATUSES), name="status"),
+    CheckConstraint("(status = 'running') = (finished_at IS NULL)", name="finished_has_time"),
+    Index("ix_sync_runs_workspace_id", "workspace", "id"),
+)
+
+# The overlap lock of `tht docs sync`: at most one running sync per workspace. In the database
+# so that two processes (or machines sharing PostgreSQL) cannot both pass a check in Python.
+Index(
+    "ux_sync_runs_one_running",
+    sync_runs.c.workspace,
+    unique=True,
+    sqlite_where=sync_runs.c.status == "running",
+    postgresql_where=sync_runs.c.status == "running",
+)
+
+ANSWER_STATUSES: Final = ("not_searched", "nothing_found", "failed", "truncated", "found")
+
+# One row per `ask`, failures included: what the administrator reviews and what
+# `tht eval add-from-answer` turns into an evaluation question. `answer` is the full
+# Answer.as_dict() of thoth.answer, so a logged answer reads back exactly as it was served.
+answer_log = Table(
+    "answer_log",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("workspace", String(200), nullable=False),
+    Column("created_at", String(_TS), nullable=False),
+    Column("question", Text, nullable=False),
+    Column("request", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("error_code", String(64), nullable=True),
+    CheckConstraint(_in("status", ANSWER_STATUSES), name="status"),
+    Index("ix_answer_log_workspace_created", "workspace", "created_at"),
 )

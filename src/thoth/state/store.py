@@ -8,12 +8,14 @@ several machines share the state. Every write is one short transaction.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, cast
@@ -24,18 +26,31 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemy
 
 from thoth.errors import ThothError
 from thoth.state.schema import (
+    ANSWER_STATUSES,
     BUILD_OUTCOMES,
     GENERATION_STATUSES,
     SCHEMA_VERSION,
+    SYNC_STATUSES,
+    answer_log,
     builds,
     generations,
     metadata,
     revision_activations,
     state_meta,
+    sync_runs,
 )
 
 GenerationStatus = Literal["building", "candidate", "active", "retired", "failed"]
 BuildOutcome = Literal["activated", "gate_failed", "failed", "interrupted"]
+SyncStatus = Literal["running", "succeeded", "failed", "interrupted"]
+
+
+class _Unset(Enum):
+    UNSET = "unset"
+
+
+# "No expectation": `activate_generation` replaces whatever generation is active.
+UNSET: Final = _Unset.UNSET
 
 DEFAULT_SQLITE_PATH: Final = Path(".thoth") / "state.sqlite"
 
@@ -65,6 +80,12 @@ _OPEN_HINT: Final = "check [state].url in thoth.toml"
 
 class StateError(ThothError):
     """A state-store operation failed; the message names the database, table/id and the fix."""
+
+
+class SyncRunConflict(StateError):
+    """Another `tht docs sync` of the workspace is running: this one refused to start."""
+
+    exit_code = 4
 
 
 @dataclass(frozen=True)
@@ -99,6 +120,41 @@ class Build:
     @property
     def finished(self) -> bool:
         return self.finished_at is not None
+
+
+@dataclass(frozen=True)
+class SyncRun:
+    """One `tht docs sync` run; `status == 'running'` until it ends (or its process dies)."""
+
+    id: int
+    workspace: str
+    status: SyncStatus
+    started_at: datetime
+    finished_at: datetime | None
+    run_by: str
+    host: str
+    pid: int
+    full: bool
+    pipeline_version: int
+    revisions: dict[str, Any]  # source name -> commit
+    generation: str | None
+    counts: dict[str, Any]
+    changes: dict[str, Any]  # created/updated/deleted/labels_changed/... by name
+    message: str
+
+
+@dataclass(frozen=True)
+class LoggedAnswer:
+    """One `ask` as it was served: `answer` is the full Answer.as_dict() (thoth.answer)."""
+
+    id: str
+    workspace: str
+    created_at: datetime
+    question: str
+    request: dict[str, Any]
+    status: str
+    answer: dict[str, Any]
+    error_code: str | None
 
 
 def state_url(workspace_root: Path, configured: str | None) -> str:
@@ -361,11 +417,21 @@ class StateStore:
             ).first()
         return None if row is None else _generation(row)
 
-    def activate_generation(self, workspace: str, gen_id: str) -> str | None:
+    def activate_generation(
+        self,
+        workspace: str,
+        gen_id: str,
+        expected_previous: str | _Unset | None = UNSET,
+    ) -> str | None:
         """Serve `gen_id` from now on; retire the one it replaces. Returns the replaced id.
 
         One transaction: readers see either the old or the new active generation, never none
         or two. `gen_id` must be a 'candidate' or a 'retired' one (rollback).
+
+        `expected_previous` (compare-and-swap): the generation the caller built from (None: no
+        generation was active). If another one is active by now, nothing changes and a
+        StateError says so: a build that carried records forward from a generation must not
+        replace a newer one, whose records it would silently drop.
         """
         what = f"generations: activating {gen_id} for {workspace!r}"
         with self._write(what, hint="retry the activation") as conn:
@@ -405,6 +471,13 @@ class StateStore:
                     )
                 )
             previous = next((gid for gid, st in statuses.items() if st == "active"), None)
+            if not isinstance(expected_previous, _Unset) and previous != expected_previous:
+                raise StateError(
+                    f"state store {self.url}: generation {gen_id} was built from "
+                    f"{expected_previous or 'no active generation'}, but {previous or 'none'} "
+                    f"is active now (another build of {workspace!r} finished first); nothing "
+                    "was activated -> run the build again: it starts from the new one"
+                )
             if previous is not None:
                 conn.execute(
                     update(generations).where(generations.c.id == previous).values(status="retired")
@@ -535,6 +608,231 @@ class StateStore:
             ).all()
         return [_build(r) for r in rows]
 
+    # ------------------------------------------------------------------ sync runs
+
+    def start_sync_run(
+        self,
+        workspace: str,
+        run_by: str,
+        full: bool,
+        host: str,
+        pid: int,
+        pipeline_version: int = 0,
+    ) -> int:
+        """Record that a docs sync of `workspace` starts; returns the run id.
+
+        The partial unique index ux_sync_runs_one_running is the overlap lock: while one run of
+        the workspace is 'running', inserting another violates it, whichever process or
+        machine tries; the refusal (SyncRunConflict) names the running run.
+
+        A crashed process must not hold the lock forever: a running run of this same `host`
+        whose `pid` no longer exists is closed as 'interrupted' before the insert. A run of
+        another host cannot be checked from here: a sync on that host closes it, or an operator
+        does, with `finish_sync_run(id, "interrupted", ...)` (`tht docs runs --interrupt ID`).
+        """
+        _require("workspace", workspace)
+        _require("run_by", run_by)
+        _require("host", host)
+        now = _ts(_now())
+        try:
+            with self._writer.begin() as conn:
+                running = conn.execute(
+                    select(sync_runs.c.id, sync_runs.c.pid).where(
+                        sync_runs.c.workspace == workspace,
+                        sync_runs.c.status == "running",
+                        sync_runs.c.host == host,
+                    )
+                ).all()
+                for row in running:
+                    if _pid_alive(int(row.pid)):
+                        continue
+                    conn.execute(
+                        update(sync_runs)
+                        .where(sync_runs.c.id == row.id, sync_runs.c.status == "running")
+                        .values(
+                            status="interrupted",
+                            finished_at=now,
+                            message=f"process {row.pid} on {host} ended without recording an "
+                            f"outcome (found gone at {now})",
+                        )
+                    )
+                result = conn.execute(
+                    insert(sync_runs).values(
+                        workspace=workspace,
+                        status="running",
+                        started_at=now,
+                        run_by=run_by,
+                        host=host,
+                        pid=pid,
+                        full_rebuild=full,
+                        pipeline_version=pipeline_version,
+                        revisions="{}",
+                        generation=None,
+                        counts="{}",
+                        changes="{}",
+                        message="",
+                    )
+                )
+                key = result.inserted_primary_key
+        except IntegrityError as exc:
+            other = self._running_sync(workspace)
+            if other is None:  # not the lock: some other constraint
+                raise StateError(
+                    f"state store {self.url}: sync_runs: starting a sync of {workspace!r} "
+                    f"failed: {_reason(exc)} -> retry; if it persists, check the database"
+                ) from exc
+            raise SyncRunConflict(
+                f"state store {self.url}: a docs sync of {workspace!r} is already running: run "
+                f"{other.id}, started by {other.run_by} on {other.host} (pid {other.pid}) at "
+                f"{_ts(other.started_at)}; nothing was done -> wait for it to finish (`tht docs "
+                f"runs` shows it); if its process is gone, the next sync on {other.host} closes "
+                f"it, or close it by hand with `tht docs runs --interrupt {other.id}`"
+            ) from exc
+        except SQLAlchemyError as exc:
+            raise StateError(
+                f"state store {self.url}: sync_runs: starting a sync of {workspace!r} failed: "
+                f"{_reason(exc)} -> retry; if it persists, check the database"
+            ) from exc
+        if key is None or key[0] is None:  # pragma: no cover - both backends return the id
+            raise StateError(f"state store {self.url}: sync_runs: the new run id was not returned")
+        return int(key[0])
+
+    def _running_sync(self, workspace: str) -> SyncRun | None:
+        with self._read(f"sync_runs: reading the running sync of {workspace!r}") as conn:
+            row = conn.execute(
+                select(sync_runs).where(
+                    sync_runs.c.workspace == workspace, sync_runs.c.status == "running"
+                )
+            ).first()
+        return None if row is None else _sync_run(row)
+
+    def finish_sync_run(
+        self,
+        run_id: int,
+        status: SyncStatus,
+        revisions: dict[str, Any],
+        generation: str | None,
+        counts: dict[str, Any],
+        changes: dict[str, Any],
+        message: str,
+    ) -> None:
+        """Close a running sync with how it ended; a run can be finished only once."""
+        if status not in SYNC_STATUSES or status == "running":
+            raise StateError(
+                f"sync_runs: cannot finish run {run_id} as {status!r} -> use 'succeeded', "
+                "'failed' or 'interrupted'"
+            )
+        values = {
+            "status": status,
+            "finished_at": _ts(_now()),
+            "revisions": _dump_json(f"revisions of sync run {run_id}", revisions),
+            "generation": generation,
+            "counts": _dump_json(f"counts of sync run {run_id}", counts),
+            "changes": _dump_json(f"changes of sync run {run_id}", changes),
+            "message": message,
+        }
+        with self._write(f"sync_runs: finishing run {run_id}") as conn:
+            # Compare-and-set on 'running': a run closed as interrupted stays closed.
+            done = conn.execute(
+                update(sync_runs)
+                .where(sync_runs.c.id == run_id, sync_runs.c.status == "running")
+                .values(**values)
+            )
+            if done.rowcount == 1:
+                return
+            row = conn.execute(
+                select(sync_runs.c.status, sync_runs.c.finished_at).where(sync_runs.c.id == run_id)
+            ).first()
+        if row is None:
+            raise StateError(
+                f"state store {self.url}: sync run {run_id} not found in table sync_runs "
+                "-> pass the id returned by start_sync_run"
+            )
+        raise StateError(
+            f"state store {self.url}: sync run {run_id} already finished at {row.finished_at} "
+            f"as {row.status!r}; its outcome is kept -> start a new sync"
+        )
+
+    def get_sync_run(self, run_id: int) -> SyncRun | None:
+        with self._read(f"sync_runs: reading run {run_id}") as conn:
+            row = conn.execute(select(sync_runs).where(sync_runs.c.id == run_id)).first()
+        return None if row is None else _sync_run(row)
+
+    def list_sync_runs(self, workspace: str, limit: int = 20) -> list[SyncRun]:
+        """The workspace's most recent sync runs, newest first."""
+        if limit < 1:
+            raise StateError(f"sync_runs: limit must be at least 1, got {limit}")
+        with self._read(f"sync_runs: listing {workspace!r}") as conn:
+            rows = conn.execute(
+                select(sync_runs)
+                .where(sync_runs.c.workspace == workspace)
+                .order_by(sync_runs.c.id.desc())
+                .limit(limit)
+            ).all()
+        return [_sync_run(r) for r in rows]
+
+    # ------------------------------------------------------------------ answers
+
+    def log_answer(
+        self,
+        answer_id: str,
+        workspace: str,
+        question: str,
+        request: dict[str, Any],
+        status: str,
+        answer: dict[str, Any],
+        error_code: str | None = None,
+    ) -> None:
+        """Record one served answer (or failure); an id can be logged only once."""
+        _require("answer id", answer_id)
+        _require("workspace", workspace)
+        if status not in ANSWER_STATUSES:
+            raise StateError(
+                f"answer_log: unknown status {status!r} for {answer_id} -> use one of "
+                f"{', '.join(ANSWER_STATUSES)}"
+            )
+        values = {
+            "id": answer_id,
+            "workspace": workspace,
+            "created_at": _ts(_now()),
+            "question": question,
+            "request": _dump_json(f"request of answer {answer_id}", request),
+            "status": status,
+            "answer": _dump_json(f"answer {answer_id}", answer),
+            "error_code": error_code,
+        }
+        with self._write(f"answer_log: recording {answer_id}") as conn:
+            conn.execute(insert(answer_log).values(**values))
+
+    def get_answer(self, answer_id: str) -> LoggedAnswer:
+        with self._read(f"answer_log: reading {answer_id}") as conn:
+            row = conn.execute(select(answer_log).where(answer_log.c.id == answer_id)).first()
+        if row is None:
+            raise StateError(
+                f"state store {self.url}: answer {answer_id!r} not found in table answer_log "
+                "-> check the id (`tht answers log` lists the logged answers)"
+            )
+        return _logged_answer(row)
+
+    def list_answers(
+        self, workspace: str, limit: int = 20, status: str | None = None
+    ) -> list[LoggedAnswer]:
+        """The workspace's most recent answers, newest first, optionally of one status."""
+        if limit < 1:
+            raise StateError(f"answer_log: limit must be at least 1, got {limit}")
+        if status is not None and status not in ANSWER_STATUSES:
+            raise StateError(
+                f"answer_log: unknown status {status!r} -> use one of {', '.join(ANSWER_STATUSES)}"
+            )
+        query = select(answer_log).where(answer_log.c.workspace == workspace)
+        if status is not None:
+            query = query.where(answer_log.c.status == status)
+        with self._read(f"answer_log: listing {workspace!r}") as conn:
+            rows = conn.execute(
+                query.order_by(answer_log.c.created_at.desc(), answer_log.c.id.desc()).limit(limit)
+            ).all()
+        return [_logged_answer(r) for r in rows]
+
 
 # ---------------------------------------------------------------------- helpers
 
@@ -566,6 +864,39 @@ def _reason(exc: SQLAlchemyError) -> str:
     source: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc
     lines = [line.strip() for line in str(source).strip().splitlines() if line.strip()]
     return prefix + (lines[0] if lines else type(source).__name__)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists on this machine (signal 0 checks without sending)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, owned by another user
+    return True
+
+
+def _sync_run(row: Row[Any]) -> SyncRun:
+    return SyncRun(
+        id=int(row.id),
+        workspace=row.workspace,
+        status=cast(SyncStatus, row.status),
+        started_at=_parse(row.started_at),
+        finished_at=None if row.finished_at is None else _parse(row.finished_at),
+        run_by=row.run_by,
+        host=row.host,
+        pid=int(row.pid),
+        full=bool(row.full_rebuild),
+        pipeline_version=int(row.pipeline_version),
+        revisions=_load_json(row.revisions),
+        generation=row.generation,
+        counts=_load_json(row.counts),
+        changes=_load_json(row.changes),
+        message=row.message,
+    )
 
 
 def _require(name: str, value: str) -> None:
@@ -626,4 +957,17 @@ def _build(row: Row[Any]) -> Build:
         outcome=cast(BuildOutcome | None, row.outcome),
         counts=_load_json(row.counts),
         message=row.message,
+    )
+
+
+def _logged_answer(row: Row[Any]) -> LoggedAnswer:
+    return LoggedAnswer(
+        id=row.id,
+        workspace=row.workspace,
+        created_at=_parse(row.created_at),
+        question=row.question,
+        request=_load_json(row.request),
+        status=row.status,
+        answer=_load_json(row.answer),
+        error_code=row.error_code,
     )

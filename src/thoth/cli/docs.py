@@ -1,0 +1,266 @@
+"""`tht docs sync` and `tht docs runs`: index the declared document and wiki sources, and read
+the registry of sync runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from thoth.cli import exitcodes, render
+from thoth.cli.common import JsonOpt, emit_json, err, errors, out
+from thoth.documents.sync import DocsSync, SyncReport, default_run_by
+from thoth.embed.base import EmbedderError
+from thoth.errors import PreconditionError, ProblemsError, ThothError
+from thoth.runtime import Runtime, open_runtime
+from thoth.state import SyncRun
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+FullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="Rebuild every document and page (after a pipeline upgrade); the report counts "
+        "the fragments still built by an older pipeline, which must be 0.",
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    docs_app = typer.Typer(
+        no_args_is_help=True, help="Index the declared document and wiki sources."
+    )
+    app.add_typer(docs_app, name="docs")
+    docs_app.command("sync")(sync_cmd)
+    docs_app.command("runs")(runs_cmd)
+
+
+@contextmanager
+def _runtime(root: Path) -> Iterator[Runtime]:
+    rt = open_runtime(Workspace.open(root))
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """One bar per phase (prepare, embed, index) on stderr; None when disabled."""
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("[bold]{task.fields[phase]}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    tasks: dict[str, Any] = {}
+
+    def tick(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task("", total=total, phase=phase)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    with bar:
+        yield tick
+
+
+def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """Align every declared source to its latest revision and re-index what changed.
+
+    Exit 0 synced (or nothing changed), 1 failed (the active generation is untouched), 4 refused
+    to start (another sync is running, no Git commit)."""
+    with (
+        errors(as_json),
+        _runtime(workspace) as rt,
+        _progress(not as_json and err.is_terminal) as tick,
+    ):
+        sync = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, progress=tick)
+        try:
+            report = sync.run(full=full)
+        except (ThothError, EmbedderError) as exc:
+            _failed(exc, sync.run_id, as_json)
+    if as_json:
+        emit_json({"ok": True, **report.as_dict()})
+    else:
+        render_sync(out, report)
+    raise typer.Exit(exitcodes.OK)
+
+
+def _failed(exc: Exception, run_id: int | None, as_json: bool) -> NoReturn:
+    """Report a failed run with its registry id; exit with the error's code."""
+    code = exc.exit_code if isinstance(exc, ThothError) else exitcodes.FAILED
+    recorded = (
+        f"run {run_id} is recorded as failed (`tht docs runs`)"
+        if run_id is not None
+        else "no run was started"
+    )
+    if as_json:
+        data: dict[str, Any] = {"ok": False, "error": str(exc), "run_id": run_id}
+        if isinstance(exc, ProblemsError):
+            data["error"] = exc.summary
+            data["problems"] = [p.as_dict() for p in exc.problems]
+        emit_json(data)
+    else:
+        if isinstance(exc, ProblemsError):
+            render.problems(err, exc.summary, exc.problems)
+        else:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        err.print(f"[dim]{recorded}; the active generation is unchanged.[/]", highlight=False)
+    raise typer.Exit(code) from exc
+
+
+def render_sync(console: Console, report: SyncReport) -> None:
+    """The run report: revisions, counts, and every change by name."""
+    console.print(
+        f"Sync run [bold]{report.run_id}[/] by {escape(report.run_by)}"
+        f"{' (--full)' if report.full else ''}, pipeline version {report.pipeline_version}, "
+        f"{report.duration_s:.1f}s."
+    )
+    for source, revision in report.revisions.items():
+        console.print(f"  source [bold]{escape(source)}[/] @ {revision[:12]}", highlight=False)
+    table = Table(title="counts", show_header=False)
+    table.add_column("what")
+    table.add_column("n", justify="right")
+    for key, value in report.counts.items():
+        style = "bold red" if key == "stale_fragments" and value else ""
+        table.add_row(key.replace("_", " "), f"[{style}]{value}[/]" if style else str(value))
+    console.print(table)
+
+    def listing(title: str, rows: list[str], colour: str = "") -> None:
+        if not rows:
+            return
+        console.print(f"[bold {colour}]{title}[/] ({len(rows)})")
+        for row in rows:
+            console.print(f"  {escape(row)}", highlight=False, soft_wrap=True)
+
+    listing("created", report.created, "green")
+    listing("updated", report.updated)
+    listing("deleted", [f"{d['doc_id']}: {d['reason']}" for d in report.deleted], "red")
+    # Always by name: a change of labels changes who may read a document.
+    listing(
+        "labels changed",
+        [
+            f"{c['doc_id']}: [{', '.join(c['old'])}] -> [{', '.join(c['new'])}]"
+            for c in report.labels_changed
+        ],
+        "yellow",
+    )
+    listing("not knowledge", [f"{d['doc_id']}: {d['reason']}" for d in report.not_knowledge])
+    listing(
+        "routed to curation",
+        [
+            f"{d['doc_id']}: {d['reason']} (kept {d['kept_fragments']} indexed fragments)"
+            for d in report.curation
+        ],
+        "yellow",
+    )
+    listing(
+        "uncommitted (not read)",
+        [f"{source}: {path}" for source, paths in report.uncommitted.items() for path in paths],
+        "yellow",
+    )
+    listing("notes", [f"{n['doc_id']}: {n['note']}" for n in report.notes])
+    listing("warnings", report.warnings, "yellow")
+    if report.chunk_stats and report.chunk_stats["count"]:
+        s = report.chunk_stats
+        console.print(
+            f"chunks built: {s['count']} (chars min {s['min']}, p50 {s['p50']}, p90 {s['p90']}, "
+            f"max {s['max']}; {s['under_floor']} under the floor, {s['over_max']} over the max)"
+        )
+    if report.dropped_generations:
+        console.print(f"dropped by retention: {', '.join(report.dropped_generations)}")
+    colour = "green" if report.outcome in ("activated", "unchanged") else "red"
+    console.print(f"[{colour}]{report.outcome}[/]: {escape(report.message)}")
+
+
+def runs_cmd(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Runs to show.")] = 20,
+    interrupt: Annotated[
+        int | None,
+        typer.Option(
+            "--interrupt",
+            help="Close a 'running' run whose process is gone (e.g. on a machine that no "
+            "longer exists), so that a new sync may start.",
+        ),
+    ] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """The registry of sync runs, newest first."""
+    with errors(as_json), _runtime(workspace) as rt:
+        name = rt.ws.settings.workspace
+        if interrupt is not None:
+            _interrupt(rt, interrupt)
+        runs = rt.state.list_sync_runs(name, limit)
+    if as_json:
+        emit_json({"workspace": name, "runs": [run_dict(r) for r in runs]})
+        return
+    table = Table(title=f"sync runs of {name}")
+    for col in ("id", "status", "started", "by", "host/pid", "full", "pipeline", "generation"):
+        table.add_column(col)
+    for col in ("created", "updated", "deleted", "stale"):
+        table.add_column(col, justify="right")
+    table.add_column("message", overflow="fold")
+    for r in runs:
+        table.add_row(
+            str(r.id),
+            r.status,
+            r.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            escape(r.run_by),
+            escape(f"{r.host}/{r.pid}"),
+            "yes" if r.full else "",
+            str(r.pipeline_version),
+            r.generation or "",
+            str(r.counts.get("created", "")),
+            str(r.counts.get("updated", "")),
+            str(r.counts.get("deleted", "")),
+            str(r.counts.get("stale_fragments", "")),
+            escape(_first_line(r.message, 120)),
+        )
+    out.print(table)
+
+
+def _interrupt(rt: Runtime, run_id: int) -> None:
+    run = rt.state.get_sync_run(run_id)
+    if run is None or run.workspace != rt.ws.settings.workspace:
+        raise PreconditionError(
+            f"no sync run {run_id} in workspace {rt.ws.settings.workspace} -> see `tht docs runs`"
+        )
+    if run.status != "running":
+        raise PreconditionError(f"sync run {run_id} is already {run.status!r}: nothing to close")
+    rt.state.finish_sync_run(
+        run_id,
+        "interrupted",
+        run.revisions,
+        run.generation,
+        run.counts,
+        run.changes,
+        f"closed by hand by {default_run_by(rt.ws)}: its process ({run.host}, pid {run.pid}) "
+        "was declared gone",
+    )
+
+
+def _first_line(text: str, width: int) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def run_dict(run: SyncRun) -> dict[str, Any]:
+    data = asdict(run)
+    data["started_at"] = run.started_at.isoformat()
+    data["finished_at"] = run.finished_at.isoformat() if run.finished_at else None
+    return data

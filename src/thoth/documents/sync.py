@@ -1,0 +1,737 @@
+"""`tht docs sync` (seed 004): Git-driven indexing of declared document and wiki sources.
+
+The served copy of every source is read-only: sync aligns it to the latest revision and
+re-indexes only what changed, into a new generation built like an Evidence publish (candidate
+nobody reads, sealed, activated atomically). `full=True` rebuilds every document and page; the
+report counts the fragments still built by an older pipeline, which must then be 0.
+
+Failure rules (a mass re-index once swallowed its exceptions and took an index from 1,595
+fragments to 6 while reporting "all ok"):
+- every file is read, admitted and prepared (extracted + chunked) before anything is written;
+  an error stops the run, names the file, and leaves the active generation untouched;
+- a source that cannot be read stops the run; a source whose globs match nothing while its
+  documents are indexed stops it too, instead of deleting them all;
+- every run is recorded in the state store (`sync_runs`), failures included, with revisions,
+  counts and every change by name; two overlapping runs are refused by a database constraint.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal, cast
+
+from thoth.config import Settings, SourceSettings
+from thoth.documents.chunk import Chunk, ChunkKind, ChunkStats, chunk_stats
+from thoth.documents.ingest import (
+    Admission,
+    PreparedDocument,
+    admit,
+    prepare_document,
+    prepare_page,
+)
+from thoth.documents.records import (
+    PIPELINE_VERSION,
+    RECORD_DOCUMENT,
+    RECORD_WIKI,
+    KnowledgeFragment,
+    doc_identifier,
+    fragment_point_id,
+)
+from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
+from thoth.embed.base import Embedder
+from thoth.errors import PreconditionError, ThothError
+from thoth.evidence.publish import PAYLOAD_INDEXES, UPSERT_BATCH, Progress, retain_generations
+from thoth.gitrepo import head_revision
+from thoth.index.base import IndexRecord, IndexStore
+from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.generations import IndexBackend
+from thoth.state import Generation, StateStore, SyncStatus
+from thoth.wiki import WikiPage, parse_page
+from thoth.workspace import Workspace
+
+DOC_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI)
+EMBED_BATCH: Final = 32
+# Payload fields this module adds to KnowledgeFragment.payload(): the fingerprint of the source
+# settings the fragment was prepared with, and the BM25 average length of its sparse vector.
+SOURCE_CONFIG: Final = "source_config"
+BM25_AVG_LEN: Final = "bm25_avg_len"
+# Source settings that do not change how a file is prepared: labels and channel are compared
+# on their own (a change is reported by name), the rest only selects files.
+_NOT_PREPARATION: Final = frozenset(
+    ("name", "repo", "include", "exclude", "not_knowledge", "labels", "channel")
+)
+
+SyncOutcome = Literal["activated", "unchanged", "failed"]
+
+
+class SyncError(ThothError):
+    """The sync stopped; the message names the source or file and what to do."""
+
+
+@dataclass
+class SyncReport:
+    """What one run read, decided and built; every change is listed by name."""
+
+    run_id: int
+    workspace: str
+    full: bool
+    run_by: str
+    pipeline_version: int = PIPELINE_VERSION
+    revisions: dict[str, str] = field(default_factory=dict)  # source -> commit
+    generation: str | None = None
+    previous_generation: str | None = None
+    outcome: SyncOutcome = "failed"
+    counts: dict[str, int] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)  # doc ids
+    updated: list[str] = field(default_factory=list)
+    deleted: list[dict[str, str]] = field(default_factory=list)  # doc_id, reason
+    labels_changed: list[dict[str, Any]] = field(default_factory=list)  # doc_id, old, new
+    not_knowledge: list[dict[str, str]] = field(default_factory=list)  # doc_id, reason
+    curation: list[dict[str, Any]] = field(default_factory=list)  # doc_id, reason, kept
+    uncommitted: dict[str, list[str]] = field(default_factory=dict)  # source -> paths
+    warnings: list[str] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)  # doc_id, extraction note
+    chunk_stats: ChunkStats | None = None  # of the fragments built by this run
+    dropped_generations: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def changes(self) -> dict[str, Any]:
+        """The lists by name, as the run registry stores them."""
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "labels_changed": self.labels_changed,
+            "not_knowledge": self.not_knowledge,
+            "curation": self.curation,
+            "uncommitted": self.uncommitted,
+            "warnings": self.warnings,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class _Held:
+    """One document or page as the active generation holds it (read from its payloads)."""
+
+    kind: str
+    source: str
+    sha256: str
+    labels: tuple[str, ...]
+    channel: str
+    title: str
+    source_config: str
+    fragments: int = 0
+    stale: int = 0  # fragments built by an older pipeline version
+    avg_len: float | None = None
+
+
+@dataclass
+class _Plan:
+    carry: set[str] = field(default_factory=set)  # doc ids whose points are copied as they are
+    build: list[tuple[Admission, SourceFile]] = field(default_factory=list)
+    unchanged: int = 0
+
+
+def preparation_fingerprint(source: SourceSettings) -> str:
+    """A short hash of the source settings that change how its files are prepared."""
+    data = source.model_dump(mode="json", exclude=set(_NOT_PREPARATION))
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def default_run_by(ws: Workspace) -> str:
+    """Who runs the sync: the workspace's `git config user.name`, else the OS user."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ws.root), "config", "user.name"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    except OSError:
+        pass  # no git: fall back to the OS user
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+class DocsSync:
+    """One `tht docs sync` of a workspace: `DocsSync(...).run(full=...)`."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        state: StateStore,
+        backend: IndexBackend,
+        embedder: Embedder,
+        progress: Progress | None = None,
+    ) -> None:
+        self.ws = ws
+        self.settings: Settings = ws.settings
+        self.name = ws.settings.workspace
+        self.state = state
+        self.backend = backend
+        self.embedder = embedder
+        self.progress = progress or (lambda _phase, _done, _total: None)
+        self.run_id: int | None = None  # set once the run row exists, failures included
+        self._fingerprints = {s.name: preparation_fingerprint(s) for s in ws.settings.sources}
+
+    def run(self, full: bool = False, run_by: str | None = None) -> SyncReport:
+        """Sync every declared source; raises (after recording the run as failed) on error."""
+        started = time.perf_counter()
+        who = run_by or default_run_by(self.ws)
+        # The run row is the lock: nothing is read or built before it exists.
+        self.run_id = self.state.start_sync_run(
+            self.name,
+            who,
+            full,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            pipeline_version=PIPELINE_VERSION,
+        )
+        report = SyncReport(
+            run_id=self.run_id,
+            workspace=self.name,
+            full=full,
+            run_by=who,
+            pipeline_version=PIPELINE_VERSION,
+        )
+        status: SyncStatus = "failed"
+        failure: BaseException | None = None
+        try:
+            self._sync(report)
+            status = "succeeded"
+        except BaseException as exc:
+            failure = exc
+            status = "failed" if isinstance(exc, Exception) else "interrupted"
+            where = (
+                f"generation {report.generation} was activated before it"
+                if report.outcome == "activated"
+                else "nothing was activated: the active generation "
+                f"{report.previous_generation or 'none'} is unchanged"
+            )
+            report.outcome = "failed"
+            report.message = f"{type(exc).__name__}: {exc} ({where})"
+            raise
+        finally:
+            report.duration_s = round(time.perf_counter() - started, 3)
+            try:
+                self._finish(report, status)
+            except ThothError as bookkeeping:
+                if failure is None:
+                    raise
+                # Do not hide the error that stopped the run behind the bookkeeping one.
+                failure.add_note(f"the run row {report.run_id} could not be closed: {bookkeeping}")
+        return report
+
+    # ------------------------------------------------------------------ steps
+
+    def _finish(self, report: SyncReport, status: SyncStatus) -> None:
+        counts: dict[str, Any] = {**report.counts, "duration_s": report.duration_s}
+        self.state.finish_sync_run(
+            report.run_id,
+            status,
+            report.revisions,
+            report.generation,
+            counts,
+            report.changes(),
+            report.message[:4000],
+        )
+
+    def _sync(self, report: SyncReport) -> None:
+        self._discard_crashed_builds()
+        active = self.state.active_generation(self.name)
+        report.previous_generation = active.id if active else None
+
+        snapshots = [read_source(self.ws.root, s) for s in self.settings.sources]
+        report.revisions = {s.source.name: s.revision for s in snapshots}
+        report.uncommitted = {
+            s.source.name: list(s.uncommitted) for s in snapshots if s.uncommitted
+        }
+        pages = [
+            parse_page(f, self.settings)
+            for s in snapshots
+            if s.source.kind == "wiki"
+            for f in s.files
+        ]
+        admissions = admit(snapshots, pages)
+
+        held = self._held(active) if active else {}
+        self._check_empty_sources(snapshots, held, report)
+        plan = self._plan(report, snapshots, pages, admissions, held)
+        prepared = self._prepare(plan)
+        self._record_changes(report, prepared, held)
+
+        stale_kept = sum(held[d].stale for d in plan.carry)
+        carried = sum(held[d].fragments for d in plan.carry)
+        report.counts = {
+            "documents_indexed": 0,
+            "pages_indexed": 0,
+            "unchanged": plan.unchanged,
+            "created": len(report.created),
+            "updated": len(report.updated),
+            "deleted": len(report.deleted),
+            "not_knowledge": len(report.not_knowledge),
+            "curation": len(report.curation),
+            "fragments_built": sum(len(d.fragments) for d in prepared),
+            "fragments_carried": carried,
+            "fragments_total": 0,
+            "stale_fragments": 0,
+            "records_other_kinds": 0,
+        }
+        nothing_to_do = not report.full and not prepared and not report.deleted
+        if nothing_to_do:
+            # Same content as the active generation: no new generation, so routine syncs never
+            # push rollback generations out of retention.
+            report.outcome = "unchanged"
+            report.generation = report.previous_generation
+            report.counts.update(
+                self._kinds_count(held, plan.carry),
+                fragments_total=carried,
+                stale_fragments=stale_kept,
+                records_other_kinds=self._other_records(active),
+            )
+            report.message = (
+                f"nothing changed: generation {report.generation} stays active"
+                if report.generation
+                else "nothing to index: no generation was built"
+            )
+        else:
+            self._build(report, active, plan, prepared, held)
+        if report.counts["stale_fragments"]:
+            report.warnings.append(
+                f"{report.counts['stale_fragments']} fragment(s) were built by a pipeline older "
+                f"than version {PIPELINE_VERSION} -> run `tht docs sync --full` to rebuild them"
+            )
+
+    def _discard_crashed_builds(self) -> None:
+        """Generations left 'building' by an earlier sync whose process died: this run holds the
+        sync lock, so none of them can still be written. Evidence builds are not touched."""
+        for gen in self.state.list_generations(self.name):
+            run = (gen.config.get("docs") or {}).get("sync_run")
+            if gen.status != "building" or run is None or run == self.run_id:
+                continue
+            self.backend.drop(gen.id)
+            self.state.mark_generation(gen.id, "failed")
+
+    def _held(self, active: Generation) -> dict[str, _Held]:
+        """Documents and pages of the active generation; checks that the embedder fits it."""
+        expected = active.config.get("embedder")
+        store = self.backend.open(active.id)
+        try:
+            if store.dim != self.embedder.dim or (expected and expected != self.embedder.identity):
+                raise SyncError(
+                    f"the active generation {active.id} was embedded with "
+                    f"{expected or 'an unrecorded model'} (dimension {store.dim}), this sync uses "
+                    f"{self.embedder.identity} (dimension {self.embedder.dim}): records of every "
+                    "kind share one collection, so `--full` is not enough -> restore the "
+                    "[embedding] settings of the active generation; a different model needs a "
+                    "rebuild of every kind (Evidence, documents, pages) into a new collection"
+                )
+            held: dict[str, _Held] = {}
+            for rec in store.scroll({"record_kind": list(DOC_KINDS)}):
+                p = rec.payload
+                doc_id = str(p.get("doc_id", ""))
+                entry = held.get(doc_id)
+                if entry is None:
+                    avg = p.get(BM25_AVG_LEN)
+                    entry = held[doc_id] = _Held(
+                        kind=str(p.get("record_kind")),
+                        source=str(p.get("source", "")),
+                        sha256=str(p.get("content_sha256", "")),
+                        labels=_labels(p.get("labels") or []),
+                        channel=str(p.get("channel", "")),
+                        title=str(p.get("title", "")),
+                        source_config=str(p.get(SOURCE_CONFIG, "")),
+                        avg_len=float(avg) if isinstance(avg, int | float) else None,
+                    )
+                entry.fragments += 1
+                if int(p.get("pipeline_version") or 0) < PIPELINE_VERSION:
+                    entry.stale += 1
+            return held
+        finally:
+            store.close()
+
+    def _check_empty_sources(
+        self, snapshots: Sequence[SourceSnapshot], held: dict[str, _Held], report: SyncReport
+    ) -> None:
+        for snap in snapshots:
+            if snap.files:
+                continue
+            name = snap.source.name
+            indexed = sorted(d for d, h in held.items() if h.source == name)
+            if indexed:
+                raise SyncError(
+                    f"source {name}: its include globs ({', '.join(snap.source.include)}) match "
+                    f"no file at revision {snap.revision[:12]} of {snap.repo_root}, but "
+                    f"{len(indexed)} of its documents are indexed ({', '.join(indexed[:5])}"
+                    f"{', ...' if len(indexed) > 5 else ''}); refusing to delete them all -> fix "
+                    "the globs or the repository; to retire the source on purpose, remove it "
+                    "from thoth.toml"
+                )
+            report.warnings.append(
+                f"source {name}: its include globs ({', '.join(snap.source.include)}) match no "
+                f"file at revision {snap.revision[:12]} -> check them"
+            )
+
+    def _plan(
+        self,
+        report: SyncReport,
+        snapshots: Sequence[SourceSnapshot],
+        pages: Sequence[WikiPage],
+        admissions: Sequence[Admission],
+        held: dict[str, _Held],
+    ) -> _Plan:
+        """Decide, for every admitted file, whether to carry its points, build it, or drop it."""
+        files = {doc_identifier(f.source.name, f.path): f for s in snapshots for f in s.files}
+        by_page = {p.doc_id: p for p in pages}
+        plan = _Plan()
+        seen: set[str] = set()
+        for adm in sorted(admissions, key=lambda a: a.doc_id):
+            seen.add(adm.doc_id)
+            old = held.get(adm.doc_id)
+            if adm.outcome == "not_knowledge":
+                report.not_knowledge.append({"doc_id": adm.doc_id, "reason": adm.reason})
+                if old is not None:
+                    report.deleted.append(
+                        {"doc_id": adm.doc_id, "reason": f"not knowledge: {adm.reason}"}
+                    )
+                continue
+            if adm.outcome == "curation":
+                # Keep the version the page was written against until the conflict is curated.
+                kept = old.fragments if old is not None else 0
+                if old is not None:
+                    plan.carry.add(adm.doc_id)
+                report.curation.append(
+                    {"doc_id": adm.doc_id, "reason": adm.reason, "kept_fragments": kept}
+                )
+                continue
+            file = files.get(adm.doc_id)
+            if file is None:
+                raise SyncError(
+                    f"{adm.doc_id}: admitted for indexing but not among the files read from "
+                    f"its source ({', '.join(sorted(files)[:3])}, ...) -> report this as a bug "
+                    "of thoth.documents.ingest"
+                )
+            if not report.full and old is not None and self._unchanged(adm, file, old, by_page):
+                plan.carry.add(adm.doc_id)
+                plan.unchanged += 1
+            else:
+                plan.build.append((adm, file))
+        declared = {s.name for s in self.settings.sources}
+        for doc_id in sorted(set(held) - seen):
+            source = held[doc_id].source
+            reason = (
+                f"no longer in source {source} (file deleted, or no longer matched by its globs)"
+                if source in declared
+                else f"source {source} is no longer declared in thoth.toml"
+            )
+            report.deleted.append({"doc_id": doc_id, "reason": reason})
+        return plan
+
+    def _unchanged(
+        self, adm: Admission, file: SourceFile, old: _Held, pages: dict[str, WikiPage]
+    ) -> bool:
+        """Same content, same preparation settings, same labels, channel and title: the
+        active generation's points are still right and need no new embedding. A newer
+        pipeline version alone does not count (that is `--full`, and the stale counter)."""
+        source = file.source
+        if adm.kind == RECORD_WIKI:
+            page = pages.get(adm.doc_id)
+            if page is None:
+                return False
+            labels, channel, title = _labels(page.labels), page.channel, page.title
+        else:
+            labels, channel, title = _labels(source.labels), source.channel, old.title
+        return (
+            old.kind == adm.kind
+            and old.sha256 == file.sha256
+            and old.source_config == self._fingerprints[source.name]
+            and old.labels == labels
+            and old.channel == channel
+            and old.title == title
+        )
+
+    def _prepare(self, plan: _Plan) -> list[PreparedDocument]:
+        """Extract and chunk every file to build, before any index write: an error here stops
+        the run with the active generation untouched."""
+        prepared: list[PreparedDocument] = []
+        total = len(plan.build)
+        for n, (adm, file) in enumerate(plan.build, 1):
+            if adm.kind == RECORD_WIKI:
+                doc = prepare_page(file, self.settings)
+            else:
+                doc = prepare_document(file, self.settings)
+            _check_prepared(adm, doc)
+            prepared.append(doc)
+            self.progress("prepare", n, total)
+        return prepared
+
+    def _record_changes(
+        self, report: SyncReport, prepared: Sequence[PreparedDocument], held: dict[str, _Held]
+    ) -> None:
+        for doc in prepared:
+            report.notes += [{"doc_id": doc.doc_id, "note": note} for note in doc.notes]
+            old = held.get(doc.doc_id)
+            if old is None:
+                report.created.append(doc.doc_id)
+                continue
+            report.updated.append(doc.doc_id)
+            if old.labels != _labels(doc.labels):
+                report.labels_changed.append(
+                    {"doc_id": doc.doc_id, "old": list(old.labels), "new": list(doc.labels)}
+                )
+
+    def _build(
+        self,
+        report: SyncReport,
+        active: Generation | None,
+        plan: _Plan,
+        prepared: Sequence[PreparedDocument],
+        held: dict[str, _Held],
+    ) -> None:
+        fragments = [f for doc in prepared for f in doc.fragments]
+        texts = [f.text for f in fragments]  # the embedded text: never the caveats
+        bm25 = Bm25Encoder(self.settings.language, self._avg_len(report.full, plan, held, texts))
+        vectors = self._embed(texts)
+        report.chunk_stats = chunk_stats([_as_chunk(f) for f in fragments])
+
+        revision = self._revision(active)
+        docs_config = {
+            "pipeline_version": PIPELINE_VERSION,
+            "bm25": bm25.config(),
+            "sync_run": report.run_id,
+            "revisions": report.revisions,
+        }
+        config: dict[str, Any] = {
+            **(active.config if active else {}),
+            "embedder": self.embedder.identity,
+            "dim": self.embedder.dim,
+            "backend": self.backend.name,
+            "docs": docs_config,
+        }
+        config.setdefault("bm25", bm25.config())  # the query language for readers of any kind
+        gen_id = self.state.create_generation(self.name, revision, config)
+        report.generation = gen_id
+        store: IndexStore | None = None
+        try:
+            store = self.backend.create(gen_id, self.embedder.dim)
+            carried_docs, other = (
+                self._copy(active.id, gen_id, store, plan.carry) if active else (0, 0)
+            )
+            records = [
+                IndexRecord(
+                    id=fragment_point_id(f.doc_id, f.ordinal),
+                    dense=[float(x) for x in vec],
+                    sparse=bm25.document(f.text),
+                    payload=self._payload(f, gen_id, bm25.avg_len),
+                )
+                for f, vec in zip(fragments, vectors, strict=True)
+            ]
+            for start in range(0, len(records), UPSERT_BATCH):
+                store.upsert(records[start : start + UPSERT_BATCH])
+                self.progress("index", min(start + UPSERT_BATCH, len(records)), len(records))
+            store.create_payload_indexes(PAYLOAD_INDEXES)
+            self._verify(report, store, gen_id, carried_docs, other, len(records))
+            self.backend.seal(gen_id, store)
+            store = None
+            self.state.mark_generation(gen_id, "candidate", dict(report.counts))
+            self.state.activate_generation(
+                self.name, gen_id, expected_previous=active.id if active else None
+            )
+        except BaseException as exc:
+            self._abandon(gen_id, store, exc)
+            raise
+        report.outcome = "activated"
+        report.message = f"generation {gen_id} is active"
+        # After activation only: a concurrent build's candidate is then doomed anyway (its
+        # compare-and-swap activation fails), so retention cannot pull data from under it.
+        report.dropped_generations = retain_generations(
+            self.state, self.backend, self.name, self.settings.index.retain
+        )
+
+    def _abandon(self, gen_id: str, store: IndexStore | None, exc: BaseException) -> None:
+        """Remove a generation that will never be served. Best effort: the error that stopped
+        the build is the one to report (a concurrent Evidence publish may already have
+        discarded the unsealed data and failed the generation)."""
+        try:
+            if store is not None:
+                store.close()
+            self.backend.drop(gen_id)
+            gen = self.state.get_generation(gen_id)
+            if gen is not None and gen.status in ("building", "candidate"):
+                self.state.mark_generation(gen_id, "failed")
+        except Exception as cleanup:  # noqa: BLE001 - reported on the original error
+            exc.add_note(f"generation {gen_id} could not be cleaned up: {cleanup}")
+
+    def _avg_len(self, full: bool, plan: _Plan, held: dict[str, _Held], texts: list[str]) -> float:
+        """BM25's average length: the one the carried fragments were encoded with, so every
+        document's sparse vector uses the same; recomputed on the first sync and on --full."""
+        if not full:
+            kept = Counter(
+                held[d].avg_len for d in plan.carry if held[d].avg_len is not None
+            ).most_common(1)
+            if kept and kept[0][0] is not None:
+                return kept[0][0]
+        return average_length(texts)
+
+    def _embed(self, texts: Sequence[str]) -> list[Any]:
+        out: list[Any] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = list(texts[start : start + EMBED_BATCH])
+            vectors = self.embedder.embed_passages(batch)
+            if len(vectors) != len(batch):
+                raise SyncError(
+                    f"{self.embedder.identity}: {len(vectors)} vectors for {len(batch)} "
+                    "texts -> check the embedding server"
+                )
+            out.extend(vectors)
+            self.progress("embed", min(start + EMBED_BATCH, len(texts)), len(texts))
+        return out
+
+    def _revision(self, active: Generation | None) -> str:
+        """The workspace revision the generation is stamped with: unchanged when one is active
+        (Evidence search requires it), else the activated one, else the workspace HEAD."""
+        if active is not None:
+            return active.revision
+        revision = self.state.active_revision(self.name) or head_revision(self.ws.root)
+        if revision is None:
+            raise PreconditionError(
+                f"{self.ws.root}: no activated revision and no Git commit to stamp the "
+                "generation with -> commit the workspace (git init, git commit) first"
+            )
+        return revision
+
+    def _payload(self, f: KnowledgeFragment, gen_id: str, avg_len: float) -> dict[str, Any]:
+        return {
+            **f.payload(self.name, gen_id),
+            SOURCE_CONFIG: self._fingerprints[f.source],
+            BM25_AVG_LEN: avg_len,
+        }
+
+    def _copy(
+        self, active_id: str, gen_id: str, store: IndexStore, keep: set[str]
+    ) -> tuple[int, int]:
+        """Copy the active generation's records of other kinds, and the documents and pages
+        in `keep`: same ids, vectors and payloads, restamped with the new generation (Evidence
+        search filters on `vector_generation`). Returns (documents' fragments, others)."""
+        old = self.backend.open(active_id)
+        try:
+            docs = other = 0
+            batch: list[IndexRecord] = []
+            for rec in old.scroll():
+                if rec.payload.get("record_kind") in DOC_KINDS:
+                    if rec.payload.get("doc_id") not in keep:
+                        continue
+                    docs += 1
+                else:
+                    other += 1
+                payload = rec.payload
+                if "vector_generation" in payload:
+                    payload = {**payload, "vector_generation": gen_id}
+                batch.append(IndexRecord(rec.id, rec.dense, rec.sparse, payload))
+                if len(batch) >= UPSERT_BATCH:
+                    store.upsert(batch)
+                    batch = []
+            if batch:
+                store.upsert(batch)
+            return docs, other
+        finally:
+            old.close()
+
+    def _verify(
+        self,
+        report: SyncReport,
+        store: IndexStore,
+        gen_id: str,
+        carried: int,
+        other: int,
+        built: int,
+    ) -> None:
+        """Count what the new generation really holds; the report states those numbers."""
+        kinds: dict[str, set[str]] = {k: set() for k in DOC_KINDS}
+        doc_points = stale = 0
+        for rec in store.scroll({"record_kind": list(DOC_KINDS)}):
+            doc_points += 1
+            kinds[str(rec.payload.get("record_kind"))].add(str(rec.payload.get("doc_id")))
+            if int(rec.payload.get("pipeline_version") or 0) < PIPELINE_VERSION:
+                stale += 1
+        total = store.count()
+        if doc_points != carried + built or total != doc_points + other:
+            raise SyncError(
+                f"generation {gen_id}: {doc_points} document/page fragments and {total} "
+                f"records readable, {carried + built} and {carried + built + other} written "
+                "(two fragments share a point id?) -> nothing was activated; report this as a bug"
+            )
+        report.counts.update(
+            documents_indexed=len(kinds[RECORD_DOCUMENT]),
+            pages_indexed=len(kinds[RECORD_WIKI]),
+            fragments_total=doc_points,
+            stale_fragments=stale,
+            records_other_kinds=other,
+        )
+
+    def _kinds_count(self, held: dict[str, _Held], carry: set[str]) -> dict[str, int]:
+        return {
+            "documents_indexed": sum(held[d].kind == RECORD_DOCUMENT for d in carry),
+            "pages_indexed": sum(held[d].kind == RECORD_WIKI for d in carry),
+        }
+
+    def _other_records(self, active: Generation | None) -> int:
+        if active is None:
+            return 0
+        store = self.backend.open(active.id)
+        try:
+            return store.count() - store.count({"record_kind": list(DOC_KINDS)})
+        finally:
+            store.close()
+
+
+def _labels(labels: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(sorted({str(label) for label in labels}))
+
+
+def _check_prepared(adm: Admission, doc: PreparedDocument) -> None:
+    """The fragments must belong to the admitted file, with distinct ordinals: a shared point
+    id would silently overwrite another fragment."""
+    where = adm.doc_id
+    if not doc.fragments:
+        raise SyncError(
+            f"{where}: preparation produced no fragment (empty or unreadable file?); nothing "
+            "was changed -> fix the file, or exclude it from the source's globs"
+        )
+    ordinals = [f.ordinal for f in doc.fragments]
+    if len(set(ordinals)) != len(ordinals):
+        raise SyncError(f"{where}: two fragments share an ordinal -> report this as a bug")
+    strangers = {f.doc_id for f in doc.fragments} - {adm.doc_id}
+    if doc.doc_id != adm.doc_id or strangers:
+        raise SyncError(
+            f"{where}: prepared fragments carry doc id(s) {sorted(strangers | {doc.doc_id})} "
+            "-> report this as a bug of thoth.documents.ingest"
+        )
+
+
+def _as_chunk(f: KnowledgeFragment) -> Chunk:
+    return Chunk(
+        text=f.text,
+        page=f.page,
+        heading_path=f.heading_path,
+        kind=cast(ChunkKind, f.chunk_kind),
+        ordinal=f.ordinal,
+    )
