@@ -146,6 +146,10 @@ class AnswersSettings(_Strict):
     verbatim_floor: int = Field(default=1, ge=0)  # raw document chunks guaranteed in results
     curated_weight: float = Field(default=0.0, ge=0.0)  # bonus for wiki/evidence: kept at 0
     context_budget_chars: int = Field(default=8000, ge=500)
+    # Relevance floor: when the closest fragment's dense similarity is below it, the search
+    # reports nothing_found instead of serving the least unrelated text. Model-specific:
+    # calibrate it with `tht channels calibrate` (None: no floor).
+    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
     answerer: Literal["extractive", "llm"] = "extractive"
     # Published Evidence Units answer questions too, under this channel and these labels.
     evidence_channel: str | None = Field(default=None, pattern=_NAME)

@@ -10,6 +10,10 @@ from pathlib import Path
 
 from qdrant_client import QdrantClient
 
+from thoth.answer.answerers import make_answerer
+from thoth.answer.retrieval import KnowledgeSearch
+from thoth.answer.seams import NoPseudonymizer
+from thoth.answer.service import AnswerService
 from thoth.embed import make_embedder
 from thoth.embed.base import Embedder
 from thoth.errors import ConfigError
@@ -96,4 +100,21 @@ def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
         state=state,
         backend=make_backend(ws),
         embedder=embedder or open_embedder(ws),
+    )
+
+
+def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> AnswerService:
+    """The answer service `[answers]` and `[llm]` describe. No analytics branch (level 3) yet,
+    and no pseudonymisation: the identity is injected here, the one place that would change."""
+    answerer = make_answerer(ws.settings)  # first: a missing API key opens nothing
+    rt = open_runtime(ws, embedder)
+    search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    return AnswerService(
+        ws.settings,
+        search,
+        answerer,
+        rt.state,
+        analytics=None,
+        pseudonymizer=NoPseudonymizer(),
+        on_close=rt.close,
     )

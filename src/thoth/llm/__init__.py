@@ -4,21 +4,25 @@ provider is chosen."""
 from thoth.llm.client import (
     ChatClient,
     LLMError,
+    TextClient,
     ToolCall,
     ToolClient,
     ToolReply,
     ToolSpec,
     chat_client,
+    text_client,
     tool_client,
 )
 
 __all__ = [
     "ChatClient",
     "LLMError",
+    "TextClient",
     "ToolCall",
     "ToolClient",
     "ToolReply",
     "ToolSpec",
     "chat_client",
+    "text_client",
     "tool_client",
 ]

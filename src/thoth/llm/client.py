@@ -36,6 +36,15 @@ class ChatClient(Protocol):
         ...
 
 
+class TextClient(Protocol):
+    name: str  # "<provider>:<model>"
+    base_url: str  # where the calls go, for error messages
+
+    def complete_text(self, system: str, user: str) -> str:
+        """The model's plain-text reply to one system + user prompt."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool offered to the model: `parameters` is the JSON schema of its arguments."""
@@ -104,6 +113,19 @@ class OpenAIChat:
             timeout=settings.timeout_seconds,
             max_retries=0,
         )
+        self.base_url = str(self._client.base_url)
+
+    def complete_text(self, system: str, user: str) -> str:
+        with _model_errors(openai, self._settings.timeout_seconds):
+            reply = self._client.chat.completions.create(
+                model=self._settings.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=0,
+                max_tokens=self._settings.max_tokens,
+            )
+        if not reply.choices or not reply.choices[0].message.content:
+            raise LLMError("the model returned no content")
+        return reply.choices[0].message.content
 
     def complete_json(self, system: str, user: str) -> str:
         with _model_errors(openai, self._settings.timeout_seconds):
@@ -163,6 +185,11 @@ class AnthropicChat:
             timeout=settings.timeout_seconds,
             max_retries=0,
         )
+        self.base_url = str(self._client.base_url)
+
+    def complete_text(self, system: str, user: str) -> str:
+        # complete_json asks for nothing JSON-specific on Anthropic: the same call serves both.
+        return self.complete_json(system, user)
 
     def complete_json(self, system: str, user: str) -> str:
         with _model_errors(anthropic, self._settings.timeout_seconds):
@@ -218,6 +245,14 @@ def _api_key(settings: LLMSettings) -> str:
 
 
 def chat_client(settings: LLMSettings) -> ChatClient:
+    api_key = _api_key(settings)
+    if settings.provider == "anthropic":
+        return AnthropicChat(settings, api_key)
+    return OpenAIChat(settings, api_key)
+
+
+def text_client(settings: LLMSettings) -> TextClient:
+    """The plain-text client `[llm]` asks for (grounded answers)."""
     api_key = _api_key(settings)
     if settings.provider == "anthropic":
         return AnthropicChat(settings, api_key)

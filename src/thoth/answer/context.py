@@ -1,0 +1,154 @@
+"""Context assembly under a budget, and the honesty floor that depends on what survived it.
+
+Fragments enter the context in rank order, each as its reading text (text + every caveat of
+its page or unit, joined by `reading_text` only) under a numbered citation marker. The marker
+is the position of the fragment's document in the answer's sources, so [n] means the same
+thing in the context, in the answer text and in the sources list. When the next fragment does
+not fit, it and every later one are dropped and counted: the status becomes "truncated".
+
+The honesty floor is computed here, after the budget, because only here is it known whether
+the evidence survived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from thoth.answer.retrieval import Retrieval, RetrievedFragment
+from thoth.answer.sources import Source, aggregate_sources
+from thoth.answer.wording import Wording
+from thoth.documents.records import reading_text
+
+ContextStatus = Literal["found", "nothing_found", "truncated"]
+_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    marker: int  # [n]: 1-based position of the fragment's document in `sources`
+    fragment: RetrievedFragment
+    text: str  # reading_text(payload): the fragment's text and its caveats
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.fragment.payload.get("caveats") or [])
+
+    def render(self) -> str:
+        f = self.fragment
+        return f"[{self.marker}] {f.title or f.doc_id} ({f.doc_id})\n{self.text}"
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    """What the answerer may read: the entries that fitted and what was left out."""
+
+    status: ContextStatus
+    entries: tuple[ContextEntry, ...]
+    sources: tuple[Source, ...]  # of the entries, in marker order
+    retrieved: int  # fragments the search returned
+    dropped_fragments: int
+    dropped_documents: int  # documents none of whose fragments fitted
+    budget_chars: int
+    used_chars: int
+
+    def render(self) -> str:
+        return _SEPARATOR.join(e.render() for e in self.entries)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "context_fragments": len(self.entries),
+            "dropped_fragments": self.dropped_fragments,
+            "dropped_documents": self.dropped_documents,
+            "context_chars": self.used_chars,
+            "budget_chars": self.budget_chars,
+        }
+
+
+def assemble_context(retrieval: Retrieval, budget_chars: int, wording: Wording) -> AssembledContext:
+    """Fill the budget in rank order; the first fragment that does not fit ends the context.
+    `retrieval` must not be a failed one (a failure is reported, never assembled)."""
+    if retrieval.status == "failed":
+        raise ValueError("a failed retrieval has no context: report the failure instead")
+    ordered = sorted(retrieval.fragments, key=lambda f: f.rank)
+    markers: dict[str, int] = {}
+    entries: list[ContextEntry] = []
+    used = 0
+    for index, fragment in enumerate(ordered):
+        # Rank order means a document's first fragment is its best one, so numbering documents
+        # as they first appear is exactly aggregate_sources' order.
+        marker = markers.get(fragment.doc_id, len(markers) + 1)
+        entry = ContextEntry(marker, fragment, reading_text(fragment.payload, wording.caveat_label))
+        cost = len(entry.render()) + (len(_SEPARATOR) if entries else 0)
+        if used + cost > budget_chars:
+            dropped = ordered[index:]
+            kept_docs = {e.fragment.doc_id for e in entries}
+            return _context(
+                "truncated",
+                entries,
+                retrieval,
+                budget_chars,
+                used,
+                dropped=len(dropped),
+                dropped_docs=len({f.doc_id for f in dropped} - kept_docs),
+            )
+        markers[fragment.doc_id] = marker
+        entries.append(entry)
+        used += cost
+    status: ContextStatus = "found" if entries else "nothing_found"
+    return _context(status, entries, retrieval, budget_chars, used, dropped=0, dropped_docs=0)
+
+
+def _context(
+    status: ContextStatus,
+    entries: list[ContextEntry],
+    retrieval: Retrieval,
+    budget: int,
+    used: int,
+    *,
+    dropped: int,
+    dropped_docs: int,
+) -> AssembledContext:
+    sources = aggregate_sources(e.fragment for e in entries)
+    # The markers were numbered on the way; the shared aggregation must agree with them.
+    assert [s.doc_id for s in sources] == list(dict.fromkeys(e.fragment.doc_id for e in entries))
+    return AssembledContext(
+        status=status,
+        entries=tuple(entries),
+        sources=tuple(sources),
+        retrieved=len(retrieval.fragments),
+        dropped_fragments=dropped,
+        dropped_documents=dropped_docs,
+        budget_chars=budget,
+        used_chars=used,
+    )
+
+
+def honesty_floor(context: AssembledContext, wording: Wording) -> list[str]:
+    """The lines a caller's instructions can neither remove nor override, for the three states:
+    caveats reported unsoftened (always), nothing found, evidence dropped for lack of space."""
+    lines = [wording.floor_heading, wording.floor_caveats]
+    lines.append(wording.floor_ground if context.entries else wording.floor_nothing_found)
+    if context.dropped_fragments:
+        lines.append(
+            wording.floor_truncated.format(
+                fragments=context.dropped_fragments, documents=context.dropped_documents
+            )
+        )
+    return lines
+
+
+def system_prompt(
+    instructions: str | None, context: AssembledContext | None, wording: Wording
+) -> str:
+    """The caller's instructions (or the default ones), then the honesty floor when retrieval
+    ran. With no context (no retrieval) the instructions stay exactly the caller's."""
+    base = instructions if instructions is not None else wording.default_instructions
+    if context is None:
+        return base
+    return base.rstrip() + "\n\n" + "\n".join(honesty_floor(context, wording))
+
+
+def user_prompt(question: str, context: AssembledContext, wording: Wording) -> str:
+    body = context.render() or wording.empty_context
+    return f"{wording.question_heading} {question}\n\n{wording.context_heading}\n{body}"

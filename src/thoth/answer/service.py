@@ -1,0 +1,275 @@
+"""`ask`: one question in, one answer out, logged whatever happened.
+
+Order of work: validate the request; a numeric question is never searched as text (it goes to
+the analytics branch, level 3, which this version does not have); a text question is searched
+under the request's one condition; the context is assembled under the budget; the answerer
+writes the text. A technical failure is an answer with status "failed" that says so — never
+one that looks like an empty corpus.
+
+The answer keeps what a reader needs (text, sources, status) apart from what an administrator
+needs (diagnostics). `sources` is present whenever retrieval was attempted, even empty, and
+absent when it was not.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from thoth.answer.answerers import Answerer
+from thoth.answer.context import AssembledContext, assemble_context
+from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError, parse_request
+from thoth.answer.routing import Route, is_numeric
+from thoth.answer.seams import AnalyticsBranch, NoPseudonymizer, Pseudonymizer
+from thoth.answer.sources import Source
+from thoth.answer.wording import Wording, wording_for
+from thoth.config import Settings
+from thoth.errors import ThothError
+from thoth.state import StateStore
+
+log = logging.getLogger("thoth.answer")
+
+AnswerStatus = Literal["not_searched", "nothing_found", "failed", "truncated", "found"]
+BAD_REQUEST = "bad_request"
+ANSWER_FAILED = "answer_failed"  # any other error: above all, the answer model failed
+
+
+def new_answer_id() -> str:
+    return f"ans-{secrets.token_hex(6)}"
+
+
+@dataclass
+class Answer:
+    """What `ask` serves: text, sources and status for the reader; diagnostics apart."""
+
+    id: str
+    question: str
+    text: str
+    status: AnswerStatus
+    sources: list[Source] | None  # None: retrieval was not attempted (absent from the JSON)
+    answerer: str
+    dropped: dict[str, int] = field(default_factory=lambda: {"fragments": 0, "documents": 0})
+    error_code: str | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "text": self.text,
+            "status": self.status,
+        }
+        if self.sources is not None:
+            data["sources"] = [s.as_dict() for s in self.sources]
+        data.update(
+            answerer=self.answerer,
+            dropped=dict(self.dropped),
+            error_code=self.error_code,
+            diagnostics=self.diagnostics,
+        )
+        return data
+
+
+class AnswerService:
+    def __init__(
+        self,
+        settings: Settings,
+        search: KnowledgeSearch,
+        answerer: Answerer,
+        state: StateStore,
+        analytics: AnalyticsBranch | None = None,
+        pseudonymizer: Pseudonymizer | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._search = search
+        self._answerer = answerer
+        self._state = state
+        self._analytics = analytics
+        # The composition root passes the identity explicitly; None means the same.
+        self._pseudonymizer: Pseudonymizer = pseudonymizer or NoPseudonymizer()
+        self._wording: Wording = wording_for(settings.language)
+        self._on_close = on_close  # what the composition root opened for this service
+
+    def ask(self, question: str, *, instructions: str | None = None, **filters: Any) -> Answer:
+        """Answer one question; every call is logged in the state store's answer_log.
+
+        Raises SearchRequestError (bad request) and AnswerModelError (the model failed), both
+        logged as failed first; a failed search is an Answer with status "failed"."""
+        attempt = _Attempt(new_answer_id(), question)
+        request: dict[str, Any] = {"instructions": instructions, **filters}
+        try:
+            answer = self._answer(attempt, instructions, filters)
+        except ThothError as exc:
+            code = BAD_REQUEST if isinstance(exc, SearchRequestError) else ANSWER_FAILED
+            log.error("answer %s failed [%s]: %s", attempt.id, code, exc)
+            self._log(attempt.failure(str(exc), code, self._answerer.name), _storable(request))
+            raise
+        self._log(answer, request)
+        return answer
+
+    def _log(self, answer: Answer, request: dict[str, Any]) -> None:
+        self._state.log_answer(
+            answer.id,
+            self.settings.workspace,
+            answer.question,
+            request,
+            answer.status,
+            answer.as_dict(),
+            answer.error_code,
+        )
+
+    def close(self) -> None:
+        self._search.close()
+        if self._on_close is not None:
+            self._on_close()
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def _answer(
+        self, attempt: _Attempt, instructions: str | None, filters: dict[str, Any]
+    ) -> Answer:
+        question = attempt.question
+        request = parse_request(filters)
+        if not question.strip():
+            raise SearchRequestError("the question is empty -> ask something")
+        pattern = is_numeric(question, self.settings.answers.routing.numeric_patterns)
+        if pattern is not None:
+            return self._numeric(attempt.id, question, pattern, request)
+        retrieval = attempt.retrieval = self._search.search(question, **request)
+        if retrieval.status == "failed":
+            return self._failed(attempt.id, question, retrieval)
+        context = attempt.context = assemble_context(
+            retrieval, self.settings.answers.context_budget_chars, self._wording
+        )
+        text = self._answerer.answer(
+            question, context, instructions=instructions, pseudonymizer=self._pseudonymizer
+        )
+        return Answer(
+            id=attempt.id,
+            question=question,
+            text=text,
+            status=context.status,
+            sources=list(context.sources),
+            answerer=self._answerer.name,
+            dropped={
+                "fragments": context.dropped_fragments,
+                "documents": context.dropped_documents,
+            },
+            diagnostics=_diagnostics(retrieval, context),
+        )
+
+    def _numeric(
+        self, answer_id: str, question: str, pattern: str, request: dict[str, Any]
+    ) -> Answer:
+        # Numbers are never taken from text: no search, no model, and no sources key at all.
+        channel = request.get("channel")
+        route = Route(
+            kind="numeric",
+            numeric_pattern=pattern,
+            channel=channel,
+            channel_source="request" if channel else "all",
+            threshold=self.settings.answers.routing.channel_threshold,
+        )
+        # Level 3 seam: no branch in this version (None), and one that does not cover the
+        # question answers None: both say numbers are not available.
+        computed = self._analytics.answer(question) if self._analytics is not None else None
+        diagnostics: dict[str, Any] = {"route": route.as_dict(), "filters": request}
+        if computed is None:
+            text, answerer = self._wording.numeric, "none"
+        else:
+            text, answerer = computed.text, "analytics"
+            diagnostics["analytics"] = {"query_id": computed.query_id, "data": computed.data}
+        return Answer(
+            id=answer_id,
+            question=question,
+            text=text,
+            status="not_searched",
+            sources=None,
+            answerer=answerer,
+            diagnostics=diagnostics,
+        )
+
+    def _failed(self, answer_id: str, question: str, retrieval: Retrieval) -> Answer:
+        code = retrieval.error_code or "unknown"
+        log.error("answer %s: the search failed [%s]: %s", answer_id, code, retrieval.error)
+        return Answer(
+            id=answer_id,
+            question=question,
+            text=self._wording.search_failed.format(code=code, error=retrieval.error),
+            status="failed",
+            sources=[],  # retrieval was attempted: present, and empty
+            answerer="none",
+            error_code=code,
+            diagnostics=_diagnostics(retrieval, None),
+        )
+
+
+@dataclass
+class _Attempt:
+    """How far one `ask` got: what a failure record can still tell."""
+
+    id: str
+    question: str
+    retrieval: Retrieval | None = None
+    context: AssembledContext | None = None
+
+    def failure(self, message: str, code: str, answerer: str) -> Answer:
+        # Sources stay present once retrieval ran, absent before: the same rule as answers.
+        sources = (
+            None if self.retrieval is None else list(self.context.sources if self.context else [])
+        )
+        return Answer(
+            id=self.id,
+            question=self.question,
+            text=message,
+            status="failed",
+            sources=sources,
+            answerer=answerer,
+            error_code=code,
+            diagnostics={}
+            if self.retrieval is None
+            else _diagnostics(self.retrieval, self.context),
+        )
+
+
+def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict[str, Any]:
+    """Everything an administrator needs to see why these sources: kept apart from them."""
+    markers = {e.fragment.id: e.marker for e in context.entries} if context else {}
+    return {
+        "route": retrieval.route.as_dict(),
+        "filters": retrieval.filters,
+        "generation": retrieval.generation,
+        "degraded": list(retrieval.degraded),
+        "error": retrieval.error,
+        "counts": {
+            "retrieved": len(retrieval.fragments),
+            **retrieval.counts,
+            **(context.counts() if context else {}),
+        },
+        "fragments": [
+            {
+                "rank": f.rank,
+                "id": f.id,
+                "doc_id": f.doc_id,
+                "record_kind": f.record_kind,
+                "score": round(f.score, 6),
+                "dense_rank": f.dense_rank,
+                "bm25_rank": f.bm25_rank,
+                "floor": f.floor,
+                "marker": markers.get(f.id),  # None: dropped for lack of space
+            }
+            for f in retrieval.fragments
+        ],
+    }
+
+
+def _storable(request: dict[str, Any]) -> dict[str, Any]:
+    """A refused request may hold anything: keep it readable rather than fail to log it."""
+    return {
+        str(k): v if isinstance(v, str | int | float | bool | type(None) | list) else repr(v)
+        for k, v in request.items()
+    }

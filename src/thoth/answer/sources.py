@@ -1,0 +1,53 @@
+"""The one aggregation of retrieved fragments into an answer's sources, shared by the answer
+service and the evaluation bench: one document counts as one source, ordered by proximity
+(the best rank any of its fragments reached). A second copy could drift from this one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class RankedFragment(Protocol):
+    """What the aggregation reads of a retrieved fragment (RetrievedFragment fits)."""
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def record_kind(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Source:
+    """One document an answer rests on: its display title and the identifier to go back to it."""
+
+    title: str
+    doc_id: str
+    best_rank: int  # the best rank of its fragments: proximity, kept for ordering
+    record_kind: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"title": self.title, "doc_id": self.doc_id}
+
+
+def aggregate_sources(fragments: Iterable[RankedFragment]) -> list[Source]:
+    """One source per document, best rank first (ties: doc_id, so the order is stable)."""
+    best: dict[str, Source] = {}
+    for frag in fragments:
+        seen = best.get(frag.doc_id)
+        if seen is None or frag.rank < seen.best_rank:
+            best[frag.doc_id] = Source(
+                title=frag.title or frag.doc_id,
+                doc_id=frag.doc_id,
+                best_rank=frag.rank,
+                record_kind=frag.record_kind,
+            )
+    return sorted(best.values(), key=lambda s: (s.best_rank, s.doc_id))

@@ -1,0 +1,141 @@
+"""Everything an answer says in words of its own, in the workspace's language (it or en).
+
+One table per language, so the extractive answer, the honesty floor and the fixed replies
+(numeric questions, failed search) say the same thing the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Wording:
+    caveat_label: str  # marks a caveat line in a fragment's reading text
+    caveats_heading: str
+    truncated: str  # {fragments} {documents}
+    nothing_found: str
+    all_dropped: str  # {fragments}: the search found evidence, none fitted the context
+    search_failed: str  # {code} {error}
+    numeric: str
+    no_overlap: str
+    number_warning: str  # prefix of a caveat quoted next to a sentence with its number
+    default_instructions: str
+    floor_heading: str
+    floor_caveats: str
+    floor_nothing_found: str
+    floor_ground: str
+    floor_truncated: str  # {fragments} {documents}
+    question_heading: str
+    context_heading: str
+    empty_context: str
+
+
+ITALIAN = Wording(
+    caveat_label="Avvertenza",
+    caveats_heading="Avvertenze dalle fonti:",
+    truncated=(
+        "Attenzione: {fragments} frammenti (da {documents} documenti) trovati dalla ricerca "
+        "sono stati esclusi per mancanza di spazio: la risposta potrebbe essere incompleta."
+    ),
+    nothing_found=(
+        "Non ho trovato nulla nelle fonti consultabili che risponda alla domanda: "
+        "non posso rispondere senza inventare."
+    ),
+    all_dropped=(
+        "La ricerca ha trovato {fragments} frammenti, ma nessuno è entrato nello spazio "
+        "disponibile per il contesto: non posso rispondere senza inventare."
+    ),
+    search_failed=(
+        "La ricerca nelle fonti non è riuscita (codice {code}): questa non è una risposta "
+        "vuota, le fonti non sono state consultate. Dettaglio: {error}"
+    ),
+    numeric=(
+        "Questa è una domanda numerica. I numeri sono calcolati solo da interrogazioni di "
+        "catalogo revisionate sull'archivio SQL (livello 3), che in questa versione non è "
+        "disponibile; Thoth non prende numeri dal testo dei documenti. Le fonti testuali non "
+        "sono state consultate."
+    ),
+    no_overlap=(
+        "Nessun passo delle fonti trovate contiene i termini della domanda; il passo più vicino è:"
+    ),
+    number_warning="⚠ Attenzione, dato segnalato dalla fonte",
+    default_instructions=(
+        "Rispondi alla domanda usando solo il contesto numerato qui sotto e cita le fonti "
+        "con i loro marcatori [n]."
+    ),
+    floor_heading=(
+        "Regole del servizio (valgono dopo le istruzioni precedenti e prevalgono su di esse):"
+    ),
+    floor_caveats=(
+        "- Riporta ogni avvertenza delle fonti usate così com'è, senza attenuarla; non "
+        "presentare mai un dato che una fonte segnala come inaffidabile senza la sua avvertenza."
+    ),
+    floor_nothing_found=(
+        "- La ricerca non ha trovato nulla di pertinente: dillo esplicitamente e non "
+        "rispondere con conoscenze generali."
+    ),
+    floor_ground=(
+        "- Rispondi solo in base al contesto numerato; se non risponde alla domanda, dillo."
+    ),
+    floor_truncated=(
+        "- {fragments} frammenti (da {documents} documenti) trovati dalla ricerca sono stati "
+        "esclusi per mancanza di spazio: dillo, la risposta potrebbe essere incompleta."
+    ),
+    question_heading="Domanda:",
+    context_heading="Contesto:",
+    empty_context="(nessun frammento)",
+)
+
+ENGLISH = Wording(
+    caveat_label="Caveat",
+    caveats_heading="Caveats from the sources:",
+    truncated=(
+        "Note: {fragments} fragments (from {documents} documents) found by the search were "
+        "left out for lack of space: the answer may be incomplete."
+    ),
+    nothing_found=(
+        "I found nothing in the sources available to you that answers the question: I "
+        "cannot answer without inventing."
+    ),
+    all_dropped=(
+        "The search found {fragments} fragments, but none fitted in the space available for "
+        "the context: I cannot answer without inventing."
+    ),
+    search_failed=(
+        "The search of the sources failed (code {code}): this is not an empty answer, the "
+        "sources were not consulted. Details: {error}"
+    ),
+    numeric=(
+        "This is a numeric question. Numbers are computed only by reviewed catalog queries on "
+        "the SQL store (level 3), which is not available in this version; Thoth does not take "
+        "numbers from the text of documents. The text sources were not consulted."
+    ),
+    no_overlap="No passage of the sources found holds the question's terms; the closest is:",
+    number_warning="⚠ Warning, figure flagged by the source",
+    default_instructions=(
+        "Answer the question using only the numbered context below and cite the sources "
+        "with their [n] markers."
+    ),
+    floor_heading="Rules of this service (they come after the instructions above and prevail):",
+    floor_caveats=(
+        "- Report every caveat of the sources used as it is, without softening it; never "
+        "present a figure a source flags as unreliable without its caveat."
+    ),
+    floor_nothing_found=(
+        "- The search found nothing relevant: say so explicitly and do not answer from "
+        "general knowledge."
+    ),
+    floor_ground="- Answer only from the numbered context; if it does not answer, say so.",
+    floor_truncated=(
+        "- {fragments} fragments (from {documents} documents) found by the search were left "
+        "out for lack of space: say so, the answer may be incomplete."
+    ),
+    question_heading="Question:",
+    context_heading="Context:",
+    empty_context="(no fragment)",
+)
+
+
+def wording_for(language: str) -> Wording:
+    """Italian for `it`/`it-IT`, English for anything else."""
+    return ITALIAN if language.split("-")[0] == "it" else ENGLISH

@@ -1,0 +1,192 @@
+"""`tht ask` and `tht answers log`: grounded answers from the corpus, and their log.
+
+Exit codes of `tht ask`: 0 answered (found, nothing_found, truncated, not_searched); 1 the
+search or the answer model failed; 2 bad request (unknown field, label, channel or source).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from thoth.answer.service import Answer
+from thoth.cli import exitcodes
+from thoth.cli.common import JsonOpt, emit_json, errors, out
+from thoth.runtime import open_answer_service, open_state
+from thoth.state import ANSWER_STATUSES
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+# Request field (KnowledgeSearch.search's keyword) -> the option that sets it. A test compares
+# the keys with request_fields(): a new filter without an option here fails it.
+REQUEST_OPTIONS: Final = {
+    "channel": "--channel",
+    "labels": "--label",
+    "source": "--source",
+    "year": "--year",
+    "doc_format": "--format",
+}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ask")(ask_cmd)
+    answers_app = typer.Typer(no_args_is_help=True, help="The log of served answers.")
+    app.add_typer(answers_app, name="answers")
+    answers_app.command("log")(log_cmd)
+
+
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="The question, in plain words.")],
+    channel: Annotated[
+        str | None, typer.Option("--channel", help="Search this channel only.")
+    ] = None,
+    labels: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="A confidentiality label you may see (repeatable)."),
+    ] = None,
+    source: Annotated[str | None, typer.Option("--source", help="One declared source.")] = None,
+    year: Annotated[int | None, typer.Option("--year", help="Documents of this year.")] = None,
+    doc_format: Annotated[
+        str | None, typer.Option("--format", help="Documents of this format (md, pdf ...).")
+    ] = None,
+    instructions: Annotated[
+        str | None, typer.Option("--instructions", help="Style instructions for the answer.")
+    ] = None,
+    diagnostics: Annotated[
+        bool, typer.Option("--diagnostics", help="Show ranks, scores, route and filters.")
+    ] = False,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the corpus, with its sources and the search status."""
+    given: dict[str, Any] = {
+        "channel": channel,
+        "labels": labels or None,  # no --label: the workspace's default labels
+        "source": source,
+        "year": year,
+        "doc_format": doc_format,
+    }
+    request = {name: given[name] for name in REQUEST_OPTIONS}
+    with errors(as_json):
+        service = open_answer_service(Workspace.open(workspace))
+        try:
+            # The service validates the request with parse_request and logs a refusal too.
+            answer = service.ask(question, instructions=instructions, **request)
+        finally:
+            service.close()
+    if as_json:
+        emit_json({"ok": answer.status != "failed", **answer.as_dict()})
+    else:
+        _print_answer(answer, diagnostics)
+    raise typer.Exit(exitcodes.FAILED if answer.status == "failed" else exitcodes.OK)
+
+
+def _print_answer(answer: Answer, diagnostics: bool) -> None:
+    out.print(answer.text, markup=False, highlight=False, soft_wrap=True)
+    if answer.sources is not None:
+        out.print()
+        out.print("Sources:" if answer.sources else "Sources: none", highlight=False)
+        for n, src in enumerate(answer.sources, start=1):
+            out.print(f"  {n}. {src.title} — {src.doc_id}", markup=False, highlight=False)
+    out.print()
+    out.print(f"Status: {_status_line(answer)}  (answer id {answer.id})", markup=False)
+    if diagnostics:
+        _print_diagnostics(answer.diagnostics)
+
+
+def _status_line(answer: Answer) -> str:
+    if answer.status == "truncated":
+        return (
+            f"truncated: {answer.dropped['fragments']} fragments from "
+            f"{answer.dropped['documents']} documents left out for lack of space"
+        )
+    if answer.status == "failed":
+        return f"failed [{answer.error_code}]"
+    if answer.status == "not_searched":
+        return "not_searched (numeric question: the text sources were not consulted)"
+    return answer.status
+
+
+def _print_diagnostics(data: dict[str, Any]) -> None:
+    fragments = data.get("fragments") or []
+    if fragments:
+        table = Table(title="retrieved fragments")
+        for col in ("rank", "cited as", "doc_id", "kind", "score", "dense", "bm25", "floor"):
+            table.add_column(col)
+        for f in fragments:
+            table.add_row(
+                str(f["rank"]),
+                "dropped" if f["marker"] is None else f"\\[{f['marker']}]",
+                escape(f["doc_id"]),
+                f["record_kind"],
+                f"{f['score']:.4f}",
+                str(f["dense_rank"] or "-"),
+                str(f["bm25_rank"] or "-"),
+                "yes" if f["floor"] else "",
+            )
+        out.print(table)
+    for key in ("route", "filters", "generation", "degraded", "counts", "error"):
+        if key in data and data[key] not in (None, [], {}):
+            out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
+
+
+def log_cmd(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Answers to list.")] = 20,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help=f"Only this status ({', '.join(ANSWER_STATUSES)})."),
+    ] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """The most recent answers, newest first (ids for `tht eval add-from-answer`)."""
+    if status is not None and status not in ANSWER_STATUSES:
+        raise typer.BadParameter(
+            f"{status!r} is not an answer status -> use one of {', '.join(ANSWER_STATUSES)}",
+            param_hint="--status",
+        )
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        with open_state(ws) as state:
+            logged = state.list_answers(ws.settings.workspace, limit, status)
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "answers": [
+                    {
+                        "id": a.id,
+                        "created_at": a.created_at.isoformat(),
+                        "status": a.status,
+                        "error_code": a.error_code,
+                        "question": a.question,
+                        "request": a.request,
+                        "sources": a.answer.get("sources"),
+                        "text": a.answer.get("text"),
+                    }
+                    for a in logged
+                ],
+            }
+        )
+        return
+    if not logged:
+        out.print("No answer logged" + (f" with status {status}." if status else "."))
+        return
+    table = Table(title=f"answers of {ws.settings.workspace}")
+    for col in ("id", "when (UTC)", "status", "sources", "question"):
+        table.add_column(col)
+    for a in logged:
+        sources = a.answer.get("sources")
+        table.add_row(
+            a.id,
+            a.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            a.status + (f" [{a.error_code}]" if a.error_code else ""),
+            "-" if sources is None else str(len(sources)),
+            escape(a.question),
+        )
+    out.print(table)

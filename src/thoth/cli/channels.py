@@ -1,0 +1,155 @@
+"""`tht channels calibrate`: measure where the channel-routing threshold belongs.
+
+The threshold is calibrated on labelled questions, never chosen by eye: the command prints the
+best-example similarity of in-domain and out-of-domain questions, the threshold between them,
+its accuracy and the questions routed to the wrong channel. It never rewrites thoth.toml.
+
+Exit codes: 0 done; 1 bad set, no channels or embedder unavailable; 4 no workspace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from thoth.answer.retrieval import KnowledgeSearch
+from thoth.answer.routing import (
+    ChannelRouter,
+    RelevanceCalibration,
+    calibrate,
+    load_calibration_set,
+    split_threshold,
+)
+from thoth.cli.common import JsonOpt, emit_json, errors, out
+from thoth.embed.base import EmbedderError
+from thoth.errors import ThothError
+from thoth.runtime import open_embedder, open_runtime
+from thoth.workspace import Workspace
+
+DEFAULT_SET = Path("answers/channels.yaml")
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+
+def register(app: typer.Typer) -> None:
+    channels_app = typer.Typer(no_args_is_help=True, help="Channel routing of questions.")
+    app.add_typer(channels_app, name="channels")
+    channels_app.command("calibrate")(calibrate_cmd)
+
+
+def calibrate_cmd(
+    labelled_set: Annotated[
+        Path | None,
+        typer.Option(
+            "--set",
+            help=f"Labelled questions (YAML). Default: {DEFAULT_SET} in the workspace.",
+        ),
+    ] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Score labelled questions against the channel examples and suggest the threshold."""
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        path = labelled_set or ws.root / DEFAULT_SET
+        labelled = load_calibration_set(path)
+        configured = ws.settings.answers.routing.channel_threshold
+        try:
+            embedder = open_embedder(ws)
+            router = ChannelRouter(
+                ws.settings.channels, embedder, configured, language=ws.settings.language
+            )
+            result = calibrate(router, labelled)
+            relevance = _relevance(ws, labelled)
+        except EmbedderError as exc:
+            raise ThothError(
+                f"the embedder did not answer ({exc}) -> calibration needs embeddings; "
+                "check [embedding] in thoth.toml and that the model or server is up"
+            ) from exc
+    data: dict[str, Any] = {
+        "ok": True,
+        "set": str(path),
+        "configured_threshold": configured,
+        **result.as_dict(),
+        "configured_min_similarity": ws.settings.answers.min_similarity,
+        "relevance": relevance.as_dict() if relevance else None,
+    }
+    if as_json:
+        emit_json(data)
+        return
+    table = Table("questions", "n", "min", "p10", "p50", "p90", "max")
+    for label, key in (
+        ("in domain (routed right)", "in_domain"),
+        ("out of domain", "out_of_domain"),
+    ):
+        dist = data[key]
+        table.add_row(label, *(_num(dist[k]) for k in ("n", "min", "p10", "p50", "p90", "max")))
+    out.print(table)
+    verdict = "separated" if result.separated else "overlapping: best accuracy"
+    out.print(
+        f"Suggested threshold: [bold]{result.threshold:.3f}[/] ({verdict}), accuracy "
+        f"{result.accuracy:.0%} on {len(result.per_question)} questions."
+    )
+    for row in result.misrouted:
+        out.print(
+            f"  misrouted: {escape(row['question'])!r} expected {row['expected']}, closest "
+            f"{row['closest']} ({row['score']:.3f}) -> improve that channel's examples",
+            highlight=False,
+        )
+    hint = (
+        f"Configured threshold: {configured:.3f}. To change it set "
+        f"`channel_threshold = {result.threshold:.2f}` under [answers.routing] in thoth.toml."
+    )
+    out.print(escape(hint), highlight=False)
+    if relevance is None:
+        out.print(
+            "No active index generation: run `tht docs sync` to calibrate the relevance floor."
+        )
+        return
+    floor = Table("closest fragment", "n", "min", "p10", "p50", "p90", "max")
+    for label, key in (("in domain", "in_domain"), ("out of domain", "out_of_domain")):
+        dist = data["relevance"][key]
+        floor.add_row(label, *(_num(dist[k]) for k in ("n", "min", "p10", "p50", "p90", "max")))
+    out.print(floor)
+    verdict = "separated" if relevance.separated else "overlapping: best accuracy"
+    out.print(
+        f"Suggested relevance floor: [bold]{relevance.threshold:.3f}[/] ({verdict}), accuracy "
+        f"{relevance.accuracy:.0%}. Configured: {ws.settings.answers.min_similarity}. Set "
+        f"`min_similarity = {relevance.threshold:.2f}` under [answers] to answer nothing_found "
+        "below it.",
+        highlight=False,
+    )
+
+
+def _relevance(
+    ws: Workspace, labelled: list[tuple[str, str | None]]
+) -> RelevanceCalibration | None:
+    """The closest fragment's similarity per question, over every label (the corpus, not a
+    caller's view). None when nothing is published yet."""
+    rt = open_runtime(ws)
+    search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    try:
+        if rt.state.active_generation(ws.settings.workspace) is None:
+            return None
+        inside: list[float] = []
+        outside: list[float] = []
+        for question, expected in labelled:
+            found = search.search(question, labels=list(ws.settings.answers.labels))
+            if found.status == "failed":
+                raise ThothError(f"calibration search failed: {found.error_code}: {found.error}")
+            if found.best_similarity is not None:
+                (inside if expected is not None else outside).append(found.best_similarity)
+        return split_threshold(inside, outside)
+    finally:
+        search.close()
+        rt.close()
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) else f"{value:.3f}"

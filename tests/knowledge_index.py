@@ -1,0 +1,180 @@
+"""Helpers for answer-engine tests: a deterministic bag-of-stems embedder and real knowledge
+generations (Qdrant Edge shards under a tmp dir, a SQLite state store) built from fragments.
+
+`StemEmbedder` is a real Embedder, not a mock: texts sharing stems are close, texts sharing
+none are nearly orthogonal — enough to make routing and ranking predictable. It counts calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thoth.config import AnswersSettings, ChannelSettings, Settings, SourceSettings
+from thoth.documents.records import FILTER_FIELDS, KnowledgeFragment, fragment_point_id
+from thoth.embed.base import Embedder, Vectors, finish_vectors
+from thoth.index.base import IndexRecord
+from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.generations import EdgeBackend
+from thoth.state import StateStore
+
+WORKSPACE = "ws"
+DIM = 256
+
+
+class StemEmbedder:
+    """One dimension per hashed BM25 stem (stopwords dropped), plus a small constant so no
+    vector is all zeros."""
+
+    def __init__(self, dim: int = DIM) -> None:
+        self._dim = dim
+        self._stems = Bm25Encoder("it", 1.0)
+        self.query_texts: list[str] = []
+        self.passage_calls = 0
+
+    @property
+    def identity(self) -> str:
+        return f"stem-test:{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _vector(self, text: str) -> list[float]:
+        vec = [0.0] * self._dim
+        vec[0] = 0.05
+        for token in self._stems.query(text).indices:
+            digest = hashlib.sha256(str(token).encode()).digest()
+            vec[1 + int.from_bytes(digest[:4], "little") % (self._dim - 1)] += 1.0
+        return vec
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        self.passage_calls += 1
+        rows = [self._vector(t) for t in texts]
+        return finish_vectors(rows, count=len(texts), dim=self._dim, who=self.identity)
+
+    def embed_query(self, text: str) -> Vectors:
+        self.query_texts.append(text)
+        return finish_vectors([self._vector(text)], count=1, dim=self._dim, who=self.identity)
+
+
+CHANNELS = [
+    ChannelSettings(
+        name="clinica",
+        examples=[
+            "come si registra un ricovero in reparto",
+            "quali sono i codici di dimissione del paziente",
+        ],
+        keywords=["ricovero", "dimissione", "paziente"],
+    ),
+    ChannelSettings(
+        name="amministrazione",
+        examples=[
+            "come si emette una fattura al fornitore",
+            "quando scade il pagamento della fattura",
+        ],
+        keywords=["fattura", "fornitore", "pagamento"],
+    ),
+    ChannelSettings(
+        name="personale",
+        examples=["come si richiedono le ferie", "quante ore di straordinario sono ammesse"],
+        keywords=["ferie", "straordinario", "turno"],
+    ),
+]
+
+SOURCES = [
+    SourceSettings(name="manuali", include=["*.md"], channel="clinica", labels=["public"]),
+    SourceSettings(
+        name="contabilita", include=["*.pdf"], channel="amministrazione", labels=["internal"]
+    ),
+    SourceSettings(name="wiki", kind="wiki", include=["*.md"], channel="clinica"),
+]
+
+
+def settings(**answers: Any) -> Settings:
+    return Settings(
+        workspace=WORKSPACE,
+        channels=CHANNELS,
+        sources=SOURCES,
+        answers=AnswersSettings(**answers),
+    )
+
+
+@dataclass
+class Doc:
+    """A fragment to index; `kind="evidence"` writes an Evidence-like curated point."""
+
+    text: str
+    source: str = "manuali"
+    channel: str = "clinica"
+    labels: tuple[str, ...] = ("public",)
+    kind: str = "document"
+    year: int | None = None
+    doc_format: str = "md"
+    path: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def point(n: int, doc: Doc) -> tuple[str, dict[str, Any], str]:
+    """(point id, payload, embedded text) of the n-th doc."""
+    path = doc.path or f"doc{n}.{doc.doc_format}"
+    frag = KnowledgeFragment(
+        record_kind="wiki" if doc.kind == "wiki" else "document",
+        doc_id=f"{doc.source}:{path}",
+        source=doc.source,
+        path=path,
+        title=f"Title {n}",
+        channel=doc.channel,
+        labels=doc.labels,
+        ordinal=0,
+        text=doc.text,
+        doc_format=doc.doc_format,
+        year=doc.year,
+        extra=doc.extra,
+    )
+    payload = frag.payload(WORKSPACE, "")
+    payload["record_kind"] = doc.kind
+    if doc.kind == "evidence":
+        del payload["source"]  # Evidence points have no declared source
+    return fragment_point_id(frag.doc_id, 0), payload, doc.text
+
+
+@dataclass
+class Env:
+    root: Path
+    state: StateStore
+    backend: EdgeBackend
+    embedder: Embedder
+    generation: str
+
+
+def open_state(root: Path) -> StateStore:
+    return StateStore.open(f"sqlite:///{root / 'state.sqlite'}")
+
+
+def build(root: Path, docs: Sequence[Doc], embedder: Embedder) -> Env:
+    """A sealed, active generation holding `docs`, as `tht docs sync` would leave it."""
+    state = open_state(root)
+    backend = EdgeBackend(root / "index")
+    items = [point(n, doc) for n, doc in enumerate(docs)]
+    texts = [text for _, _, text in items]
+    bm25 = Bm25Encoder("it", average_length(texts))
+    config = {"embedder": embedder.identity, "dim": embedder.dim, "bm25": bm25.config()}
+    gen_id = state.create_generation(WORKSPACE, "r1", config)
+    store = backend.create(gen_id, embedder.dim)
+    vectors = embedder.embed_passages(texts)
+    records = []
+    for (pid, payload, text), vec in zip(items, vectors, strict=True):
+        payload["vector_generation"] = gen_id
+        records.append(
+            IndexRecord(pid, [float(x) for x in vec], bm25.document(text), payload=payload)
+        )
+    store.upsert(records)
+    store.create_payload_indexes(("workspace_id", *FILTER_FIELDS))
+    backend.seal(gen_id, store)
+    state.mark_generation(gen_id, "candidate")
+    state.activate_generation(WORKSPACE, gen_id)
+    return Env(root, state, backend, embedder, gen_id)
