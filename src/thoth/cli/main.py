@@ -7,7 +7,10 @@ from typing import Annotated
 
 import typer
 
-from thoth.cli import exitcodes, memory, publish, render, session
+from thoth.cli import ask, exitcodes, memory, publish, render, session
+from thoth.cli import channels as channels_cli
+from thoth.cli import docs as docs_cli
+from thoth.cli import evaluate as evaluate_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
@@ -22,6 +25,10 @@ app.add_typer(evidence_app, name="evidence")
 publish.register(app, evidence_app)
 session.register(app, evidence_app)
 memory.register(app)
+ask.register(app)
+channels_cli.register(app)
+docs_cli.register(app)
+evaluate_cli.register(app)
 
 
 @app.command("init")

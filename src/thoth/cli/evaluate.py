@@ -1,0 +1,193 @@
+"""`tht eval run`, `tht eval add-from-answer`, `tht verify`: measuring the answer engine and
+checking the data it serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from thoth.cli import exitcodes
+from thoth.cli.common import JsonOpt, emit_json, err, errors, out
+from thoth.documents.verify import VerifyReport, verify
+from thoth.errors import PreconditionError
+from thoth.evaluation.answers import (
+    DEFAULT_K,
+    AnswerEvalReport,
+    case_from_answer,
+    load_answer_cases,
+    run_answer_evaluation,
+)
+from thoth.index.base import IndexUnavailable
+from thoth.runtime import make_backend, open_answer_service, open_state
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+
+def register(app: typer.Typer) -> None:
+    eval_app = typer.Typer(no_args_is_help=True, help="Measure the answer engine.")
+    app.add_typer(eval_app, name="eval")
+    eval_app.command("run")(eval_run_cmd)
+    eval_app.command("add-from-answer")(add_from_answer_cmd)
+    app.command("verify")(verify_cmd)
+
+
+def eval_run_cmd(
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Evaluation file (default: [answers].evaluation)."),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="Sources judged at retrieval level.")] = (
+        DEFAULT_K
+    ),
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask every reference question; judge retrieval and answer separately.
+
+    Exit 0 all pass, 1 any case fails."""
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        rel = file or Path(ws.settings.answers.evaluation)
+        cases = load_answer_cases(ws.root / rel, str(rel))
+        service = open_answer_service(ws)
+        try:
+            report = run_answer_evaluation(service, cases, k)
+        finally:
+            service.close()
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _render_eval(report)
+    raise typer.Exit(exitcodes.OK if report.passed else exitcodes.FAILED)
+
+
+def _render_eval(report: AnswerEvalReport) -> None:
+    table = Table(title=f"Answer evaluation (retrieval judged on the top {report.k} sources)")
+    for col in ("case", "status", "retrieval", "answer", "what failed"):
+        table.add_column(col)
+    for c in report.cases:
+        why = [
+            *(f"missing document {d}" for d in c.missing_documents),
+            *(f"leaked {d}" for d in c.leaked_documents),
+            *(f"missing fact {f!r}" for f in c.missing_facts),
+            *(f"caveat not reported {v!r}" for v in c.missing_caveats),
+            *(f"{n} stated without its caveat" for n in c.unreliable_stated),
+            *([c.error or ""] if c.verdict == "failed" else []),
+        ]
+        table.add_row(
+            c.id,
+            c.status,
+            "[green]ok[/]" if c.retrieval_passed else "[red]miss[/]",
+            "[green]ok[/]" if c.answer_passed else "[red]fail[/]",
+            escape("; ".join(why)),
+        )
+    out.print(table)
+    s = report.summary()
+    out.print(
+        f"{s['passed']}/{s['cases']} passed — retrieval {s['retrieval_passed']}/{s['cases']}, "
+        f"answer {s['answer_passed']}/{s['cases']}, errors {s['errors']}. "
+        "A retrieval miss points at the corpus or routing; an answer failure with retrieval ok "
+        "points at the curation (caveats) or the answerer."
+    )
+
+
+def add_from_answer_cmd(
+    answer_id: Annotated[str, typer.Argument(help="A logged answer id (`tht answers log`).")],
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Evaluation file (default: [answers].evaluation)."),
+    ] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Turn a logged (bad) answer into a ready evaluation entry appended to the file."""
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        rel = file or Path(ws.settings.answers.evaluation)
+        path = ws.root / rel
+        state = open_state(ws)
+        try:
+            logged = state.get_answer(answer_id)
+        finally:
+            state.close()
+        existing = load_answer_cases(path, str(rel)) if path.is_file() else []
+        if any(c.origin == f"answer:{answer_id}" for c in existing):
+            raise PreconditionError(
+                f"{rel}: answer {answer_id} is already an evaluation entry -> edit it there"
+            )
+        sources = [str(s["doc_id"]) for s in logged.answer.get("sources") or []]
+        entry = case_from_answer(
+            answer_id, logged.question, logged.request, sources, str(logged.answer.get("text"))
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        previous = path.read_text("utf-8") if path.is_file() else ""
+        separator = "" if not previous or previous.endswith("\n") else "\n"
+        path.write_text(previous + separator + entry, "utf-8")
+        load_answer_cases(path, str(rel))  # the file must still load: refuse otherwise
+    if as_json:
+        emit_json({"ok": True, "file": str(rel), "id": f"from-{answer_id}", "entry": entry})
+    else:
+        out.print(
+            f"Appended case [bold]from-{answer_id}[/] to {rel}. Review its expected documents "
+            "and write the facts the right answer must contain, then `tht eval run`."
+        )
+
+
+def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """Check the data: filters with documents, labels in the vocabulary, wiki references.
+
+    Exit 0 no errors, 1 errors (warnings do not fail)."""
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        report = _verify_with_index(ws)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _render_verify(report)
+    raise typer.Exit(exitcodes.OK if report.ok else exitcodes.FAILED)
+
+
+def _verify_with_index(ws: Workspace) -> VerifyReport:
+    state = open_state(ws)
+    backend = make_backend(ws)
+    try:
+        active = state.active_generation(ws.settings.workspace)
+        if active is None:
+            return verify(ws)
+        try:
+            store = backend.open(active.id)
+        except IndexUnavailable as exc:
+            report = verify(ws)
+            report.add("error", "index_unavailable", f"generation {active.id}", str(exc))
+            return report
+        try:
+            return verify(ws, store.scroll())
+        finally:
+            store.close()
+    finally:
+        backend.close()
+        state.close()
+
+
+def _render_verify(report: VerifyReport) -> None:
+    for f in report.findings:
+        color = "red" if f.level == "error" else "yellow"
+        text = f"{f.where}: {f.message}" + (f" -> {f.hint}" if f.hint else "")
+        (out if f.level == "warning" else err).print(
+            f"[{color}]{f.level}[/] \\[{f.code}] {escape(text)}", highlight=False
+        )
+    indexed = (
+        "no active generation"
+        if report.indexed_records is None
+        else f"{report.indexed_records} indexed records checked"
+    )
+    errors_n = sum(f.level == "error" for f in report.findings)
+    out.print(
+        f"{report.documents} documents, {report.pages} wiki pages, {indexed}: "
+        f"{errors_n} error(s), {len(report.findings) - errors_n} warning(s)."
+    )
