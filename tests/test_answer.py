@@ -314,7 +314,9 @@ def test_every_fragment_reaches_the_model_with_its_caveats(
 def test_numeric_question_never_reaches_the_model(corpus: Corpus, llm: FakeLLMServer) -> None:
     service = corpus.service(llm)
     try:
-        answer = service.ask("Quanti accessi pediatrici nel 2023?", instructions=HOSTILE)
+        answer = service.ask(
+            "Quanti accessi pediatrici ci sono stati nel 2023?", instructions=HOSTILE
+        )
     finally:
         service.close()
     assert answer.status == "not_searched"
@@ -391,7 +393,7 @@ def test_cli_ask_json_keys(corpus: Corpus) -> None:
 
 def test_cli_numeric_json_has_no_sources_key(corpus: Corpus) -> None:
     result = CliRunner().invoke(
-        app, ["ask", "Quanti accessi nel 2023?", "--json", "-w", str(corpus.root)]
+        app, ["ask", "Quanti accessi ci sono stati nel 2023?", "--json", "-w", str(corpus.root)]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -425,7 +427,7 @@ def test_cli_options_cover_every_request_field() -> None:
 
 def test_cli_answers_log_lists_answers_by_status(corpus: Corpus) -> None:
     answered = ask(corpus)
-    ask(corpus, "Quanti accessi nel 2023?")
+    ask(corpus, "Quanti accessi ci sono stati nel 2023?")
     runner = CliRunner()
     result = runner.invoke(
         app, ["answers", "log", "--json", "--status", "found", "-w", str(corpus.root)]

@@ -359,7 +359,7 @@ def test_quotable_units_unwrap_lines_and_spell_table_rows() -> None:
     from thoth.answer.answerers import _sentences
 
     text = (
-        "La soglia di abbandono è fissata al 4% degli\naccessi totali. Poi altro.\n\n"
+        "## Abbandoni\n\nLa soglia di abbandono è fissata al 4% degli\naccessi totali. Poi altro.\n\n"
         "- una voce\n- un'altra voce\n\n"
         "| Codice | Attesa max (min) |\n| --- | --- |\n| arancione | 15 |\n"
     )

@@ -126,7 +126,8 @@ class RoutingSettings(_Strict):
     # taken from text, and the numeric branch (SQL store) is not available yet.
     numeric_patterns: list[str] = Field(
         default_factory=lambda: [
-            r"\bquant[ie]\b",
+            # "quanti ricoveri ci sono stati", not "entro quanti minuti deve essere visitato"
+            r"\bquant[ie]\b.*\b(ci sono|sono stat[ie]|risultano|abbiamo|sono attiv[ie])\b",
             r"\bnumero (di|totale)\b",
             r"\b(somma|totale|media) (di|del|della|dei|delle)\b",
             r"\bhow many\b",
@@ -145,7 +146,7 @@ class AnswersSettings(_Strict):
     top_k: int = Field(default=5, ge=1, le=50)
     verbatim_floor: int = Field(default=1, ge=0)  # raw document chunks guaranteed in results
     curated_weight: float = Field(default=0.0, ge=0.0)  # bonus for wiki/evidence: kept at 0
-    context_budget_chars: int = Field(default=8000, ge=500)
+    context_budget_chars: int = Field(default=12000, ge=500)
     # Relevance floor: when the closest fragment's dense similarity is below it, the search
     # reports nothing_found instead of serving the least unrelated text. Model-specific:
     # calibrate it with `tht channels calibrate` (None: no floor).

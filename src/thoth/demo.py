@@ -1,7 +1,9 @@
 """`tht demo` / `make demo`: the embedded default end to end on the bundled clinical workspace:
 copy it into a fresh Git repository, import legacy formulas, prepare, validate, show the review
 items and the diff, resolve the doubts as caveats, publish an evaluated generation with the
-bundled embedder and Qdrant Edge, and run a few searches."""
+bundled embedder and Qdrant Edge, run a few Evidence searches; then index the declared
+documents and wiki pages (`tht docs sync`), answer questions with the offline extractive
+answerer (`tht ask`) and run the answer evaluation (`tht eval run`)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,19 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from thoth.cli import render
+from thoth.cli.ask import print_answer
 from thoth.cli.common import progress_bar
+from thoth.cli.docs import render_sync
+from thoth.documents.sync import DocsSync
 from thoth.errors import PreconditionError
+from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.document import render_unit
 from thoth.evidence.migrate import import_formulas
@@ -25,7 +33,7 @@ from thoth.evidence.publish import Publisher
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import diff_summary
-from thoth.runtime import open_runtime
+from thoth.runtime import open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.workspace import Workspace
 
@@ -157,13 +165,89 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
             console.print(f"\n[bold]?[/] {question}  [dim](purpose {purpose})[/]")
             render.render_outcome(console, search.search(question, purpose, context))
         search.close()
+
+        console.rule("8. tht docs sync: documents and wiki pages into the same vectors")
+        console.print(
+            "Declared sources (thoth.toml \\[\\[sources]]): a PDF with tables, DOCX, XLSX, a Q&A "
+            "document, Markdown and HTML, wiki pages in two channels, a confidential folder."
+        )
+        with progress_bar(console, "sync") as tick:
+            synced = DocsSync(ws, rt.state, rt.backend, rt.embedder, progress=tick).run(
+                run_by="demo"
+            )
+        render_sync(console, synced)
     finally:
         rt.close()
+
+    console.rule("9. tht ask: grounded answers, sources, caveats, filters, honest states")
+    service = open_answer_service(ws)
+    try:
+        for note, question, request in DEMO_QUESTIONS:
+            shown = f"  [dim]{escape(str(request))}[/]" if request else ""
+            console.print(f"\n[dim]{note}[/]\n[bold]?[/] {escape(question)}{shown}")
+            print_answer(console, service.ask(question, **request))
+
+        console.rule("10. tht eval run: retrieval and answer level")
+        cases = load_answer_cases(ws.root / ws.settings.answers.evaluation)
+        evaluation = run_answer_evaluation(service, cases)
+    finally:
+        service.close()
+    scores = evaluation.summary()
     console.print(
-        f'\nWorkspace kept at {target}: try `tht evidence search "..." --purpose '
-        f"disambiguation -w {target}`."
+        f"{scores['passed']}/{scores['cases']} reference questions pass "
+        f"(retrieval {scores['retrieval_passed']}, answer {scores['answer_passed']})."
+    )
+    for case in evaluation.cases:
+        if case.verdict != "pass":
+            console.print(f"  [red]{case.id}[/]: fails at {case.verdict}")
+    console.print(
+        f'\nWorkspace kept at {target}: try `tht ask "..." -w {target}`, '
+        f'`tht evidence search "..." --purpose disambiguation -w {target}`, '
+        f"`tht verify -w {target}`."
     )
     return target
+
+
+# (what the question shows, question, request filters)
+DEMO_QUESTIONS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "A fact from the PDF manual and its tables: the answer quotes the sentences that "
+        "hold it, each with the [n] of its source; every caveat of the cited pages follows.",
+        "Qual è il tempo di attesa massimo per un paziente con codice arancione?",
+        {},
+    ),
+    (
+        "The wiki page states a 53% growth; its caveat section (in another fragment) says the "
+        "figure is inflated. The caveat travels with every fragment and reaches the answer.",
+        "Di quanto sono cresciuti gli accessi pediatrici al pronto soccorso nel 2023?",
+        {},
+    ),
+    (
+        "A public caller asks about a confidential audit: the audit is filtered out before "
+        "similarity (labels fail closed); only public pages compete.",
+        "Quale percentuale di SDO aveva una diagnosi principale non corretta nell'audit "
+        "interno di codifica 2024?",
+        {"labels": ["public"]},
+    ),
+    (
+        "The same question from a caller cleared for confidential documents.",
+        "Quale percentuale di SDO aveva una diagnosi principale non corretta nell'audit "
+        "interno di codifica 2024?",
+        {"labels": ["confidential"]},
+    ),
+    (
+        "Out of domain: below the calibrated relevance floor the answer says nothing was "
+        "found (and `sources` is an empty list).",
+        "Qual è la ricetta tradizionale del risotto alla milanese?",
+        {},
+    ),
+    (
+        "A numeric question: numbers come only from reviewed catalog queries (the SQL store, "
+        "not in this version), never from text. Not searched: `sources` is absent.",
+        "Quanti ricoveri urgenti ci sono stati nel 2024?",
+        {},
+    ),
+]
 
 
 DEMO_SEARCHES: list[tuple[str, str, EvidenceSearchContext | None]] = [

@@ -182,7 +182,8 @@ def _sentences(text: str) -> list[str]:
             if paragraph and (not line or _LIST_ITEM.match(line) or line.startswith("#")):
                 found += _split_sentences(" ".join(paragraph))
                 paragraph = []
-            if line:
+            # A heading names a section, it answers nothing: never quoted on its own.
+            if line and not line.startswith("#"):
                 paragraph.append(line)
     return found
 

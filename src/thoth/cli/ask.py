@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -82,11 +83,12 @@ def ask_cmd(
     if as_json:
         emit_json({"ok": answer.status != "failed", **answer.as_dict()})
     else:
-        _print_answer(answer, diagnostics)
+        print_answer(out, answer, diagnostics)
     raise typer.Exit(exitcodes.FAILED if answer.status == "failed" else exitcodes.OK)
 
 
-def _print_answer(answer: Answer, diagnostics: bool) -> None:
+def print_answer(console: Console, answer: Answer, diagnostics: bool = False) -> None:
+    out = console
     out.print(answer.text, markup=False, highlight=False, soft_wrap=True)
     if answer.sources is not None:
         out.print()
@@ -96,7 +98,7 @@ def _print_answer(answer: Answer, diagnostics: bool) -> None:
     out.print()
     out.print(f"Status: {_status_line(answer)}  (answer id {answer.id})", markup=False)
     if diagnostics:
-        _print_diagnostics(answer.diagnostics)
+        _print_diagnostics(console, answer.diagnostics)
 
 
 def _status_line(answer: Answer) -> str:
@@ -112,7 +114,7 @@ def _status_line(answer: Answer) -> str:
     return answer.status
 
 
-def _print_diagnostics(data: dict[str, Any]) -> None:
+def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
     fragments = data.get("fragments") or []
     if fragments:
         table = Table(title="retrieved fragments")

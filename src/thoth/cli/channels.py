@@ -118,9 +118,11 @@ def calibrate_cmd(
     verdict = "separated" if relevance.separated else "overlapping: best accuracy"
     out.print(
         f"Suggested relevance floor: [bold]{relevance.threshold:.3f}[/] ({verdict}), accuracy "
-        f"{relevance.accuracy:.0%}. Configured: {ws.settings.answers.min_similarity}. Set "
-        f"`min_similarity = {relevance.threshold:.2f}` under [answers] to answer nothing_found "
-        "below it.",
+        f"{relevance.accuracy:.0%}. Configured: {ws.settings.answers.min_similarity}. "
+        + escape(
+            f"Set `min_similarity = {relevance.threshold:.2f}` under [answers] to answer "
+            "nothing_found below it."
+        ),
         highlight=False,
     )
 

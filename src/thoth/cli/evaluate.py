@@ -74,7 +74,9 @@ def _render_eval(report: AnswerEvalReport) -> None:
         why = [
             *(f"missing document {d}" for d in c.missing_documents),
             *(f"leaked {d}" for d in c.leaked_documents),
+            *(["expected nothing found"] if c.expected_nothing_found else []),
             *(f"missing fact {f!r}" for f in c.missing_facts),
+            *(f"leaked fact {f!r}" for f in c.leaked_facts),
             *(f"caveat not reported {v!r}" for v in c.missing_caveats),
             *(f"{n} stated without its caveat" for n in c.unreliable_stated),
             *([c.error or ""] if c.verdict == "failed" else []),

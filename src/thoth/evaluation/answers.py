@@ -36,6 +36,7 @@ class AnswerExpect(_Strict):
     documents: list[str] = []  # doc ids that must be among the top-k sources
     absent: list[str] = []  # doc ids that must never be among the sources
     facts: list[str] = []  # strings the answer text must contain
+    absent_facts: list[str] = []  # strings it must not contain (e.g. a confidential figure)
     caveats: list[str] = []  # caveat text the answer must report
     unreliable: list[str] = []  # flagged numbers: allowed only together with `caveats`
     nothing_found: bool = False  # the search must run and find nothing
@@ -137,8 +138,10 @@ class CaseResult:
     missing_documents: list[str] = field(default_factory=list)
     leaked_documents: list[str] = field(default_factory=list)
     missing_facts: list[str] = field(default_factory=list)
+    leaked_facts: list[str] = field(default_factory=list)
     missing_caveats: list[str] = field(default_factory=list)
     unreliable_stated: list[str] = field(default_factory=list)
+    expected_nothing_found: bool = False  # ... and the search found something
     error: str | None = None
 
 
@@ -194,12 +197,14 @@ def judge(case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K) -> CaseResul
     top = set(sources[:k])
     result.missing_documents = [d for d in expect.documents if d not in top]
     result.leaked_documents = [d for d in expect.absent if d in sources]
-    nothing_ok = not expect.nothing_found or answer.status == "nothing_found"
+    result.expected_nothing_found = expect.nothing_found and answer.status != "nothing_found"
+    nothing_ok = not result.expected_nothing_found
     result.retrieval_passed = (
         not result.missing_documents and not result.leaked_documents and nothing_ok
     )
     text = _norm(answer.text)
     result.missing_facts = [f for f in expect.facts if _norm(f) not in text]
+    result.leaked_facts = [f for f in expect.absent_facts if _norm(f) in text]
     result.missing_caveats = [c for c in expect.caveats if _norm(c) not in text]
     # A flagged number may be quoted only where its caveats are reported too; with no caveat
     # declared in the case it must not appear at all.
@@ -208,7 +213,10 @@ def judge(case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K) -> CaseResul
         n for n in expect.unreliable if _contains_number(text, n) and not caveats_reported
     ]
     result.answer_passed = not (
-        result.missing_facts or result.missing_caveats or result.unreliable_stated
+        result.missing_facts
+        or result.leaked_facts
+        or result.missing_caveats
+        or result.unreliable_stated
     )
     if not result.retrieval_passed:
         result.verdict = "retrieval"
