@@ -287,4 +287,32 @@ retain = 2
 # Where Thoth records published revisions, index generations and builds.
 # Unset: SQLite at .thoth/state.sqlite in the workspace. Shared or at scale: PostgreSQL.
 # url = "postgresql+psycopg://thoth@db.example:5432/thoth"
+
+[answers]
+# The governed vocabulary of confidentiality labels (sources and requests use only these).
+labels = ["public", "internal", "confidential"]
+# What a request that declares no labels may see.
+default_labels = ["public"]
+# "extractive": offline, quotes the sources; "llm": the model in [llm].
+answerer = "extractive"
+
+# Channels and sources of `tht docs sync` / `tht ask` (docs/answers.md). For example:
+#
+# [[channels]]
+# name = "clinica"
+# examples = ["Come si registra un ricovero urgente?", "Chi compila la SDO?"]
+# keywords = ["ricovero", "SDO"]
+#
+# [[sources]]
+# name = "manuali"
+# include = ["documents/**/*.pdf", "documents/**/*.docx"]
+# channel = "clinica"
+# labels = ["internal"]
+#
+# [[sources]]
+# name = "wiki"
+# kind = "wiki"
+# include = ["wiki/**/*.md"]
+# channel = "clinica"
+# labels = ["public"]
 '''
