@@ -1,6 +1,8 @@
 """Publishing Evidence: candidate -> evaluate -> atomic activation, rollback, retention, and
 records of other kinds left untouched (seed §7.2, §8, §13.2)."""
 
+import os
+import socket
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -16,11 +18,13 @@ from tests.publishing import (
     publish,
     published,
 )
+from thoth.documents.sync import DocsSync
 from thoth.errors import PreconditionError, ProblemsError
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.index import IndexRecord
 from thoth.runtime import open_runtime
+from thoth.state import SyncRunConflict
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
@@ -204,3 +208,31 @@ def test_other_record_kinds_are_untouched(make_workspace: Make, fake: FakeEmbedd
     assert snapshot(report.generation or "") == before
     assert snapshot(base) == before  # the old generation itself is never written
     rt.close()
+
+
+def test_a_publication_and_a_docs_sync_share_one_build_lock(
+    make_workspace: Make, fake: FakeEmbeddingServer
+) -> None:
+    rt = published(make_workspace, fake.url)
+    try:
+        runs = rt.state.list_sync_runs(rt.ws.settings.workspace)
+        assert [(r.kind, r.status) for r in runs] == [("evidence", "succeeded")]
+        before = rt.state.active_generation(rt.ws.settings.workspace)
+        # A docs sync holds the lock (a live process: this one): the publication is refused
+        # before it touches anything, unsealed builds included.
+        held = rt.state.start_sync_run(
+            rt.ws.settings.workspace, "someone", False, socket.gethostname(), os.getpid()
+        )
+        with pytest.raises(SyncRunConflict, match=r"a docs sync .* is already running"):
+            publish(rt)
+        assert rt.state.active_generation(rt.ws.settings.workspace) == before
+        rt.state.finish_sync_run(held, "succeeded", {}, None, {}, {}, "")
+        # And the other way round.
+        rt.state.start_sync_run(
+            rt.ws.settings.workspace, "me", False, socket.gethostname(), os.getpid(),
+            kind="evidence",
+        )  # fmt: skip
+        with pytest.raises(SyncRunConflict, match=r"an Evidence publication .* already running"):
+            DocsSync(rt.ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
+    finally:
+        rt.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import subprocess
 from pathlib import Path
 
@@ -66,3 +67,22 @@ def resolve_revision(root: Path, revision: str) -> str:
 def diff_summary(root: Path, *paths: str) -> str:
     """`git status` style summary of what changed under paths (for reports)."""
     return _git(root, "status", "--short", "--untracked-files=all", "--", *paths)
+
+
+def default_run_by(root: Path) -> str:
+    """Who runs a build: the workspace's `git config user.name`, else the OS user."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "config", "user.name"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    except OSError:
+        pass  # no git: fall back to the OS user
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"

@@ -17,9 +17,10 @@ from rich.table import Table
 
 from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
-from thoth.documents.sync import DocsSync, SyncReport, default_run_by
+from thoth.documents.sync import DocsSync, SyncReport
 from thoth.embed.base import EmbedderError
 from thoth.errors import PreconditionError, ProblemsError, ThothError
+from thoth.gitrepo import default_run_by
 from thoth.runtime import Runtime, open_runtime
 from thoth.state import SyncRun
 from thoth.workspace import Workspace
@@ -200,7 +201,8 @@ def runs_cmd(
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """The registry of sync runs, newest first."""
+    """The registry of sync runs (and of the Evidence publications that share their lock),
+    newest first."""
     with errors(as_json), _runtime(workspace) as rt:
         name = rt.ws.settings.workspace
         if interrupt is not None:
@@ -210,7 +212,9 @@ def runs_cmd(
         emit_json({"workspace": name, "runs": [run_dict(r) for r in runs]})
         return
     table = Table(title=f"sync runs of {name}")
-    for col in ("id", "status", "started", "by", "host/pid", "full", "pipeline", "generation"):
+    for col in (
+        "id", "kind", "status", "started", "by", "host/pid", "full", "pipeline", "generation"
+    ):  # fmt: skip
         table.add_column(col)
     for col in ("created", "updated", "deleted", "stale"):
         table.add_column(col, justify="right")
@@ -218,6 +222,7 @@ def runs_cmd(
     for r in runs:
         table.add_row(
             str(r.id),
+            r.kind,
             r.status,
             r.started_at.strftime("%Y-%m-%d %H:%M:%S"),
             escape(r.run_by),
@@ -249,7 +254,7 @@ def _interrupt(rt: Runtime, run_id: int) -> None:
         run.generation,
         run.counts,
         run.changes,
-        f"closed by hand by {default_run_by(rt.ws)}: its process ({run.host}, pid {run.pid}) "
+        f"closed by hand by {default_run_by(rt.ws.root)}: its process ({run.host}, pid {run.pid}) "
         "was declared gone",
     )
 

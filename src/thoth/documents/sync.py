@@ -17,12 +17,10 @@ fragments to 6 while reporting "all ok"):
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import os
 import socket
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -50,7 +48,7 @@ from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
 from thoth.errors import PreconditionError, ThothError
 from thoth.evidence.publish import PAYLOAD_INDEXES, UPSERT_BATCH, Progress, retain_generations
-from thoth.gitrepo import head_revision
+from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.generations import IndexBackend
@@ -152,25 +150,6 @@ def preparation_fingerprint(source: SourceSettings) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
-def default_run_by(ws: Workspace) -> str:
-    """Who runs the sync: the workspace's `git config user.name`, else the OS user."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(ws.root), "config", "user.name"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
-    except OSError:
-        pass  # no git: fall back to the OS user
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "unknown"
-
-
 class DocsSync:
     """One `tht docs sync` of a workspace: `DocsSync(...).run(full=...)`."""
 
@@ -195,7 +174,7 @@ class DocsSync:
     def run(self, full: bool = False, run_by: str | None = None) -> SyncReport:
         """Sync every declared source; raises (after recording the run as failed) on error."""
         started = time.perf_counter()
-        who = run_by or default_run_by(self.ws)
+        who = run_by or default_run_by(self.ws.root)
         # The run row is the lock: nothing is read or built before it exists.
         self.run_id = self.state.start_sync_run(
             self.name,

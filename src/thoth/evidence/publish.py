@@ -9,7 +9,9 @@ carries them forward unchanged from the active one — same ids, payloads and ve
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -28,13 +30,15 @@ from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
 from thoth.evaluation.evidence import EvaluationReport, evaluate, load_evaluation
 from thoth.evidence.corpus import load_corpus, unit_rel_path
 from thoth.evidence.fragments import Fragment, fragment_unit
+from thoth.evidence.manifest import PIPELINE_VERSION
 from thoth.evidence.model import Unit
 from thoth.evidence.validate import validate_workspace
+from thoth.gitrepo import default_run_by
 from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.generations import IndexBackend
 from thoth.search.service import RECORD_KIND, EvidenceSearch
-from thoth.state import BuildOutcome, StateStore
+from thoth.state import BuildOutcome, StateStore, SyncStatus
 from thoth.workspace import Workspace
 
 PAYLOAD_INDEXES = tuple(
@@ -171,7 +175,44 @@ class Publisher:
         self.retain = retain
         self.progress = progress or (lambda _phase, _done, _total: None)
 
-    def preprocess(self) -> PublishReport:
+    def preprocess(self, run_by: str | None = None) -> PublishReport:
+        """Build, evaluate and (if the gate passes) activate a generation of the activated
+        revision. The whole build holds the workspace's build lock — a `sync_runs` row of kind
+        "evidence", the same partial unique index `tht docs sync` takes — so a sync and a
+        publication never build from the same active generation nor clean up each other's
+        unsealed builds."""
+        run_id = self.state.start_sync_run(
+            self.name,
+            run_by or default_run_by(self.ws.root),
+            full=False,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            pipeline_version=PIPELINE_VERSION,
+            kind="evidence",
+        )
+        status: SyncStatus = "failed"
+        message = ""
+        report: PublishReport | None = None
+        try:
+            report = self._preprocess()
+            status = "succeeded" if report.outcome == "activated" else "failed"
+            message = report.message
+            return report
+        except BaseException as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self.state.finish_sync_run(
+                run_id,
+                status,
+                {"evidence": report.revision} if report else {},
+                report.generation if report else None,
+                self._counts(report) if report else {},
+                {},
+                message[:4000],
+            )
+
+    def _preprocess(self) -> PublishReport:
         started = time.perf_counter()
         revision = self.state.active_revision(self.name)
         if revision is None:

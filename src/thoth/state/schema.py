@@ -114,6 +114,7 @@ builds = Table(
 )
 
 SYNC_STATUSES: Final = ("running", "succeeded", "failed", "interrupted")
+RUN_KINDS: Final = ("docs", "evidence")
 
 # The registry of `tht docs sync` runs: what was read (revisions per source), with which
 # pipeline, what changed by name, who ran it and how it ended. JSON documents as text.
@@ -136,12 +137,16 @@ sync_runs = Table(
     Column("counts", Text, nullable=False),
     Column("changes", Text, nullable=False),
     Column("message", Text, nullable=False),
+    # What holds the lock: a docs sync, or an Evidence publication (both build generations).
+    Column("kind", String(16), nullable=False, server_default="docs"),
     CheckConstraint(_in("status", SYNC_STATUSES), name="status"),
+    CheckConstraint(_in("kind", RUN_KINDS), name="kind"),
     CheckConstraint("(status = 'running') = (finished_at IS NULL)", name="finished_has_time"),
     Index("ix_sync_runs_workspace_id", "workspace", "id"),
 )
 
-# The overlap lock of `tht docs sync`: at most one running sync per workspace. In the database
+# The overlap lock of `tht docs sync` and `tht workspace preprocess evidence`: at most one
+# running build per workspace. In the database
 # so that two processes (or machines sharing PostgreSQL) cannot both pass a check in Python.
 Index(
     "ux_sync_runs_one_running",

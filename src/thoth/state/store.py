@@ -43,6 +43,7 @@ from thoth.state.schema import (
 GenerationStatus = Literal["building", "candidate", "active", "retired", "failed"]
 BuildOutcome = Literal["activated", "gate_failed", "failed", "interrupted"]
 SyncStatus = Literal["running", "succeeded", "failed", "interrupted"]
+RunKind = Literal["docs", "evidence"]
 
 
 class _Unset(Enum):
@@ -141,6 +142,7 @@ class SyncRun:
     counts: dict[str, Any]
     changes: dict[str, Any]  # created/updated/deleted/labels_changed/... by name
     message: str
+    kind: RunKind = "docs"  # "evidence": an Evidence publication holding the same lock
 
 
 @dataclass(frozen=True)
@@ -618,8 +620,11 @@ class StateStore:
         host: str,
         pid: int,
         pipeline_version: int = 0,
+        kind: RunKind = "docs",
     ) -> int:
-        """Record that a docs sync of `workspace` starts; returns the run id.
+        """Record that a docs sync (or, `kind="evidence"`, an Evidence publication) of
+        `workspace` starts; returns the run id. Both build generations from the active one, so
+        they share the lock.
 
         The partial unique index ux_sync_runs_one_running is the overlap lock: while one run of
         the workspace is 'running', inserting another violates it, whichever process or
@@ -671,6 +676,7 @@ class StateStore:
                         counts="{}",
                         changes="{}",
                         message="",
+                        kind=kind,
                     )
                 )
                 key = result.inserted_primary_key
@@ -681,8 +687,9 @@ class StateStore:
                     f"state store {self.url}: sync_runs: starting a sync of {workspace!r} "
                     f"failed: {_reason(exc)} -> retry; if it persists, check the database"
                 ) from exc
+            what = "an Evidence publication" if other.kind == "evidence" else "a docs sync"
             raise SyncRunConflict(
-                f"state store {self.url}: a docs sync of {workspace!r} is already running: run "
+                f"state store {self.url}: {what} of {workspace!r} is already running: run "
                 f"{other.id}, started by {other.run_by} on {other.host} (pid {other.pid}) at "
                 f"{_ts(other.started_at)}; nothing was done -> wait for it to finish (`tht docs "
                 f"runs` shows it); if its process is gone, the next sync on {other.host} closes "
@@ -896,6 +903,7 @@ def _sync_run(row: Row[Any]) -> SyncRun:
         counts=_load_json(row.counts),
         changes=_load_json(row.changes),
         message=row.message,
+        kind=cast(RunKind, row.kind),
     )
 
 
