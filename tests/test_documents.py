@@ -197,8 +197,8 @@ def test_html_blocks_lists_and_tables_in_order(tmp_path: Path) -> None:
     doc = extract(write(tmp_path / "bando.html", html))
     assert doc.title == "Bando export"
     assert "not text" not in doc.text and "color" not in doc.text
+    assert "Menu" not in doc.text  # <nav> is page chrome
     assert [(b.kind, b.text) for b in doc.blocks] == [
-        ("paragraph", "Menu"),
         ("heading", "Bando"),
         ("paragraph", "Contributo a fondo perduto\nper le PMI & reti."),
         ("list", "- Requisito A\n- Requisito B\n  1. sotto uno\n  2. sotto due\n  nota finale"),
@@ -210,7 +210,7 @@ def test_html_blocks_lists_and_tables_in_order(tmp_path: Path) -> None:
         ),
         ("paragraph", "Testo finale in un div"),
     ]
-    assert doc.blocks[6].heading_path == ("Bando", "Importi")
+    assert doc.blocks[5].heading_path == ("Bando", "Importi")
 
 
 def _report_pdf() -> bytes:

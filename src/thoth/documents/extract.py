@@ -400,7 +400,8 @@ def _read_plain(path: Path, dialect: HeadingDialect) -> Document:
 # --------------------------------------------------------------------------------------------
 # HTML
 
-_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
+# Navigation (menus, breadcrumbs) is page chrome, never knowledge.
+_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "nav"}
 _HTML_BLOCK = {
     "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote",
     "figure", "figcaption", "address", "dl", "dt", "dd", "form", "fieldset", "details",
