@@ -85,6 +85,12 @@ class Runtime:
         self.backend.close()
         self.state.close()
 
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
 
 def open_state(ws: Workspace) -> StateStore:
     url = state_url(ws.root, ws.settings.state.url)

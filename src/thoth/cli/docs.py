@@ -46,15 +46,6 @@ def register(app: typer.Typer) -> None:
 
 
 @contextmanager
-def _runtime(root: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Workspace.open(root))
-    try:
-        yield rt
-    finally:
-        rt.close()
-
-
-@contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
     """One bar per phase (prepare, embed, index) on stderr; None when disabled."""
     if not enabled:
@@ -86,7 +77,7 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     to start (another sync is running, no Git commit)."""
     with (
         errors(as_json),
-        _runtime(workspace) as rt,
+        open_runtime(Workspace.open(workspace)) as rt,
         _progress(not as_json and err.is_terminal) as tick,
     ):
         sync = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, progress=tick)
@@ -203,7 +194,7 @@ def runs_cmd(
 ) -> None:
     """The registry of sync runs (and of the Evidence publications that share their lock),
     newest first."""
-    with errors(as_json), _runtime(workspace) as rt:
+    with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         name = rt.ws.settings.workspace
         if interrupt is not None:
             _interrupt(rt, interrupt)

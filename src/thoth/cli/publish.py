@@ -3,8 +3,6 @@ preprocess evidence`, `tht evidence activate|search|evaluate|generations`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,15 +43,6 @@ def register(app: typer.Typer, evidence_app: typer.Typer) -> None:
     evidence_app.command("generations")(generations_cmd)
 
 
-@contextmanager
-def runtime(root: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Workspace.open(root))
-    try:
-        yield rt
-    finally:
-        rt.close()
-
-
 def activate_revision_cmd(
     root: WorkspaceArg,
     revision: Annotated[str, typer.Option(help="Commit to serve (default: HEAD).")] = "HEAD",
@@ -70,7 +59,7 @@ def activate_revision_cmd(
                 "revisions can be activated"
             )
         sha = resolve_revision(ws.root, revision)
-        with runtime(root) as rt:
+        with open_runtime(Workspace.open(root)) as rt:
             previous = rt.state.active_revision(ws.settings.workspace)
             rt.state.activate_revision(ws.settings.workspace, sha, activated_by="tht")
     if as_json:
@@ -123,7 +112,7 @@ def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
 
 def preprocess_evidence_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> None:
     """Build, evaluate and (if the gate passes) activate a new Evidence generation."""
-    with errors(as_json), runtime(root) as rt:
+    with errors(as_json), open_runtime(Workspace.open(root)) as rt:
         report = run_preprocess(rt, show_progress=not as_json and err.is_terminal)
     if as_json:
         emit_json({"ok": report.outcome == "activated", **report.as_dict()})
@@ -138,7 +127,7 @@ def activate_generation_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Activate an earlier generation (rollback): atomic, no rebuild."""
-    with errors(as_json), runtime(workspace) as rt:
+    with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         if generation not in rt.backend.sealed():
             raise PreconditionError(
                 f"generation {generation} has no sealed index data (never "
@@ -191,7 +180,7 @@ def search_cmd(
         limit=limit,
         binding=frozenset(_BINDABLE) if binding else frozenset(),
     )
-    with errors(as_json), runtime(workspace) as rt:
+    with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         search = rt.search()
         try:
             outcome = search.search(question, purpose, context)
@@ -215,7 +204,7 @@ def evaluate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run evaluation.yaml against a generation. Never modifies the index."""
-    with errors(as_json), runtime(workspace) as rt:
+    with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         name = rt.ws.settings.workspace
         gen = (
             rt.state.get_generation(generation) if generation else rt.state.active_generation(name)
@@ -245,7 +234,7 @@ def evaluate_cmd(
 
 def generations_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """List index generations and recent builds."""
-    with errors(as_json), runtime(workspace) as rt:
+    with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         name = rt.ws.settings.workspace
         gens = rt.state.list_generations(name)
         builds = rt.state.list_builds(name)

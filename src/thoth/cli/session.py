@@ -10,8 +10,6 @@ stable code); 4 not ready (a stage's inputs are not decided yet) or misconfigure
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,7 +22,7 @@ from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
 from thoth.llm import tool_client
 from thoth.memory.projection import summarize
 from thoth.memory.registry import Registry
-from thoth.runtime import Runtime, memory_registry_path, open_runtime, sessions_dir
+from thoth.runtime import memory_registry_path, open_runtime, sessions_dir
 from thoth.search.outcome import EvidenceSearchOutcome
 from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore
 from thoth.session.driver import MemoryStores, accept_proposal, drive
@@ -68,15 +66,6 @@ def sessions(ws: Workspace) -> SessionStore:
 def open_session(workspace: Path, session_id: str) -> tuple[Workspace, Session]:
     ws = Workspace.open(workspace)
     return ws, sessions(ws).open(session_id)
-
-
-@contextmanager
-def runtime(ws: Workspace) -> Iterator[Runtime]:
-    rt = open_runtime(ws)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def entry_dict(entry: Entry) -> dict[str, Any]:
@@ -212,7 +201,7 @@ def consult_cmd(
     blocked: StageBlocked | None = None
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
-        with runtime(ws) as rt:
+        with open_runtime(ws) as rt:
             try:
                 found = SessionWorkflow(rt, session).consult(stage)
             except StageBlocked as exc:
@@ -312,7 +301,7 @@ def drive_cmd(
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
         client = tool_client(ws.settings.llm)
-        with runtime(ws) as rt:
+        with open_runtime(ws) as rt:
             try:
                 result = drive(SessionWorkflow(rt, session), stage, client)
             except StageBlocked as exc:
