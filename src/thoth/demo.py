@@ -156,7 +156,7 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
                 rt.embedder,
                 retain=ws.settings.index.retain,
                 progress=lambda phase, done, total: tick(phase, done, total),
-            ).preprocess()
+            ).preprocess(run_by="demo")
         render.render_publish(console, published)
 
         console.rule("7. tht evidence search")

@@ -202,32 +202,28 @@ def runs_cmd(
     if as_json:
         emit_json({"workspace": name, "runs": [run_dict(r) for r in runs]})
         return
+    # Narrow enough for an 80-column terminal; `--json` has every field (host, pid, revisions,
+    # the changes by name).
     table = Table(title=f"sync runs of {name}")
-    for col in (
-        "id", "kind", "status", "started", "by", "host/pid", "full", "pipeline", "generation"
-    ):  # fmt: skip
-        table.add_column(col)
-    for col in ("created", "updated", "deleted", "stale"):
-        table.add_column(col, justify="right")
-    table.add_column("message", overflow="fold")
+    for col in ("id", "kind", "status", "started", "by", "+new ~upd -del", "stale"):
+        table.add_column(col, overflow="fold")
     for r in runs:
+        c = r.counts
         table.add_row(
             str(r.id),
-            r.kind,
+            r.kind + (" full" if r.full else ""),
             r.status,
-            r.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            r.started_at.strftime("%m-%d %H:%M"),
             escape(r.run_by),
-            escape(f"{r.host}/{r.pid}"),
-            "yes" if r.full else "",
-            str(r.pipeline_version),
-            r.generation or "",
-            str(r.counts.get("created", "")),
-            str(r.counts.get("updated", "")),
-            str(r.counts.get("deleted", "")),
-            str(r.counts.get("stale_fragments", "")),
-            escape(_first_line(r.message, 120)),
+            f"+{c.get('created', 0)} ~{c.get('updated', 0)} -{c.get('deleted', 0)}"
+            if r.kind == "docs"
+            else "",
+            str(c.get("stale_fragments", "")),
         )
     out.print(table)
+    for r in runs:  # why a run did not succeed is the line an operator looks for
+        if r.status != "succeeded":
+            out.print(f"run {r.id} {r.status}: {escape(_first_line(r.message, 300))}")
 
 
 def _interrupt(rt: Runtime, run_id: int) -> None:
