@@ -13,6 +13,11 @@ Tool calling: `reply_tool_calls(ToolCallScript(...), ...)` answers the next requ
 calls in the provider's own shape (OpenAI `message.tool_calls` with JSON-encoded `arguments`,
 Anthropic `tool_use` content blocks with an `input` object). A `str` as arguments is sent
 verbatim, so a test can script a malformed call.
+
+Why the model stopped: `finish_reason=...` (on `reply` and `reply_tool_calls`) is sent as
+OpenAI's `finish_reason` or Anthropic's `stop_reason` as given (e.g. "length" / "max_tokens":
+a reply cut at max_tokens). Unset, a reply ends normally: "stop" / "end_turn", or "tool_calls"
+/ "tool_use" for tool calls.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     tool_calls: tuple[ToolCallScript, ...] = ()
+    # OpenAI finish_reason / Anthropic stop_reason, sent as given; None: the normal ending.
+    finish_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,16 +187,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, error_body(self.path, reply.status, "scripted failure"))
             return
         model = body.get("model", "") if isinstance(body, dict) else ""
-        if reply.tool_calls and self.path == ANTHROPIC_PATH:
-            self._send(200, anthropic_tool_message(reply, model, n))
-            return
-        if reply.tool_calls:
-            self._send(200, openai_tool_completion(reply, model, n))
-            return
         if self.path == ANTHROPIC_PATH:
-            self._send(200, anthropic_message(reply.text, model, n))
+            payload = (
+                anthropic_tool_message(reply, model, n)
+                if reply.tool_calls
+                else anthropic_message(reply.text, model, n)
+            )
+            if reply.finish_reason is not None:
+                payload["stop_reason"] = reply.finish_reason
         else:
-            self._send(200, openai_completion(reply.text, model, n))
+            payload = (
+                openai_tool_completion(reply, model, n)
+                if reply.tool_calls
+                else openai_completion(reply.text, model, n)
+            )
+            if reply.finish_reason is not None:
+                payload["choices"][0]["finish_reason"] = reply.finish_reason
+        self._send(200, payload)
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode("utf-8")
@@ -253,15 +267,28 @@ class FakeLLMServer:
         """`http://127.0.0.1:<port>` (Anthropic base URL; add `/v1` for OpenAI)."""
         return f"http://127.0.0.1:{self.port}"
 
-    def reply(self, text: str = "", *, status: int = 200, delay: float = 0.0) -> None:
+    def reply(
+        self,
+        text: str = "",
+        *,
+        status: int = 200,
+        delay: float = 0.0,
+        finish_reason: str | None = None,
+    ) -> None:
         """Queue one answer for the next request."""
         with self._lock:
-            self._replies.append(Reply(text=text, status=status, delay=delay))
+            self._replies.append(
+                Reply(text=text, status=status, delay=delay, finish_reason=finish_reason)
+            )
 
-    def reply_tool_calls(self, *calls: ToolCallScript, text: str = "") -> None:
+    def reply_tool_calls(
+        self, *calls: ToolCallScript, text: str = "", finish_reason: str | None = None
+    ) -> None:
         """Queue one answer made of tool calls (and optional assistant text)."""
         with self._lock:
-            self._replies.append(Reply(text=text, tool_calls=tuple(calls)))
+            self._replies.append(
+                Reply(text=text, tool_calls=tuple(calls), finish_reason=finish_reason)
+            )
 
     def reply_json(self, payload: Any, *, delay: float = 0.0) -> None:
         self.reply(json.dumps(payload, ensure_ascii=False), delay=delay)

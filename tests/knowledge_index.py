@@ -155,8 +155,13 @@ def open_state(root: Path) -> StateStore:
     return StateStore.open(f"sqlite:///{root / 'state.sqlite'}")
 
 
-def build(root: Path, docs: Sequence[Doc], embedder: Embedder) -> Env:
-    """A sealed, active generation holding `docs`, as `tht docs sync` would leave it."""
+def build(
+    root: Path, docs: Sequence[Doc], embedder: Embedder, *, record_labels: bool = True
+) -> Env:
+    """A sealed, active generation holding `docs`, as `tht docs sync` would leave it: its
+    counts record `labels`, every label present in it (`record_labels=False`: a generation
+    built before that key existed). Building again under the same root activates a second
+    generation."""
     state = open_state(root)
     backend = EdgeBackend(root / "index")
     items = [point(n, doc) for n, doc in enumerate(docs)]
@@ -175,6 +180,7 @@ def build(root: Path, docs: Sequence[Doc], embedder: Embedder) -> Env:
     store.upsert(records)
     store.create_payload_indexes(("workspace_id", *FILTER_FIELDS))
     backend.seal(gen_id, store)
-    state.mark_generation(gen_id, "candidate")
+    counts = {"labels": sorted({label for doc in docs for label in doc.labels})}
+    state.mark_generation(gen_id, "candidate", counts if record_labels else None)
     state.activate_generation(WORKSPACE, gen_id)
     return Env(root, state, backend, embedder, gen_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from tests.fake_embeddings import FakeEmbeddingServer
+from tests.fake_embeddings import Reply as EmbeddingReply
 from tests.fake_llm import FakeLLMServer
 from thoth.answer.answerers import AnswerModelError
 from thoth.answer.retrieval import SearchRequestError, request_fields
@@ -363,6 +365,61 @@ def test_unknown_label_is_a_bad_request_and_is_logged(corpus: Corpus) -> None:
     assert all("sources" not in r.answer for r in rows)  # no retrieval ran
 
 
+def test_a_numeric_question_with_an_unknown_label_or_channel_is_a_bad_request(
+    corpus: Corpus,
+) -> None:
+    numeric = "Quanti accessi pediatrici ci sono stati nel 2023?"
+    with pytest.raises(SearchRequestError, match=r"unknown label\(s\) segreto"):
+        ask(corpus, numeric, labels=["segreto"])
+    with pytest.raises(SearchRequestError, match="unknown channel 'radiologia'"):
+        ask(corpus, numeric, channel="radiologia")
+    with pytest.raises(SearchRequestError, match="unknown source 'intranet'"):
+        ask(corpus, numeric, source="intranet")
+    rows = corpus.answer_log("failed")
+    assert [r.error_code for r in rows] == ["bad_request"] * 3
+
+
+def _break_answer_log(corpus: Corpus) -> None:
+    """Make the state store unable to record answers: its answer_log table is gone."""
+    with sqlite3.connect(corpus.root / ".thoth" / "state.sqlite") as db:
+        db.execute("DROP TABLE answer_log")
+
+
+def test_an_answer_log_failure_is_reported_not_served_instead_of_the_answer(
+    corpus: Corpus, caplog: pytest.LogCaptureFixture
+) -> None:
+    logged = ask(corpus)
+    assert logged.diagnostics["logged"] is True
+    service = corpus.service()
+    try:
+        _break_answer_log(corpus)
+        with caplog.at_level(logging.ERROR, logger="thoth.answer"):
+            answer = service.ask(QUESTION)
+    finally:
+        service.close()
+    assert answer.status == "found" and answer.sources
+    assert answer.diagnostics["logged"] is False
+    [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert record.name == "thoth.answer"
+    assert answer.id in record.getMessage() and "answer_log" in record.getMessage()
+
+
+def test_an_answer_log_failure_does_not_replace_the_original_error(
+    corpus: Corpus, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = corpus.service()
+    try:
+        _break_answer_log(corpus)
+        with (
+            caplog.at_level(logging.ERROR, logger="thoth.answer"),
+            pytest.raises(SearchRequestError, match="segreto"),
+        ):
+            service.ask(QUESTION, labels=["segreto"])
+    finally:
+        service.close()
+    assert any("not logged" in r.getMessage() for r in caplog.records)
+
+
 def test_logged_answer_reads_back_as_served(corpus: Corpus) -> None:
     answer = ask(corpus, instructions="breve", source="wiki")
     ws = Workspace.open(corpus.root)
@@ -386,9 +443,28 @@ def test_cli_ask_json_keys(corpus: Corpus) -> None:
     data = json.loads(result.stdout)
     assert set(data) == {
         "ok", "id", "question", "text", "status", "sources", "answerer", "dropped",
-        "error_code", "diagnostics",
+        "degraded", "error_code", "diagnostics",
     }  # fmt: skip
     assert data["ok"] and data["sources"] and set(data["sources"][0]) == {"title", "doc_id"}
+    assert data["degraded"] == []
+
+
+def test_a_degraded_search_says_so_in_the_answer_and_in_the_cli(
+    corpus: Corpus, embeddings: FakeEmbeddingServer
+) -> None:
+    embeddings.script(EmbeddingReply(status=500))
+    answer = ask(corpus)
+    assert answer.status == "found"
+    assert len(answer.degraded) == 1 and answer.degraded[0].startswith("dense: ")
+    assert answer.as_dict()["degraded"] == answer.degraded
+    numeric = ask(corpus, "Quanti accessi pediatrici ci sono stati nel 2023?")
+    assert numeric.as_dict()["degraded"] == []
+    embeddings.script(EmbeddingReply(status=500))
+    result = CliRunner().invoke(app, ["ask", QUESTION, "-w", str(corpus.root)])
+    assert result.exit_code == 0, result.output
+    assert "\nDegraded: dense: " in result.stdout
+    plain = CliRunner().invoke(app, ["ask", QUESTION, "-w", str(corpus.root)])
+    assert "Degraded" not in plain.stdout
 
 
 def test_cli_numeric_json_has_no_sources_key(corpus: Corpus) -> None:
@@ -404,6 +480,9 @@ def test_cli_exit_codes_for_bad_request_and_failure(corpus: Corpus) -> None:
     runner = CliRunner()
     bad = runner.invoke(app, ["ask", QUESTION, "--label", "segreto", "-w", str(corpus.root)])
     assert bad.exit_code == 2, bad.output
+    numeric = "Quanti accessi ci sono stati nel 2023?"
+    bad = runner.invoke(app, ["ask", numeric, "--label", "segreto", "-w", str(corpus.root)])
+    assert bad.exit_code == 2 and "segreto" in bad.output, bad.output
     ws = Workspace.open(corpus.root)
     shutil.rmtree(state_dir(ws) / "index" / ws.settings.workspace / corpus.generation)
     failed = runner.invoke(app, ["ask", QUESTION, "-w", str(corpus.root)])

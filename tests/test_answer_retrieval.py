@@ -22,7 +22,7 @@ from thoth.answer.retrieval import (
 )
 from thoth.answer.routing import split_threshold
 from thoth.embed import OpenAICompatEmbedder
-from thoth.index.base import Match, Where
+from thoth.index.base import IndexUnavailable, Match, Where
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import EdgeBackend
 
@@ -99,6 +99,19 @@ def test_unknown_label_is_an_error_even_with_the_index_missing(tmp_path: Path) -
     state.close()
 
 
+def test_validate_checks_question_fields_and_names_without_the_index(tmp_path: Path) -> None:
+    state = open_state(tmp_path)  # no generation at all
+    ks = KnowledgeSearch(settings(), state, EdgeBackend(tmp_path / "none"), StemEmbedder())
+    assert ks.validate(QUESTION, {"labels": ["public"], "year": None}) == {"labels": ["public"]}
+    with pytest.raises(SearchRequestError, match="the question is empty -> ask something"):
+        ks.validate(" \n ", {})
+    with pytest.raises(SearchRequestError, match="unknown channel 'radiologia'"):
+        ks.validate(QUESTION, {"channel": "radiologia"})
+    with pytest.raises(SearchRequestError, match="unknown request field"):
+        ks.validate(QUESTION, {"colour": "red"})
+    state.close()
+
+
 def test_unknown_channel_or_source_lists_the_declared_ones(env: Env) -> None:
     ks = search(env)
     with pytest.raises(SearchRequestError, match="clinica, amministrazione, personale"):
@@ -166,6 +179,36 @@ def test_a_point_with_a_label_outside_the_request_is_invisible(env: Env) -> None
     assert public.filters["labels"]["allowed"] == ["public"]
     assert secret not in [f.payload["text"] for f in public.fragments]
     assert secret in texts(ks, labels=["public", "confidential"])
+
+
+def test_a_label_removed_from_the_vocabulary_still_excludes_its_points(tmp_path: Path) -> None:
+    # "secret" was in [answers].labels when these points were indexed, and was removed since:
+    # the generation still holds it, and a point carrying it must stay invisible.
+    docs = [
+        Doc("registrazione del ricovero urgente interna", labels=("internal",)),
+        Doc("registrazione del ricovero urgente segreta", labels=("internal", "secret")),
+    ]
+    env = build(tmp_path, docs, StemEmbedder())
+    ks = search(env, top_k=10, verbatim_floor=0)
+    result = ks.search(QUESTION, labels=["internal"], channel="clinica")
+    assert [f.payload["text"] for f in result.fragments] == [docs[0].text]
+    assert result.filters["labels"]["excluded"] == ["confidential", "public", "secret"]
+    env.state.close()
+
+
+def test_a_generation_without_recorded_labels_still_excludes_the_vocabulary(
+    tmp_path: Path,
+) -> None:
+    docs = [
+        Doc("registrazione del ricovero urgente interna", labels=("internal",)),
+        Doc("registrazione del ricovero urgente riservata", labels=("internal", "confidential")),
+    ]
+    env = build(tmp_path, docs, StemEmbedder(), record_labels=False)
+    ks = search(env, top_k=10, verbatim_floor=0)
+    result = ks.search(QUESTION, labels=["internal"], channel="clinica")
+    assert [f.payload["text"] for f in result.fragments] == [docs[0].text]
+    assert result.filters["labels"]["excluded"] == ["confidential", "public"]
+    env.state.close()
 
 
 # -- the verbatim floor ------------------------------------------------------------------
@@ -237,19 +280,53 @@ def test_curated_weight_zero_keeps_the_fused_order(curated: Env) -> None:
 # -- degradation and failures --------------------------------------------------------------
 
 
-def test_embedder_down_searches_bm25_alone_and_says_so(tmp_path: Path) -> None:
+def test_embedder_down_searches_bm25_alone_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     server = FakeEmbeddingServer(dim=8).start()
     try:
         env = build(tmp_path, CORPUS, OpenAICompatEmbedder(server.url, "fake-e5", dim=8))
     finally:
         server.stop()
-    result = search(env, top_k=3, verbatim_floor=0).search("elenco dei ricoveri del paziente")
+    with caplog.at_level(logging.WARNING, logger="thoth.answer"):
+        result = search(env, top_k=3, verbatim_floor=0).search("elenco dei ricoveri del paziente")
     assert result.status == "found"
     assert len(result.degraded) == 1 and result.degraded[0].startswith("dense: ")
+    [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.name == "thoth.answer" and result.degraded[0] in warning.getMessage()
     assert (result.route.channel, result.route.channel_source) == ("clinica", "keywords")
     assert all(f.dense_rank is None for f in result.fragments)
     assert [f.bm25_rank for f in result.fragments] == [1, 2, 3]
     env.state.close()
+
+
+def test_without_a_dense_score_the_relevance_floor_is_said_not_applied(tmp_path: Path) -> None:
+    server = FakeEmbeddingServer(dim=8).start()
+    try:
+        env = build(tmp_path, CORPUS, OpenAICompatEmbedder(server.url, "fake-e5", dim=8))
+    finally:
+        server.stop()
+    result = search(env, min_similarity=0.99).search("elenco dei ricoveri del paziente")
+    assert result.status == "found" and result.best_similarity is None
+    assert "relevance floor not applied: no dense similarity" in result.degraded
+    assert not any("relevance" in d for d in search(env).search("ricoveri").degraded)
+    env.state.close()
+
+
+def test_a_new_active_generation_closes_the_handles_of_the_old_one(tmp_path: Path) -> None:
+    first = build(tmp_path, CORPUS, StemEmbedder())
+    ks = search(first)
+    assert ks.search(QUESTION).generation == first.generation
+    old = ks._stores[first.generation]
+    second = build(tmp_path, CORPUS[:2], first.embedder)
+    assert second.generation != first.generation
+    assert ks.search(QUESTION).generation == second.generation
+    assert list(ks._stores) == [second.generation]
+    with pytest.raises(IndexUnavailable):
+        old.count({"workspace_id": "ws"})  # closed
+    ks.close()
+    first.state.close()
+    second.state.close()
 
 
 def test_index_directory_deleted_is_failed_not_nothing_found(

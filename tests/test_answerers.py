@@ -26,7 +26,7 @@ from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.routing import Route
 from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.sources import aggregate_sources
-from thoth.answer.wording import ENGLISH, ITALIAN
+from thoth.answer.wording import ENGLISH, ITALIAN, Wording
 from thoth.config import LLMSettings, Settings
 from thoth.documents.records import KnowledgeFragment, fragment_point_id, reading_text
 from thoth.llm.client import LLMError, text_client
@@ -169,19 +169,30 @@ def test_markers_are_the_positions_of_the_documents_in_the_sources() -> None:
     assert [s.doc_id for s in ctx.sources] == ["docs:a.md", "docs:b.md"]
 
 
-def test_overflow_drops_the_fragment_that_does_not_fit_and_every_later_one() -> None:
+def test_overflow_drops_what_does_not_fit_and_keeps_filling_with_what_does() -> None:
     ctx = context(
         frag(1, "docs:a.md", "a" * 300),
-        frag(2, "docs:b.md", "b" * 300),  # does not fit after the first
-        frag(3, "docs:c.md", "c"),  # would fit, but comes after: dropped too
-        frag(4, "docs:a.md", "a"),  # its document is in the context: not a dropped document
+        frag(2, "docs:b.md", "b" * 300),  # does not fit after the first: dropped
+        frag(3, "docs:c.md", "c"),  # fits in what is left: kept
+        frag(4, "docs:d.md", "d" * 300),  # does not fit either: dropped
+        frag(5, "docs:a.md", "a"),  # fits, and its document is already cited
         budget=500,
     )
     assert ctx.status == "truncated"
-    assert [e.fragment.doc_id for e in ctx.entries] == ["docs:a.md"]
-    assert (ctx.dropped_fragments, ctx.dropped_documents) == (3, 2)
-    assert [s.doc_id for s in ctx.sources] == ["docs:a.md"]
+    assert [e.fragment.doc_id for e in ctx.entries] == ["docs:a.md", "docs:c.md", "docs:a.md"]
+    assert [e.marker for e in ctx.entries] == [1, 2, 1]
+    assert (ctx.dropped_fragments, ctx.dropped_documents) == (2, 2)
+    assert [s.doc_id for s in ctx.sources] == ["docs:a.md", "docs:c.md"]
     assert ctx.used_chars <= ctx.budget_chars
+
+
+def test_a_dropped_fragment_of_a_cited_document_is_not_a_dropped_document() -> None:
+    ctx = context(
+        frag(1, "docs:a.md", "a" * 300),
+        frag(2, "docs:a.md", "a" * 300),
+        budget=500,
+    )
+    assert (ctx.dropped_fragments, ctx.dropped_documents) == (1, 0)
 
 
 def test_a_context_that_fits_is_found_and_an_empty_one_nothing_found() -> None:
@@ -208,6 +219,18 @@ def test_floor_says_how_much_evidence_was_dropped() -> None:
     expected = ITALIAN.floor_truncated.format(fragments=1, documents=1)
     assert expected in honesty_floor(ctx, ITALIAN)
     assert not any("esclusi" in line for line in honesty_floor(context(), ITALIAN))
+
+
+@pytest.mark.parametrize("wording", [ITALIAN, ENGLISH])
+def test_floor_says_evidence_did_not_fit_never_that_nothing_was_found(wording: Wording) -> None:
+    ctx = assemble_context(
+        retrieval(frag(1, "docs:a.md", "a" * 600), frag(2, "docs:b.md", "b" * 600)), 500, wording
+    )
+    assert (ctx.status, ctx.entries, ctx.dropped_fragments) == ("truncated", (), 2)
+    lines = honesty_floor(ctx, wording)
+    assert wording.floor_all_dropped.format(fragments=2, documents=2) in lines
+    assert wording.floor_nothing_found not in lines and wording.floor_ground not in lines
+    assert wording.floor_truncated.format(fragments=2, documents=2) not in lines
 
 
 def test_floor_follows_the_callers_instructions_which_cannot_remove_it() -> None:
@@ -264,11 +287,18 @@ def test_extractive_says_how_many_fragments_were_left_out() -> None:
     ctx = context(
         frag(1, "docs:a.md", "Accessi pediatrici. " + "a" * 300),
         frag(2, "docs:b.md", "b" * 300),
-        frag(3, "docs:c.md", "c" * 10),
+        frag(3, "docs:c.md", "c" * 300),
         budget=500,
     )
     text = extractive(ctx, "accessi pediatrici")
     assert ITALIAN.truncated.format(fragments=2, documents=2) in text
+
+
+def test_extractive_says_evidence_did_not_fit_when_nothing_fitted() -> None:
+    ctx = context(frag(1, "docs:a.md", "Accessi pediatrici. " + "a" * 600), budget=500)
+    text = extractive(ctx, "accessi pediatrici")
+    assert text == ITALIAN.all_dropped.format(fragments=1)
+    assert text != ITALIAN.nothing_found
 
 
 def test_extractive_is_deterministic_and_folds_accents_and_case() -> None:

@@ -203,6 +203,12 @@ def test_eval_run_points_at_the_failing_level(ws: Workspace) -> None:
                     "question": "Di quanto sono cresciuti i ricoveri urgenti nel 2024?",
                     "expect": {"documents": ["manuali:documents/manuali/inesistente.md"]},
                 },
+                {
+                    "id": "refused",
+                    "question": "Di quanto sono cresciuti i ricoveri urgenti nel 2024?",
+                    "labels": ["segreto"],
+                    "expect": {},
+                },
             ],
             allow_unicode=True,
         ),
@@ -212,5 +218,7 @@ def test_eval_run_points_at_the_failing_level(ws: Workspace) -> None:
     report = json.loads(out)
     assert code == 1
     verdicts = {c["id"]: c["verdict"] for c in report["cases"]}
-    assert verdicts == {"growth": "pass", "missing": "retrieval"}
+    assert verdicts == {"growth": "pass", "missing": "retrieval", "refused": "failed"}
+    [refused] = [c for c in report["cases"] if c["id"] == "refused"]
+    assert "unknown label(s) segreto" in refused["error"]
     assert Path(ws.root / "answers/evaluation.yaml").is_file()

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from thoth.answer.answerers import AnswerModelError
+from thoth.answer.retrieval import SearchRequestError
 from thoth.errors import ProblemsError
 from thoth.evaluation.answers import (
     AnswerCase,
@@ -121,6 +123,45 @@ def test_request_filters_are_the_extra_keys_and_reach_the_asker(tmp_path: Path) 
     report = run_answer_evaluation(Asker(), cases)
     assert seen == [{"labels": ["public"]}]
     assert report.summary()["failed_at_retrieval"] == 1 and not report.passed
+
+
+def test_a_typo_in_a_request_filter_is_refused_at_load_naming_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "evaluation.yaml"
+    typo = {"id": "typo", "question": "q", "chanel": "clinica", "expect": {}}
+    wrong_type = {"id": "anno", "question": "q", "year": "2022", "expect": {}}
+    path.write_text(yaml.safe_dump([CAVEAT_CASE, typo, wrong_type]), "utf-8")
+    with pytest.raises(ProblemsError) as info:
+        load_answer_cases(path, "answers/evaluation.yaml")
+    rendered = [p.render() for p in info.value.problems]
+    assert len(rendered) == 2
+    assert rendered[0].startswith("answers/evaluation.yaml[1]: case 'typo': ")
+    assert "unknown request field(s) chanel -> accepted: channel" in rendered[0]
+    assert rendered[1].startswith("answers/evaluation.yaml[2]: case 'anno': ")
+    assert "year: expected int" in rendered[1]
+
+
+def test_a_case_that_errors_is_failed_and_the_run_goes_on() -> None:
+    cases = [
+        case({**CAVEAT_CASE, "id": "refused", "labels": ["segreto"]}),
+        case({**CAVEAT_CASE, "id": "model", "question": "Il modello risponde?"}),
+        case(CAVEAT_CASE),
+    ]
+
+    class Asker:
+        def ask(self, question: str, *, instructions: str | None = None, **filters: Any) -> Ans:
+            if filters.get("labels") == ["segreto"]:
+                raise SearchRequestError("unknown label(s) segreto -> the vocabulary is: public")
+            if question == "Il modello risponde?":
+                raise AnswerModelError("answer model openai:m failed: HTTP 500 -> check [llm]")
+            return Ans("53% con doppio conteggio: realistica 3,5%", [Src("wiki:ps/pediatria.md")])
+
+    report = run_answer_evaluation(Asker(), cases)
+    results = {c.id: c for c in report.cases}
+    assert [c.verdict for c in report.cases] == ["failed", "failed", "pass"]
+    assert results["refused"].error is not None and "segreto" in results["refused"].error
+    assert results["model"].error is not None and "HTTP 500" in results["model"].error
+    assert results["refused"].status == "failed" and results["refused"].sources == []
+    assert not report.passed and report.summary()["errors"] == 2
 
 
 def test_malformed_file_names_the_entry(tmp_path: Path) -> None:

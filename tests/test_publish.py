@@ -3,11 +3,13 @@ records of other kinds left untouched (seed §7.2, §8, §13.2)."""
 
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
+import thoth.evidence.publish as publish_module
 from tests.conftest import commit_all, write_source
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.publishing import (
@@ -17,14 +19,17 @@ from tests.publishing import (
     prepared_workspace,
     publish,
     published,
+    write_config,
 )
 from thoth.documents.sync import DocsSync
+from thoth.embed.base import EmbedderError, Vectors
 from thoth.errors import PreconditionError, ProblemsError
 from thoth.evidence.prepare import prepare
+from thoth.evidence.publish import EMBED_BATCH, Publisher, embed_passages
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.index import IndexRecord
 from thoth.runtime import open_runtime
-from thoth.state import SyncRunConflict
+from thoth.state import StateError, SyncRunConflict
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
@@ -234,5 +239,138 @@ def test_a_publication_and_a_docs_sync_share_one_build_lock(
         )  # fmt: skip
         with pytest.raises(SyncRunConflict, match=r"an Evidence publication .* already running"):
             DocsSync(rt.ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
+    finally:
+        rt.close()
+
+
+# ---------------------------------------------------------------------- labels, bookkeeping
+
+
+def test_the_generation_records_its_labels(make_workspace: Make, fake: FakeEmbeddingServer) -> None:
+    ws = prepared_workspace(make_workspace, fake.url)
+    write_config(ws.root, fake.url, extra='\n[answers]\nevidence_labels = ["internal", "public"]\n')
+    commit_all(ws.root, "Evidence labels")
+    rt = open_runtime(Workspace.open(ws.root))
+    try:
+        activate_head(rt)
+        report = publish(rt)
+        gen = rt.state.get_generation(report.generation or "")
+        assert gen is not None and gen.counts["labels"] == ["internal", "public"]
+    finally:
+        rt.close()
+
+
+def test_a_failed_bookkeeping_does_not_hide_the_error_that_stopped_the_build(
+    make_workspace: Make, fake: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt = open_runtime(prepared_workspace(make_workspace, fake.url))  # no activated revision
+    try:
+
+        def database_gone(*_args: Any, **_kwargs: Any) -> None:
+            raise StateError("state store: the database is unreachable -> check it")
+
+        monkeypatch.setattr(rt.state, "finish_sync_run", database_gone)
+        with pytest.raises(PreconditionError, match="no activated revision") as info:
+            publish(rt)
+        notes = " ".join(getattr(info.value, "__notes__", []))
+        assert "could not be closed" in notes and "database is unreachable" in notes
+    finally:
+        rt.close()
+
+
+def test_an_interrupted_publication_is_recorded_as_such(
+    make_workspace: Make, fake: FakeEmbeddingServer
+) -> None:
+    rt = published(make_workspace, fake.url)
+    try:
+        name = rt.ws.settings.workspace
+        before = rt.state.active_generation(name)
+
+        def stop(phase: str, _done: int, _total: int) -> None:
+            if phase == "embed":
+                raise KeyboardInterrupt
+
+        publisher = Publisher(rt.ws, rt.state, rt.backend, rt.embedder, progress=stop)
+        with pytest.raises(KeyboardInterrupt):
+            publisher.preprocess(run_by="tests")
+        run = rt.state.list_sync_runs(name, limit=1)[0]
+        assert run.kind == "evidence" and run.status == "interrupted"
+        assert run.message.startswith("KeyboardInterrupt")
+        assert rt.state.list_builds(name)[0].outcome == "interrupted"
+        assert rt.state.active_generation(name) == before
+        assert publish(rt).outcome == "activated"  # the lock was released
+    finally:
+        rt.close()
+
+
+class _ShortEmbedder:
+    """Returns one vector fewer than asked for, from its second batch on."""
+
+    identity = "short:model"
+    dim = 4
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        rows = len(texts) - (self.calls > 1)
+        return np.ones((rows, self.dim), dtype=np.float32)
+
+    def embed_query(self, text: str) -> Vectors:
+        return np.ones((1, self.dim), dtype=np.float32)
+
+
+def test_a_missing_vector_stops_the_build() -> None:
+    seen: list[tuple[str, int, int]] = []
+    texts = [f"testo {n}" for n in range(EMBED_BATCH + 3)]
+    with pytest.raises(EmbedderError, match=r"short:model: 2 vectors returned for 3 texts"):
+        embed_passages(_ShortEmbedder(), texts, lambda *a: seen.append(a))
+    assert seen == [("embed", EMBED_BATCH, len(texts))]  # the first batch only
+    assert len(embed_passages(_ShortEmbedder(), texts[:EMBED_BATCH])) == EMBED_BATCH
+
+
+def test_a_publication_checks_the_vector_count(
+    make_workspace: Make, fake: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt = open_runtime(prepared_workspace(make_workspace, fake.url))
+    try:
+        activate_head(rt)
+        real = rt.embedder.embed_passages
+
+        def one_short(texts: Sequence[str]) -> Vectors:
+            return real(texts)[:-1]
+
+        monkeypatch.setattr(rt.embedder, "embed_passages", one_short)
+        with pytest.raises(EmbedderError, match="vectors returned for"):
+            publish(rt)
+        assert rt.state.active_generation(rt.ws.settings.workspace) is None
+        assert rt.state.list_sync_runs(rt.ws.settings.workspace)[0].status == "failed"
+    finally:
+        rt.close()
+
+
+def test_a_retention_failure_never_drops_the_generation_just_activated(
+    make_workspace: Make, fake: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt = published(make_workspace, fake.url)
+    try:
+        name = rt.ws.settings.workspace
+        (rt.ws.root / "note.txt").write_text("another revision")
+        commit_all(rt.ws.root)
+        activate_head(rt)
+
+        def retention_fails(*_args: Any, **_kwargs: Any) -> list[str]:
+            raise StateError("retention: cannot list the generations -> retry")
+
+        monkeypatch.setattr(publish_module, "retain_generations", retention_fails)
+        with pytest.raises(StateError, match="retention") as info:
+            publish(rt)
+        notes = " ".join(getattr(info.value, "__notes__", []))
+        active = rt.state.active_generation(name)
+        assert active is not None and f"generation {active.id} was activated" in notes
+        assert active.id in rt.backend.sealed()  # its data is still there
+        assert rt.state.list_builds(name)[0].outcome == "activated"
+        assert rt.search().search("ricovero con pernottamento", "disambiguation").available
     finally:
         rt.close()

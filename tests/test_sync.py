@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rich.console import Console
 from sqlalchemy import create_engine, insert
 from sqlalchemy.exc import IntegrityError
 from typer.testing import CliRunner
@@ -30,6 +31,7 @@ from tests.fake_embeddings import FakeEmbeddingServer, normalised
 from tests.publishing import activate_head, prepared_workspace, publish, write_config
 from tests.test_state import pg_url, pg_user  # noqa: F401  (fixtures, resolved by name)
 from thoth.cli import exitcodes
+from thoth.cli.docs import render_sync
 from thoth.cli.main import app
 from thoth.documents.sources import SourceUnavailable
 from thoth.documents.sync import DocsSync, SyncError, SyncReport
@@ -253,6 +255,8 @@ def test_first_sync_indexes_every_admitted_file(rt: Runtime) -> None:
     gen = rt.state.get_generation(report.generation or "")
     assert gen is not None and gen.status == "active" and gen.revision == head(rt.ws.root)
     assert gen.config["docs"]["pipeline_version"] == records.PIPELINE_VERSION
+    # The label set of the generation, for readers that fail closed on retired labels.
+    assert gen.counts["labels"] == ["internal", "public"]
     docs = by_doc(points(rt))
     assert sorted(docs) == DOC_IDS
     assert sum(len(v) for v in docs.values()) == counts["fragments_total"]
@@ -373,6 +377,38 @@ def test_curation_keeps_the_version_the_page_was_written_against(rt: Runtime) ->
     assert sorted(r.payload["text"] for r in kept) == sorted(r.payload["text"] for r in before)
 
 
+def test_curation_keeps_the_old_version_under_the_labels_declared_now(rt: Runtime) -> None:
+    pin = hashlib.sha256(RICOVERI.encode()).hexdigest()
+    edit(rt, {"wiki/ricoveri.md": page(pin=pin)})
+    sync(rt)
+    before = by_doc(points(rt))["documenti:docs/ricoveri.md"]
+    # The pinned document changes (-> curation) while its source is relabelled.
+    write(rt.ws.root, {"docs/ricoveri.md": RICOVERI.replace("pernottamento", "notte")})
+    configure(rt.ws.root, _url(rt), sources_config(doc_labels='["confidential"]'))
+    commit_all(rt.ws.root, "relabelled while a pinned document changed")
+    rt2 = reopen(rt)
+    try:
+        report = sync(rt2)
+        assert [c["doc_id"] for c in report.curation] == ["documenti:docs/ricoveri.md"]
+        assert {
+            "doc_id": "documenti:docs/ricoveri.md",
+            "old": ["internal"],
+            "new": ["confidential"],
+        } in report.labels_changed
+        kept = by_doc(points(rt2))["documenti:docs/ricoveri.md"]
+        # The same fragments and vectors (the curated version), under the labels of today.
+        assert {r.id: (r.dense, r.sparse, r.payload["text"]) for r in kept} == {
+            r.id: (r.dense, r.sparse, r.payload["text"]) for r in before
+        }
+        assert {(tuple(r.payload["labels"]), r.payload["channel"]) for r in kept} == {
+            (("confidential",), "clinica")
+        }
+        gen = rt2.state.get_generation(report.generation or "")
+        assert gen is not None and gen.counts["labels"] == ["confidential", "public"]
+    finally:
+        rt2.close()
+
+
 def test_full_rebuild_leaves_no_fragment_of_an_older_pipeline(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -484,6 +520,64 @@ labels = ["internal"]
         rt.close()
 
 
+NUOVO = """# Accessi
+
+Gli accessi in pronto soccorso sono registrati al triage con l'ora di arrivo, il codice di
+priorità assegnato e l'esito dell'accesso, anche quando il paziente si allontana prima della visita.
+"""
+
+
+def test_thoth_toml_changed_by_the_alignment_stops_the_run(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    # The served workspace follows an upstream: a sync fast-forwards it (repo = ".").
+    upstream = tmp_path / "upstream.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(ws.root), str(upstream)], check=True)
+    git(ws.root, "remote", "add", "origin", str(upstream))
+    git(ws.root, "fetch", "-q", "origin")
+    git(ws.root, "branch", "-q", "--set-upstream-to=origin/main", "main")
+    author = tmp_path / "author" / "ws"  # same directory name: same workspace name
+    subprocess.run(["git", "clone", "-q", str(upstream), str(author)], check=True)
+    rt = open_runtime(Workspace.open(ws.root))
+    try:
+        first = sync(rt)
+        configure(author, fake.url, sources_config(doc_labels='["confidential"]'))
+        write(author, {"docs/accessi.md": NUOVO})
+        commit_all(author, "documents are confidential now; a new one")
+        git(author, "push", "-q", "origin", "main")
+        pushed = head(author)
+        with pytest.raises(SyncError) as info:
+            sync(rt)
+        message = str(info.value)
+        assert (
+            f"thoth.toml changed with the alignment of the workspace to revision {pushed[:12]}"
+            in message
+        )
+        assert "run `tht docs sync` again so the new settings apply" in message
+        assert head(ws.root) == pushed  # the alignment happened; nothing was indexed from it
+        name = rt.ws.settings.workspace
+        assert active_id(rt) == first.generation
+        assert [g.id for g in rt.state.list_generations(name)] == [first.generation]
+        run = rt.state.list_sync_runs(name, limit=1)[0]
+        assert run.status == "failed" and run.generation is None
+        assert "thoth.toml changed" in run.message and run.revisions["documenti"] == pushed
+    finally:
+        rt.close()
+    # Run again: the new settings apply to the new document and the old ones.
+    rt = open_runtime(Workspace.open(ws.root))
+    try:
+        report = sync(rt)
+        assert report.outcome == "activated" and report.created == ["documenti:docs/accessi.md"]
+        labels = {
+            d: {tuple(r.payload["labels"]) for r in recs} for d, recs in by_doc(points(rt)).items()
+        }
+        for doc_id in ("documenti:docs/accessi.md", "documenti:docs/ricoveri.md"):
+            assert labels[doc_id] == {("confidential",)}
+    finally:
+        rt.close()
+
+
 def test_extraction_error_stops_the_run_and_old_fragments_answer_the_same(rt: Runtime) -> None:
     first = sync(rt)
     before = points(rt)
@@ -575,14 +669,20 @@ def test_an_activation_in_between_is_not_overwritten(rt: Runtime) -> None:
             rt.state.activate_generation(name, gen, expected_previous=first.generation)
             interloper.append(gen)
 
+    syncer = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, activate_another)
     with pytest.raises(StateError, match=r"another build .* finished first"):
-        sync(rt, progress=activate_another)
+        syncer.run()
     assert active_id(rt) == interloper[0]
+    report = syncer.report
+    assert report is not None and report.generation is None  # abandoned: not the run's own
+    abandoned = report.abandoned_generation
+    assert abandoned is not None and abandoned != interloper[0]
     [run, _] = rt.state.list_sync_runs(name)
-    assert run.status == "failed" and run.generation is not None
-    failed = rt.state.get_generation(run.generation)
+    assert run.status == "failed" and run.generation is None
+    assert f"the build of generation {abandoned} was abandoned" in run.message
+    failed = rt.state.get_generation(abandoned)
     assert failed is not None and failed.status == "failed"
-    assert run.generation not in rt.backend.sealed()
+    assert abandoned not in rt.backend.sealed()
 
 
 # ---------------------------------------------------------------------- other kinds
@@ -629,6 +729,88 @@ def test_evidence_is_carried_forward_and_stays_searchable(
             again.outcome == "activated"
             and again.carried_forward == report.counts["fragments_total"]
         )
+    finally:
+        rt.close()
+
+
+def evidence_answers(labels: str, channel: str) -> str:
+    return f'\n[answers]\nevidence_labels = {labels}\nevidence_channel = "{channel}"\n'
+
+
+def evidence_and_documents(
+    make_workspace: Callable[..., Workspace], url: str, answers: str
+) -> Runtime:
+    """Published Evidence (labels and channel from `answers`) and declared sources."""
+    ws = prepared_workspace(make_workspace, url)
+    configure(ws.root, url, extra=answers)
+    write(ws.root, FILES)
+    commit_all(ws.root, "declared sources")
+    rt = open_runtime(Workspace.open(ws.root))
+    activate_head(rt)
+    published = publish(rt)
+    assert published.outcome == "activated", published.message
+    return rt
+
+
+def evidence_points(rt: Runtime) -> dict[str, IndexRecord]:
+    return {i: r for i, r in points(rt).items() if r.payload["record_kind"] == "evidence"}
+
+
+def test_evidence_relabelled_in_thoth_toml_is_restamped_by_a_sync(
+    make_workspace: Callable[..., Workspace], fake: FakeEmbeddingServer
+) -> None:
+    rt = evidence_and_documents(
+        make_workspace, fake.url, evidence_answers('["internal"]', "clinica")
+    )
+    try:
+        name = rt.ws.settings.workspace
+        published = rt.state.active_generation(name)
+        assert published is not None and published.counts["labels"] == ["internal"]
+        first = sync(rt)
+        gen = rt.state.get_generation(first.generation or "")
+        assert gen is not None and gen.counts["labels"] == ["internal", "public"]
+        before = evidence_points(rt)
+        assert {(tuple(r.payload["labels"]), r.payload["channel"]) for r in before.values()} == {
+            (("internal",), "clinica")
+        }
+        units = sorted({r.payload["evidence_id"] for r in before.values()})
+        configure(
+            rt.ws.root, fake.url, extra=evidence_answers('["confidential"]', "amministrazione")
+        )
+        commit_all(rt.ws.root, "Evidence is confidential now")
+        rt = reopen(rt)
+        report = sync(rt)
+        # Only the payloads change, but it is a change: a new generation, every unit by name.
+        assert report.outcome == "activated" and report.generation != first.generation
+        assert report.labels_changed == [
+            {
+                "doc_id": unit,
+                "old": ["internal"],
+                "new": ["confidential"],
+                "old_channel": "clinica",
+                "new_channel": "amministrazione",
+            }
+            for unit in units
+        ]
+        assert report.counts["fragments_built"] == 0 and report.counts["unchanged"] == 3
+        after = evidence_points(rt)
+        assert sorted(after) == sorted(before)
+        for point_id, rec in after.items():
+            old = before[point_id]
+            assert (rec.dense, rec.sparse) == (old.dense, old.sparse)
+            assert rec.payload == {
+                **old.payload,
+                "labels": ["confidential"],
+                "channel": "amministrazione",
+                "vector_generation": report.generation,
+            }
+        gen = rt.state.get_generation(report.generation or "")
+        assert gen is not None and gen.counts["labels"] == ["confidential", "internal", "public"]
+        assert sync(rt).outcome == "unchanged"  # restamped once
+        # A publication afterwards stamps the same and records the carried labels too.
+        again = publish(rt)
+        gen = rt.state.get_generation(again.generation or "")
+        assert gen is not None and gen.counts["labels"] == ["confidential", "internal", "public"]
     finally:
         rt.close()
 
@@ -691,8 +873,9 @@ def test_cli_docs_sync_and_runs(tmp_path: Path, fake: FakeEmbeddingServer) -> No
     assert code == exitcodes.OK and data["full"] is True and data["counts"]["stale_fragments"] == 0
 
     with StateStore.open(f"sqlite:///{ws.root / '.thoth' / 'state.sqlite'}") as state:
+        # A run on a machine that no longer exists: only an operator can close it.
         held = state.start_sync_run(
-            ws.settings.workspace, "alice", False, host=HOST, pid=os.getpid()
+            ws.settings.workspace, "alice", False, host="gone-host", pid=os.getpid()
         )
     code, data = tht("docs", "sync", "-w", root)
     assert code == exitcodes.PRECONDITION and data["ok"] is False
@@ -730,6 +913,93 @@ def test_cli_readable_report_lists_changes_by_name(
     result = runner.invoke(app, ["docs", "sync", "-w", str(ws.root)])
     assert "labels changed" in result.stdout and "wiki:wiki/ricoveri.md" in result.stdout
     assert "[public] -> [internal]" in result.stdout
+
+
+def test_readable_report_names_a_channel_change_with_the_labels() -> None:
+    change = {"doc_id": "evidence:ricovero", "old": ["internal"], "new": ["confidential"]}
+    report = SyncReport(
+        run_id=1,
+        workspace=WS,
+        full=False,
+        run_by="tests",
+        labels_changed=[
+            {**change, "old_channel": "clinica", "new_channel": "amministrazione"},
+            {**change, "doc_id": "documenti:docs/a.md"},
+        ],
+    )
+    console = Console(record=True, width=200)
+    render_sync(console, report)
+    text = console.export_text()
+    assert (
+        "evidence:ricovero: [internal] -> [confidential] (channel clinica -> amministrazione)"
+        in text
+    )
+    assert "documenti:docs/a.md: [internal] -> [confidential]\n" in text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())  # Rich wraps stderr at the terminal width
+
+
+def test_cli_failure_says_which_generation_serves(
+    tmp_path: Path, fake: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    root = str(ws.root)
+    code, data = tht("docs", "sync", "-w", root)
+    assert code == exitcodes.OK
+    active = data["generation"]
+    # A failure before activation: the active generation serves, untouched.
+    write(ws.root, {"docs/rotto.pdf": b"%PDF-1.4\nbroken\n"})
+    commit_all(ws.root, "corrupt")
+    result = runner.invoke(app, ["docs", "sync", "-w", root])
+    assert result.exit_code == exitcodes.FAILED
+    said = _one_line(result.stderr)
+    assert "rotto.pdf" in said and "is recorded as failed" in said
+    assert f"nothing was activated: the active generation {active} is unchanged" in said
+    # A failure after activation (retention): the new generation serves, and the CLI says so.
+    (ws.root / "docs" / "rotto.pdf").unlink()
+    write(ws.root, {"docs/dimissioni.md": DIMISSIONI + "\nAltro.\n"})
+    commit_all(ws.root, "fixed")
+
+    def retention_fails(*_args: Any, **_kwargs: Any) -> list[str]:
+        raise StateError("retention: cannot list the generations -> retry")
+
+    monkeypatch.setattr(sync_module, "retain_generations", retention_fails)
+    code, data = tht("docs", "sync", "-w", root)
+    assert code == exitcodes.FAILED and data["run_recorded"] is True
+    activated = data["generation"]
+    assert activated not in (None, active)
+    assert data["serving"] == (
+        f"generation {activated} was activated before the error and is serving"
+    )
+    with StateStore.open(f"sqlite:///{ws.root / '.thoth' / 'state.sqlite'}") as state:
+        current = state.active_generation(ws.settings.workspace)
+        assert current is not None and current.id == activated
+        [run] = state.list_sync_runs(ws.settings.workspace, limit=1)
+        assert run.status == "failed" and run.generation == activated
+
+
+def test_cli_interrupt_refuses_a_run_whose_process_is_alive(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    root = str(ws.root)
+    with StateStore.open(f"sqlite:///{ws.root / '.thoth' / 'state.sqlite'}") as state:
+        alive = state.start_sync_run(ws.settings.workspace, "alice", False, HOST, os.getpid())
+    code, data = tht("docs", "runs", "--interrupt", str(alive), "-w", root)
+    assert code == exitcodes.PRECONDITION
+    assert f"sync run {alive} is still running" in data["error"]
+    assert f"pid {os.getpid()}" in data["error"] and "wait for it to finish" in data["error"]
+    with StateStore.open(f"sqlite:///{ws.root / '.thoth' / 'state.sqlite'}") as state:
+        run = state.get_sync_run(alive)
+        assert run is not None and run.status == "running"
+        state.finish_sync_run(alive, "succeeded", {}, None, {}, {}, "")
+        # Its process gone on this host: closing it by hand is allowed.
+        dead = state.start_sync_run(ws.settings.workspace, "bob", False, HOST, _dead_pid())
+    code, data = tht("docs", "runs", "--interrupt", str(dead), "-w", root)
+    assert code == exitcodes.OK
+    assert (data["runs"][0]["id"], data["runs"][0]["status"]) == (dead, "interrupted")
 
 
 # ---------------------------------------------------------------------- state store

@@ -85,6 +85,30 @@ def test_an_unresolved_wiki_reference_is_an_error(tmp_path: Path) -> None:
     assert found["reference_unresolved"] == ["wiki:wiki/giappone.md"]
 
 
+def test_a_page_naming_another_page_as_contradicting_or_as_a_document_is_an_error(
+    tmp_path: Path,
+) -> None:
+    other = "---\ntitle: Cina\n---\n# Cina\n\nIl mercato cinese del vino italiano cresce.\n"
+    page = PAGE.replace(
+        "documents: [docs:docs/giappone.md, docs:docs/missing.md]",
+        "documents: [docs:docs/giappone.md, wiki:wiki/cina.md]\n"
+        "contradicted_by: [wiki:wiki/cina.md]",
+    )
+    ws = workspace(tmp_path, {**FILES, "wiki/giappone.md": page, "wiki/cina.md": other})
+    report = verify(ws)
+    found = [f for f in report.findings if f.code == "reference_not_document"]
+    assert [f.where for f in found] == ["wiki:wiki/giappone.md"] * 2
+    contradicted, documents = sorted(found, key=lambda f: f.message)
+    assert contradicted.message.startswith(
+        "contradicted_by names wiki page wiki:wiki/cina.md: contradicted_by must name a "
+        "document: pages are curated, they are not routed to curation"
+    )
+    assert documents.message.startswith("documents names wiki page wiki:wiki/cina.md")
+    assert all(f.level == "error" and f.hint for f in found)
+    assert not report.ok
+    assert "reference_unresolved" not in codes(ws)  # the page exists: resolved, but refused
+
+
 def test_unlabelled_documents_and_unused_labels_are_reported(tmp_path: Path) -> None:
     found = codes(workspace(tmp_path, FILES))
     assert found["unlabelled"] == ["nolabel:nolabel/bando.md"]

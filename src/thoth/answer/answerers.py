@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
+from thoth.answer.routing import fold
 from thoth.answer.seams import Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
@@ -233,20 +233,15 @@ def _numbers(text: str) -> set[str]:
     return found
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def _term_function(language: str) -> Callable[[str], set[int | str]]:
     """Accent- and case-insensitive terms: BM25's own stems and stopwords for the language
     (so "ricoveri" meets "ricovero"), plain folded words for a language it has no stemmer for."""
     try:
         encoder = Bm25Encoder(language, 1.0)
     except ValueError:
-        return lambda text: {w for w in _WORD.findall(_fold(text)) if len(w) > 2}
+        return lambda text: {w for w in _WORD.findall(fold(text)) if len(w) > 2}
 
     def stems(text: str) -> set[int | str]:
-        return set(encoder.query(_fold(text)).indices)
+        return set(encoder.query(fold(text)).indices)
 
     return stems

@@ -3,8 +3,11 @@
 Fragments enter the context in rank order, each as its reading text (text + every caveat of
 its page or unit, joined by `reading_text` only) under a numbered citation marker. The marker
 is the position of the fragment's document in the answer's sources, so [n] means the same
-thing in the context, in the answer text and in the sources list. When the next fragment does
-not fit, it and every later one are dropped and counted: the status becomes "truncated".
+thing in the context, in the answer text and in the sources list. A fragment that does not fit
+in what is left of the budget is dropped and counted, and the following (smaller) ones are still
+tried, so the budget is used: with any fragment dropped the status is "truncated". When none fits
+at all, the context is empty but the evidence existed: the honesty floor says that, never
+"nothing found".
 
 The honesty floor is computed here, after the budget, because only here is it known whether
 the evidence survived.
@@ -66,37 +69,38 @@ class AssembledContext:
 
 
 def assemble_context(retrieval: Retrieval, budget_chars: int, wording: Wording) -> AssembledContext:
-    """Fill the budget in rank order; the first fragment that does not fit ends the context.
-    `retrieval` must not be a failed one (a failure is reported, never assembled)."""
+    """Fill the budget in rank order: a fragment that does not fit is dropped (and counted),
+    and the next ones are still tried. `retrieval` must not be a failed one (a failure is
+    reported, never assembled)."""
     if retrieval.status == "failed":
         raise ValueError("a failed retrieval has no context: report the failure instead")
     ordered = sorted(retrieval.fragments, key=lambda f: f.rank)
     markers: dict[str, int] = {}
     entries: list[ContextEntry] = []
+    dropped: list[RetrievedFragment] = []
     used = 0
-    for index, fragment in enumerate(ordered):
-        # Rank order means a document's first fragment is its best one, so numbering documents
-        # as they first appear is exactly aggregate_sources' order.
+    for fragment in ordered:
+        # Rank order means a document's first kept fragment is its best kept one, so numbering
+        # documents as they first enter is exactly aggregate_sources' order.
         marker = markers.get(fragment.doc_id, len(markers) + 1)
         entry = ContextEntry(marker, fragment, reading_text(fragment.payload, wording.caveat_label))
         cost = len(entry.render()) + (len(_SEPARATOR) if entries else 0)
         if used + cost > budget_chars:
-            dropped = ordered[index:]
-            kept_docs = {e.fragment.doc_id for e in entries}
-            return _context(
-                "truncated",
-                entries,
-                retrieval,
-                budget_chars,
-                used,
-                dropped=len(dropped),
-                dropped_docs=len({f.doc_id for f in dropped} - kept_docs),
-            )
+            dropped.append(fragment)
+            continue
         markers[fragment.doc_id] = marker
         entries.append(entry)
         used += cost
-    status: ContextStatus = "found" if entries else "nothing_found"
-    return _context(status, entries, retrieval, budget_chars, used, dropped=0, dropped_docs=0)
+    status: ContextStatus = "truncated" if dropped else "found" if entries else "nothing_found"
+    return _context(
+        status,
+        entries,
+        retrieval,
+        budget_chars,
+        used,
+        dropped=len(dropped),
+        dropped_docs=len({f.doc_id for f in dropped} - set(markers)),
+    )
 
 
 def _context(
@@ -125,16 +129,20 @@ def _context(
 
 
 def honesty_floor(context: AssembledContext, wording: Wording) -> list[str]:
-    """The lines a caller's instructions can neither remove nor override, for the three states:
-    caveats reported unsoftened (always), nothing found, evidence dropped for lack of space."""
+    """The lines a caller's instructions can neither remove nor override: caveats reported
+    unsoftened (always), then one of: nothing found; evidence found but none of it fitted (a
+    budget problem, never worded as an empty corpus); an answer grounded in the context, with
+    what was dropped for lack of space."""
     lines = [wording.floor_heading, wording.floor_caveats]
-    lines.append(wording.floor_ground if context.entries else wording.floor_nothing_found)
-    if context.dropped_fragments:
-        lines.append(
-            wording.floor_truncated.format(
-                fragments=context.dropped_fragments, documents=context.dropped_documents
-            )
-        )
+    counts = {"fragments": context.dropped_fragments, "documents": context.dropped_documents}
+    if context.entries:
+        lines.append(wording.floor_ground)
+        if context.dropped_fragments:
+            lines.append(wording.floor_truncated.format(**counts))
+    elif context.dropped_fragments:
+        lines.append(wording.floor_all_dropped.format(**counts))
+    else:
+        lines.append(wording.floor_nothing_found)
     return lines
 
 

@@ -4,11 +4,13 @@ Every request field is a document attribute and becomes part of ONE condition ap
 the index before similarity; nothing downstream filters, and nothing downstream can bring back
 what the condition excluded. The only probabilistic step chooses a parameter — the channel —
 and only when the caller did not declare one. No field widens scope: each one only adds a
-condition, labels included (a point is served only if all its labels are within the caller's;
-a point without labels is never served).
+condition, labels included (a point is served only if all its labels are within the caller's —
+a label removed from the vocabulary since the generation was built included; a point without
+labels is never served).
 
 A technical failure is `failed` with a stable code, never an empty result; a dead embedder
-degrades to BM25 alone and says so in `degraded`.
+degrades to BM25 alone and says so in `degraded` (and in a WARNING on `thoth.answer`), as does
+a relevance floor that could not be applied.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from types import NoneType, UnionType
 from typing import Any, Literal
@@ -48,6 +50,7 @@ from thoth.search.service import StateView
 log = logging.getLogger("thoth.answer")
 
 Status = Literal["found", "nothing_found", "failed"]
+NO_RELEVANCE_FLOOR = "relevance floor not applied: no dense similarity"
 
 
 class SearchRequestError(ThothError):
@@ -130,19 +133,21 @@ class KnowledgeSearch:
     ) -> Retrieval:
         """The closest fragments under the request's condition. The request is validated
         before the index is touched: a bad request raises SearchRequestError."""
-        text = " ".join(question.split())
-        if not text:
-            raise SearchRequestError("the question is empty -> ask something")
-        request = parse_request(
+        request = self.validate(
+            question,
             {
                 "channel": channel,
                 "labels": labels,
                 "source": source,
                 "year": year,
                 "doc_format": doc_format,
-            }
+            },
         )
-        base, readable = self._condition(request)
+        text = " ".join(question.split())
+        allowed = self._allowed(request)
+        # Readable before the generation is known, for a failure report; the condition itself
+        # is built once the generation says which labels it holds.
+        _, readable = self._condition(request, allowed, ())
         route = Route(
             channel=channel,
             channel_source="request" if channel else "all",
@@ -153,6 +158,7 @@ class KnowledgeSearch:
         try:
             gen = self._generation()
             gen_id = gen.id
+            base, readable = self._condition(request, allowed, _labels_of(gen))
             store = self._store(gen.id)
             self._check_embedder(gen)
             sparse = self._encoder(gen).query(text)
@@ -175,11 +181,14 @@ class KnowledgeSearch:
                 where["channel"] = route.channel
                 readable["channel"] = route.channel
             fragments, counts, best = self._retrieve(store, dense, sparse, where)
+            if fragments and best is None and self.settings.answers.min_similarity is not None:
+                degraded.append(NO_RELEVANCE_FLOOR)
         except _Failed as exc:
             return self._failed(route, readable, gen_id, exc.code, str(exc), degraded)
         except IndexUnavailable as exc:
             self._drop_stores()  # the next search reopens (and reports again if still broken)
             return self._failed(route, readable, gen_id, INDEX_UNAVAILABLE, str(exc), degraded)
+        _warn(degraded)
         return Retrieval(
             status="found" if fragments else "nothing_found",
             fragments=fragments,
@@ -191,40 +200,44 @@ class KnowledgeSearch:
             best_similarity=best,
         )
 
-    def channels_with_documents(self) -> set[str]:
-        """Declared channels with at least one servable point (labelled, answer kind) in the
-        active generation; counted once per generation. Raises ThothError when the state store
-        or the index cannot answer."""
-        vocabulary = tuple(self.settings.answers.labels)
-        where: dict[str, Any] = {
-            "workspace_id": self.settings.workspace,
-            "record_kind": list(ANSWER_KINDS),
-            "labels": Match(any_of=vocabulary),
-        }
-        try:
-            gen = self._generation()
-            return self._channels(self._store(gen.id), gen.id, where)
-        except _Failed as exc:
-            raise ThothError(str(exc)) from exc
+    def validate(self, question: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The request `search` would run, checked without touching the state store or the
+        index: a non-empty question, known fields of the right type (`parse_request`), and
+        labels, channel and source that are declared. Returns the fields given, normalised;
+        raises SearchRequestError naming what is wrong. Callers that do not search (the
+        numeric branch) validate with it too, so no path skips a check."""
+        if not question.strip():
+            raise SearchRequestError("the question is empty -> ask something")
+        parsed = parse_request(request)
+        self._check_names(parsed)
+        self._allowed(parsed)
+        return parsed
 
     def close(self) -> None:
         self._drop_stores()
 
     # -- the condition -----------------------------------------------------------------
 
-    def _condition(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The one condition (without the routed channel) and its readable form."""
+    def _allowed(self, request: Mapping[str, Any]) -> list[str]:
+        """The caller's labels (or the default ones): never empty."""
         answers = self.settings.answers
-        vocabulary = list(answers.labels)
-        self._check_names(request)
         requested = request.get("labels")
         allowed = sorted(set(answers.default_labels if requested is None else requested))
         if not allowed:
             raise SearchRequestError(
                 "no labels requested and answers.default_labels is empty: nothing may be "
-                f"served -> pass labels (vocabulary: {', '.join(vocabulary)})"
+                f"served -> pass labels (vocabulary: {', '.join(answers.labels)})"
             )
-        excluded = sorted(set(vocabulary) - set(allowed))
+        return allowed
+
+    def _condition(
+        self, request: Mapping[str, Any], allowed: list[str], present: Collection[str]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The one condition (without the routed channel) and its readable form. `present`:
+        the labels the generation holds, which may include labels removed from the vocabulary
+        since it was built; every label that is not allowed is excluded, whichever list
+        names it."""
+        excluded = sorted((set(self.settings.answers.labels) | set(present)) - set(allowed))
         where: dict[str, Any] = {
             "workspace_id": self.settings.workspace,
             "record_kind": list(ANSWER_KINDS),
@@ -293,7 +306,10 @@ class KnowledgeSearch:
 
     def _store(self, gen_id: str) -> IndexStore:
         if gen_id not in self._stores:
-            # Sealed generations are immutable: a handle stays valid for the process's life.
+            # Another generation is active now: the handles of the old ones are released (a
+            # rollback to one of them reopens it). Sealed generations are immutable, so the
+            # active one's handle stays valid for as long as it stays active.
+            self._drop_stores()
             self._stores[gen_id] = self._backend.open(gen_id)
         return self._stores[gen_id]
 
@@ -441,6 +457,7 @@ class KnowledgeSearch:
         text = " ".join(message.split())
         if len(text) > MAX_MESSAGE:
             text = text[: MAX_MESSAGE - 3] + "..."
+        _warn(degraded)
         log.error("answer retrieval failed [%s]: %s", code, text)
         return Retrieval(
             status="failed",
@@ -452,6 +469,18 @@ class KnowledgeSearch:
             error=text,
             degraded=degraded,
         )
+
+
+def _labels_of(gen: Any) -> list[str]:
+    """The labels a generation records in its counts (every label present in it); empty for a
+    generation built before it recorded them."""
+    labels = (gen.counts or {}).get("labels") or []
+    return [str(label) for label in labels] if isinstance(labels, list) else []
+
+
+def _warn(degraded: Sequence[str]) -> None:
+    if degraded:
+        log.warning("answer retrieval degraded: %s", "; ".join(degraded))
 
 
 def _kind(hit: Hit) -> str:

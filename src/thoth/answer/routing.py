@@ -68,8 +68,9 @@ def is_numeric(question: str, patterns: Sequence[str]) -> str | None:
     return None
 
 
-def _fold(text: str) -> str:
-    """Lower-case, accents stripped: "Città" and "citta" are the same word for keywords."""
+def fold(text: str) -> str:
+    """Lower-case, accents stripped: "Città" and "citta" are the same word (for keywords, and
+    for the extractive answerer's matching)."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
@@ -165,14 +166,14 @@ class ChannelRouter:
     ) -> Route:
         """The fallback: the channel whose keywords the question holds most; a tie or no match
         searches every channel."""
-        asked = set(self._stems.query(_fold(question)).indices)
+        asked = set(self._stems.query(fold(question)).indices)
         matches: dict[str, list[str]] = {}
         for channel in self.channels:
             if channel.name not in channels_with_documents:
                 continue
             hits = []
             for keyword in channel.keywords:
-                stems = set(self._stems.query(_fold(keyword)).indices)
+                stems = set(self._stems.query(fold(keyword)).indices)
                 if stems and stems <= asked:
                     hits.append(keyword)
             if hits:

@@ -1,14 +1,18 @@
 """`ask`: one question in, one answer out, logged whatever happened.
 
-Order of work: validate the request; a numeric question is never searched as text (it goes to
-the analytics branch, level 3, which this version does not have); a text question is searched
-under the request's one condition; the context is assembled under the budget; the answerer
-writes the text. A technical failure is an answer with status "failed" that says so — never
-one that looks like an empty corpus.
+Order of work: validate the request (`KnowledgeSearch.validate`, for every branch); a numeric
+question is never searched as text (it goes to the analytics branch, level 3, which this version
+does not have); a text question is searched under the request's one condition; the context is
+assembled under the budget; the answerer writes the text. A technical failure is an answer with
+status "failed" that says so — never one that looks like an empty corpus.
 
-The answer keeps what a reader needs (text, sources, status) apart from what an administrator
-needs (diagnostics). `sources` is present whenever retrieval was attempted, even empty, and
-absent when it was not.
+The answer keeps what a reader needs (text, sources, status, and what the search did without:
+`degraded`) apart from what an administrator needs (diagnostics). `sources` is present whenever
+retrieval was attempted, even empty, and absent when it was not.
+
+Every answer is logged in the state store's answer log. A log that cannot be written is an
+ERROR on `thoth.answer` and `diagnostics["logged"] = False`: the answer is still served, and an
+error being raised is never replaced by the logging one.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Literal
 
 from thoth.answer.answerers import Answerer
 from thoth.answer.context import AssembledContext, assemble_context
-from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError, parse_request
+from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError
 from thoth.answer.routing import Route, is_numeric
 from thoth.answer.seams import AnalyticsBranch, NoPseudonymizer, Pseudonymizer
 from thoth.answer.sources import Source
@@ -52,6 +56,9 @@ class Answer:
     sources: list[Source] | None  # None: retrieval was not attempted (absent from the JSON)
     answerer: str
     dropped: dict[str, int] = field(default_factory=lambda: {"fragments": 0, "documents": 0})
+    # What the search did without (the dense branch, the relevance floor ...): the answer is
+    # served, but not by the whole engine. Empty when nothing degraded or nothing was searched.
+    degraded: list[str] = field(default_factory=list)
     error_code: str | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
@@ -67,6 +74,7 @@ class Answer:
         data.update(
             answerer=self.answerer,
             dropped=dict(self.dropped),
+            degraded=list(self.degraded),
             error_code=self.error_code,
             diagnostics=self.diagnostics,
         )
@@ -106,21 +114,37 @@ class AnswerService:
         except ThothError as exc:
             code = BAD_REQUEST if isinstance(exc, SearchRequestError) else ANSWER_FAILED
             log.error("answer %s failed [%s]: %s", attempt.id, code, exc)
+            # A log failure is reported by _log and never replaces the error being raised.
             self._log(attempt.failure(str(exc), code, self._answerer.name), _storable(request))
             raise
         self._log(answer, request)
         return answer
 
     def _log(self, answer: Answer, request: dict[str, Any]) -> None:
-        self._state.log_answer(
-            answer.id,
-            self.settings.workspace,
-            answer.question,
-            request,
-            answer.status,
-            answer.as_dict(),
-            answer.error_code,
-        )
+        """Record the answer in the answer log; `diagnostics["logged"]` says whether it was.
+        A state store that cannot record it is an ERROR on `thoth.answer`, never a reason to
+        withhold the answer (or to replace the error being reported)."""
+        answer.diagnostics["logged"] = True  # as stored: the row exists only if this holds
+        try:
+            self._state.log_answer(
+                answer.id,
+                self.settings.workspace,
+                answer.question,
+                request,
+                answer.status,
+                answer.as_dict(),
+                answer.error_code,
+            )
+        except ThothError as exc:  # StateError: the state store words every database failure
+            answer.diagnostics["logged"] = False
+            log.error(
+                "answer %s (status %s) was not logged in the answer log: %s -> check that the "
+                "state store ([state].url) is reachable and writable; this answer is missing "
+                "from `tht answers log`",
+                answer.id,
+                answer.status,
+                exc,
+            )
 
     def close(self) -> None:
         self._search.close()
@@ -133,9 +157,8 @@ class AnswerService:
         self, attempt: _Attempt, instructions: str | None, filters: dict[str, Any]
     ) -> Answer:
         question = attempt.question
-        request = parse_request(filters)
-        if not question.strip():
-            raise SearchRequestError("the question is empty -> ask something")
+        # Every branch is validated, the numeric one included: before anything is decided.
+        request = self._search.validate(question, filters)
         pattern = is_numeric(question, self.settings.answers.routing.numeric_patterns)
         if pattern is not None:
             return self._numeric(attempt.id, question, pattern, request)
@@ -159,6 +182,7 @@ class AnswerService:
                 "fragments": context.dropped_fragments,
                 "documents": context.dropped_documents,
             },
+            degraded=list(retrieval.degraded),
             diagnostics=_diagnostics(retrieval, context),
         )
 
@@ -203,6 +227,7 @@ class AnswerService:
             status="failed",
             sources=[],  # retrieval was attempted: present, and empty
             answerer="none",
+            degraded=list(retrieval.degraded),
             error_code=code,
             diagnostics=_diagnostics(retrieval, None),
         )
@@ -229,6 +254,7 @@ class _Attempt:
             status="failed",
             sources=sources,
             answerer=answerer,
+            degraded=[] if self.retrieval is None else list(self.retrieval.degraded),
             error_code=code,
             diagnostics={}
             if self.retrieval is None

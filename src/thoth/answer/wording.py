@@ -25,6 +25,7 @@ class Wording:
     floor_nothing_found: str
     floor_ground: str
     floor_truncated: str  # {fragments} {documents}
+    floor_all_dropped: str  # {fragments} {documents}: found, but none fitted the context
     question_heading: str
     context_heading: str
     empty_context: str
@@ -81,6 +82,11 @@ ITALIAN = Wording(
         "- {fragments} frammenti (da {documents} documenti) trovati dalla ricerca sono stati "
         "esclusi per mancanza di spazio: dillo, la risposta potrebbe essere incompleta."
     ),
+    floor_all_dropped=(
+        "- La ricerca ha trovato fonti pertinenti ({fragments} frammenti da {documents} "
+        "documenti), ma nessuna è entrata nello spazio del contesto: dillo, senza dire che non "
+        "è stato trovato nulla e senza rispondere con conoscenze generali."
+    ),
     question_heading="Domanda:",
     context_heading="Contesto:",
     empty_context="(nessun frammento)",
@@ -129,6 +135,11 @@ ENGLISH = Wording(
     floor_truncated=(
         "- {fragments} fragments (from {documents} documents) found by the search were left "
         "out for lack of space: say so, the answer may be incomplete."
+    ),
+    floor_all_dropped=(
+        "- Evidence was found ({fragments} fragments from {documents} documents) but none "
+        "fitted the context: say so, without saying that nothing was found and without "
+        "answering from general knowledge."
     ),
     question_heading="Question:",
     context_heading="Context:",

@@ -96,6 +96,14 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
         for n, src in enumerate(answer.sources, start=1):
             out.print(f"  {n}. {src.title} — {src.doc_id}", markup=False, highlight=False)
     out.print()
+    if answer.degraded:
+        # The answer was served without part of the engine: said where the reader looks.
+        out.print(
+            "Degraded: " + "; ".join(answer.degraded),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     out.print(f"Status: {_status_line(answer)}  (answer id {answer.id})", markup=False)
     if diagnostics:
         _print_diagnostics(console, answer.diagnostics)

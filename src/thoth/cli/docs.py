@@ -3,6 +3,7 @@ the registry of sync runs."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -23,6 +24,7 @@ from thoth.errors import PreconditionError, ProblemsError, ThothError
 from thoth.gitrepo import default_run_by
 from thoth.runtime import Runtime, open_runtime
 from thoth.state import SyncRun
+from thoth.state.store import pid_alive
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -73,8 +75,9 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
 def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Align every declared source to its latest revision and re-index what changed.
 
-    Exit 0 synced (or nothing changed), 1 failed (the active generation is untouched), 4 refused
-    to start (another sync is running, no Git commit)."""
+    Exit 0 synced (or nothing changed), 1 failed (the error says which generation serves: the
+    active one, untouched, unless the failure came after an activation), 4 refused to start
+    (another sync is running, no Git commit)."""
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
@@ -84,7 +87,7 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
         try:
             report = sync.run(full=full)
         except (ThothError, EmbedderError) as exc:
-            _failed(exc, sync.run_id, as_json)
+            _failed(exc, sync, as_json)
     if as_json:
         emit_json({"ok": True, **report.as_dict()})
     else:
@@ -92,16 +95,37 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     raise typer.Exit(exitcodes.OK)
 
 
-def _failed(exc: Exception, run_id: int | None, as_json: bool) -> NoReturn:
-    """Report a failed run with its registry id; exit with the error's code."""
+def _failed(exc: Exception, sync: DocsSync, as_json: bool) -> NoReturn:
+    """Report a failed run with its registry id and what serves now; exit with the error's
+    code."""
     code = exc.exit_code if isinstance(exc, ThothError) else exitcodes.FAILED
-    recorded = (
-        f"run {run_id} is recorded as failed (`tht docs runs`)"
-        if run_id is not None
-        else "no run was started"
-    )
+    run_id, report = sync.run_id, sync.report
+    if run_id is None:
+        recorded = "no run was started"
+    elif sync.recorded:
+        recorded = f"run {run_id} is recorded as failed (`tht docs runs`)"
+    else:
+        recorded = (
+            f"run {run_id} could not be recorded as failed and stays 'running': the next sync "
+            f"on this host closes it once this process has exited, or `tht docs runs "
+            f"--interrupt {run_id}` does"
+        )
+    if report is not None and report.after_failure:
+        serving = report.after_failure
+    else:  # refused before the run started, or before anything was read
+        serving = "nothing was built: the active generation is unchanged"
+    notes = [str(n) for n in getattr(exc, "__notes__", [])]  # e.g. why the row stays open
     if as_json:
-        data: dict[str, Any] = {"ok": False, "error": str(exc), "run_id": run_id}
+        data: dict[str, Any] = {
+            "ok": False,
+            "error": str(exc),
+            "notes": notes,
+            "run_id": run_id,
+            "run_recorded": sync.recorded,
+            "serving": serving,
+            "generation": report.generation if report else None,
+            "abandoned_generation": report.abandoned_generation if report else None,
+        }
         if isinstance(exc, ProblemsError):
             data["error"] = exc.summary
             data["problems"] = [p.as_dict() for p in exc.problems]
@@ -111,7 +135,9 @@ def _failed(exc: Exception, run_id: int | None, as_json: bool) -> NoReturn:
             render.problems(err, exc.summary, exc.problems)
         else:
             err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        err.print(f"[dim]{recorded}; the active generation is unchanged.[/]", highlight=False)
+        for note in notes:
+            err.print(f"  {escape(note)}", highlight=False)
+        err.print(f"[dim]{escape(recorded)}; {escape(serving)}.[/]", highlight=False)
     raise typer.Exit(code) from exc
 
 
@@ -147,6 +173,11 @@ def render_sync(console: Console, report: SyncReport) -> None:
         "labels changed",
         [
             f"{c['doc_id']}: [{', '.join(c['old'])}] -> [{', '.join(c['new'])}]"
+            + (
+                f" (channel {c['old_channel'] or '-'} -> {c['new_channel'] or '-'})"
+                if "new_channel" in c
+                else ""
+            )
             for c in report.labels_changed
         ],
         "yellow",
@@ -186,7 +217,8 @@ def runs_cmd(
         typer.Option(
             "--interrupt",
             help="Close a 'running' run whose process is gone (e.g. on a machine that no "
-            "longer exists), so that a new sync may start.",
+            "longer exists), so that a new sync may start. Refused while the run's process "
+            "is alive on this host.",
         ),
     ] = None,
     workspace: WsOpt = Path("."),
@@ -234,6 +266,14 @@ def _interrupt(rt: Runtime, run_id: int) -> None:
         )
     if run.status != "running":
         raise PreconditionError(f"sync run {run_id} is already {run.status!r}: nothing to close")
+    if run.host == socket.gethostname() and pid_alive(run.pid):
+        # Closing it would release the lock under a live build: two builds from one generation.
+        raise PreconditionError(
+            f"sync run {run_id} is still running: its process (pid {run.pid}) is alive on "
+            f"this host ({run.host}) -> wait for it to finish, or stop it (check with `ps -p "
+            f"{run.pid}` that it is the sync or publication, then `kill {run.pid}`); a run "
+            "whose process is gone is closed by the next build on this host"
+        )
     rt.state.finish_sync_run(
         run_id,
         "interrupted",

@@ -169,8 +169,9 @@ def _decide(
 def admit(snapshots: Sequence[SourceSnapshot], pages: Sequence[WikiPage]) -> list[Admission]:
     """The closed decision tree for every file of every snapshot, in snapshot and path order.
 
-    References from pages to documents that do not exist are not decided here: `verify`
-    reports them.
+    References from pages to documents that do not exist, and references to other wiki pages
+    (a page is never routed to curation, so such a reference decides nothing here), are not
+    decided here: `verify` reports them as errors.
     """
     contradictions: dict[str, list[str]] = {}
     for page in pages:

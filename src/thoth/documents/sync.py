@@ -11,6 +11,8 @@ fragments to 6 while reporting "all ok"):
   an error stops the run, names the file, and leaves the active generation untouched;
 - a source that cannot be read stops the run; a source whose globs match nothing while its
   documents are indexed stops it too, instead of deleting them all;
+- a thoth.toml changed by the alignment of the workspace stops the run before anything is
+  built: the new files are never indexed with the settings read before the alignment;
 - every run is recorded in the state store (`sync_runs`), failures included, with revisions,
   counts and every change by name; two overlapping runs are refused by a database constraint.
 """
@@ -27,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, cast
 
-from thoth.config import Settings, SourceSettings
+from thoth.config import CONFIG_FILE, Settings, SourceSettings, load_settings
 from thoth.documents.chunk import Chunk, ChunkKind, ChunkStats, chunk_stats
 from thoth.documents.ingest import (
     Admission,
@@ -46,18 +48,25 @@ from thoth.documents.records import (
 )
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
-from thoth.errors import PreconditionError, ThothError
-from thoth.evidence.publish import PAYLOAD_INDEXES, UPSERT_BATCH, Progress, retain_generations
+from thoth.errors import ConfigError, PreconditionError, ThothError
+from thoth.evidence.publish import (
+    PAYLOAD_INDEXES,
+    UPSERT_BATCH,
+    Progress,
+    embed_passages,
+    record_labels,
+    retain_generations,
+)
 from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.generations import IndexBackend
+from thoth.search.service import RECORD_KIND as EVIDENCE_KIND
 from thoth.state import Generation, StateStore, SyncStatus
 from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
 DOC_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI)
-EMBED_BATCH: Final = 32
 # Payload fields this module adds to KnowledgeFragment.payload(): the fingerprint of the source
 # settings the fragment was prepared with, and the BM25 average length of its sparse vector.
 SOURCE_CONFIG: Final = "source_config"
@@ -92,7 +101,8 @@ class SyncReport:
     created: list[str] = field(default_factory=list)  # doc ids
     updated: list[str] = field(default_factory=list)
     deleted: list[dict[str, str]] = field(default_factory=list)  # doc_id, reason
-    labels_changed: list[dict[str, Any]] = field(default_factory=list)  # doc_id, old, new
+    # doc_id (or evidence id), old, new labels; old_channel and new_channel when it changed too
+    labels_changed: list[dict[str, Any]] = field(default_factory=list)
     not_knowledge: list[dict[str, str]] = field(default_factory=list)  # doc_id, reason
     curation: list[dict[str, Any]] = field(default_factory=list)  # doc_id, reason, kept
     uncommitted: dict[str, list[str]] = field(default_factory=dict)  # source -> paths
@@ -100,6 +110,11 @@ class SyncReport:
     notes: list[dict[str, str]] = field(default_factory=list)  # doc_id, extraction note
     chunk_stats: ChunkStats | None = None  # of the fragments built by this run
     dropped_generations: list[str] = field(default_factory=list)
+    # A generation this run created, then abandoned (dropped, marked failed) on an error.
+    abandoned_generation: str | None = None
+    # After a failure: which generation serves ("nothing was activated: ..." or "generation
+    # ... was activated before the error ..."); empty when the run did not fail.
+    after_failure: str = ""
     duration_s: float = 0.0
     message: str = ""
 
@@ -142,6 +157,16 @@ class _Plan:
     carry: set[str] = field(default_factory=set)  # doc ids whose points are copied as they are
     build: list[tuple[Admission, SourceFile]] = field(default_factory=list)
     unchanged: int = 0
+    # Carried doc ids whose payloads get new labels and channel (same ids and vectors): a
+    # document kept for curation while its source's labels or channel changed.
+    restamp: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    # Evidence units of the active generation stamped with other labels or channel than
+    # [answers] now declares: restamped while carried (evidence id -> old labels, old channel).
+    evidence: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+
+    @property
+    def restamps(self) -> bool:
+        return bool(self.restamp or self.evidence)
 
 
 def preparation_fingerprint(source: SourceSettings) -> str:
@@ -169,6 +194,8 @@ class DocsSync:
         self.embedder = embedder
         self.progress = progress or (lambda _phase, _done, _total: None)
         self.run_id: int | None = None  # set once the run row exists, failures included
+        self.report: SyncReport | None = None  # the run's report, failures included
+        self.recorded = False  # whether the run row was closed with the run's outcome
         self._fingerprints = {s.name: preparation_fingerprint(s) for s in ws.settings.sources}
 
     def run(self, full: bool = False, run_by: str | None = None) -> SyncReport:
@@ -191,6 +218,7 @@ class DocsSync:
             run_by=who,
             pipeline_version=PIPELINE_VERSION,
         )
+        self.report = report
         status: SyncStatus = "failed"
         failure: BaseException | None = None
         try:
@@ -199,24 +227,24 @@ class DocsSync:
         except BaseException as exc:
             failure = exc
             status = "failed" if isinstance(exc, Exception) else "interrupted"
-            where = (
-                f"generation {report.generation} was activated before it"
-                if report.outcome == "activated"
-                else "nothing was activated: the active generation "
-                f"{report.previous_generation or 'none'} is unchanged"
-            )
+            report.after_failure = _after_failure(report)
             report.outcome = "failed"
-            report.message = f"{type(exc).__name__}: {exc} ({where})"
+            report.message = f"{type(exc).__name__}: {exc} ({report.after_failure})"
             raise
         finally:
             report.duration_s = round(time.perf_counter() - started, 3)
             try:
                 self._finish(report, status)
-            except ThothError as bookkeeping:
+                self.recorded = True
+            except Exception as bookkeeping:
                 if failure is None:
                     raise
                 # Do not hide the error that stopped the run behind the bookkeeping one.
-                failure.add_note(f"the run row {report.run_id} could not be closed: {bookkeeping}")
+                failure.add_note(
+                    f"the run row {report.run_id} could not be closed ({bookkeeping}): it stays "
+                    "'running' until the next sync on this host finds its process gone, or "
+                    f"`tht docs runs --interrupt {report.run_id}` closes it"
+                )
         return report
 
     # ------------------------------------------------------------------ steps
@@ -243,6 +271,7 @@ class DocsSync:
         report.uncommitted = {
             s.source.name: list(s.uncommitted) for s in snapshots if s.uncommitted
         }
+        self._check_settings_unchanged(snapshots)
         pages = [
             parse_page(f, self.settings)
             for s in snapshots
@@ -254,6 +283,8 @@ class DocsSync:
         held = self._held(active) if active else {}
         self._check_empty_sources(snapshots, held, report)
         plan = self._plan(report, snapshots, pages, admissions, held)
+        if active is not None:
+            self._plan_evidence(report, plan, active)
         prepared = self._prepare(plan)
         self._record_changes(report, prepared, held)
 
@@ -274,7 +305,15 @@ class DocsSync:
             "stale_fragments": 0,
             "records_other_kinds": 0,
         }
-        nothing_to_do = not report.full and not prepared and not report.deleted
+        nothing_to_do = (
+            not report.full
+            and not prepared
+            and not report.deleted
+            and not plan.restamps
+            # A generation built before the label set was recorded gets one (nothing is
+            # embedded again): readers fail closed on labels missing from it.
+            and (active is None or "labels" in active.counts)
+        )
         if nothing_to_do:
             # Same content as the active generation: no new generation, so routine syncs never
             # push rollback generations out of retention.
@@ -297,6 +336,33 @@ class DocsSync:
             report.warnings.append(
                 f"{report.counts['stale_fragments']} fragment(s) were built by a pipeline older "
                 f"than version {PIPELINE_VERSION} -> run `tht docs sync --full` to rebuild them"
+            )
+
+    def _check_settings_unchanged(self, snapshots: Sequence[SourceSnapshot]) -> None:
+        """The settings this run started with must still be thoth.toml's once the sources are
+        aligned: when the workspace itself is a source repository, the fast-forward may bring
+        a new thoth.toml (other labels, globs, sources) that this run did not read. Indexing the
+        new files with the old settings would serve them under the wrong labels."""
+        path = self.ws.root / CONFIG_FILE
+        workspace = self.ws.root.resolve()
+        revision = next(
+            (s.revision for s in snapshots if s.repo_root.resolve() == workspace),
+            None,
+        ) or head_revision(self.ws.root)
+        at = f"revision {revision[:12]}" if revision else "its current state"
+        try:
+            current = load_settings(self.ws.root)
+        except ConfigError as exc:
+            raise SyncError(
+                f"{path} changed with the alignment of the workspace to {at} and is no longer "
+                f"valid ({exc}); nothing was built -> fix thoth.toml upstream, then run "
+                "`tht docs sync` again"
+            ) from exc
+        if current != self.settings:
+            raise SyncError(
+                f"{path} changed with the alignment of the workspace to {at}: this run "
+                "started with the settings read before it, so nothing was built -> run "
+                "`tht docs sync` again so the new settings apply"
             )
 
     def _discard_crashed_builds(self) -> None:
@@ -392,16 +458,20 @@ class DocsSync:
                         {"doc_id": adm.doc_id, "reason": f"not knowledge: {adm.reason}"}
                     )
                 continue
+            file = files.get(adm.doc_id)
             if adm.outcome == "curation":
-                # Keep the version the page was written against until the conflict is curated.
+                # Keep the version the page was written against until the conflict is curated,
+                # but under the labels and channel its source declares now: labels decide who
+                # may read it, curation does not.
                 kept = old.fragments if old is not None else 0
                 if old is not None:
                     plan.carry.add(adm.doc_id)
+                    if file is not None:
+                        self._plan_restamp(report, plan, adm.doc_id, old, file.source)
                 report.curation.append(
                     {"doc_id": adm.doc_id, "reason": adm.reason, "kept_fragments": kept}
                 )
                 continue
-            file = files.get(adm.doc_id)
             if file is None:
                 raise SyncError(
                     f"{adm.doc_id}: admitted for indexing but not among the files read from "
@@ -427,25 +497,68 @@ class DocsSync:
     def _unchanged(
         self, adm: Admission, file: SourceFile, old: _Held, pages: dict[str, WikiPage]
     ) -> bool:
-        """Same content, same preparation settings, same labels, channel and title: the
-        active generation's points are still right and need no new embedding. A newer
-        pipeline version alone does not count (that is `--full`, and the stale counter)."""
+        """Same content, same preparation settings, same labels and channel (and, for a wiki
+        page, same title): the active generation's points are still right and need no new
+        embedding. A newer pipeline version alone does not count (that is `--full`, and the
+        stale counter)."""
         source = file.source
+        same = (
+            old.kind == adm.kind
+            and old.sha256 == file.sha256
+            and old.source_config == self._fingerprints[source.name]
+        )
         if adm.kind == RECORD_WIKI:
             page = pages.get(adm.doc_id)
             if page is None:
                 return False
-            labels, channel, title = _labels(page.labels), page.channel, page.title
-        else:
-            labels, channel, title = _labels(source.labels), source.channel, old.title
-        return (
-            old.kind == adm.kind
-            and old.sha256 == file.sha256
-            and old.source_config == self._fingerprints[source.name]
-            and old.labels == labels
-            and old.channel == channel
-            and old.title == title
+            return (
+                same
+                and old.labels == _labels(page.labels)
+                and old.channel == page.channel
+                and old.title == page.title
+            )
+        # A document's title comes from its front matter or its extraction: it cannot be known
+        # without extracting the file, and it is a function of what is compared above (the
+        # bytes and the preparation settings; a new extractor is a new pipeline version, i.e.
+        # `--full`), so it is not compared.
+        return same and old.labels == _labels(source.labels) and old.channel == source.channel
+
+    def _plan_restamp(
+        self, report: SyncReport, plan: _Plan, doc_id: str, old: _Held, source: SourceSettings
+    ) -> None:
+        """A carried document whose source now declares other labels or channel: its payloads
+        are restamped (labels and channel only) and the change is listed by name."""
+        labels, channel = _labels(source.labels), source.channel
+        if old.labels == labels and old.channel == channel:
+            return
+        plan.restamp[doc_id] = (tuple(source.labels), channel)  # as a build writes them
+        report.labels_changed.append(
+            _label_change(doc_id, old.labels, labels, old.channel, channel)
         )
+
+    def _plan_evidence(self, report: SyncReport, plan: _Plan, active: Generation) -> None:
+        """Evidence units are stamped with `[answers].evidence_labels` and `evidence_channel`
+        when published; when thoth.toml changed them since, the sync restamps the carried
+        records (same ids and vectors) so the labels served are the declared ones."""
+        labels, channel = self._evidence_stamp()
+        store = self.backend.open(active.id)
+        try:
+            for rec in store.scroll({"record_kind": EVIDENCE_KIND}):
+                p = rec.payload
+                unit = str(p.get("evidence_id") or p.get("doc_id") or rec.id)
+                old = (_labels(p.get("labels") or []), str(p.get("channel") or ""))
+                if old != (labels, channel) and unit not in plan.evidence:
+                    plan.evidence[unit] = old
+        finally:
+            store.close()
+        for unit, (old_labels, old_channel) in sorted(plan.evidence.items()):
+            report.labels_changed.append(
+                _label_change(unit, old_labels, labels, old_channel, channel)
+            )
+
+    def _evidence_stamp(self) -> tuple[tuple[str, ...], str]:
+        answers = self.settings.answers
+        return _labels(answers.evidence_labels), answers.evidence_channel or ""
 
     def _prepare(self, plan: _Plan) -> list[PreparedDocument]:
         """Extract and chunk every file to build, before any index write: an error here stops
@@ -488,7 +601,7 @@ class DocsSync:
         fragments = [f for doc in prepared for f in doc.fragments]
         texts = [f.text for f in fragments]  # the embedded text: never the caveats
         bm25 = Bm25Encoder(self.settings.language, self._avg_len(report.full, plan, held, texts))
-        vectors = self._embed(texts)
+        vectors = embed_passages(self.embedder, texts, self.progress)
         report.chunk_stats = chunk_stats([_as_chunk(f) for f in fragments])
 
         revision = self._revision(active)
@@ -511,9 +624,7 @@ class DocsSync:
         store: IndexStore | None = None
         try:
             store = self.backend.create(gen_id, self.embedder.dim)
-            carried_docs, other = (
-                self._copy(active.id, gen_id, store, plan.carry) if active else (0, 0)
-            )
+            carried_docs, other = self._copy(active.id, gen_id, store, plan) if active else (0, 0)
             records = [
                 IndexRecord(
                     id=fragment_point_id(f.doc_id, f.ordinal),
@@ -527,15 +638,18 @@ class DocsSync:
                 store.upsert(records[start : start + UPSERT_BATCH])
                 self.progress("index", min(start + UPSERT_BATCH, len(records)), len(records))
             store.create_payload_indexes(PAYLOAD_INDEXES)
-            self._verify(report, store, gen_id, carried_docs, other, len(records))
+            labels = self._verify(report, store, gen_id, carried_docs, other, len(records))
             self.backend.seal(gen_id, store)
             store = None
-            self.state.mark_generation(gen_id, "candidate", dict(report.counts))
+            # The label set of the generation: readers fail closed on labels absent from it.
+            self.state.mark_generation(gen_id, "candidate", {**report.counts, "labels": labels})
             self.state.activate_generation(
                 self.name, gen_id, expected_previous=active.id if active else None
             )
         except BaseException as exc:
             self._abandon(gen_id, store, exc)
+            report.generation = None  # never served: the run row must not name it as its own
+            report.abandoned_generation = gen_id
             raise
         report.outcome = "activated"
         report.message = f"generation {gen_id} is active"
@@ -570,20 +684,6 @@ class DocsSync:
                 return kept[0][0]
         return average_length(texts)
 
-    def _embed(self, texts: Sequence[str]) -> list[Any]:
-        out: list[Any] = []
-        for start in range(0, len(texts), EMBED_BATCH):
-            batch = list(texts[start : start + EMBED_BATCH])
-            vectors = self.embedder.embed_passages(batch)
-            if len(vectors) != len(batch):
-                raise SyncError(
-                    f"{self.embedder.identity}: {len(vectors)} vectors for {len(batch)} "
-                    "texts -> check the embedding server"
-                )
-            out.extend(vectors)
-            self.progress("embed", min(start + EMBED_BATCH, len(texts)), len(texts))
-        return out
-
     def _revision(self, active: Generation | None) -> str:
         """The workspace revision the generation is stamped with: unchanged when one is active
         (Evidence search requires it), else the activated one, else the workspace HEAD."""
@@ -604,24 +704,35 @@ class DocsSync:
             BM25_AVG_LEN: avg_len,
         }
 
-    def _copy(
-        self, active_id: str, gen_id: str, store: IndexStore, keep: set[str]
-    ) -> tuple[int, int]:
+    def _copy(self, active_id: str, gen_id: str, store: IndexStore, plan: _Plan) -> tuple[int, int]:
         """Copy the active generation's records of other kinds, and the documents and pages
-        in `keep`: same ids, vectors and payloads, restamped with the new generation (Evidence
-        search filters on `vector_generation`). Returns (documents' fragments, others)."""
+        in `plan.carry`: same ids, vectors and payloads, restamped with the new generation
+        (Evidence search filters on `vector_generation`), and with the labels and channel
+        declared now where `plan` says so. Returns (documents' fragments, others)."""
+        answers = self.settings.answers
+        # The order declared in thoth.toml, as a publication writes it.
+        evidence_stamp = (tuple(answers.evidence_labels), answers.evidence_channel or "")
         old = self.backend.open(active_id)
         try:
             docs = other = 0
             batch: list[IndexRecord] = []
             for rec in old.scroll():
-                if rec.payload.get("record_kind") in DOC_KINDS:
-                    if rec.payload.get("doc_id") not in keep:
+                payload = rec.payload
+                kind = payload.get("record_kind")
+                stamp: tuple[tuple[str, ...], str] | None = None
+                if kind in DOC_KINDS:
+                    doc_id = str(payload.get("doc_id"))
+                    if doc_id not in plan.carry:
                         continue
                     docs += 1
+                    stamp = plan.restamp.get(doc_id)
                 else:
                     other += 1
-                payload = rec.payload
+                    unit = str(payload.get("evidence_id") or payload.get("doc_id") or rec.id)
+                    if kind == EVIDENCE_KIND and unit in plan.evidence:
+                        stamp = evidence_stamp
+                if stamp is not None:
+                    payload = {**payload, "labels": list(stamp[0]), "channel": stamp[1]}
                 if "vector_generation" in payload:
                     payload = {**payload, "vector_generation": gen_id}
                 batch.append(IndexRecord(rec.id, rec.dense, rec.sparse, payload))
@@ -642,17 +753,23 @@ class DocsSync:
         carried: int,
         other: int,
         built: int,
-    ) -> None:
-        """Count what the new generation really holds; the report states those numbers."""
+    ) -> list[str]:
+        """Count what the new generation really holds; the report states those numbers.
+        Returns every label carried by a record of any kind, sorted."""
         kinds: dict[str, set[str]] = {k: set() for k in DOC_KINDS}
-        doc_points = stale = 0
-        for rec in store.scroll({"record_kind": list(DOC_KINDS)}):
+        doc_points = stale = scrolled = 0
+        labels: set[str] = set()
+        for rec in store.scroll():
+            scrolled += 1
+            labels |= record_labels([rec.payload])
+            if rec.payload.get("record_kind") not in DOC_KINDS:
+                continue
             doc_points += 1
             kinds[str(rec.payload.get("record_kind"))].add(str(rec.payload.get("doc_id")))
             if int(rec.payload.get("pipeline_version") or 0) < PIPELINE_VERSION:
                 stale += 1
         total = store.count()
-        if doc_points != carried + built or total != doc_points + other:
+        if doc_points != carried + built or total != doc_points + other or scrolled != total:
             raise SyncError(
                 f"generation {gen_id}: {doc_points} document/page fragments and {total} "
                 f"records readable, {carried + built} and {carried + built + other} written "
@@ -665,6 +782,7 @@ class DocsSync:
             stale_fragments=stale,
             records_other_kinds=other,
         )
+        return sorted(labels)
 
     def _kinds_count(self, held: dict[str, _Held], carry: set[str]) -> dict[str, int]:
         return {
@@ -684,6 +802,37 @@ class DocsSync:
 
 def _labels(labels: Sequence[Any]) -> tuple[str, ...]:
     return tuple(sorted({str(label) for label in labels}))
+
+
+def _label_change(
+    doc_id: str,
+    old_labels: Sequence[str],
+    new_labels: Sequence[str],
+    old_channel: str,
+    new_channel: str,
+) -> dict[str, Any]:
+    """One `labels_changed` entry; the channel is named only when it changed too."""
+    change: dict[str, Any] = {
+        "doc_id": doc_id,
+        "old": list(_labels(old_labels)),
+        "new": list(_labels(new_labels)),
+    }
+    if old_channel != new_channel:
+        change.update(old_channel=old_channel, new_channel=new_channel)
+    return change
+
+
+def _after_failure(report: SyncReport) -> str:
+    """What serves after the run failed, from what the run recorded as it went."""
+    if report.outcome == "activated":
+        return f"generation {report.generation} was activated before the error and is serving"
+    where = (
+        "nothing was activated: the active generation "
+        f"{report.previous_generation or 'none'} is unchanged"
+    )
+    if report.abandoned_generation:
+        where += f"; the build of generation {report.abandoned_generation} was abandoned"
+    return where
 
 
 def _check_prepared(adm: Admission, doc: PreparedDocument) -> None:

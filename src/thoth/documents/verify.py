@@ -2,8 +2,10 @@
 
 The silent failures it catches: a correct filter that selects nothing because nobody labelled
 the documents, a label value outside the governed vocabulary, a wiki page pointing at a document
-that does not exist. It reads the sources at their committed revision (without aligning them:
-verify changes nothing) and, when there is one, the active generation.
+that does not exist, or at another wiki page where a document is required (`contradicted_by`,
+`documents`: admission decides on documents only, so such a reference would be ignored). It
+reads the sources at their committed revision (without aligning them: verify changes nothing)
+and, when there is one, the active generation.
 """
 
 from __future__ import annotations
@@ -177,11 +179,36 @@ def _check_filters(
             )
 
 
+# Why a page's reference must name a document, not another page, per front-matter field.
+_NOT_A_PAGE = {
+    "contradicted_by": (
+        "contradicted_by must name a document: pages are curated, they are not routed to "
+        "curation (the contradiction would be ignored and both pages served)"
+    ),
+    "documents": (
+        "documents must name a document: a page's references and pins are checked against "
+        "documents only (a pinned page that changes is never routed to curation)"
+    ),
+}
+
+
 def _check_references(pages: list[WikiPage], known: set[str], report: VerifyReport) -> None:
+    page_ids = {p.doc_id for p in pages}
     for page in pages:
-        targets = [r.doc_id for r in page.refers_to] + list(page.contradicted_by)
-        for target in targets:
-            if target not in known:
+        targets = [("documents", r.doc_id) for r in page.refers_to] + [
+            ("contradicted_by", d) for d in page.contradicted_by
+        ]
+        for field_name, target in targets:
+            if target in page_ids:
+                report.add(
+                    "error",
+                    "reference_not_document",
+                    page.doc_id,
+                    f"{field_name} names wiki page {target}: {_NOT_A_PAGE[field_name]}",
+                    f"list the document's id (`<source>:<path>`) under {field_name}, or "
+                    f"reconcile the two pages and remove {target} from {field_name}",
+                )
+            elif target not in known:
                 report.add(
                     "error",
                     "reference_unresolved",

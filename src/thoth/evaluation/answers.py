@@ -22,7 +22,8 @@ from typing import Any, Literal, Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from thoth.errors import Problem, ProblemsError
+from thoth.answer.retrieval import SearchRequestError, parse_request
+from thoth.errors import Problem, ProblemsError, ThothError
 
 DEFAULT_K = 5
 Verdict = Literal["pass", "retrieval", "answer", "failed"]
@@ -107,12 +108,22 @@ def load_answer_cases(path: Path, label: str | None = None) -> list[AnswerCase]:
     for index, entry in enumerate(raw):
         where = f"{rel}[{index}]"
         try:
-            cases.append(AnswerCase.model_validate(entry))
+            case = AnswerCase.model_validate(entry)
         except ValidationError as exc:
             problems += [
                 Problem(where, e["msg"], field=".".join(str(p) for p in e["loc"]))
                 for e in exc.errors()
             ]
+            continue
+        try:
+            # The filters' names and types, by the engine's own parser: a typo'd filter would
+            # otherwise abort the run halfway (labels, channels and sources are checked against
+            # the configuration when the case runs).
+            parse_request(case.request)
+        except SearchRequestError as exc:
+            problems.append(Problem(where, f"case {case.id!r}: {exc}"))
+            continue
+        cases.append(case)
     ids = Counter(c.id for c in cases)
     problems += [
         Problem(rel, f"case id {i!r} used twice", field="id") for i, n in ids.items() if n > 1
@@ -233,17 +244,26 @@ def _contains_number(text: str, number: str) -> bool:
 def run_answer_evaluation(
     asker: Asker, cases: Sequence[AnswerCase], k: int = DEFAULT_K
 ) -> AnswerEvalReport:
-    return AnswerEvalReport(
-        k=k,
-        cases=[
-            judge(
-                case,
-                asker.ask(case.question, instructions=case.instructions, **case.request),
-                k,
-            )
-            for case in cases
-        ],
-    )
+    """Ask and judge every case. A case whose ask raises (a refused request, a failed answer
+    model) is `failed` with the error: the other cases still run."""
+    return AnswerEvalReport(k=k, cases=[_run_case(asker, case, k) for case in cases])
+
+
+def _run_case(asker: Asker, case: AnswerCase, k: int) -> CaseResult:
+    try:
+        answer = asker.ask(case.question, instructions=case.instructions, **case.request)
+    except ThothError as exc:
+        return CaseResult(
+            id=case.id,
+            question=case.question,
+            status="failed",
+            sources=[],
+            verdict="failed",
+            retrieval_passed=False,
+            answer_passed=False,
+            error=f"{type(exc).__name__}: {exc}",
+        )
+    return judge(case, answer, k)
 
 
 def case_from_answer(

@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 
 from thoth.config import AnswersSettings
 from thoth.documents.records import FILTER_FIELDS, caveats_for
-from thoth.embed.base import Embedder
+from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
 from thoth.evaluation.evidence import EvaluationReport, evaluate, load_evaluation
 from thoth.evidence.corpus import load_corpus, unit_rel_path
@@ -61,12 +61,42 @@ PAYLOAD_INDEXES = tuple(
 )
 _POINTS = uuid.UUID("6f1c2a8e-54a7-4b8e-9a55-7d2f0c8b1e33")  # namespace for point ids
 UPSERT_BATCH = 256
+EMBED_BATCH = 32
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 def point_id(evidence_id: str, ordinal: int) -> str:
     return str(uuid.uuid5(_POINTS, f"{evidence_id}#{ordinal}"))
+
+
+def embed_passages(
+    embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
+) -> list[Any]:
+    """Embed `texts` in batches of EMBED_BATCH, reporting the "embed" phase; one vector per
+    text, in order. Shared by every builder (Evidence publication, docs sync): a reply with
+    a missing or extra vector stops the build instead of shifting every later vector onto
+    the wrong fragment."""
+    out: list[Any] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = list(texts[start : start + EMBED_BATCH])
+        vectors = embedder.embed_passages(batch)
+        if len(vectors) != len(batch):
+            raise EmbedderError(
+                f"{embedder.identity}: {len(vectors)} vectors returned for {len(batch)} texts "
+                f"(texts {start + 1}-{start + len(batch)} of {len(texts)}); nothing was "
+                "indexed -> check the embedding server: it must return one vector per text"
+            )
+        out.extend(vectors)
+        if progress is not None:
+            progress("embed", min(start + EMBED_BATCH, len(texts)), len(texts))
+    return out
+
+
+def record_labels(payloads: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Every label value carried by the records: the vocabulary a generation was built with,
+    stored as `counts["labels"]` so readers can fail closed on labels no longer declared."""
+    return {str(label) for payload in payloads for label in payload.get("labels") or []}
 
 
 @dataclass
@@ -193,24 +223,38 @@ class Publisher:
         status: SyncStatus = "failed"
         message = ""
         report: PublishReport | None = None
+        failure: BaseException | None = None
         try:
             report = self._preprocess()
             status = "succeeded" if report.outcome == "activated" else "failed"
             message = report.message
             return report
         except BaseException as exc:
+            failure = exc
+            # Ctrl-C or a shutdown is not a failure of the build: same as `tht docs sync`.
+            status = "failed" if isinstance(exc, Exception) else "interrupted"
             message = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self.state.finish_sync_run(
-                run_id,
-                status,
-                {"evidence": report.revision} if report else {},
-                report.generation if report else None,
-                self._counts(report) if report else {},
-                {},
-                message[:4000],
-            )
+            try:
+                self.state.finish_sync_run(
+                    run_id,
+                    status,
+                    {"evidence": report.revision} if report else {},
+                    report.generation if report else None,
+                    self._counts(report) if report else {},
+                    {},
+                    message[:4000],
+                )
+            except Exception as bookkeeping:
+                if failure is None:
+                    raise
+                # Do not hide the error that stopped the build behind the bookkeeping one.
+                failure.add_note(
+                    f"the run row {run_id} could not be closed ({bookkeeping}): it stays "
+                    "'running' until the next build on this host finds its process gone, or "
+                    f"`tht docs runs --interrupt {run_id}` closes it"
+                )
 
     def _preprocess(self) -> PublishReport:
         started = time.perf_counter()
@@ -279,10 +323,13 @@ class Publisher:
         report.units, report.fragments = len(units), len(fragments)
         store: IndexStore | None = None
         try:
-            vectors = self._embed([f.text for _, f in fragments], report)
+            embed_started = time.perf_counter()
+            vectors = embed_passages(self.embedder, [f.text for _, f in fragments], self.progress)
+            report.embed_seconds = time.perf_counter() - embed_started
             store = self.backend.create(gen_id, self.embedder.dim)
+            labels: set[str] = set()
             if previous is not None:
-                report.carried_forward = self._carry_forward(previous.id, store)
+                report.carried_forward, labels = self._carry_forward(previous.id, store)
             records = [
                 IndexRecord(
                     id=point_id(u.id, f.ordinal),
@@ -310,6 +357,7 @@ class Publisher:
                 "units": len(units),
                 "fragments": len(fragments),
                 "carried_forward": report.carried_forward,
+                "labels": sorted(labels | record_labels(r.payload for r in records)),
             }
             self.state.mark_generation(gen_id, "candidate", counts)
             report.evaluation = self._evaluate(gen_id, evaluation, units)
@@ -319,7 +367,6 @@ class Publisher:
                 )
                 report.outcome = "activated"
                 report.message = f"generation {gen_id} is active"
-                report.dropped_generations = self._retain()
             else:
                 failing = [q.id for q in report.evaluation.questions if not q.hit_at_10]
                 self.state.mark_generation(gen_id, "failed")
@@ -330,21 +377,39 @@ class Publisher:
                     "previous generation stays active"
                 )
         except BaseException as exc:
-            if store is not None:
-                store.close()
-            self.backend.drop(gen_id)
-            self.state.mark_generation(gen_id, "failed")
-            report.outcome = "failed"
+            report.outcome = "failed" if isinstance(exc, Exception) else "interrupted"
             report.message = f"{type(exc).__name__}: {exc}"
             report.duration_s = time.perf_counter() - started
-            self.state.finish_build(
-                report.build_id, "failed", self._counts(report), report.message[:2000]
-            )
+            try:
+                if store is not None:
+                    store.close()
+                self.backend.drop(gen_id)
+                self.state.mark_generation(gen_id, "failed")
+                self.state.finish_build(
+                    report.build_id, report.outcome, self._counts(report), report.message[:2000]
+                )
+            except Exception as cleanup:  # noqa: BLE001 - reported on the original error
+                exc.add_note(
+                    f"generation {gen_id} and build {report.build_id} could not be cleaned up "
+                    f"({cleanup}): the next publication discards unsealed data and closes "
+                    "unfinished builds"
+                )
             raise
         report.duration_s = time.perf_counter() - started
         self.state.finish_build(
             report.build_id, report.outcome, self._counts(report), report.message
         )
+        if report.outcome == "activated":
+            # After activation, outside the cleanup above: a failure here must never drop the
+            # generation that now serves.
+            try:
+                report.dropped_generations = self._retain()
+            except Exception as exc:
+                exc.add_note(
+                    f"generation {gen_id} was activated before the error and is serving; the "
+                    "older generations are dropped by the next build's retention"
+                )
+                raise
         return report
 
     @staticmethod
@@ -356,18 +421,9 @@ class Publisher:
             "duration_s": round(report.duration_s, 3),
         }
 
-    def _embed(self, texts: Sequence[str], report: PublishReport) -> list[Any]:
-        started = time.perf_counter()
-        out: list[Any] = []
-        batch = 32
-        for start in range(0, len(texts), batch):
-            out.extend(self.embedder.embed_passages(list(texts[start : start + batch])))
-            self.progress("embed", min(start + batch, len(texts)), len(texts))
-        report.embed_seconds = time.perf_counter() - started
-        return out
-
-    def _carry_forward(self, previous: str, store: IndexStore) -> int:
-        """Copy every non-evidence record of the active generation, unchanged."""
+    def _carry_forward(self, previous: str, store: IndexStore) -> tuple[int, set[str]]:
+        """Copy every non-evidence record of the active generation, unchanged. Returns how
+        many, and the labels they carry."""
         old = self.backend.open(previous)
         try:
             if old.dim != store.dim:
@@ -379,16 +435,18 @@ class Publisher:
                 )
             batch: list[IndexRecord] = []
             copied = 0
+            labels: set[str] = set()
             for rec in old.scroll():
                 if rec.payload.get("record_kind") == RECORD_KIND:
                     continue
                 batch.append(rec)
+                labels |= record_labels([rec.payload])
                 if len(batch) >= UPSERT_BATCH:
                     store.upsert(batch)
                     copied += len(batch)
                     batch = []
             store.upsert(batch)
-            return copied + len(batch)
+            return copied + len(batch), labels
         finally:
             old.close()
 

@@ -4,7 +4,11 @@ retries: a failure is reported once, attributed, and never hidden behind a secon
 Two uses: `complete_json` (one JSON object as text) and `call_tools` (the model answers with
 calls to the tools it was offered: OpenAI chat completions `tools`, Anthropic messages
 `tools`). `call_tools` reports each call as the provider sent it; a call whose arguments are
-not a JSON object is kept with its `error`, for the caller to refuse with attribution."""
+not a JSON object is kept with its `error`, for the caller to refuse with attribution.
+
+A reply the model cut at max_tokens (OpenAI `finish_reason` "length", Anthropic `stop_reason`
+"max_tokens") is an LLMError in all three uses: a cut answer, JSON object or list of tool calls
+is never served as a complete one."""
 
 from __future__ import annotations
 
@@ -25,7 +29,19 @@ from thoth.errors import ConfigError
 
 
 class LLMError(Exception):
-    """The model call failed: timeout, connection, HTTP status or an empty reply."""
+    """The model call failed: timeout, connection, HTTP status, an empty reply or one the model
+    cut at max_tokens."""
+
+
+# Why a reply stopped, when it stopped because it ran out of tokens: what it says is cut short,
+# a truncated JSON object, tool calls or answer. Refused, never served as complete.
+_OPENAI_TRUNCATED = "length"
+_ANTHROPIC_TRUNCATED = "max_tokens"
+
+
+def _refuse_truncated(reason: str | None, truncated: str, max_tokens: int) -> None:
+    if reason == truncated:
+        raise LLMError(f"reply truncated at max_tokens={max_tokens} -> raise [llm].max_tokens")
 
 
 class ChatClient(Protocol):
@@ -123,6 +139,8 @@ class OpenAIChat:
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
+        if reply.choices:
+            self._refuse_truncated(reply.choices[0].finish_reason)
         if not reply.choices or not reply.choices[0].message.content:
             raise LLMError("the model returned no content")
         return reply.choices[0].message.content
@@ -136,6 +154,8 @@ class OpenAIChat:
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
+        if reply.choices:
+            self._refuse_truncated(reply.choices[0].finish_reason)
         if not reply.choices or reply.choices[0].message.content is None:
             raise LLMError("the model returned no content")
         return reply.choices[0].message.content
@@ -162,6 +182,7 @@ class OpenAIChat:
             )
         if not reply.choices:
             raise LLMError("the model returned no choices")
+        self._refuse_truncated(reply.choices[0].finish_reason)
         message = reply.choices[0].message
         calls = []
         for call in message.tool_calls or []:
@@ -173,6 +194,9 @@ class OpenAIChat:
             arguments, error = _arguments(call.function.arguments)
             calls.append(ToolCall(call.id, call.function.name, arguments, error))
         return ToolReply(text=message.content or "", calls=tuple(calls))
+
+    def _refuse_truncated(self, finish_reason: str | None) -> None:
+        _refuse_truncated(finish_reason, _OPENAI_TRUNCATED, self._settings.max_tokens)
 
 
 class AnthropicChat:
@@ -200,6 +224,7 @@ class AnthropicChat:
                 messages=messages,
                 max_tokens=self._settings.max_tokens,
             )
+        self._refuse_truncated(reply.stop_reason)
         texts = [b.text for b in reply.content if isinstance(b, TextBlock)]
         if not texts:
             raise LLMError("the model returned no text block")
@@ -219,6 +244,7 @@ class AnthropicChat:
                 tools=offered,
                 max_tokens=self._settings.max_tokens,
             )
+        self._refuse_truncated(reply.stop_reason)
         texts, calls = [], []
         for block in reply.content:
             if isinstance(block, TextBlock):
@@ -232,6 +258,9 @@ class AnthropicChat:
                     error = f"input is a JSON {type(given).__name__}, not an object"
                     calls.append(ToolCall(block.id, block.name, None, error))
         return ToolReply(text="".join(texts), calls=tuple(calls))
+
+    def _refuse_truncated(self, stop_reason: str | None) -> None:
+        _refuse_truncated(stop_reason, _ANTHROPIC_TRUNCATED, self._settings.max_tokens)
 
 
 def _api_key(settings: LLMSettings) -> str:

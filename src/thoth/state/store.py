@@ -649,7 +649,7 @@ class StateStore:
                     )
                 ).all()
                 for row in running:
-                    if _pid_alive(int(row.pid)):
+                    if pid_alive(int(row.pid)):
                         continue
                     conn.execute(
                         update(sync_runs)
@@ -873,7 +873,7 @@ def _reason(exc: SQLAlchemyError) -> str:
     return prefix + (lines[0] if lines else type(source).__name__)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether a process `pid` exists on this machine (signal 0 checks without sending)."""
     if pid <= 0:
         return False
