@@ -386,7 +386,8 @@ def test_cache_is_safe_for_two_processes(server: FakeEmbeddingServer, tmp_path: 
         from thoth.embed import CachedEmbedder, OpenAICompatEmbedder
 
         url, path, start = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
-        with OpenAICompatEmbedder(url, "fake-e5", dim=8) as inner:
+        # A generous timeout: the suite runs this under load on 2 cores.
+        with OpenAICompatEmbedder(url, "fake-e5", dim=8, timeout=120) as inner:
             cache = CachedEmbedder(inner, path)
             for batch in range(20):
                 texts = [f"testo {start + batch * 5 + i}" for i in range(10)]
@@ -403,7 +404,7 @@ def test_cache_is_safe_for_two_processes(server: FakeEmbeddingServer, tmp_path: 
         for start in (0, 50)
     ]
     for proc in procs:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
     with sqlite3.connect(path) as db:
         (count,) = db.execute("SELECT count(*) FROM vectors").fetchone()
