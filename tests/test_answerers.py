@@ -400,3 +400,11 @@ def test_quotable_units_unwrap_lines_and_spell_table_rows() -> None:
         "un'altra voce",
         "Codice: arancione; Attesa max (min): 15",
     ]
+
+
+def test_a_title_like_line_is_not_quoted_when_a_real_sentence_matches() -> None:
+    from thoth.answer.answerers import _title_like
+
+    assert _title_like("Tempi massimi di attesa per codice di triage")
+    assert not _title_like("Codice: arancione; Attesa max (min): 15")
+    assert not _title_like("Il codice arancione attende al massimo 15 minuti.")

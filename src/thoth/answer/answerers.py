@@ -32,6 +32,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"\w+")
+_DIGIT = re.compile(r"\d")
 _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
 _TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
 
@@ -149,8 +150,11 @@ class ExtractiveAnswerer:
         ]
         if not found:
             return [_Sentence(0, 0, str(entries[0].fragment.payload.get("text", "")).strip(), 0)]
+        # A title-like line (short, no figure, no final punctuation: a PDF section heading)
+        # matches the question's words and says nothing: quoted only when nothing else matches.
         matching = sorted(
-            (s for s in found if s.overlap), key=lambda s: (-s.overlap, s.entry, s.position)
+            (s for s in found if s.overlap),
+            key=lambda s: (_title_like(s.text), -s.overlap, s.entry, s.position),
         )[:MAX_SENTENCES]
         if not matching:
             return [found[0]]  # the top fragment's first sentence: the closest passage
@@ -186,6 +190,15 @@ def _sentences(text: str) -> list[str]:
             if line and not line.startswith("#"):
                 paragraph.append(line)
     return found
+
+
+def _title_like(text: str) -> bool:
+    return (
+        len(text.split()) <= 8
+        and not _DIGIT.search(text)
+        and not re.search(r"[.:;!?»)]$", text)
+        and ":" not in text
+    )
 
 
 def _split_sentences(paragraph: str) -> list[str]:
