@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from thoth.embed.base import Embedder, EmbedderError, Vectors
+from thoth.sqlitewal import enable_wal
 
 BUSY_TIMEOUT_SECONDS = 60.0
 _LOOKUP_CHUNK = 500  # bound parameters per SELECT, well under SQLite's limit
@@ -44,7 +45,7 @@ class CachedEmbedder:
             # Autocommit mode: every write below opens its own explicit transaction.
             self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
             self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = enable_wal(self._db, BUSY_TIMEOUT_SECONDS)
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:
             raise self._fail(

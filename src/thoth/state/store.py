@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
 
 from thoth.errors import ThothError
+from thoth.sqlitewal import enable_wal
 from thoth.state.schema import (
     ANSWER_STATUSES,
     BUILD_OUTCOMES,
@@ -854,7 +855,7 @@ def _configure_sqlite(engine: Engine) -> None:
         try:
             # busy_timeout first: switching to WAL needs a lock another opener may hold.
             cursor.execute(f"PRAGMA busy_timeout = {_SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            enable_wal(cursor, _SQLITE_BUSY_TIMEOUT_MS / 1000)
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
