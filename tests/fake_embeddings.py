@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
 import numpy as np
+
+from tests.fake_http import JsonHandler, LocalHTTPFake
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 
@@ -59,47 +58,27 @@ def normalised(text: str, dim: int) -> np.ndarray[Any, np.dtype[np.float32]]:
     return (vec / np.linalg.norm(vec)).astype(np.float32)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeEmbeddingServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request log lines on stderr."""
-
+class _Handler(JsonHandler):
     def do_POST(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        fake: FakeEmbeddingServer = self.server.fake
+        _, body = self.read_json()
         reply = fake._record(
-            RecordedRequest(
-                path=self.path,
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-            )
+            RecordedRequest(path=self.path, headers=self.headers_dict(), body=body)
         )
         if self.path != EMBEDDINGS_PATH:
-            self._send(404, _error(f"no such endpoint: {self.path}"))
+            self.send_text(404, _error(f"no such endpoint: {self.path}"))
             return
         if reply.delay and fake._stopping.wait(reply.delay):
             return  # the server is shutting down: drop the request
         if reply.body is not None:
-            self._send(reply.status, reply.body)
+            self.send_text(reply.status, reply.body)
             return
         if reply.status != 200:
-            self._send(reply.status, _error("scripted failure"))
+            self.send_text(reply.status, _error("scripted failure"))
             return
         texts = body.get("input") if isinstance(body, dict) else None
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            self._send(400, _error("'input' must be an array of strings"))
+            self.send_text(400, _error("'input' must be an array of strings"))
             return
         dim = reply.dim or fake.dim
         data = [
@@ -109,66 +88,26 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.reverse:
             data.reverse()
         payload = {"object": "list", "data": data, "model": body.get("model"), "usage": {}}
-        self._send(200, json.dumps(payload))
-
-    def _send(self, status: int, text: str) -> None:
-        data = text.encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up first (a timeout test): nothing to answer
-        self.close_connection = True
+        self.send_text(200, json.dumps(payload))
 
 
 def _error(message: str) -> str:
     return json.dumps({"error": {"message": message, "type": "server_error", "code": None}})
 
 
-class FakeEmbeddingServer:
+class FakeEmbeddingServer(LocalHTTPFake):
     """`with FakeEmbeddingServer(dim=8) as server:` serves on 127.0.0.1:<free port>."""
 
     def __init__(self, dim: int = 8) -> None:
+        super().__init__(_Handler, "fake-embeddings")
         self.dim = dim
-        self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
-        self._stopping = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name="fake-embeddings", daemon=True
-        )
-
-    def start(self) -> FakeEmbeddingServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeEmbeddingServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
         """The OpenAI-style base URL, `http://127.0.0.1:<port>/v1`."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def script(self, reply: Reply) -> None:
         """Queue one answer for the next request (later requests get the default answer)."""

@@ -23,13 +23,12 @@ a reply cut at max_tokens). Unset, a reply ends normally: "stop" / "end_turn", o
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.fake_http import JsonHandler, LocalHTTPFake
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
@@ -143,33 +142,13 @@ def error_body(path: str, status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeLLMServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request log lines on stderr."""
-
+class _Handler(JsonHandler):
     def do_POST(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        fake: FakeLLMServer = self.server.fake
+        raw, body = self.read_json()
         n, reply = fake._record(
             RecordedRequest(
-                method="POST",
-                path=self.path,
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-                raw=raw,
+                method="POST", path=self.path, headers=self.headers_dict(), body=body, raw=raw
             )
         )
         if self.path not in (OPENAI_PATH, ANTHROPIC_PATH):
@@ -206,61 +185,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, payload)
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up first (a timeout test): nothing to answer
-        self.close_connection = True
+        self.send_text(status, json.dumps(payload))
 
 
-class FakeLLMServer:
+class FakeLLMServer(LocalHTTPFake):
     """`with FakeLLMServer() as server:` serves on 127.0.0.1:<free port> in a daemon thread."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__init__(_Handler, "fake-llm")
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
-        self._stopping = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name="fake-llm", daemon=True
-        )
-
-    # -- lifecycle ------------------------------------------------------------------
-
-    def start(self) -> FakeLLMServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeLLMServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- script and record ----------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:
