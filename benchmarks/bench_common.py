@@ -12,8 +12,9 @@ import json
 import os
 import platform
 import resource
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -77,6 +78,16 @@ def omp_line(env: dict[str, str | None]) -> str:
 
 def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def emit(result: dict[str, Any], as_json: bool, report: Callable[[dict[str, Any]], None]) -> int:
+    """Every benchmark's ending: the full result as JSON (`--json`), or its readable report."""
+    if as_json:
+        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
+        print()
+    else:
+        report(result)
+    return 0
 
 
 def machine_facts() -> dict[str, Any]:

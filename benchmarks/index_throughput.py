@@ -21,9 +21,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import sys
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -37,6 +35,7 @@ from bench_common import (
     DEFAULT_SQUAD,
     Paragraph,
     Timer,
+    emit,
     header_line,
     load_squad,
     loadavg,
@@ -340,12 +339,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     result = run(args)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-        print()
-    else:
-        print_report(result)
-    return 0
+    return emit(result, args.json, print_report)
 
 
 if __name__ == "__main__":

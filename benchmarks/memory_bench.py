@@ -36,9 +36,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -48,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from bench_common import (
+    emit,
     header_line,
     latency_stats,
     machine_facts,
@@ -329,12 +328,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     result = run(args)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-        print()
-    else:
-        print_report(result)
-    return 0
+    return emit(result, args.json, print_report)
 
 
 if __name__ == "__main__":

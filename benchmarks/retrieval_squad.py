@@ -22,10 +22,8 @@ questions (needed to measure query-embedding latency again).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sqlite3
-import sys
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -41,6 +39,7 @@ from bench_common import (
     Paragraph,
     Question,
     Timer,
+    emit,
     engine_lengths,
     header_line,
     latency_stats,
@@ -544,12 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache_dir.mkdir(parents=True, exist_ok=True)
         result = run(args, cache_dir, Path(tmp))
     result["cache_dir"] = str(args.cache) if args.cache else None
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-        print()
-    else:
-        print_report(result)
-    return 0
+    return emit(result, args.json, print_report)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ import numpy as np
 from bench_common import (
     DEFAULT_SQUAD,
     Timer,
+    emit,
     header_line,
     latency_stats,
     load_squad,
@@ -549,12 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(child_query(args.child_query, args.queries_file, args.avg_len)))
         return 0
     result = run(args)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-        print()
-    else:
-        print_report(result)
-    return 0
+    return emit(result, args.json, print_report)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,6 @@ import argparse
 import json
 import math
 import re
-import sys
 import tempfile
 import uuid
 from collections import Counter
@@ -62,7 +61,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_common import Timer, header_line, latency_stats, loadavg, machine_facts, peak_rss_mib
+from bench_common import (
+    Timer,
+    emit,
+    header_line,
+    latency_stats,
+    loadavg,
+    machine_facts,
+    peak_rss_mib,
+)
 from retrieval_squad import QueryVectorCache, progress_bar
 from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, chunk_stats
 from thoth.documents.extract import Block, Document, markdown_table
@@ -916,12 +923,7 @@ def main(argv: Sequence[str] | None = None, embedder: Embedder | None = None) ->
         cache_dir.mkdir(parents=True, exist_ok=True)
         result = run(args, embedder, cache_dir, Path(tmp))
     result["cache_dir"] = str(args.cache) if args.cache else None
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-        print()
-    else:
-        print_report(result)
-    return 0
+    return emit(result, args.json, print_report)
 
 
 if __name__ == "__main__":
