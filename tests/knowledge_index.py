@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from thoth.embed.base import Embedder, Vectors, finish_vectors
 from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.generations import EdgeBackend
+from thoth.index.records import RECORD_EVIDENCE, EvidencePayload, point_id
 from thoth.state import StateStore
 
 WORKSPACE = "ws"
@@ -115,7 +116,6 @@ class Doc:
     year: int | None = None
     doc_format: str = "md"
     path: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def point(n: int, doc: Doc) -> tuple[str, dict[str, Any], str]:
@@ -133,13 +133,29 @@ def point(n: int, doc: Doc) -> tuple[str, dict[str, Any], str]:
         text=doc.text,
         doc_format=doc.doc_format,
         year=doc.year,
-        extra=doc.extra,
     )
-    payload = frag.payload(WORKSPACE, "")
-    payload["record_kind"] = doc.kind
-    if doc.kind == "evidence":
-        del payload["source"]  # Evidence points have no declared source
-    return fragment_point_id(frag.doc_id, 0), payload, doc.text
+    if doc.kind != "evidence":
+        return fragment_point_id(frag.doc_id, 0), frag.payload(WORKSPACE, ""), doc.text
+    unit = f"ev-{n}"
+    evidence = EvidencePayload(
+        workspace_id=WORKSPACE,
+        vector_generation="",
+        workspace_revision="r1",
+        evidence_id=unit,
+        evidence_kind="definition",
+        purposes=("general",),
+        language="it",
+        source_file=f"{unit}.md",
+        source_sha256="0" * 64,
+        fragment_ordinal=0,
+        unit_path=f"curated/{unit}.md",
+        doc_id=unit,
+        title=f"Title {n}",
+        text=doc.text,
+        channel=doc.channel,
+        labels=doc.labels,
+    )
+    return point_id(RECORD_EVIDENCE, unit, 0), evidence.to_payload(), doc.text
 
 
 @dataclass

@@ -4,6 +4,7 @@ floor, BM25 alone when the embedder is down, and `failed` (never empty) on techn
 
 from __future__ import annotations
 
+import inspect
 import logging
 import shutil
 from collections.abc import Iterator
@@ -11,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.knowledge_index import Doc, Env, StemEmbedder, build, open_state, settings
+from thoth.answer.request import SearchRequest
 from thoth.answer.retrieval import (
     KnowledgeSearch,
     SearchRequestError,
@@ -59,22 +62,27 @@ def env(tmp_path: Path) -> Iterator[Env]:
 def texts(ks: KnowledgeSearch, question: str = QUESTION, **request: Any) -> list[str]:
     result = ks.search(question, **request)
     assert result.status in ("found", "nothing_found"), result.error
-    return [f.payload["text"] for f in result.fragments]
+    return [f.record.text for f in result.fragments]
 
 
 # -- the request -------------------------------------------------------------------------
 
 
-def test_request_fields_are_the_keyword_parameters_of_search(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_request_fields_are_the_search_request_model_and_the_search_takes_each() -> None:
+    """SearchRequest is the single list: request_fields() follows it, and the search takes
+    exactly those keyword parameters (a field the search ignored would be dropped silently)."""
     assert request_fields() == ("channel", "labels", "source", "year", "doc_format")
+    keywords = [
+        p.name
+        for p in inspect.signature(KnowledgeSearch.search).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert tuple(keywords) == request_fields()
 
-    def wider(self: KnowledgeSearch, question: str, *, region: str | None = None) -> None:
-        """A search with another filter: the accepted fields follow it."""
 
-    monkeypatch.setattr(KnowledgeSearch, "search", wider)
-    assert request_fields() == ("region",)
+def test_an_unknown_field_is_refused_by_the_model_itself() -> None:
+    with pytest.raises(ValidationError, match="region"):
+        SearchRequest.model_validate({"region": "nord"})
 
 
 def test_parse_request_accepts_labels_and_rejects_unknown_fields_and_types() -> None:
@@ -137,8 +145,8 @@ def test_each_filter_narrows(env: Env, field: str, value: Any, labels: list[str]
     wide = ks.search("ricovero", channel="clinica" if field != "channel" else None, labels=labels)
     narrow = ks.search("ricovero", labels=labels, **{field: value})
     assert narrow.status == "found" and narrow.filters[field] == value
-    assert all(f.payload.get(field) == value for f in narrow.fragments)
-    assert any(f.payload.get(field) != value for f in wide.fragments)
+    assert all(getattr(f.record, field) == value for f in narrow.fragments)
+    assert any(getattr(f.record, field) != value for f in wide.fragments)
 
 
 def test_a_declared_channel_is_used_as_given_without_routing(env: Env) -> None:
@@ -146,7 +154,7 @@ def test_a_declared_channel_is_used_as_given_without_routing(env: Env) -> None:
     result = ks.search("fattura del fornitore", channel="clinica")
     assert (result.route.channel, result.route.channel_source) == ("clinica", "request")
     assert result.route.scores == {}
-    assert all(f.payload["channel"] == "clinica" for f in result.fragments)
+    assert all(f.record.channel == "clinica" for f in result.fragments)
 
 
 def test_one_embedding_call_per_question(env: Env) -> None:
@@ -177,7 +185,7 @@ def test_a_point_with_a_label_outside_the_request_is_invisible(env: Env) -> None
     secret = "procedura riservata di registrazione del ricovero"
     public = ks.search(QUESTION)  # default labels: public
     assert public.filters["labels"]["allowed"] == ["public"]
-    assert secret not in [f.payload["text"] for f in public.fragments]
+    assert secret not in [f.record.text for f in public.fragments]
     assert secret in texts(ks, labels=["public", "confidential"])
 
 
@@ -191,7 +199,7 @@ def test_a_label_removed_from_the_vocabulary_still_excludes_its_points(tmp_path:
     env = build(tmp_path, docs, StemEmbedder())
     ks = search(env, top_k=10, verbatim_floor=0)
     result = ks.search(QUESTION, labels=["internal"], channel="clinica")
-    assert [f.payload["text"] for f in result.fragments] == [docs[0].text]
+    assert [f.record.text for f in result.fragments] == [docs[0].text]
     assert result.filters["labels"]["excluded"] == ["confidential", "public", "secret"]
     env.state.close()
 
@@ -206,7 +214,7 @@ def test_a_generation_without_recorded_labels_still_excludes_the_vocabulary(
     env = build(tmp_path, docs, StemEmbedder(), record_labels=False)
     ks = search(env, top_k=10, verbatim_floor=0)
     result = ks.search(QUESTION, labels=["internal"], channel="clinica")
-    assert [f.payload["text"] for f in result.fragments] == [docs[0].text]
+    assert [f.record.text for f in result.fragments] == [docs[0].text]
     assert result.filters["labels"]["excluded"] == ["confidential", "public"]
     env.state.close()
 
@@ -251,7 +259,7 @@ def test_the_floor_guarantees_raw_document_chunks(curated: Env, floor: int) -> N
 
 def test_the_floor_never_crosses_the_filter(curated: Env) -> None:
     result = search(curated, top_k=3, verbatim_floor=3).search(QUESTION)
-    documents = [f.payload["text"] for f in result.fragments if f.record_kind == "document"]
+    documents = [f.record.text for f in result.fragments if f.record_kind == "document"]
     assert len(documents) == 2, "only two documents are public"
     assert not any("riservata" in t for t in documents)
 
@@ -317,11 +325,11 @@ def test_a_new_active_generation_closes_the_handles_of_the_old_one(tmp_path: Pat
     first = build(tmp_path, CORPUS, StemEmbedder())
     ks = search(first)
     assert ks.search(QUESTION).generation == first.generation
-    old = ks._stores[first.generation]
+    old = ks._reader._stores[first.generation]
     second = build(tmp_path, CORPUS[:2], first.embedder)
     assert second.generation != first.generation
     assert ks.search(QUESTION).generation == second.generation
-    assert list(ks._stores) == [second.generation]
+    assert list(ks._reader._stores) == [second.generation]
     with pytest.raises(IndexUnavailable):
         old.count({"workspace_id": "ws"})  # closed
     ks.close()

@@ -29,6 +29,7 @@ from thoth.answer.sources import aggregate_sources
 from thoth.answer.wording import ENGLISH, ITALIAN, Wording
 from thoth.config import LLMSettings, Settings
 from thoth.documents.records import KnowledgeFragment, fragment_point_id, reading_text
+from thoth.index.records import EvidencePayload
 from thoth.llm.client import LLMError, text_client
 
 KEY_ENV = "THOTH_TEST_LLM_KEY"
@@ -67,13 +68,33 @@ def frag(
         id=fragment_point_id(doc_id, rank),
         rank=rank,
         score=1.0 / rank,
-        record_kind=kind,
-        doc_id=doc_id,
-        title=record.title,
-        payload=record.payload("ws", "g1"),
+        record=record.record("ws", "g1") if kind != "evidence" else _evidence(record),
         dense_rank=rank,
         bm25_rank=None,
         floor=False,
+    )
+
+
+def _evidence(record: KnowledgeFragment) -> EvidencePayload:
+    """The same fragment as an Evidence Unit's point (caveats from the unit)."""
+    return EvidencePayload(
+        workspace_id="ws",
+        vector_generation="g1",
+        workspace_revision="r1",
+        evidence_id=record.doc_id,
+        evidence_kind="definition",
+        purposes=("general",),
+        language="it",
+        source_file="source.md",
+        source_sha256="0" * 64,
+        fragment_ordinal=record.ordinal,
+        unit_path=f"curated/{record.doc_id}.md",
+        doc_id=record.doc_id,
+        title=record.title,
+        text=record.text,
+        caveats=record.caveats,
+        channel=record.channel,
+        labels=record.labels,
     )
 
 
@@ -157,7 +178,7 @@ def test_every_fragment_enters_the_context_with_all_its_caveats() -> None:
         frag(3, "docs:a.md", "Testo tre.", ("Dubbio A1.", "Dubbio A2.")),
     )
     for entry in ctx.entries:
-        assert entry.text == reading_text(entry.fragment.payload, "Avvertenza")
+        assert entry.text == reading_text(entry.fragment.record, "Avvertenza")
     rendered = ctx.render()
     assert rendered.count("[Avvertenza] Dubbio A1.") == 2  # once per fragment of the page
     assert rendered.count("[Avvertenza] Dubbio B.") == 1

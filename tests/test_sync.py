@@ -1143,3 +1143,22 @@ def test_activation_compare_and_swap(db_url: str) -> None:
         third_gen = store.get_generation(third)
         assert third_gen is not None and third_gen.status == "candidate"
         assert store.activate_generation(WS, third) == second  # no expectation: as before
+
+
+def test_evidence_search_is_unavailable_after_a_docs_sync_when_evidence_was_never_published(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    """A generation built by docs sync holds documents only: for an activated revision whose
+    Evidence was never published and gated, Evidence search must say so, never answer
+    `available` with nothing in it."""
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    root = str(ws.root)
+    code, data = tht("workspace", "activate", root)
+    assert code == exitcodes.OK, data
+    code, data = tht("docs", "sync", "-w", root)
+    assert code == exitcodes.OK and data["outcome"] == "activated"
+    code, data = tht("evidence", "search", "ricovero", "--purpose", "disambiguation", "-w", root)
+    assert code == exitcodes.FAILED
+    assert (data["status"], data["code"]) == ("unavailable", "evidence_not_published")
+    assert "tht workspace preprocess evidence" in data["message"]
+    assert data["results"] == []

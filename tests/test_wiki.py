@@ -219,9 +219,7 @@ def test_every_fragment_carries_the_caveats_it_does_not_hold() -> None:
             continue
         assert fragment.caveats == parsed.caveats
         assert not any(c in fragment.text for c in parsed.caveats), "never in the embedded text"
-        assert reading_text({"text": fragment.text, "caveats": list(fragment.caveats)}).endswith(
-            "[Caveat] Le quote escludono gli spumanti."
-        )
+        assert reading_text(fragment).endswith("[Caveat] Le quote escludono gli spumanti.")
 
 
 def test_page_fragments_carry_the_page_metadata() -> None:

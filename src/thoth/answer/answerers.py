@@ -146,10 +146,10 @@ class ExtractiveAnswerer:
         found = [
             _Sentence(i, pos, text, len(asked & self._terms(text)))
             for i, entry in enumerate(entries)
-            for pos, text in enumerate(_sentences(str(entry.fragment.payload.get("text", ""))))
+            for pos, text in enumerate(_sentences(entry.fragment.record.text))
         ]
         if not found:
-            return [_Sentence(0, 0, str(entries[0].fragment.payload.get("text", "")).strip(), 0)]
+            return [_Sentence(0, 0, entries[0].fragment.record.text.strip(), 0)]
         # A title-like line (short, no figure, no final punctuation: a PDF section heading)
         # matches the question's words and says nothing: quoted only when nothing else matches.
         matching = sorted(

@@ -35,7 +35,7 @@ class ContextEntry:
 
     @property
     def caveats(self) -> tuple[str, ...]:
-        return tuple(str(c) for c in self.fragment.payload.get("caveats") or [])
+        return tuple(self.fragment.record.caveats)
 
     def render(self) -> str:
         f = self.fragment
@@ -83,7 +83,7 @@ def assemble_context(retrieval: Retrieval, budget_chars: int, wording: Wording) 
         # Rank order means a document's first kept fragment is its best kept one, so numbering
         # documents as they first enter is exactly aggregate_sources' order.
         marker = markers.get(fragment.doc_id, len(markers) + 1)
-        entry = ContextEntry(marker, fragment, reading_text(fragment.payload, wording.caveat_label))
+        entry = ContextEntry(marker, fragment, reading_text(fragment.record, wording.caveat_label))
         cost = len(entry.render()) + (len(_SEPARATOR) if entries else 0)
         if used + cost > budget_chars:
             dropped.append(fragment)

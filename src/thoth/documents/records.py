@@ -11,16 +11,35 @@ caveat already written inside the fragment's own text is not repeated.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol
 
-RECORD_DOCUMENT: Final = "document"  # a raw chunk of a declared document source (verbatim)
-RECORD_WIKI: Final = "wiki"  # a fragment of a curated wiki page
-RECORD_EVIDENCE: Final = "evidence"  # a published Evidence Unit fragment (thoth.search)
-ANSWER_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE)
-CURATED_KINDS: Final = (RECORD_WIKI, RECORD_EVIDENCE)
+from thoth.index.records import (
+    ANSWER_KINDS,
+    CURATED_KINDS,
+    FILTER_FIELDS,
+    RECORD_DOCUMENT,
+    RECORD_EVIDENCE,
+    RECORD_WIKI,
+    FragmentPayload,
+    point_id,
+)
+
+__all__ = [
+    "ANSWER_KINDS",
+    "CURATED_KINDS",
+    "FILTER_FIELDS",
+    "PIPELINE_VERSION",
+    "RECORD_DOCUMENT",
+    "RECORD_EVIDENCE",
+    "RECORD_WIKI",
+    "KnowledgeFragment",
+    "caveats_for",
+    "doc_identifier",
+    "fragment_point_id",
+    "reading_text",
+]
 
 # Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
 # fragment and its report counts the fragments still built by an older version (must be 0).
@@ -28,23 +47,10 @@ PIPELINE_VERSION: Final = 1
 
 RecordKind = Literal["document", "wiki"]
 
-# Payload fields the answer engine filters on (indexed in every generation).
-FILTER_FIELDS: Final = (
-    "record_kind",
-    "channel",
-    "labels",
-    "source",
-    "year",
-    "doc_format",
-    "doc_id",
-)
-
-_POINTS = uuid.UUID("3b0f9a52-2c7e-4d4e-8f0e-5a9d1c7b6e21")
-
 
 def fragment_point_id(doc_id: str, ordinal: int) -> str:
     """Stable point id of a document or wiki fragment."""
-    return str(uuid.uuid5(_POINTS, f"{doc_id}#{ordinal}"))
+    return point_id(RECORD_DOCUMENT, doc_id, ordinal)
 
 
 def doc_identifier(source: str, path: str) -> str:
@@ -74,36 +80,40 @@ class KnowledgeFragment:
     content_sha256: str = ""  # of the whole source file
     revision: str = ""  # Git commit of the source repository the file was read at
     refers_to: tuple[str, ...] = ()  # wiki pages: doc_ids of the documents the page refers to
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    def payload(self, workspace: str, generation: str) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "workspace_id": workspace,
-            "vector_generation": generation,
-            "record_kind": self.record_kind,
-            "doc_id": self.doc_id,
-            "source": self.source,
-            "path": self.path,
-            "title": self.title,
-            "channel": self.channel,
-            "labels": list(self.labels),
-            "ordinal": self.ordinal,
-            "text": self.text,
-            "caveats": list(self.caveats),
-            "heading_path": list(self.heading_path),
-            "chunk_kind": self.chunk_kind,
-            "doc_format": self.doc_format,
-            "content_sha256": self.content_sha256,
-            "revision": self.revision,
-            "refers_to": list(self.refers_to),
-            "pipeline_version": PIPELINE_VERSION,
-            **self.extra,
-        }
-        if self.page is not None:
-            data["page"] = self.page
-        if self.year is not None:
-            data["year"] = self.year
-        return data
+    def record(
+        self, workspace: str, generation: str, source_config: str = "", avg_len: float | None = None
+    ) -> FragmentPayload:
+        """The stored payload; `source_config` and `avg_len` are what docs sync prepared the
+        fragment with (the source settings' fingerprint and the BM25 average length)."""
+        return FragmentPayload(
+            workspace_id=workspace,
+            vector_generation=generation,
+            record_kind=self.record_kind,
+            doc_id=self.doc_id,
+            source=self.source,
+            path=self.path,
+            title=self.title,
+            channel=self.channel,
+            labels=self.labels,
+            ordinal=self.ordinal,
+            text=self.text,
+            caveats=self.caveats,
+            heading_path=self.heading_path,
+            chunk_kind=self.chunk_kind,
+            doc_format=self.doc_format,
+            content_sha256=self.content_sha256,
+            revision=self.revision,
+            refers_to=self.refers_to,
+            pipeline_version=PIPELINE_VERSION,
+            page=self.page,
+            year=self.year,
+            source_config=source_config,
+            bm25_avg_len=avg_len,
+        )
+
+    def payload(self, workspace: str, generation: str) -> dict[str, object]:
+        return self.record(workspace, generation).to_payload()
 
 
 def caveats_for(text: str, caveats: Sequence[str]) -> tuple[str, ...]:
@@ -113,12 +123,17 @@ def caveats_for(text: str, caveats: Sequence[str]) -> tuple[str, ...]:
     return tuple(c for c in caveats if " ".join(c.split()) not in flat)
 
 
-def reading_text(payload: Mapping[str, Any], caveat_label: str = "Caveat") -> str:
+class _Readable(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def caveats(self) -> Sequence[str]: ...
+
+
+def reading_text(record: _Readable, caveat_label: str = "Caveat") -> str:
     """The text the model reads for one retrieved fragment: its text, then every caveat of its
     page or unit, verbatim. The only place where the two are joined."""
-    text = str(payload.get("text", ""))
-    caveats = [str(c) for c in payload.get("caveats") or []]
-    if not caveats:
-        return text
-    lines = "\n".join(f"[{caveat_label}] {c}" for c in caveats)
-    return f"{text}\n{lines}"
+    if not record.caveats:
+        return record.text
+    lines = "\n".join(f"[{caveat_label}] {c}" for c in record.caveats)
+    return f"{record.text}\n{lines}"

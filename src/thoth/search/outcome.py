@@ -6,17 +6,38 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+# Stable codes for `unavailable`: one vocabulary, owned by the reader that produces them.
+from thoth.index.reader import (
+    EMBEDDER_FAILED,
+    EMBEDDER_MISMATCH,
+    EVIDENCE_NOT_PUBLISHED,
+    GENERATION_NOT_ACTIVE,
+    INDEX_UNAVAILABLE,
+    REVISION_MISMATCH,
+    REVISION_NOT_ACTIVATED,
+    REVISION_UNREADABLE,
+    STATE_UNAVAILABLE,
+)
+
 MAX_MESSAGE = 300
 
-# Stable codes for `unavailable`. Callers branch on these; the message is for people.
-INDEX_UNAVAILABLE = "index_unavailable"
-GENERATION_NOT_ACTIVE = "generation_not_active"
-REVISION_NOT_ACTIVATED = "revision_not_activated"
-REVISION_MISMATCH = "revision_mismatch"
-REVISION_UNREADABLE = "revision_unreadable"
-EMBEDDER_FAILED = "embedder_failed"
-EMBEDDER_MISMATCH = "embedder_mismatch"
-STATE_UNAVAILABLE = "state_unavailable"
+__all__ = [
+    "EMBEDDER_FAILED",
+    "EMBEDDER_MISMATCH",
+    "EVIDENCE_NOT_PUBLISHED",
+    "GENERATION_NOT_ACTIVE",
+    "INDEX_UNAVAILABLE",
+    "MAX_MESSAGE",
+    "REVISION_MISMATCH",
+    "REVISION_NOT_ACTIVATED",
+    "REVISION_UNREADABLE",
+    "STATE_UNAVAILABLE",
+    "EvidenceResult",
+    "EvidenceSearchContext",
+    "EvidenceSearchOutcome",
+    "Provenance",
+    "Receipt",
+]
 
 
 @dataclass(frozen=True)

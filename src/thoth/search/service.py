@@ -13,24 +13,22 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from thoth.embed.base import Embedder, EmbedderError
-from thoth.errors import ThothError
+from thoth.embed.base import Embedder
 from thoth.evidence.document import parse_unit
 from thoth.evidence.model import PURPOSES, Unit
-from thoth.index.base import Hit, IndexStore, IndexUnavailable, Where
-from thoth.index.bm25 import Bm25Encoder
+from thoth.index.base import Hit, Where
 from thoth.index.generations import IndexBackend
-from thoth.search.outcome import (
-    EMBEDDER_FAILED,
-    EMBEDDER_MISMATCH,
-    GENERATION_NOT_ACTIVE,
-    INDEX_UNAVAILABLE,
-    REVISION_MISMATCH,
-    REVISION_NOT_ACTIVATED,
+from thoth.index.reader import (
     REVISION_UNREADABLE,
-    STATE_UNAVAILABLE,
+    GenerationReader,
+    Readable,
+    StateView,
+    Unreadable,
+)
+from thoth.index.records import RECORD_EVIDENCE, EvidencePayload, parse_payload
+from thoth.search.outcome import (
     EvidenceResult,
     EvidenceSearchContext,
     EvidenceSearchOutcome,
@@ -39,25 +37,9 @@ from thoth.search.outcome import (
 )
 from thoth.search.query import render_query
 
-RECORD_KIND = "evidence"
+RECORD_KIND = RECORD_EVIDENCE  # kept for callers of the old name
 FRAGMENTS_PER_UNIT = 2
 _BINDABLE = ("concepts", "tables", "columns")
-
-
-class StateView(Protocol):
-    """The two questions search asks the state store."""
-
-    def active_revision(self, workspace: str) -> str | None: ...
-
-    def active_generation(self, workspace: str) -> Any: ...
-
-    def get_generation(self, gen_id: str) -> Any: ...
-
-
-class _Unavailable(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -69,10 +51,19 @@ class BranchRanks:
     bm25: dict[str, int]
 
 
+def _evidence(hit: Hit) -> EvidencePayload:
+    record = parse_payload(hit.payload, hit.id)
+    if not isinstance(record, EvidencePayload):  # the filter keeps other kinds out
+        raise Unreadable(
+            REVISION_UNREADABLE, f"point {hit.id} is a {record.record_kind} record, not evidence"
+        )
+    return record
+
+
 def _unit_ranks(hits: list[Hit]) -> dict[str, int]:
     ranks: dict[str, int] = {}
     for hit in hits:
-        eid = str(hit.payload.get("evidence_id"))
+        eid = _evidence(hit).evidence_id
         if eid not in ranks:
             ranks[eid] = len(ranks) + 1
     return ranks
@@ -90,11 +81,8 @@ class EvidenceSearch:
     ) -> None:
         self.workspace = workspace
         self.root = root
-        self._state = state
-        self._backend = backend
-        self._embedder = embedder
+        self._reader = GenerationReader(workspace, state, backend, embedder)
         self.prefetch_limit = prefetch_limit
-        self._stores: dict[str, IndexStore] = {}
         self._read_unit = lru_cache(maxsize=4096)(self._read_unit_uncached)
 
     # -- the contract ----------------------------------------------------------------
@@ -116,27 +104,21 @@ class EvidenceSearch:
             raise ValueError(f"unknown purpose {purpose!r}; expected one of {', '.join(PURPOSES)}")
         text = self.query_text(query, context)  # raises EmptyQuestion for an empty question
         try:
-            gen = self._generation(generation)
-            store = self._store(gen.id)
-            where = self._where(gen, purpose, context)
-            dense, sparse_vec = self._vectors(text, gen)
-            hits = store.query_hybrid(
-                dense,
-                sparse_vec,
-                where,
-                limit=self.prefetch_limit,
-                prefetch_limit=self.prefetch_limit,
-            )
-            results = self._group(hits, gen.revision, context.limit)
-        except _Unavailable as exc:
+            with self._reader.guard():
+                gen = self._reader.evidence(generation)
+                where = self._where(gen, purpose, context)
+                vectors = self._reader.vectors(gen, text, degrade=False)
+                assert vectors.dense is not None  # degrade=False: a failure raised
+                hits = gen.store.query_hybrid(
+                    vectors.dense,
+                    vectors.sparse,
+                    where,
+                    limit=self.prefetch_limit,
+                    prefetch_limit=self.prefetch_limit,
+                )
+                results = self._group(hits, gen.revision, context.limit)
+        except Unreadable as exc:
             return EvidenceSearchOutcome.unavailable(purpose, exc.code, str(exc), query_text=text)
-        except IndexUnavailable as exc:
-            # Drop the handle: the next search reopens (and reports again if still broken).
-            for gen_id in list(self._stores):
-                self._stores.pop(gen_id).close()
-            return EvidenceSearchOutcome.unavailable(
-                purpose, INDEX_UNAVAILABLE, str(exc), query_text=text
-            )
         receipt = Receipt(
             stage=stage,
             purpose=purpose,
@@ -171,71 +153,29 @@ class EvidenceSearch:
         depth: int = 50,
     ) -> BranchRanks:
         """Unit ranks in the fused list and in each branch alone (for evaluation)."""
-        gen = self._generation(generation)
-        store = self._store(gen.id)
-        where = self._where(gen, purpose, context)
-        dense, sparse_vec = self._vectors(self.query_text(query, context), gen)
-        return BranchRanks(
-            fused=_unit_ranks(store.query_hybrid(dense, sparse_vec, where, depth, depth)),
-            dense=_unit_ranks(store.query_dense(dense, where, depth)),
-            bm25=_unit_ranks(store.query_sparse(sparse_vec, where, depth)),
-        )
+        with self._reader.guard():
+            gen = self._reader.evidence(generation)
+            where = self._where(gen, purpose, context)
+            vectors = self._reader.vectors(gen, self.query_text(query, context), degrade=False)
+            assert vectors.dense is not None  # degrade=False: a failure raised
+            store, dense, sparse = gen.store, vectors.dense, vectors.sparse
+            return BranchRanks(
+                fused=_unit_ranks(store.query_hybrid(dense, sparse, where, depth, depth)),
+                dense=_unit_ranks(store.query_dense(dense, where, depth)),
+                bm25=_unit_ranks(store.query_sparse(sparse, where, depth)),
+            )
 
     def close(self) -> None:
-        for store in self._stores.values():
-            store.close()
-        self._stores.clear()
+        self._reader.close()
 
     # -- steps -----------------------------------------------------------------------
 
-    def _generation(self, explicit: str | None) -> Any:
-        try:
-            if explicit is not None:
-                gen = self._state.get_generation(explicit)
-                if gen is None or gen.workspace != self.workspace:
-                    raise _Unavailable(
-                        GENERATION_NOT_ACTIVE,
-                        f"generation {explicit} does not exist in workspace {self.workspace}",
-                    )
-                return gen
-            revision = self._state.active_revision(self.workspace)
-            if revision is None:
-                raise _Unavailable(
-                    REVISION_NOT_ACTIVATED,
-                    f"workspace {self.workspace} has no activated revision -> "
-                    "run `tht workspace activate`",
-                )
-            gen = self._state.active_generation(self.workspace)
-        except ThothError as exc:
-            raise _Unavailable(STATE_UNAVAILABLE, f"state store: {exc}") from exc
-        if gen is None:
-            raise _Unavailable(
-                GENERATION_NOT_ACTIVE,
-                f"workspace {self.workspace} has no active Evidence generation "
-                "-> run `tht workspace preprocess evidence`",
-            )
-        if gen.revision != revision:
-            raise _Unavailable(
-                REVISION_MISMATCH,
-                f"the active generation {gen.id} was built from revision "
-                f"{gen.revision[:12]} but revision {revision[:12]} is activated; "
-                "search stays unavailable until a generation for it is "
-                "published (or the previous revision is reactivated)",
-            )
-        return gen
-
-    def _store(self, gen_id: str) -> IndexStore:
-        if gen_id not in self._stores:
-            # Sealed generations are immutable: a handle stays valid for the process's life.
-            self._stores[gen_id] = self._backend.open(gen_id)
-        return self._stores[gen_id]
-
-    def _where(self, gen: Any, purpose: str, context: EvidenceSearchContext) -> Where:
+    def _where(self, gen: Readable, purpose: str, context: EvidenceSearchContext) -> Where:
         where: dict[str, Any] = {
             "workspace_id": self.workspace,
             "workspace_revision": gen.revision,
             "vector_generation": gen.id,
-            "record_kind": RECORD_KIND,
+            "record_kind": RECORD_EVIDENCE,
             "purposes": purpose,
         }
         if context.kinds:
@@ -246,34 +186,13 @@ class EvidenceSearch:
                 where[name] = list(values)
         return where
 
-    def _vectors(self, text: str, gen: Any) -> tuple[list[float], Any]:
-        config = gen.config or {}
-        expected = config.get("embedder")
-        if expected and expected != self._embedder.identity:
-            raise _Unavailable(
-                EMBEDDER_MISMATCH,
-                f"generation {gen.id} was embedded with {expected}, this process "
-                f"uses {self._embedder.identity}",
-            )
-        try:
-            vector = self._embedder.embed_query(text)
-        except EmbedderError as exc:
-            raise _Unavailable(EMBEDDER_FAILED, f"{self._embedder.identity}: {exc}") from exc
-        if vector.shape != (1, config.get("dim", self._embedder.dim)):
-            raise _Unavailable(
-                EMBEDDER_MISMATCH,
-                f"{self._embedder.identity} returned shape {vector.shape}, the "
-                f"generation expects dimension {config.get('dim')}",
-            )
-        bm25 = config.get("bm25") or {}
-        encoder = _encoder(str(bm25.get("language", "italian")), float(bm25.get("avg_len", 1.0)))
-        return [float(x) for x in vector[0]], encoder.query(text)
-
     def _group(self, hits: list[Hit], revision: str, limit: int) -> list[EvidenceResult]:
         order: list[str] = []
         best: dict[str, list[Hit]] = {}
+        records: dict[str, EvidencePayload] = {}
         for hit in hits:
-            eid = str(hit.payload.get("evidence_id"))
+            records[hit.id] = _evidence(hit)
+            eid = records[hit.id].evidence_id
             if eid not in best:
                 order.append(eid)
                 best[eid] = []
@@ -282,7 +201,7 @@ class EvidenceSearch:
         results = []
         for rank, eid in enumerate(order[:limit], start=1):
             top = best[eid][0]
-            unit_path = str(top.payload.get("unit_path"))
+            unit_path = records[top.id].unit_path
             unit = self._read_unit(revision, unit_path)
             results.append(
                 EvidenceResult(
@@ -291,7 +210,7 @@ class EvidenceSearch:
                     title=unit.title,
                     rank=rank,
                     score=top.score,
-                    excerpts=tuple(str(h.payload.get("text", "")) for h in best[eid]),
+                    excerpts=tuple(records[h.id].text for h in best[eid]),
                     caveats=tuple(unit.caveats),
                     provenance=Provenance(
                         unit.provenance.source_file,
@@ -312,23 +231,12 @@ class EvidenceSearch:
             ["git", "-C", str(self.root), "show", spec], capture_output=True, text=True, check=False
         )
         if done.returncode != 0:
-            raise _Unavailable(
+            raise Unreadable(
                 REVISION_UNREADABLE,
                 f"cannot read evidence/{unit_path} at revision {revision[:12]}: "
                 f"{done.stderr.strip()}",
             )
         parsed = parse_unit(done.stdout, f"evidence/{unit_path}@{revision[:12]}")
         if isinstance(parsed, list):
-            raise _Unavailable(REVISION_UNREADABLE, parsed[0].render())
+            raise Unreadable(REVISION_UNREADABLE, parsed[0].render())
         return parsed
-
-
-_ENCODERS: dict[tuple[str, float], Bm25Encoder] = {}
-
-
-def _encoder(language: str, avg_len: float) -> Bm25Encoder:
-    """One encoder per configuration, reused across queries (building one loads stemmers)."""
-    key = (language, avg_len)
-    if key not in _ENCODERS:
-        _ENCODERS[key] = Bm25Encoder(language, avg_len)
-    return _ENCODERS[key]

@@ -1,0 +1,265 @@
+"""The one place that decides what a request may read, and opens it.
+
+`GenerationReader` resolves the generation a search may read — the active one, checked against
+the workspace's activated revision and, for Evidence, against a gated Evidence publication; or
+an explicit candidate under evaluation — and owns what every reader needs next: the index
+handles (one per sealed generation, reopened after a fault), the BM25 encoder the generation was
+built with, and the embedder check. Anything that stops a read is an `Unreadable` with a stable
+code; `guard()` turns the index's own faults into one. Search services catch that one exception
+and report `unavailable`: no fault ever becomes an empty result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from thoth.embed.base import Embedder, EmbedderError, Vectors
+from thoth.errors import ThothError
+from thoth.index.base import IndexStore, IndexUnavailable, SparseVec
+from thoth.index.bm25 import Bm25Encoder
+from thoth.index.generations import IndexBackend
+from thoth.index.records import DamagedRecord
+
+# Stable codes of `unavailable`. Callers branch on these; the message is for people.
+INDEX_UNAVAILABLE = "index_unavailable"
+GENERATION_NOT_ACTIVE = "generation_not_active"
+REVISION_NOT_ACTIVATED = "revision_not_activated"
+REVISION_MISMATCH = "revision_mismatch"
+REVISION_UNREADABLE = "revision_unreadable"
+EVIDENCE_NOT_PUBLISHED = "evidence_not_published"
+EMBEDDER_FAILED = "embedder_failed"
+EMBEDDER_MISMATCH = "embedder_mismatch"
+STATE_UNAVAILABLE = "state_unavailable"
+
+# The key of a generation's config that an Evidence publication writes, and docs sync carries
+# forward: without it the generation holds no gated Evidence.
+EVIDENCE_CONFIG = "evidence"
+
+
+class Unreadable(ThothError):
+    """Nothing may be read: `code` says why (one of the codes above)."""
+
+    def __init__(self, code: str, message: str, generation: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.generation = generation  # the generation concerned, when one was resolved
+
+
+class GenerationLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def revision(self) -> str: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def counts(self) -> dict[str, Any]: ...
+
+
+class StateView(Protocol):
+    """The questions a reader asks the state store."""
+
+    def active_revision(self, workspace: str) -> str | None: ...
+
+    def active_generation(self, workspace: str) -> Any: ...
+
+    def get_generation(self, gen_id: str) -> Any: ...
+
+
+def evidence_published(gen: GenerationLike) -> bool:
+    """Whether `gen` holds Evidence published (validated, evaluated) for its revision. A
+    generation built before the marker existed is recognised by the Evidence settings only a
+    publication wrote (`max_chunk_chars`), which docs sync carried forward too."""
+    config = gen.config or {}
+    return EVIDENCE_CONFIG in config or "max_chunk_chars" in config
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    sparse: SparseVec
+    dense: list[float] | None  # None: the embedder failed (see `embedder_error`)
+    raw: Vectors | None  # the embedder's reply, for callers that reuse it (routing)
+    embedder_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Readable:
+    """A generation a request may read now, with its open index handle."""
+
+    generation: Any
+    store: IndexStore
+    encoder: Bm25Encoder
+
+    @property
+    def id(self) -> str:
+        return str(self.generation.id)
+
+    @property
+    def revision(self) -> str:
+        return str(self.generation.revision)
+
+    def labels(self) -> list[str]:
+        """Every label present in the generation (recorded when it was built); empty for a
+        generation built before labels were recorded."""
+        labels = (self.generation.counts or {}).get("labels") or []
+        return [str(label) for label in labels] if isinstance(labels, list) else []
+
+
+class GenerationReader:
+    def __init__(
+        self,
+        workspace: str,
+        state: StateView,
+        backend: IndexBackend,
+        embedder: Embedder,
+        default_language: str = "italian",
+    ) -> None:
+        self.workspace = workspace
+        self._state = state
+        self._backend = backend
+        self._embedder = embedder
+        self._default_language = default_language
+        self._stores: dict[str, IndexStore] = {}
+        self._encoders: dict[tuple[str, float], Bm25Encoder] = {}
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    # -- what may be read ----------------------------------------------------------------
+
+    def evidence(self, explicit: str | None = None) -> Readable:
+        """The generation Evidence search reads. `explicit` (a candidate under evaluation) is
+        read as it is and is never visible otherwise; without it, the active generation, which
+        must be of the activated revision and hold a gated Evidence publication."""
+        if explicit is not None:
+            gen = self._ask("generation", lambda: self._state.get_generation(explicit))
+            if gen is None or gen.workspace != self.workspace:
+                raise Unreadable(
+                    GENERATION_NOT_ACTIVE,
+                    f"generation {explicit} does not exist in workspace {self.workspace}",
+                )
+            return self._open(gen)
+        revision = self._ask("revision", lambda: self._state.active_revision(self.workspace))
+        if revision is None:
+            raise Unreadable(
+                REVISION_NOT_ACTIVATED,
+                f"workspace {self.workspace} has no activated revision -> run "
+                "`tht workspace activate`",
+            )
+        gen = self._active(
+            "no active Evidence generation -> run `tht workspace preprocess evidence`"
+        )
+        if gen.revision != revision:
+            raise Unreadable(
+                REVISION_MISMATCH,
+                f"the active generation {gen.id} was built from revision {gen.revision[:12]} "
+                f"but revision {revision[:12]} is activated; search stays unavailable until "
+                "a generation for it is published (or the previous revision is reactivated)",
+            )
+        if not evidence_published(gen):
+            raise Unreadable(
+                EVIDENCE_NOT_PUBLISHED,
+                f"the active generation {gen.id} holds documents but no Evidence published for "
+                f"revision {revision[:12]} -> run `tht workspace preprocess evidence`",
+            )
+        return self._open(gen)
+
+    def active(self) -> Readable:
+        """The active generation, whatever it holds (the answer engine filters by kind)."""
+        return self._open(
+            self._active(
+                "no active index generation -> run `tht docs sync` or "
+                "`tht workspace preprocess evidence`"
+            )
+        )
+
+    # -- reading it ------------------------------------------------------------------------
+
+    def vectors(self, readable: Readable, text: str, *, degrade: bool) -> QueryVectors:
+        """Both query vectors of `text`. An embedder failure is EMBEDDER_FAILED, or with
+        `degrade` a dense vector of None and the error, for callers that may go on with BM25
+        alone and say so. A vector of the wrong shape is always EMBEDDER_MISMATCH."""
+        sparse = readable.encoder.query(text)
+        try:
+            raw = self._embedder.embed_query(text)
+        except EmbedderError as exc:
+            if not degrade:
+                raise Unreadable(EMBEDDER_FAILED, f"{self._embedder.identity}: {exc}") from exc
+            return QueryVectors(sparse=sparse, dense=None, raw=None, embedder_error=str(exc))
+        dim = (readable.generation.config or {}).get("dim", self._embedder.dim)
+        if raw.shape != (1, dim):
+            raise Unreadable(
+                EMBEDDER_MISMATCH,
+                f"{self._embedder.identity} returned shape {raw.shape}, generation "
+                f"{readable.id} expects dimension {dim}",
+            )
+        return QueryVectors(sparse=sparse, dense=[float(x) for x in raw[0]], raw=raw)
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Index faults inside become INDEX_UNAVAILABLE; the handles are dropped so the next
+        read reopens (and reports again if the index is still broken)."""
+        try:
+            yield
+        except (IndexUnavailable, DamagedRecord) as exc:
+            self.drop_handles()
+            raise Unreadable(INDEX_UNAVAILABLE, str(exc)) from exc
+
+    def drop_handles(self, keep: Sequence[str] = ()) -> None:
+        for gen_id in list(self._stores):
+            if gen_id not in keep:
+                self._stores.pop(gen_id).close()
+
+    def close(self) -> None:
+        self.drop_handles()
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _ask(self, what: str, question: Any) -> Any:
+        try:
+            return question()
+        except ThothError as exc:
+            raise Unreadable(STATE_UNAVAILABLE, f"state store ({what}): {exc}") from exc
+
+    def _active(self, missing: str) -> Any:
+        gen = self._ask("active generation", lambda: self._state.active_generation(self.workspace))
+        if gen is None:
+            raise Unreadable(GENERATION_NOT_ACTIVE, f"workspace {self.workspace} has {missing}")
+        return gen
+
+    def _open(self, gen: Any) -> Readable:
+        expected = (gen.config or {}).get("embedder")
+        if expected and expected != self._embedder.identity:
+            raise Unreadable(
+                EMBEDDER_MISMATCH,
+                f"generation {gen.id} was embedded with {expected}, this process uses "
+                f"{self._embedder.identity} -> configure the same [embedding] or rebuild",
+            )
+        try:
+            with self.guard():
+                self._handle(gen.id)
+        except Unreadable as exc:
+            exc.generation = gen.id
+            raise
+        return Readable(generation=gen, store=self._stores[gen.id], encoder=self._encoder(gen))
+
+    def _handle(self, gen_id: str) -> None:
+        if gen_id not in self._stores:
+            # Sealed generations are immutable: a handle stays valid while its generation is
+            # read. Another generation is read now: the old handles are released (a rollback
+            # reopens them).
+            self.drop_handles()
+            self._stores[gen_id] = self._backend.open(gen_id)
+
+    def _encoder(self, gen: Any) -> Bm25Encoder:
+        bm25 = (gen.config or {}).get("bm25") or {}
+        key = (str(bm25.get("language", self._default_language)), float(bm25.get("avg_len", 1.0)))
+        if key not in self._encoders:
+            self._encoders[key] = Bm25Encoder(*key)
+        return self._encoders[key]

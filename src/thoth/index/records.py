@@ -1,0 +1,193 @@
+"""The record schema: what every point of a generation (or of the memory collection) carries.
+
+One collection holds records of several kinds told apart by `record_kind`. Each kind has one
+typed payload model here; writers build the model and store `model.to_payload()`, readers get
+the model back from `parse_payload` (a damaged payload is an `IndexUnavailable`, never a
+half-read dict). Point ids come from `point_id`, and the payload indexes every generation
+creates are derived from the models' fields marked `indexed`: a new filter field is one line
+in one model.
+
+Adding a kind (a database table or column, say): a model with a `record_kind` literal, an entry
+in `RecordPayload`, a point-id namespace in `_NAMESPACES`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from thoth.errors import ThothError
+
+RECORD_EVIDENCE: Final = "evidence"  # a published Evidence Unit fragment
+RECORD_DOCUMENT: Final = "document"  # a raw chunk of a declared document source (verbatim)
+RECORD_WIKI: Final = "wiki"  # a fragment of a curated wiki page
+RECORD_MEMORY: Final = "memory"  # a memory promoted from a session
+
+DOCUMENT_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI)  # built by `tht docs sync`
+ANSWER_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE)  # read by `tht ask`
+CURATED_KINDS: Final = (RECORD_WIKI, RECORD_EVIDENCE)  # weighted up by the answer engine
+
+# Point-id namespaces, one per kind. They predate this module (ids already stored in
+# generations and memory shards must stay the same), hence one uuid per kind, not one in all.
+_NAMESPACES: Final[dict[str, uuid.UUID]] = {
+    RECORD_EVIDENCE: uuid.UUID("6f1c2a8e-54a7-4b8e-9a55-7d2f0c8b1e33"),
+    RECORD_DOCUMENT: uuid.UUID("3b0f9a52-2c7e-4d4e-8f0e-5a9d1c7b6e21"),
+    RECORD_WIKI: uuid.UUID("3b0f9a52-2c7e-4d4e-8f0e-5a9d1c7b6e21"),  # doc ids never collide
+    RECORD_MEMORY: uuid.UUID("3b9d7c52-8e0a-4f61-a2d4-5c7e9f1b0a86"),
+}
+
+
+def point_id(kind: str, key: str, ordinal: int | None = None) -> str:
+    """The stable point id of a record: `key` is the evidence id, doc id or memory reference,
+    `ordinal` the fragment's number within it (None for one-point records)."""
+    try:
+        namespace = _NAMESPACES[kind]
+    except KeyError:
+        raise ValueError(f"no point-id namespace for record kind {kind!r}") from None
+    name = key if ordinal is None else f"{key}#{ordinal}"
+    return str(uuid.uuid5(namespace, name))
+
+
+def _indexed() -> Any:
+    """Marks a field the index keeps a payload index on (filters run on these)."""
+    return {"indexed": True}
+
+
+class _Payload(BaseModel):
+    # Stored payloads are written by these models only: an unknown key is damage or a newer
+    # Thoth, and either way the reader must not guess.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_payload(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class _Served(_Payload):
+    """Fields every record the answer engine may serve carries."""
+
+    workspace_id: str = Field(json_schema_extra=_indexed())
+    vector_generation: str = Field(json_schema_extra=_indexed())
+    title: str = ""
+    text: str  # the embedded text (BM25 and dense): never the caveats
+    caveats: tuple[str, ...] = ()  # read by the model next to `text`, never embedded
+    channel: str = Field(default="", json_schema_extra=_indexed())
+    # Empty: never served (labels fail closed).
+    labels: tuple[str, ...] = Field(default=(), json_schema_extra=_indexed())
+    doc_id: str = Field(json_schema_extra=_indexed())
+
+
+class EvidencePayload(_Served):
+    """One fragment of a published Evidence Unit (seed §9.6). The unit itself is resolved from
+    Git at `workspace_revision`, never copied."""
+
+    record_kind: Literal["evidence"] = "evidence"
+    workspace_revision: str = Field(json_schema_extra=_indexed())
+    evidence_id: str = Field(json_schema_extra=_indexed())
+    evidence_kind: str = Field(json_schema_extra=_indexed())
+    purposes: tuple[str, ...] = Field(json_schema_extra=_indexed())
+    concepts: tuple[str, ...] = Field(default=(), json_schema_extra=_indexed())
+    tables: tuple[str, ...] = Field(default=(), json_schema_extra=_indexed())
+    columns: tuple[str, ...] = Field(default=(), json_schema_extra=_indexed())
+    language: str = Field(json_schema_extra=_indexed())
+    source_file: str
+    source_sha256: str
+    fragment_ordinal: int
+    fragment_section: str | None = None
+    unit_path: str
+
+
+class FragmentPayload(_Served):
+    """One chunk of a raw document (level 1) or fragment of a curated wiki page (level 2)."""
+
+    record_kind: Literal["document", "wiki"]
+    source: str = Field(json_schema_extra=_indexed())
+    path: str
+    ordinal: int
+    heading_path: tuple[str, ...] = ()
+    chunk_kind: str = "text"  # text | table | qa
+    doc_format: str = Field(default="md", json_schema_extra=_indexed())
+    content_sha256: str = ""
+    revision: str = ""  # Git commit of the source repository the file was read at
+    refers_to: tuple[str, ...] = ()
+    pipeline_version: int
+    page: int | None = None
+    year: int | None = Field(default=None, json_schema_extra=_indexed())
+    # Written by `tht docs sync`: the fingerprint of the source settings the fragment was
+    # prepared with, and the BM25 average length its sparse vector was encoded with.
+    source_config: str = ""
+    bm25_avg_len: float | None = None
+
+
+class MemoryPayload(_Payload):
+    """A memory promoted from a session (the registry stays canonical)."""
+
+    record_kind: Literal["memory"] = "memory"
+    ref: str
+    memory_id: str = Field(json_schema_extra=_indexed())
+    type: str = Field(json_schema_extra=_indexed())
+    subject: str
+    detail: str
+    rationale: str = ""
+    tables: tuple[str, ...] = ()
+    concepts: tuple[str, ...] = ()
+    content_sha256: str = Field(json_schema_extra=_indexed())
+    session_id: str = Field(json_schema_extra=_indexed())
+    decision_seq: int
+
+
+AnswerPayload = EvidencePayload | FragmentPayload
+RecordPayload = Annotated[
+    EvidencePayload | FragmentPayload | MemoryPayload, Field(discriminator="record_kind")
+]
+_ADAPTER: Final[TypeAdapter[RecordPayload]] = TypeAdapter(RecordPayload)
+_MODELS: Final = (EvidencePayload, FragmentPayload, MemoryPayload)
+
+
+class DamagedRecord(ThothError):
+    """A stored payload does not match its record kind's model."""
+
+
+def parse_payload(payload: Mapping[str, Any], point: str = "?") -> RecordPayload:
+    """The typed payload of a stored point; DamagedRecord (naming the point and the field)
+    when it does not match any kind."""
+    try:
+        return _ADAPTER.validate_python(dict(payload))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "record_kind"
+        raise DamagedRecord(
+            f"point {point}: payload field {where}: {first['msg']} "
+            f"(record kind {payload.get('record_kind')!r}; {exc.error_count()} problem(s)) "
+            "-> the index is damaged or was written by another Thoth version: rebuild it"
+        ) from exc
+
+
+def payload_indexes(*kinds: str) -> tuple[str, ...]:
+    """The payload fields to index for records of `kinds` (all kinds when none given), in a
+    stable order, `record_kind` first."""
+    fields: dict[str, None] = {"record_kind": None}
+    for model in _MODELS:
+        kind = model.model_fields["record_kind"]
+        allowed = getattr(kind.annotation, "__args__", ())
+        if kinds and not set(allowed) & set(kinds):
+            continue
+        for name, info in model.model_fields.items():
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and extra.get("indexed"):
+                fields[name] = None
+    return tuple(fields)
+
+
+# Fields the answer engine filters on: every request field is one of them.
+FILTER_FIELDS: Final = (
+    "record_kind",
+    "channel",
+    "labels",
+    "source",
+    "year",
+    "doc_format",
+    "doc_id",
+)
