@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import EXAMPLES, commit_all, git, status
 from tests.fake_llm import FakeLLMServer, ToolCallScript
+from thoth.cli.demo import run_demo
 from thoth.cli.main import app
-from thoth.demo import run_demo
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare

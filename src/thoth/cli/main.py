@@ -152,7 +152,7 @@ def demo_cmd(
     ] = None,
 ) -> None:
     """Run the embedded demo end to end on the bundled clinical workspace."""
-    from thoth.demo import run_demo
+    from thoth.cli.demo import run_demo
 
     with errors(False):
         run_demo(out, keep)

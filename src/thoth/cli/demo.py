@@ -42,7 +42,7 @@ DEMO_NAME = "clinical-dwh"
 
 def demo_source() -> Path:
     """The bundled workspace: $THOTH_EXAMPLES, else examples/ of the source checkout."""
-    base = Path(os.environ.get("THOTH_EXAMPLES", Path(__file__).resolve().parents[2] / "examples"))
+    base = Path(os.environ.get("THOTH_EXAMPLES", Path(__file__).resolve().parents[3] / "examples"))
     path = base / DEMO_NAME
     if not (path / "thoth.toml").is_file():
         raise PreconditionError(
