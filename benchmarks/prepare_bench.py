@@ -1052,7 +1052,7 @@ def generate(root: Path, sources: int, seed: int) -> dict[str, Any]:
 
 
 def benchmark(root: Path, n_sources: int, seed: int, profile_dir: Path | None) -> dict[str, Any]:
-    from thoth.workspace import init_workspace
+    from thoth.evidence.layout import init_workspace
 
     load_before = [round(x, 2) for x in os.getloadavg()]
     init_workspace(root, name="prepare-bench")

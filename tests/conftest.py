@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from thoth.workspace import Workspace, init_workspace
+from thoth.evidence.layout import init_workspace
+from thoth.workspace import Workspace
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

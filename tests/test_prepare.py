@@ -296,7 +296,7 @@ def test_dirty_worktree_is_refused(make_workspace: Make, dirty: str) -> None:
 def test_not_a_git_repository_is_refused(tmp_path: object) -> None:
     from pathlib import Path
 
-    from thoth.workspace import init_workspace
+    from thoth.evidence.layout import init_workspace
 
     root = Path(str(tmp_path)) / "plain"
     init_workspace(root)

@@ -1,13 +1,12 @@
-"""A workspace directory: its layout and `tht init`."""
+"""A workspace: its directory and the settings of its thoth.toml. `tht init` creates one
+(thoth.evidence.layout)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from thoth.config import CONFIG_FILE, Settings, load_settings, render_default_config
-from thoth.errors import PreconditionError
-from thoth.evidence.model import KINDS
+from thoth.config import Settings, load_settings
 
 
 @dataclass(frozen=True)
@@ -31,53 +30,3 @@ class Workspace:
     def open(cls, root: Path) -> Workspace:
         root = root.resolve()
         return cls(root=root, settings=load_settings(root))
-
-
-_EVIDENCE_README = """# Evidence
-
-- `source/`: the original notes (Markdown, text, `.sql.md`). Thoth never rewrites them.
-- `curated/<kind>/`: one Evidence Unit per file, produced by `tht evidence prepare` and
-  reviewed in Git. Edit them freely; remove a review item once you have resolved it.
-- `manifest.yaml`: managed by `tht evidence prepare` and `tht evidence resolve`; do not edit.
-- `evaluation.yaml`: questions and the units each one is expected to retrieve.
-
-Check everything with `tht evidence validate .` before opening a pull request.
-"""
-
-_EVALUATION = """# Representative questions and the Evidence Units each should retrieve.
-# profile: lexical | semantic | mixed (at least one of each).
-questions: []
-"""
-
-
-def init_workspace(root: Path, name: str | None = None, language: str = "it") -> list[Path]:
-    """Create the layout; refuses to overwrite an existing configuration."""
-    config = root / CONFIG_FILE
-    if config.exists():
-        raise PreconditionError(f"{config} already exists: {root} is already a workspace")
-    created: list[Path] = []
-    root.mkdir(parents=True, exist_ok=True)
-    config.write_text(render_default_config(name or root.resolve().name, language), "utf-8")
-    created.append(config)
-    evidence = root / "evidence"
-    for sub in ["source", *(f"curated/{k}" for k in KINDS)]:
-        d = evidence / sub
-        d.mkdir(parents=True, exist_ok=True)
-        keep = d / ".gitkeep"
-        keep.touch()
-        created.append(keep)
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        # Local state (index generations, caches, state database) is derived: never commit it.
-        ignore.write_text(".thoth/\n", "utf-8")
-        created.append(ignore)
-    for rel, text in (
-        ("README.md", _EVIDENCE_README),
-        ("evaluation.yaml", _EVALUATION),
-        ("manifest.yaml", "pipeline_version: 1\nsources: {}\n"),
-    ):
-        path = evidence / rel
-        if not path.exists():
-            path.write_text(text, "utf-8")
-            created.append(path)
-    return created

@@ -12,12 +12,13 @@ from thoth.cli import channels as channels_cli
 from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
+from thoth.evidence.layout import init_workspace
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.resolve import resolve
 from thoth.evidence.restructure import make_restructurer
 from thoth.evidence.validate import validate_workspace
-from thoth.workspace import Workspace, init_workspace
+from thoth.workspace import Workspace
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 evidence_app = typer.Typer(no_args_is_help=True, help="Author and check Evidence Units.")
