@@ -9,10 +9,11 @@ from thoth.state.core import create_state_engine
 from thoth.state.schema import metadata
 
 
-def _run(connection: Connection) -> None:
-    # target_metadata only serves a developer's `alembic revision --autogenerate` draft;
-    # Thoth never autogenerates when it opens a database.
-    context.configure(connection=connection, target_metadata=metadata)
+def _run(connection: Connection, *, for_developer: bool) -> None:
+    # target_metadata only serves a developer's `alembic revision --autogenerate` draft; the
+    # store runs the migrations without it (they do not depend on schema.py, and names are
+    # wrapped in op.f() so its naming convention could not rewrite them anyway).
+    context.configure(connection=connection, target_metadata=metadata if for_developer else None)
     # Inside the store's transaction (it holds the upgrade lock) this neither begins nor
     # commits: the whole upgrade commits or rolls back as one.
     with context.begin_transaction():
@@ -22,7 +23,7 @@ def _run(connection: Connection) -> None:
 def _main() -> None:
     given = context.config.attributes.get("connection")
     if isinstance(given, Connection):
-        _run(given)
+        _run(given, for_developer=False)
         return
     url = context.get_x_argument(as_dictionary=True).get("url")
     if not url:
@@ -38,7 +39,7 @@ def _main() -> None:
     engine = create_state_engine(url)
     try:
         with engine.connect() as connection:
-            _run(connection)
+            _run(connection, for_developer=True)
     finally:
         engine.dispose()
 

@@ -34,19 +34,21 @@ def upgrade() -> None:
         sa.Column("counts", sa.Text(), nullable=False),
         sa.Column("created_at", sa.String(TS), nullable=False),
         sa.Column("activated_at", sa.String(TS), nullable=True),
-        sa.PrimaryKeyConstraint("id", name="pk_generations"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_generations")),
         sa.CheckConstraint(
             "status IN ('building', 'candidate', 'active', 'retired', 'failed')",
-            name="ck_generations_status",
+            name=op.f("ck_generations_status"),
         ),
         sa.CheckConstraint(
             "status <> 'active' OR activated_at IS NOT NULL",
-            name="ck_generations_active_has_time",
+            name=op.f("ck_generations_active_has_time"),
         ),
     )
-    op.create_index("ix_generations_workspace_created", "generations", ["workspace", "created_at"])
     op.create_index(
-        "ux_generations_one_active",
+        op.f("ix_generations_workspace_created"), "generations", ["workspace", "created_at"]
+    )
+    op.create_index(
+        op.f("ux_generations_one_active"),
         "generations",
         ["workspace"],
         unique=True,
@@ -60,16 +62,16 @@ def upgrade() -> None:
         sa.Column("revision", sa.String(200), nullable=False),
         sa.Column("activated_by", sa.String(200), nullable=False),
         sa.Column("activated_at", sa.String(TS), nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_revision_activations"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_revision_activations")),
     )
     op.create_index(
-        "ix_revision_activations_workspace_id", "revision_activations", ["workspace", "id"]
+        op.f("ix_revision_activations_workspace_id"), "revision_activations", ["workspace", "id"]
     )
     state_meta = op.create_table(
         "state_meta",
         sa.Column("key", sa.String(64), nullable=False),
         sa.Column("value", sa.Text(), nullable=False),
-        sa.PrimaryKeyConstraint("key", name="pk_state_meta"),
+        sa.PrimaryKeyConstraint("key", name=op.f("pk_state_meta")),
     )
     op.bulk_insert(state_meta, [{"key": "schema_version", "value": "1"}])
     op.create_table(
@@ -84,19 +86,19 @@ def upgrade() -> None:
         sa.Column("outcome", sa.String(16), nullable=True),
         sa.Column("counts", sa.Text(), nullable=False),
         sa.Column("message", sa.Text(), nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_builds"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_builds")),
         sa.CheckConstraint(
             "outcome IS NULL OR outcome IN ('activated', 'gate_failed', 'failed', 'interrupted')",
-            name="ck_builds_outcome",
+            name=op.f("ck_builds_outcome"),
         ),
         sa.CheckConstraint(
-            "(finished_at IS NULL) = (outcome IS NULL)", name="ck_builds_finished_has_outcome"
+            "(finished_at IS NULL) = (outcome IS NULL)", name=op.f("ck_builds_finished_has_outcome")
         ),
         sa.ForeignKeyConstraint(
-            ["generation"], ["generations.id"], name="fk_builds_generation_generations"
+            ["generation"], ["generations.id"], name=op.f("fk_builds_generation_generations")
         ),
     )
-    op.create_index("ix_builds_workspace_id", "builds", ["workspace", "id"])
+    op.create_index(op.f("ix_builds_workspace_id"), "builds", ["workspace", "id"])
 
 
 def downgrade() -> None:

@@ -41,18 +41,19 @@ def upgrade() -> None:
         sa.Column("counts", sa.Text(), nullable=False),
         sa.Column("changes", sa.Text(), nullable=False),
         sa.Column("message", sa.Text(), nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_sync_runs"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_sync_runs")),
         sa.CheckConstraint(
             "status IN ('running', 'succeeded', 'failed', 'interrupted')",
-            name="ck_sync_runs_status",
+            name=op.f("ck_sync_runs_status"),
         ),
         sa.CheckConstraint(
-            "(status = 'running') = (finished_at IS NULL)", name="ck_sync_runs_finished_has_time"
+            "(status = 'running') = (finished_at IS NULL)",
+            name=op.f("ck_sync_runs_finished_has_time"),
         ),
     )
-    op.create_index("ix_sync_runs_workspace_id", "sync_runs", ["workspace", "id"])
+    op.create_index(op.f("ix_sync_runs_workspace_id"), "sync_runs", ["workspace", "id"])
     op.create_index(
-        "ux_sync_runs_one_running",
+        op.f("ux_sync_runs_one_running"),
         "sync_runs",
         ["workspace"],
         unique=True,
@@ -69,13 +70,15 @@ def upgrade() -> None:
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("answer", sa.Text(), nullable=False),
         sa.Column("error_code", sa.String(64), nullable=True),
-        sa.PrimaryKeyConstraint("id", name="pk_answer_log"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_answer_log")),
         sa.CheckConstraint(
             "status IN ('not_searched', 'nothing_found', 'failed', 'truncated', 'found')",
-            name="ck_answer_log_status",
+            name=op.f("ck_answer_log_status"),
         ),
     )
-    op.create_index("ix_answer_log_workspace_created", "answer_log", ["workspace", "created_at"])
+    op.create_index(
+        op.f("ix_answer_log_workspace_created"), "answer_log", ["workspace", "created_at"]
+    )
 
 
 def downgrade() -> None:

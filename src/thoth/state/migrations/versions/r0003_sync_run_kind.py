@@ -30,7 +30,7 @@ def upgrade() -> None:
         sa.Column(
             "kind",
             sa.String(16),
-            sa.CheckConstraint("kind IN ('docs', 'evidence')", name="ck_sync_runs_kind"),
+            sa.CheckConstraint("kind IN ('docs', 'evidence')", name=op.f("ck_sync_runs_kind")),
             nullable=False,
             server_default="docs",
         ),
