@@ -29,7 +29,7 @@ import thoth.state.core as state_core
 from tests.test_state import pg_url, pg_user  # noqa: F401  (fixtures, resolved by name)
 from thoth.state import StateError, StateStore, redact_url
 from thoth.state.migrations import MIGRATIONS_DIR
-from thoth.state.schema import SCHEMA_VERSION, metadata
+from thoth.state.schema import HEAD_REVISION, SCHEMA_VERSION, metadata
 from thoth.state.upgrade import head_revision, known_revisions
 
 WS = "ws"
@@ -747,7 +747,8 @@ def test_our_tables_without_state_meta_are_refused(url: str, raw: Engine) -> Non
 
 
 def test_new_database_is_created_at_head_matching_the_schema_module(url: str, raw: Engine) -> None:
-    assert head_revision() == HEAD and known_revisions() == ["0001", "0002", "0003", HEAD]
+    assert head_revision() == HEAD == HEAD_REVISION
+    assert known_revisions() == ["0001", "0002", "0003", HEAD]
     with StateStore.open(url):
         pass
     assert versions(raw) == ([HEAD], str(SCHEMA_VERSION))

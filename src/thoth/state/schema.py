@@ -33,6 +33,10 @@ from sqlalchemy import (
 # as tables change: its only job is to make a Thoth without migrations refuse the database.
 SCHEMA_VERSION: Final = 2
 
+# The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
+# database already there opens without loading Alembic, which costs ~0.15 s of imports.
+HEAD_REVISION: Final = "0004"
+
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
 

@@ -8,7 +8,6 @@ transaction. `StateStore` composes one class per concern (see the package docstr
 
 from __future__ import annotations
 
-from alembic.util import CommandError
 from sqlalchemy.exc import SQLAlchemyError
 
 from thoth.state.answers import AnswerLog, LoggedAnswer
@@ -70,12 +69,6 @@ class StateStore(Generations, Runs, AnswerLog):
         except StateError:
             engine.dispose()
             raise
-        except CommandError as exc:  # Alembic could not plan the upgrade
-            engine.dispose()
-            raise StateError(
-                f"cannot open state store {shown}: upgrading its schema failed ({exc}); "
-                "nothing was changed -> report it with this message"
-            ) from exc
         except SQLAlchemyError as exc:
             engine.dispose()
             hint = (

@@ -15,16 +15,17 @@ find the work done. What it finds decides what happens:
 from __future__ import annotations
 
 from functools import cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from alembic import command
-from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from thoth.state.core import StateError
 from thoth.state.migrations import alembic_config
-from thoth.state.schema import SCHEMA_VERSION
+from thoth.state.schema import HEAD_REVISION, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from alembic.script import ScriptDirectory
 
 # Serialises upgrades across processes opening the same PostgreSQL database at once.
 PG_UPGRADE_LOCK: Final = 0x7406_5354_4154_4531
@@ -110,6 +111,8 @@ _OURS: Final = frozenset(name for _, shape, _ in LEGACY_SHAPES for name in shape
 
 @cache
 def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory  # Alembic loads only when a database needs it
+
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -131,16 +134,16 @@ def upgrade_to_head(conn: Connection, shown: str) -> None:
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_UPGRADE_LOCK})
     tables = set(inspect(conn).get_table_names())
-    head = head_revision()
+    stamp: str | None = None
     if "alembic_version" in tables:
         found = [str(v) for v in conn.scalars(text("SELECT version_num FROM alembic_version"))]
-        _refuse_unknown(found, shown)
+        if found != [HEAD_REVISION]:
+            _refuse_unknown(found, shown)
         _check_state_meta(conn, shown)
-        if found == [head]:
+        if found == [HEAD_REVISION]:
             return
     elif "state_meta" in tables:
-        revision = _pre_migration_revision(conn, tables, shown)
-        command.stamp(alembic_config(conn), revision)
+        stamp = _pre_migration_revision(conn, tables, shown)
     else:
         ours = sorted(tables & _OURS)
         if ours:
@@ -150,7 +153,24 @@ def upgrade_to_head(conn: Connection, shown: str) -> None:
                 "be identified; nothing was changed -> point [state].url to a new database, or "
                 "restore this one from a backup"
             )
-    command.upgrade(alembic_config(conn), "head")
+    _migrate(conn, shown, stamp)
+
+
+def _migrate(conn: Connection, shown: str, stamp: str | None) -> None:
+    """Stamp a pre-migration database at `stamp` (if given), then run the migrations to head."""
+    from alembic import command
+    from alembic.util import CommandError
+
+    config = alembic_config(conn)
+    try:
+        if stamp is not None:
+            command.stamp(config, stamp)
+        command.upgrade(config, "head")
+    except CommandError as exc:  # Alembic could not plan it: nothing ran
+        raise StateError(
+            f"state store {shown}: upgrading the schema to {head_revision()} failed ({exc}); "
+            "nothing was changed -> report it with this message"
+        ) from exc
 
 
 def _refuse_unknown(found: list[str], shown: str) -> None:

@@ -9,17 +9,20 @@ autogenerate at run time); `env.py` runs them on the connection the store passes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
-from alembic.config import Config
-from alembic.util import CommandError
 from sqlalchemy.engine import Connection
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parent
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic configuration for the shipped scripts, bound to `connection` if given."""
+    from alembic.config import Config  # imported when needed: Alembic is slow to import
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("path_separator", "os")
@@ -30,6 +33,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def forward_only(revision: str) -> NoReturn:
     """The downgrade of every revision: Thoth's state migrations only go forward."""
+    from alembic.util import CommandError
+
     raise CommandError(
         f"state migration {revision} cannot be undone: Thoth never downgrades a state "
         "database -> restore the copy taken before the upgrade, or point [state].url to a new "
