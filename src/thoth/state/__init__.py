@@ -14,9 +14,9 @@ Layout, one module per concern:
 - `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.
 
 A new concern (jobs, for instance) follows the same pattern: its tables in `schema`, a
-migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head, a module
-`jobs.py` with a `Jobs(StoreCore)` class and its typed results (frozen dataclasses), and
-`Jobs` added to the bases of `StateStore`.
+migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head (and
+`schema.HEAD_REVISION` moved to it), a module `jobs.py` with a `Jobs(StoreCore)` class and
+its typed results (frozen dataclasses), and `Jobs` added to the bases of `StateStore`.
 """
 
 from thoth.state.answers import LoggedAnswer
