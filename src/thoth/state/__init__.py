@@ -1,23 +1,30 @@
-"""Relational state: the revision and index generation each workspace serves, and its builds.
+"""Relational state: the revision and index generation each workspace serves, and its runs.
 
 SQLite file by default (`<workspace>/.thoth/state.sqlite`), PostgreSQL via `[state].url`.
+
+Layout, one module per concern:
+
+- `core`: URL, engine, SQLite configuration, the read/write transactions of `StoreCore` and
+  the wording of database failures (only a transient fault is worth retrying).
+- `generations`: revision activations and the generation state machine (`Generations`).
+- `runs`: builds and sync runs, whose running row is the workspace's run lock (`Runs`).
+- `answers`: the answer log (`AnswerLog`).
+- `schema`: the tables at the head revision; `migrations/versions/`: how a database gets
+  there (Alembic, forward-only); `upgrade`: what the store does with a database it opens.
+- `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.
+
+A new concern (jobs, for instance) follows the same pattern: its tables in `schema`, a
+migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head (and
+`schema.HEAD_REVISION` moved to it), a module `jobs.py` with a `Jobs(StoreCore)` class and
+its typed results (frozen dataclasses), and `Jobs` added to the bases of `StateStore`.
 """
 
+from thoth.state.answers import LoggedAnswer
+from thoth.state.core import StateError, redact_url, state_url
+from thoth.state.generations import Generation, GenerationStatus
+from thoth.state.runs import Build, BuildOutcome, RunKind, SyncRun, SyncRunConflict, SyncStatus
 from thoth.state.schema import ANSWER_STATUSES, BUILD_OUTCOMES, GENERATION_STATUSES, SYNC_STATUSES
-from thoth.state.store import (
-    Build,
-    BuildOutcome,
-    Generation,
-    GenerationStatus,
-    LoggedAnswer,
-    StateError,
-    StateStore,
-    SyncRun,
-    SyncRunConflict,
-    SyncStatus,
-    redact_url,
-    state_url,
-)
+from thoth.state.store import StateStore
 
 __all__ = [
     "ANSWER_STATUSES",
@@ -29,6 +36,7 @@ __all__ = [
     "Generation",
     "GenerationStatus",
     "LoggedAnswer",
+    "RunKind",
     "StateError",
     "StateStore",
     "SyncRun",

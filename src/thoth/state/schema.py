@@ -1,5 +1,9 @@
 """Tables of the state store (SQLAlchemy Core), identical on SQLite and PostgreSQL.
 
+This is the shape at the head migration, what the queries are written against. A database
+gets it only through the migrations in `migrations/versions/` (run when the store opens it):
+change a table here and add the migration that makes it so (see thoth.state.upgrade).
+
 Timestamps are fixed-width ISO-8601 strings in UTC (`2024-05-01T09:30:00.000000+00:00`):
 SQLite has no timezone-aware type, and one representation on both backends means a row
 reads back the same wherever it was written; the fixed width keeps them sortable as text.
@@ -24,9 +28,14 @@ from sqlalchemy import (
     Text,
 )
 
-# Bumped whenever a table changes shape: `create_all` only adds missing tables, so an older
-# database must be refused rather than half-used.
-SCHEMA_VERSION: Final = 1
+# state_meta.schema_version: 1 before migrations (tables made by `create_all`), 2 since the
+# schema is managed by Alembic (migration 0004; the revision is in alembic_version). It stays 2
+# as tables change: its only job is to make a Thoth without migrations refuse the database.
+SCHEMA_VERSION: Final = 2
+
+# The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
+# database already there opens without loading Alembic, which costs ~0.15 s of imports.
+HEAD_REVISION: Final = "0004"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")

@@ -1,0 +1,103 @@
+"""The answer log: one row per `ask`, failures included, read back exactly as it was served."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, insert, select
+
+from thoth.state.core import StateError, StoreCore, dump_json, load_json, now, parse_ts, require, ts
+from thoth.state.schema import ANSWER_STATUSES, answer_log
+
+
+@dataclass(frozen=True)
+class LoggedAnswer:
+    """One `ask` as it was served: `answer` is the full Answer.as_dict() (thoth.answer)."""
+
+    id: str
+    workspace: str
+    created_at: datetime
+    question: str
+    request: dict[str, Any]
+    status: str
+    answer: dict[str, Any]
+    error_code: str | None
+
+
+class AnswerLog(StoreCore):
+    """What the administrator reviews and `tht eval add-from-answer` turns into a case."""
+
+    def log_answer(
+        self,
+        answer_id: str,
+        workspace: str,
+        question: str,
+        request: dict[str, Any],
+        status: str,
+        answer: dict[str, Any],
+        error_code: str | None = None,
+    ) -> None:
+        """Record one served answer (or failure); an id can be logged only once."""
+        require("answer id", answer_id)
+        require("workspace", workspace)
+        if status not in ANSWER_STATUSES:
+            raise StateError(
+                f"answer_log: unknown status {status!r} for {answer_id} -> use one of "
+                f"{', '.join(ANSWER_STATUSES)}"
+            )
+        values = {
+            "id": answer_id,
+            "workspace": workspace,
+            "created_at": ts(now()),
+            "question": question,
+            "request": dump_json(f"request of answer {answer_id}", request),
+            "status": status,
+            "answer": dump_json(f"answer {answer_id}", answer),
+            "error_code": error_code,
+        }
+        with self._write(f"answer_log: recording {answer_id}") as conn:
+            conn.execute(insert(answer_log).values(**values))
+
+    def get_answer(self, answer_id: str) -> LoggedAnswer:
+        with self._read(f"answer_log: reading {answer_id}") as conn:
+            row = conn.execute(select(answer_log).where(answer_log.c.id == answer_id)).first()
+        if row is None:
+            raise StateError(
+                f"state store {self.url}: answer {answer_id!r} not found in table answer_log "
+                "-> check the id (`tht answers log` lists the logged answers)"
+            )
+        return _logged_answer(row)
+
+    def list_answers(
+        self, workspace: str, limit: int = 20, status: str | None = None
+    ) -> list[LoggedAnswer]:
+        """The workspace's most recent answers, newest first, optionally of one status."""
+        if limit < 1:
+            raise StateError(f"answer_log: limit must be at least 1, got {limit}")
+        if status is not None and status not in ANSWER_STATUSES:
+            raise StateError(
+                f"answer_log: unknown status {status!r} -> use one of {', '.join(ANSWER_STATUSES)}"
+            )
+        query = select(answer_log).where(answer_log.c.workspace == workspace)
+        if status is not None:
+            query = query.where(answer_log.c.status == status)
+        with self._read(f"answer_log: listing {workspace!r}") as conn:
+            rows = conn.execute(
+                query.order_by(answer_log.c.created_at.desc(), answer_log.c.id.desc()).limit(limit)
+            ).all()
+        return [_logged_answer(r) for r in rows]
+
+
+def _logged_answer(row: Row[Any]) -> LoggedAnswer:
+    return LoggedAnswer(
+        id=row.id,
+        workspace=row.workspace,
+        created_at=parse_ts(row.created_at),
+        question=row.question,
+        request=load_json(row.request),
+        status=row.status,
+        answer=load_json(row.answer),
+        error_code=row.error_code,
+    )
