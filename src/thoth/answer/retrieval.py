@@ -27,7 +27,7 @@ from thoth.answer.routing import ChannelRouter, Route
 from thoth.config import Settings
 from thoth.documents.records import ANSWER_KINDS, CURATED_KINDS, RECORD_DOCUMENT
 from thoth.embed.base import Embedder, EmbedderError, Vectors
-from thoth.errors import ThothError
+from thoth.errors import RequestError, ThothError
 from thoth.index.base import (
     Hit,
     IndexStore,
@@ -53,7 +53,7 @@ Status = Literal["found", "nothing_found", "failed"]
 NO_RELEVANCE_FLOOR = "relevance floor not applied: no dense similarity"
 
 
-class SearchRequestError(ThothError):
+class SearchRequestError(RequestError):
     """The request is malformed: unknown field, label, channel or source, or a wrong type."""
 
     exit_code = 2

@@ -25,12 +25,14 @@ from anthropic.types import MessageParam, TextBlock, ToolParam, ToolUseBlock
 from openai.types.chat import ChatCompletionFunctionToolParam
 
 from thoth.config import LLMSettings
-from thoth.errors import ConfigError
+from thoth.errors import ConfigError, ThothError
 
 
-class LLMError(Exception):
+class LLMError(ThothError):
     """The model call failed: timeout, connection, HTTP status, an empty reply or one the model
     cut at max_tokens."""
+
+    code = "llm_failed"
 
 
 # Why a reply stopped, when it stopped because it ran out of tokens: what it says is cut short,
