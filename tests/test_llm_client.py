@@ -10,11 +10,16 @@ import pytest
 
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.config import LLMSettings
-from thoth.llm.client import AnthropicChat, LLMError, OpenAIChat, ToolSpec
+from thoth.llm.client import AnthropicChat, LLMError, OpenAIChat, ReplySchema, ToolSpec
 
 MAX_TOKENS = 123
 TRUNCATED = {"openai": "length", "anthropic": "max_tokens"}
 TOOL = ToolSpec("propose", "Propose one thing.", {"type": "object", "properties": {}})
+SCHEMA = ReplySchema(
+    "answer",
+    "The answer as one object.",
+    {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+)
 
 
 @pytest.fixture
@@ -40,6 +45,7 @@ def client(server: FakeLLMServer, provider: str) -> OpenAIChat | AnthropicChat:
 CALLS: dict[str, Callable[[OpenAIChat | AnthropicChat], Any]] = {
     "complete_text": lambda c: c.complete_text("system", "user"),
     "complete_json": lambda c: c.complete_json("system", "user"),
+    "complete_json_schema": lambda c: c.complete_json("system", "user", SCHEMA),
     "call_tools": lambda c: c.call_tools("system", "user", [TOOL]),
 }
 
@@ -52,6 +58,8 @@ def test_a_reply_cut_at_max_tokens_is_an_error(
     reason = TRUNCATED[provider]
     if method == "call_tools":
         llm.reply_tool_calls(ToolCallScript("propose", {}), finish_reason=reason)
+    elif method == "complete_json_schema" and provider == "anthropic":
+        llm.reply_tool_calls(ToolCallScript("answer", {"ok": True}), finish_reason=reason)
     else:
         llm.reply('{"partial": "a reply that stops in the mid', finish_reason=reason)
     with pytest.raises(LLMError, match=r"truncated at max_tokens=123 -> raise \[llm\]\.max_tokens"):
@@ -68,3 +76,49 @@ def test_a_reply_that_ends_normally_is_served(llm: FakeLLMServer, provider: str)
     assert chat.complete_json("system", "user") == '{"ok": true}'
     llm.reply_tool_calls(ToolCallScript("propose", {"a": 1}))
     assert [c.arguments for c in chat.call_tools("system", "user", [TOOL]).calls] == [{"a": 1}]
+
+
+def test_a_reply_schema_is_sent_as_openai_structured_output(llm: FakeLLMServer) -> None:
+    llm.reply('{"ok": true}')
+    assert client(llm, "openai").complete_json("system", "user", SCHEMA) == '{"ok": true}'
+    [request] = llm.requests
+    assert request.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "description": "The answer as one object.",
+            "schema": SCHEMA.schema,
+            "strict": False,
+        },
+    }
+
+
+def test_a_reply_schema_is_an_anthropic_forced_tool(llm: FakeLLMServer) -> None:
+    llm.reply_tool_calls(ToolCallScript("answer", {"ok": True}), text="here it is")
+    assert client(llm, "anthropic").complete_json("system", "user", SCHEMA) == '{"ok": true}'
+    [request] = llm.requests
+    assert request.body["tools"] == [
+        {
+            "name": "answer",
+            "description": "The answer as one object.",
+            "input_schema": SCHEMA.schema,
+        }
+    ]
+    assert request.body["tool_choice"] == {"type": "tool", "name": "answer"}
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [(), (ToolCallScript("other", {"ok": True}),)],
+    ids=["no call", "another tool"],
+)
+def test_an_anthropic_reply_without_the_forced_call_is_an_error(
+    llm: FakeLLMServer, calls: tuple[ToolCallScript, ...]
+) -> None:
+    if calls:
+        llm.reply_tool_calls(*calls)
+    else:
+        llm.reply('{"ok": true}')
+    with pytest.raises(LLMError, match="the model did not call the tool answer"):
+        client(llm, "anthropic").complete_json("system", "user", SCHEMA)
+    assert len(llm.requests) == 1

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import FORMULA, GLOSSARY, commit_all, status, write_source
-from tests.fake_llm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLMServer, RecordedRequest
+from tests.fake_llm import (
+    ANTHROPIC_PATH,
+    OPENAI_PATH,
+    FakeLLMServer,
+    RecordedRequest,
+    ToolCallScript,
+)
 from thoth.config import LLMSettings
 from thoth.errors import Problem, ProblemsError
 from thoth.evidence.corpus import load_corpus
@@ -21,7 +27,12 @@ from thoth.evidence.model import KINDS, Unit
 from thoth.evidence.normalize import normalize_text
 from thoth.evidence.prepare import UNSUPPORTED, PrepareReport, prepare
 from thoth.evidence.restructure import make_restructurer
-from thoth.evidence.restructure.llm import SYSTEM_PROMPT, LLMRestructurer
+from thoth.evidence.restructure.llm import (
+    REPLY_SCHEMA,
+    SYSTEM_PROMPT,
+    LLMRestructurer,
+    RestructureReply,
+)
 from thoth.evidence.sources import sha256_of
 from thoth.llm import LLMError, chat_client
 from thoth.workspace import Workspace
@@ -252,7 +263,18 @@ def test_llm_prepare_writes_units_from_model_reply(
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.body["model"] == "test-model"
     assert request.body["temperature"] == 0
-    assert request.body["response_format"] == {"type": "json_object"}
+    # The reply contract goes over the wire as OpenAI structured output: the pydantic model's
+    # JSON schema, the same model that checks the reply.
+    assert request.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": REPLY_SCHEMA.name,
+            "description": REPLY_SCHEMA.description,
+            "schema": RestructureReply.model_json_schema(),
+            "strict": False,
+        },
+    }
+    assert request.body["response_format"]["json_schema"]["schema"]["required"] == ["units"]
     system = request.body["messages"][0]["content"]
     assert system == SYSTEM_PROMPT
     assert "Do not invent" in system
@@ -499,7 +521,11 @@ def test_anthropic_wire_format(
 ) -> None:
     ws = llm_workspace(make_workspace, llm_server, provider="anthropic")
     assert ws.settings.llm.provider == "anthropic"
-    llm_server.reply_json(reply(GLOSSARY_RICOVERO, FORMULA_PEDIATRIC))
+    # Anthropic structured output: the model is forced to call one tool whose input schema is
+    # the reply contract, and answers with that call.
+    llm_server.reply_tool_calls(
+        ToolCallScript(REPLY_SCHEMA.name, reply(GLOSSARY_RICOVERO, FORMULA_PEDIATRIC))
+    )
 
     # Built by hand this time, from the same settings make_restructurer uses.
     restructurer = LLMRestructurer(chat_client(ws.settings.llm))
@@ -535,6 +561,30 @@ def test_anthropic_wire_format(
     assert payload["source_text"] == NORMALIZED
     assert sorted(payload["kind_schemas"]) == sorted(KINDS)
     assert payload["allowed_ids"] == []
+    assert request.body["tools"] == [
+        {
+            "name": REPLY_SCHEMA.name,
+            "description": REPLY_SCHEMA.description,
+            "input_schema": RestructureReply.model_json_schema(),
+        }
+    ]
+    assert request.body["tool_choice"] == {"type": "tool", "name": REPLY_SCHEMA.name}
+
+
+def test_anthropic_reply_without_the_forced_tool_call_is_attributed(
+    make_workspace: Callable[..., Workspace], llm_server: FakeLLMServer
+) -> None:
+    ws = llm_workspace(make_workspace, llm_server, provider="anthropic")
+    llm_server.reply_json(reply(GLOSSARY_RICOVERO))  # text, not the forced tool call
+
+    with pytest.raises(ProblemsError) as exc:
+        run_prepare(ws)
+
+    problem = only_problem(exc)
+    assert problem.where == REL and problem.code == "restructure_failed"
+    assert f"did not call the tool {REPLY_SCHEMA.name}" in problem.message
+    assert len(llm_server.requests) == 1
+    assert status(ws.root) == ""
 
 
 def test_llm_formula_statement_rejected(
@@ -587,6 +637,27 @@ def test_fake_server_reports_a_missing_reply_visibly(llm_server: FakeLLMServer) 
         ('{"units": [], "retirement_candidates": [{"id": {"a": 1}}]}', "unknown id"),
         ('{"units": [], "retirement_candidates": "evidence:a"}', "must be a list"),
         ("[" * 100_000, "not valid JSON"),
+        ("[]", "the reply must be an object"),
+        ("{}", r"units: is missing"),
+        ('{"units": [{"title": "T", "kind": "rule", "data": {}}]}', r"units\[0\]\.kind 'rule'"),
+        ('{"units": [{"title": 3, "kind": "domain", "data": {}}]}', r"units\[0\]\.title: must"),
+        ('{"units": [{"title": "T", "kind": "domain", "data": []}]}', r"units\[0\]\.data: must"),
+        (
+            '{"units": [{"title": "T", "kind": "domain", "data": {}, "review_items": [{"code": "x"}]}]}',
+            r"units\[0\]\.review_items\[0\]\.message: is missing",
+        ),
+        (
+            '{"units": [{"title": "T", "kind": "domain", "data": {}, "note": "extra"}]}',
+            r"units\[0\]\.note: is not part of the reply contract",
+        ),
+        (
+            '{"units": [{"title": "T", "kind": "domain", "data": {}, "caveats": "one"}]}',
+            r"units\[0\]\.caveats: must be a list",
+        ),
+        (
+            '{"units": [{"id": "evidence:b", "title": "T", "kind": "domain", "data": {}}]}',
+            r"unknown id 'evidence:b' in units\[0\]\.id",
+        ),
     ],
 )
 def test_malformed_replies_are_attributed_errors(reply: str, fragment: str) -> None:

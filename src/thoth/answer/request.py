@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from thoth.errors import ThothError
+from thoth.errors import RequestError
 
 
-class SearchRequestError(ThothError):
+class SearchRequestError(RequestError):
     """The request is malformed: unknown field, label, channel or source, or a wrong type."""
 
     exit_code = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from thoth.cli import render
-from thoth.errors import ProblemsError, ThothError
+from thoth.errors import ThothError
 
 out = Console()
 err = Console(stderr=True)
@@ -28,25 +28,42 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
+def error_dict(exc: ThothError) -> dict[str, Any]:
+    """The JSON body of a failed command: the message, the stable code and never-empty
+    problems. Callers may add fields (a run id, what serves now)."""
+    return {
+        "ok": False,
+        "error": exc.message_text(),
+        "code": exc.code,
+        "problems": [p.as_dict() for p in exc.problems],
+    }
+
+
+def report_error(
+    exc: ThothError, as_json: bool, extra: dict[str, Any] | None = None, notes: Sequence[str] = ()
+) -> int:
+    """The one mapping of an error to output: JSON on stdout (with `extra` fields), or the
+    message (the summary and every problem, when the error lists them) and `notes` on stderr.
+    Returns the exit code of the error's class (cli/exitcodes.py, the README's table)."""
+    if as_json:
+        emit_json({**error_dict(exc), **(extra or {})})
+    else:
+        if exc.problems_given:
+            render.problems(err, exc.message_text(), exc.problems)
+        else:
+            err.print(f"[bold red]error:[/] {escape(exc.problems[0].render())}", highlight=False)
+        for note in notes:
+            err.print(f"  {escape(note)}", highlight=False)
+    return exc.exit_code
+
+
 @contextmanager
 def errors(as_json: bool) -> Iterator[None]:
-    """Turn Thoth errors into a readable message (or JSON) and a meaningful exit code."""
+    """Turn any Thoth error into a readable message (or JSON) and its exit code."""
     try:
         yield
-    except ProblemsError as exc:
-        if as_json:
-            emit_json(
-                {"ok": False, "error": exc.summary, "problems": [p.as_dict() for p in exc.problems]}
-            )
-        else:
-            render.problems(err, exc.summary, exc.problems)
-        raise typer.Exit(exc.exit_code) from exc
     except ThothError as exc:
-        if as_json:
-            emit_json({"ok": False, "error": str(exc)})
-        else:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(exc.exit_code) from exc
+        raise typer.Exit(report_error(exc, as_json)) from exc
 
 
 @contextmanager

@@ -16,11 +16,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from thoth.cli import exitcodes, render
-from thoth.cli.common import JsonOpt, emit_json, err, errors, out
+from thoth.cli import exitcodes
+from thoth.cli.common import JsonOpt, emit_json, err, errors, out, report_error
 from thoth.documents.sync import DocsSync, SyncReport
-from thoth.embed.base import EmbedderError
-from thoth.errors import PreconditionError, ProblemsError, ThothError
+from thoth.errors import PreconditionError, ThothError
 from thoth.gitrepo import default_run_by
 from thoth.runtime import Runtime, open_runtime
 from thoth.state import SyncRun
@@ -86,7 +85,7 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
         sync = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, progress=tick)
         try:
             report = sync.run(full=full)
-        except (ThothError, EmbedderError) as exc:
+        except ThothError as exc:
             _failed(exc, sync, as_json)
     if as_json:
         emit_json({"ok": True, **report.as_dict()})
@@ -95,10 +94,9 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     raise typer.Exit(exitcodes.OK)
 
 
-def _failed(exc: Exception, sync: DocsSync, as_json: bool) -> NoReturn:
+def _failed(exc: ThothError, sync: DocsSync, as_json: bool) -> NoReturn:
     """Report a failed run with its registry id and what serves now; exit with the error's
     code."""
-    code = exc.exit_code if isinstance(exc, ThothError) else exitcodes.FAILED
     run_id, report = sync.run_id, sync.report
     if run_id is None:
         recorded = "no run was started"
@@ -115,28 +113,16 @@ def _failed(exc: Exception, sync: DocsSync, as_json: bool) -> NoReturn:
     else:  # refused before the run started, or before anything was read
         serving = "nothing was built: the active generation is unchanged"
     notes = [str(n) for n in getattr(exc, "__notes__", [])]  # e.g. why the row stays open
-    if as_json:
-        data: dict[str, Any] = {
-            "ok": False,
-            "error": str(exc),
-            "notes": notes,
-            "run_id": run_id,
-            "run_recorded": sync.recorded,
-            "serving": serving,
-            "generation": report.generation if report else None,
-            "abandoned_generation": report.abandoned_generation if report else None,
-        }
-        if isinstance(exc, ProblemsError):
-            data["error"] = exc.summary
-            data["problems"] = [p.as_dict() for p in exc.problems]
-        emit_json(data)
-    else:
-        if isinstance(exc, ProblemsError):
-            render.problems(err, exc.summary, exc.problems)
-        else:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        for note in notes:
-            err.print(f"  {escape(note)}", highlight=False)
+    extra: dict[str, Any] = {
+        "notes": notes,
+        "run_id": run_id,
+        "run_recorded": sync.recorded,
+        "serving": serving,
+        "generation": report.generation if report else None,
+        "abandoned_generation": report.abandoned_generation if report else None,
+    }
+    code = report_error(exc, as_json, extra, notes)
+    if not as_json:
         err.print(f"[dim]{escape(recorded)}; {escape(serving)}.[/]", highlight=False)
     raise typer.Exit(code) from exc
 

@@ -8,11 +8,15 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from thoth.errors import ThothError
+
 Vectors = npt.NDArray[np.float32]  # shape (n, dim), L2-normalised rows
 
 
-class EmbedderError(Exception):
+class EmbedderError(ThothError):
     """The embedder failed: unreachable server, bad reply, wrong dimension. Names the model."""
+
+    code = "embedder_failed"
 
 
 class Embedder(Protocol):

@@ -43,8 +43,7 @@ class Unreadable(ThothError):
     """Nothing may be read: `code` says why (one of the codes above)."""
 
     def __init__(self, code: str, message: str, generation: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
         self.generation = generation  # the generation concerned, when one was resolved
 
 

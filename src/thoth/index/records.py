@@ -149,6 +149,8 @@ _MODELS: Final = (EvidencePayload, FragmentPayload, MemoryPayload)
 class DamagedRecord(ThothError):
     """A stored payload does not match its record kind's model."""
 
+    code = "damaged_record"
+
 
 def parse_payload(payload: Mapping[str, Any], point: str = "?") -> RecordPayload:
     """The typed payload of a stored point; DamagedRecord (naming the point and the field)

@@ -4,6 +4,7 @@ provider is chosen."""
 from thoth.llm.client import (
     ChatClient,
     LLMError,
+    ReplySchema,
     TextClient,
     ToolCall,
     ToolClient,
@@ -17,6 +18,7 @@ from thoth.llm.client import (
 __all__ = [
     "ChatClient",
     "LLMError",
+    "ReplySchema",
     "TextClient",
     "ToolCall",
     "ToolClient",

@@ -1,10 +1,12 @@
 """Chat completion clients for OpenAI-compatible servers and Anthropic, with no automatic
 retries: a failure is reported once, attributed, and never hidden behind a second attempt.
 
-Two uses: `complete_json` (one JSON object as text) and `call_tools` (the model answers with
-calls to the tools it was offered: OpenAI chat completions `tools`, Anthropic messages
-`tools`). `call_tools` reports each call as the provider sent it; a call whose arguments are
-not a JSON object is kept with its `error`, for the caller to refuse with attribution.
+Two uses: `complete_json` (one JSON object as text; given a `ReplySchema`, the schema goes
+out as the provider's structured output: OpenAI `response_format` json_schema, Anthropic a
+tool the model is forced to call) and `call_tools` (the model answers with calls to the tools
+it was offered: OpenAI chat completions `tools`, Anthropic messages `tools`). `call_tools`
+reports each call as the provider sent it; a call whose arguments are not a JSON object is kept
+with its `error`, for the caller to refuse with attribution.
 
 A reply the model cut at max_tokens (OpenAI `finish_reason` "length", Anthropic `stop_reason`
 "max_tokens") is an LLMError in all three uses: a cut answer, JSON object or list of tool calls
@@ -23,14 +25,17 @@ import anthropic
 import openai
 from anthropic.types import MessageParam, TextBlock, ToolParam, ToolUseBlock
 from openai.types.chat import ChatCompletionFunctionToolParam
+from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 from thoth.config import LLMSettings
-from thoth.errors import ConfigError
+from thoth.errors import ConfigError, ThothError
 
 
-class LLMError(Exception):
+class LLMError(ThothError):
     """The model call failed: timeout, connection, HTTP status, an empty reply or one the model
     cut at max_tokens."""
+
+    code = "llm_failed"
 
 
 # Why a reply stopped, when it stopped because it ran out of tokens: what it says is cut short,
@@ -44,11 +49,24 @@ def _refuse_truncated(reason: str | None, truncated: str, max_tokens: int) -> No
         raise LLMError(f"reply truncated at max_tokens={max_tokens} -> raise [llm].max_tokens")
 
 
+@dataclass(frozen=True)
+class ReplySchema:
+    """The JSON schema a reply must follow, sent as the provider's structured output: OpenAI
+    `response_format` json_schema, Anthropic a tool the model is forced to call. The schema is
+    guidance for the model: the caller still validates the reply (non-strict on OpenAI, whose
+    strict mode cannot express an open object such as a unit's kind-dependent `data`)."""
+
+    name: str  # [A-Za-z0-9_-]{1,64}: both providers' rule for schema and tool names
+    description: str
+    schema: dict[str, Any]
+
+
 class ChatClient(Protocol):
     name: str
 
-    def complete_json(self, system: str, user: str) -> str:
-        """The model's raw text reply, which is expected to be one JSON object."""
+    def complete_json(self, system: str, user: str, schema: ReplySchema | None = None) -> str:
+        """The model's raw reply, expected to be one JSON object (following `schema`, when
+        given, as far as the provider enforces it)."""
         ...
 
 
@@ -145,12 +163,25 @@ class OpenAIChat:
             raise LLMError("the model returned no content")
         return reply.choices[0].message.content
 
-    def complete_json(self, system: str, user: str) -> str:
+    def complete_json(self, system: str, user: str, schema: ReplySchema | None = None) -> str:
+        response_format: ResponseFormatJSONObject | ResponseFormatJSONSchema = (
+            {"type": "json_object"}
+            if schema is None
+            else {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema.name,
+                    "description": schema.description,
+                    "schema": schema.schema,
+                    "strict": False,
+                },
+            }
+        )
         with _model_errors(openai, self._settings.timeout_seconds):
             reply = self._client.chat.completions.create(
                 model=self._settings.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                response_format={"type": "json_object"},
+                response_format=response_format,
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
@@ -215,7 +246,9 @@ class AnthropicChat:
         # complete_json asks for nothing JSON-specific on Anthropic: the same call serves both.
         return self.complete_json(system, user)
 
-    def complete_json(self, system: str, user: str) -> str:
+    def complete_json(self, system: str, user: str, schema: ReplySchema | None = None) -> str:
+        if schema is not None:
+            return self._forced_tool(system, user, schema)
         with _model_errors(anthropic, self._settings.timeout_seconds):
             messages: list[MessageParam] = [{"role": "user", "content": user}]
             reply = self._client.messages.create(
@@ -229,6 +262,35 @@ class AnthropicChat:
         if not texts:
             raise LLMError("the model returned no text block")
         return "".join(texts)
+
+    def _forced_tool(self, system: str, user: str, schema: ReplySchema) -> str:
+        """Structured output on Anthropic: one tool whose input schema is the reply schema,
+        and a tool_choice that forces the model to call it; its input is the reply."""
+        tool: ToolParam = {
+            "name": schema.name,
+            "description": schema.description,
+            "input_schema": schema.schema,
+        }
+        with _model_errors(anthropic, self._settings.timeout_seconds):
+            messages: list[MessageParam] = [{"role": "user", "content": user}]
+            reply = self._client.messages.create(
+                model=self._settings.model,
+                system=system,
+                messages=messages,
+                tools=[tool],
+                tool_choice={"type": "tool", "name": schema.name},
+                max_tokens=self._settings.max_tokens,
+            )
+        self._refuse_truncated(reply.stop_reason)
+        for block in reply.content:
+            if isinstance(block, ToolUseBlock) and block.name == schema.name:
+                # The SDK does not validate replies: the caller checks what `input` holds.
+                given: object = block.input
+                return json.dumps(given, ensure_ascii=False)
+        raise LLMError(
+            f"the model did not call the tool {schema.name} it was forced to call -> check "
+            "that [llm] names a model with tool use"
+        )
 
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
         offered: list[ToolParam] = [

@@ -5,10 +5,12 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
+from thoth.errors import RequestError
+
 LABELS = ("Domanda", "Concetti", "Tabelle", "Colonne")
 
 
-class EmptyQuestion(ValueError):
+class EmptyQuestion(RequestError, ValueError):
     """An empty question is rejected before any search."""
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from thoth.errors import ThothError
 from thoth.evidence.model import Unit
 from thoth.evidence.sources import SourceFile
 
@@ -47,8 +48,10 @@ class Restructuring:
     unsupported: dict[str, str] = field(default_factory=dict)
 
 
-class RestructureError(Exception):
+class RestructureError(ThothError):
     """The restructurer could not handle this source; prepare attributes it to the file."""
+
+    code = "restructure_failed"
 
 
 class Restructurer(Protocol):

@@ -12,7 +12,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from thoth.evidence.document import unit_to_mapping
 from thoth.evidence.model import (
@@ -23,6 +31,7 @@ from thoth.evidence.model import (
     ExampleData,
     FormulaData,
     GlossaryData,
+    Kind,
     MappingData,
     NormalizationData,
     ReferenceData,
@@ -30,7 +39,7 @@ from thoth.evidence.model import (
 )
 from thoth.evidence.restructure.base import Draft, RestructureError, Restructuring, ReviewNote
 from thoth.evidence.sources import SourceFile
-from thoth.llm.client import ChatClient, LLMError
+from thoth.llm.client import ChatClient, LLMError, ReplySchema
 
 _KIND_MODELS: dict[str, type[BaseModel]] = {
     "formula": FormulaData,
@@ -105,92 +114,159 @@ def build_user_message(source: SourceFile, prior: Sequence[Unit], language: str)
     return json.dumps(payload, ensure_ascii=False, indent=1)
 
 
-def _str_list(value: Any, what: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RestructureError(f"malformed model reply: {what} must be a list of strings")
-    return list(value)
+# -- the reply contract ------------------------------------------------------------------------
+# One set of models is the contract three times over: its JSON schema goes to the provider as
+# structured output (REPLY_SCHEMA), it checks the reply (strict types, no key outside the
+# contract), and a failure names the unit and field. Optional keys may be absent or null.
+
+
+class _Contract(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+def _known_id(value: object, info: ValidationInfo) -> object:
+    """An id the model may use: one of the prior ids it was given (`allowed` in the context)."""
+    allowed: set[str] = (info.context or {}).get("allowed", set())
+    if not isinstance(value, str) or value not in allowed:
+        raise PydanticCustomError(
+            "unknown_id",
+            "unknown id {value}",
+            {"value": repr(value), "allowed": ", ".join(sorted(allowed)) or "none were given"},
+        )
+    return value
+
+
+class ReplyAppliesTo(_Contract):
+    concepts: list[str] | None = None
+    tables: list[str] | None = None
+    columns: list[str] | None = None
+
+
+class ReplyReviewItem(_Contract):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ReplyUnit(_Contract):
+    id: str | None = Field(default=None, description="A prior unit's id, or null for a new unit")
+    title: str
+    kind: Kind
+    purposes: list[str] | None = None
+    applies_to: ReplyAppliesTo | None = None
+    caveats: list[str] | None = None
+    review_items: list[ReplyReviewItem] | None = None
+    data: dict[str, Any] = Field(description="The kind's data, as in kind_schemas")
+    supporting_excerpts: list[str] | None = None
+    body: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _prior_id(cls, value: object, info: ValidationInfo) -> object:
+        return value if value is None else _known_id(value, info)
+
+
+class ReplyCandidate(_Contract):
+    id: str
+    reason: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _prior_id(cls, value: object, info: ValidationInfo) -> object:
+        return _known_id(value, info)
+
+
+class RestructureReply(_Contract):
+    """What the model answers for one source."""
+
+    units: list[ReplyUnit]
+    retirement_candidates: list[ReplyCandidate] | None = None
+
+
+REPLY_SCHEMA = ReplySchema(
+    "evidence_units",
+    "The Evidence Units restructured from the source, and the prior units it no longer supports.",
+    RestructureReply.model_json_schema(),
+)
+
+# Pydantic's wording for the failures a model reply can have, said the way this module's
+# errors say them. Any other failure keeps pydantic's own message.
+_SAID = {
+    "missing": "is missing",
+    "extra_forbidden": "is not part of the reply contract",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+}
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _say(error: ErrorDetails) -> str:
+    where = _where(error["loc"])
+    kind = error["type"]
+    if kind == "unknown_id":
+        ctx = error.get("ctx", {})
+        return (
+            f"the model returned {error['msg']} in {where}: only the ids it was given may be "
+            f"used ({ctx.get('allowed')})"
+        )
+    if kind == "literal_error" and where.endswith(".kind"):
+        return f"{where} {error['input']!r} is not one of {', '.join(KINDS)}"
+    if not where:
+        return 'the reply must be an object with a "units" list'
+    return f"{where}: {_SAID.get(kind, error['msg'])}"
 
 
 def parse_reply(text: str, allowed: set[str]) -> Restructuring:
+    """The model's reply as drafts and retirement candidates; RestructureError names every
+    unit and field that breaks the contract."""
     try:
-        reply = json.loads(text)
+        raw = json.loads(text)
     except RecursionError as exc:
         raise RestructureError("the model reply is not valid JSON (nested too deeply)") from exc
     except json.JSONDecodeError as exc:
         raise RestructureError(
             f"the model reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
-    if not isinstance(reply, dict) or not isinstance(reply.get("units"), list):
-        raise RestructureError('malformed model reply: expected an object with a "units" list')
-    drafts: list[Draft] = []
-    for n, raw in enumerate(reply["units"]):
-        where = f"units[{n}]"
-        if not isinstance(raw, dict):
-            raise RestructureError(f"malformed model reply: {where} is not an object")
-        unit_id = raw.get("id")
-        if unit_id is not None and (not isinstance(unit_id, str) or unit_id not in allowed):
-            raise RestructureError(
-                f"the model returned unknown id {unit_id!r} in {where}: only the ids it was "
-                f"given may be reused ({', '.join(sorted(allowed)) or 'none were given'})"
-            )
-        kind, title, data = raw.get("kind"), raw.get("title"), raw.get("data")
-        if kind not in KINDS:
-            raise RestructureError(
-                f"malformed model reply: {where}.kind {kind!r} is not one of {', '.join(KINDS)}"
-            )
-        if not isinstance(title, str) or not isinstance(data, dict):
-            raise RestructureError(
-                f"malformed model reply: {where} needs a title string and a data object"
-            )
-        applies = raw.get("applies_to") or {}
-        if not isinstance(applies, dict):
-            raise RestructureError(f"malformed model reply: {where}.applies_to is not an object")
-        items = raw.get("review_items") or []
-        if not isinstance(items, list) or not all(
-            isinstance(i, dict)
-            and isinstance(i.get("code"), str)
-            and isinstance(i.get("message"), str)
-            for i in items
-        ):
-            raise RestructureError(
-                f"malformed model reply: {where}.review_items must be objects with code and message"
-            )
-        body = raw.get("body") or ""
-        if not isinstance(body, str):
-            raise RestructureError(f"malformed model reply: {where}.body is not a string")
-        drafts.append(
-            Draft(
-                title=title,
-                kind=kind,
-                data=data,
-                excerpts=_str_list(raw.get("supporting_excerpts"), f"{where}.supporting_excerpts"),
-                body=body,
-                purposes=_str_list(raw.get("purposes"), f"{where}.purposes") or None,
-                applies_to={
-                    k: _str_list(applies.get(k), f"{where}.applies_to.{k}")
-                    for k in ("concepts", "tables", "columns")
-                },
-                caveats=_str_list(raw.get("caveats"), f"{where}.caveats"),
-                review_items=[ReviewNote(i["code"], i["message"], i.get("field")) for i in items],
-                existing_id=unit_id,
-            )
-        )
-    unsupported: dict[str, str] = {}
-    candidates = reply.get("retirement_candidates") or []
-    if not isinstance(candidates, list):
-        raise RestructureError("malformed model reply: retirement_candidates must be a list")
-    for raw in candidates:
-        candidate_id = raw.get("id") if isinstance(raw, dict) else None
-        if not isinstance(candidate_id, str) or candidate_id not in allowed:
-            raise RestructureError(
-                f"the model named unknown id {candidate_id!r} as a retirement candidate: only "
-                "the ids it was given may be named"
-            )
-        reason = raw.get("reason") or "the model says the source no longer supports it"
-        unsupported[candidate_id] = str(reason)
+    try:
+        reply = RestructureReply.model_validate(raw, context={"allowed": allowed})
+    except ValidationError as exc:
+        said = "; ".join(_say(e) for e in exc.errors(include_url=False))
+        raise RestructureError(f"malformed model reply: {said}") from exc
+    drafts = [_draft(u) for u in reply.units]
+    unsupported = {
+        c.id: c.reason or "the model says the source no longer supports it"
+        for c in reply.retirement_candidates or []
+    }
     return Restructuring(drafts=drafts, unsupported=unsupported)
+
+
+def _draft(unit: ReplyUnit) -> Draft:
+    applies = unit.applies_to or ReplyAppliesTo()
+    return Draft(
+        title=unit.title,
+        kind=unit.kind,
+        data=unit.data,
+        excerpts=unit.supporting_excerpts or [],
+        body=unit.body or "",
+        purposes=unit.purposes or None,
+        applies_to={
+            "concepts": applies.concepts or [],
+            "tables": applies.tables or [],
+            "columns": applies.columns or [],
+        },
+        caveats=unit.caveats or [],
+        review_items=[ReviewNote(i.code, i.message, i.field) for i in unit.review_items or []],
+        existing_id=unit.id,
+    )
 
 
 class LLMRestructurer:
@@ -203,7 +279,7 @@ class LLMRestructurer:
     ) -> Restructuring:
         try:
             text = self._client.complete_json(
-                SYSTEM_PROMPT, build_user_message(source, prior, language)
+                SYSTEM_PROMPT, build_user_message(source, prior, language), REPLY_SCHEMA
             )
         except LLMError as exc:
             raise RestructureError(f"model call failed: {exc}") from exc
