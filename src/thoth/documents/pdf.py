@@ -223,6 +223,16 @@ def _split_row(line: _Line) -> tuple[list[Word], list[Word]] | None:
     return None
 
 
+def _data_row(line: _Line) -> bool:
+    """A row of figures that is not a header line of years ("2023 2022")."""
+    row = _split_row(line)
+    return row is not None and not _years_only(row)
+
+
+def _years_only(row: tuple[list[Word], list[Word]]) -> bool:
+    return not row[0] and all(_YEAR.match(str(w["text"])) for w in row[1])
+
+
 # -- aligned tables (no rules) -----------------------------------------------------------------
 
 
@@ -282,6 +292,10 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         return None
     if any(s is not None and s[0] and float(s[0][-1]["x1"]) > limit for s in split):
         return None
+    label_end = max(
+        (float((s[0] if s else lines[i].words)[-1]["x1"]) for i, s in zip(body, split, strict=True) if (s[0] if s else lines[i].words)),
+        default=0.0,
+    )
     # Header: the lines right above, bottom up, while each phrase sits either in the label
     # column or over the columns of figures (a phrase across both is a caption or a title).
     header_lines: list[_Line] = []
@@ -290,11 +304,11 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         if below.top - line.bottom > 2.5 * line.height or len(header_lines) == 4:
             break
         row = _split_row(line)
-        if row is not None and not (not row[0] and all(_YEAR.match(w["text"]) for w in row[1])):
+        if row is not None and not _years_only(row):
             break
         phrases = _phrases(line)
-        if any(float(p[0]["x0"]) < limit - 1 < float(p[-1]["x1"]) for p in phrases):
-            break
+        if any(float(p[0]["x0"]) < label_end and float(p[-1]["x1"]) > limit for p in phrases):
+            break  # a caption across labels and figures, not a column header
         if all(float(p[-1]["x1"]) <= limit for p in phrases):
             break  # nothing over the figures: a caption or the end of the text above
         header_lines.insert(0, line)
@@ -314,22 +328,31 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     )
     width = len(starts) + len(columns)
 
-    def targets(x0: float, x1: float) -> list[int]:
+    def targets(x0: float, x1: float, spans: Sequence[tuple[float, float]]) -> list[int]:
         if x1 <= limit:
             return [max(i for i, start in enumerate(starts) if start <= x0 + 3 or i == 0)]
-        return [len(starts) + c for c in _column_of(x0, x1, columns)]
+        return [len(starts) + c for c in _column_of(x0, x1, spans)]
 
+    # Header lines bottom up: a column's extent grows with the header phrases given to it, so
+    # a "Three Months Ended" centred over two dates heads the columns of both.
     cells: list[list[str]] = [[] for _ in range(width)]
-    for line in header_lines:
+    widened = list(columns)
+    for line in reversed(header_lines):
+        given: list[tuple[int, float, float]] = []
         for text, x0, x1 in _phrase_spans(line.words, line.height):
-            for target in targets(x0, x1):
-                cells[target].append(text)
+            for target in targets(x0, x1, widened):
+                cells[target].insert(0, text)
+                given.append((target - len(starts), x0, x1))
+        for col, x0, x1 in given:
+            if col >= 0:
+                a, b = widened[col]
+                widened[col] = (min(a, x0), max(b, x1))
     header = tuple(_clean(" ".join(parts)) for parts in cells)
     table = _Aligned([*header_lines, *(lines[i] for i in body)], header)
     for spans, row_tokens in zip(label_phrases, tokens, strict=True):
         row = [""] * width
         for text, x0, x1 in [*spans, *row_tokens]:
-            col = targets(x0, x1)[0]
+            col = targets(x0, x1, columns)[0]
             row[col] = f"{row[col]} {text}".strip()
         table.rows.append(tuple(row))
     return table
@@ -347,8 +370,9 @@ def _phrase_spans(words: Sequence[Word], height: float) -> list[tuple[str, float
 
 
 def _label_starts(rows: Sequence[Sequence[tuple[str, float, float]]]) -> list[float]:
-    """Left edges of the label-side columns: the first one always, others shared by half."""
-    found = sorted(x0 for spans in rows for _, x0, _ in spans)
+    """Left edges of the label-side columns: the first one always (whatever the indentation),
+    others where a phrase after a wide gap starts at the same place in half the rows."""
+    found = sorted(x0 for spans in rows for _, x0, _ in spans[1:])
     if not found:
         return [0.0]
     groups: list[list[float]] = []
@@ -357,22 +381,21 @@ def _label_starts(rows: Sequence[Sequence[tuple[str, float, float]]]) -> list[fl
             groups[-1].append(x0)
         else:
             groups.append([x0])
-    starts = [groups[0][0]] + [g[0] for g in groups[1:] if len(g) * 2 >= len(rows)]
-    return starts
+    return [0.0] + [g[0] for g in groups if len(g) * 2 >= len(rows)]
 
 
 def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
     """Runs of rows of figures (label-only lines between them allowed) that make a table."""
     index = 0
     while index < len(lines):
-        if _split_row(lines[index]) is None:
+        if not _data_row(lines[index]):
             index += 1
             continue
         # Label-only lines right above the first row ("Net sales:") belong to the run.
         start = index
         while (
             start > 0
-            and _split_row(lines[start - 1]) is None
+            and not _data_row(lines[start - 1])
             and lines[start].top - lines[start - 1].bottom <= lines[start].height
             and lines[start - 1].x1 < float(_split_row(lines[index])[1][0]["x0"])  # type: ignore[index]
             and len(_phrases(lines[start - 1])) == 1
@@ -383,13 +406,13 @@ def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
         while probe < len(lines) and lines[probe].top - lines[probe - 1].bottom <= 2.0 * (
             lines[probe].height
         ):
-            if _split_row(lines[probe]) is not None:
+            if _data_row(lines[probe]):
                 end = probe = probe + 1
             elif len(_phrases(lines[probe])) == 1:
                 probe += 1
             else:
                 break
-        rows = sum(1 for i in range(start, end) if _split_row(lines[i]) is not None)
+        rows = sum(1 for i in range(start, end) if _data_row(lines[i]))
         table = (
             _aligned_table(lines, range(start, end), lines[max(0, start - 4) : start])
             if rows >= 2
