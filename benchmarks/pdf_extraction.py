@@ -65,9 +65,7 @@ def old_extractor(ref: str) -> Callable[[Path], Document]:
             Block(b.kind, b.text, b.page, b.heading_path, b.level, b.header, b.rows)
             for b in old.blocks
         )
-        return Document(
-            path, "pdf", old.title, blocks, old.page_count, old.empty_pages, old.notes
-        )
+        return Document(path, "pdf", old.title, blocks, old.page_count, old.empty_pages, old.notes)
 
     return run
 

@@ -596,6 +596,7 @@ def _read_html(path: Path) -> Document:
 # --------------------------------------------------------------------------------------------
 # PDF
 
+
 def _read_pdf(path: Path) -> Document:
     """Pages read by `thoth.documents.pdf` (pdfplumber): paragraphs and tables, page by page."""
     from thoth.documents.pdf import PdfReadError, PdfTable, read_pdf

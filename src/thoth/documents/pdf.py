@@ -277,7 +277,9 @@ def _column_of(x0: float, x1: float, columns: Sequence[tuple[float, float]]) -> 
     if hits:
         return hits
     centre = (x0 + x1) / 2
-    return [min(range(len(columns)), key=lambda i: abs((columns[i][0] + columns[i][1]) / 2 - centre))]
+    return [
+        min(range(len(columns)), key=lambda i: abs((columns[i][0] + columns[i][1]) / 2 - centre))
+    ]
 
 
 def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) -> _Aligned | None:
@@ -293,7 +295,11 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     if any(s is not None and s[0] and float(s[0][-1]["x1"]) > limit for s in split):
         return None
     label_end = max(
-        (float((s[0] if s else lines[i].words)[-1]["x1"]) for i, s in zip(body, split, strict=True) if (s[0] if s else lines[i].words)),
+        (
+            float((s[0] if s else lines[i].words)[-1]["x1"])
+            for i, s in zip(body, split, strict=True)
+            if (s[0] if s else lines[i].words)
+        ),
         default=0.0,
     )
     # Header: the lines right above, bottom up, while each phrase sits either in the label
@@ -350,11 +356,11 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     header = tuple(_clean(" ".join(parts)) for parts in cells)
     table = _Aligned([*header_lines, *(lines[i] for i in body)], header)
     for spans, row_tokens in zip(label_phrases, tokens, strict=True):
-        row = [""] * width
+        cells_of_row = [""] * width
         for text, x0, x1 in [*spans, *row_tokens]:
             col = targets(x0, x1, columns)[0]
-            row[col] = f"{row[col]} {text}".strip()
-        table.rows.append(tuple(row))
+            cells_of_row[col] = f"{cells_of_row[col]} {text}".strip()
+        table.rows.append(tuple(cells_of_row))
     return table
 
 
@@ -428,7 +434,7 @@ def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
 
 def _rules(page: Any) -> list[dict[str, Any]]:
     """Edges of real rules: lines, stroked rectangles, filled ones thinner than 2 pt; >= 5 pt."""
-    from pdfplumber.utils import line_to_edge, rect_to_edges
+    from pdfplumber.utils.geometry import line_to_edge, rect_to_edges
 
     edges: list[dict[str, Any]] = [line_to_edge(line) for line in page.lines]
     for rect in page.rects:
