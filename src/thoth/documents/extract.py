@@ -596,143 +596,33 @@ def _read_html(path: Path) -> Document:
 # --------------------------------------------------------------------------------------------
 # PDF
 
-_PDF_HINT = "re-export the PDF from its source application, or repair it (e.g. `qpdf in out`)"
-_GAP = re.compile(r"\S\s{3,}\S")
-_MAX_LAYOUT_CELL = 60
-# A figure as printed in reports: 1.234,5  -12%  (3.4)  € 10.000  n/d  — (a dash for "none").
-_NUMBER = re.compile(
-    r"^(?:[-—–]|n/?[ad]|[(+\-−]?\s*[€$£]?\s*\d[\d.,' ]*\s*(?:%|€|\$|£|[kKmM]|bn)?\)?)$"
-)
-
-
-def _layout_table(lines: list[str]) -> list[list[str]] | None:
-    """Cells of a run of layout-mode lines that line up in columns, or None if not a table.
-
-    Only the plain case of a table of figures is accepted: columns separated by at least three
-    spaces on every line, at the same positions, short cells, at least two rows under a
-    complete header of words (no number in it), and at least one column of numbers. Aligned
-    text without figures (bullet lists, option lists, two-column layouts) stays page text: a
-    wrong table, whose first line is repeated as a header in every chunk, is worse than none.
-    """
-    width = max(len(line) for line in lines)
-    padded = [line.ljust(width) for line in lines]
-    start = min(len(line) - len(line.lstrip()) for line in lines)
-    blank = [all(line[pos] == " " for line in padded) for pos in range(width)]
-    spans: list[tuple[int, int]] = []
-    col_start = start
-    pos = start
-    while pos < width:
-        if blank[pos]:
-            run_end = pos
-            while run_end < width and blank[run_end]:
-                run_end += 1
-            if run_end - pos >= 3 and run_end < width:
-                spans.append((col_start, pos))
-                col_start = run_end
-            pos = run_end
-        else:
-            pos += 1
-    spans.append((col_start, width))
-    if len(spans) < 2:
-        return None
-    table = [[line[a:b].strip() for a, b in spans] for line in padded]
-    if not all(table[0]) or any(_NUMBER.match(cell) for cell in table[0]):
-        return None
-    for row in table:
-        if sum(1 for cell in row if cell) < 2:
-            return None
-        if any(len(cell) > _MAX_LAYOUT_CELL or _GAP.search(cell) for cell in row):
-            return None
-    body = table[1:]
-    numeric = [all(_NUMBER.match(row[col]) for row in body) for col in range(len(spans))]
-    return table if any(numeric) else None
-
-
-def _pdf_page_blocks(builder: _Builder, raw: str, page: int) -> bool:
-    """Blocks of one page from layout-mode text; returns whether the page had any text."""
-    found = False
-    groups: list[list[str]] = [[]]
-    for line in raw.split("\n"):
-        if line.strip():
-            groups[-1].append(line.rstrip())
-        elif groups[-1]:
-            groups.append([])
-
-    def flush(pending: list[str]) -> None:
-        # Layout mode pads words to their position: outside a table, spacing is not content.
-        text = "\n".join(_WS.sub(" ", line).strip() for line in pending)
-        builder.text("paragraph", text, page)
-        pending.clear()
-
-    for group in groups:
-        pending: list[str] = []
-        index = 0
-        while index < len(group):
-            run_end = index
-            while run_end < len(group) and len(_GAP.findall(group[run_end])) >= 1:
-                run_end += 1
-            cells = _layout_table(group[index:run_end]) if run_end - index >= 3 else None
-            if cells is not None:
-                flush(pending)
-                builder.table(cells, page)
-                found = True
-                index = run_end
-            else:
-                pending.append(group[index])
-                index += 1
-        if pending:
-            found = True
-            flush(pending)
-    return found
-
 
 def _read_pdf(path: Path) -> Document:
-    from pypdf import PasswordType, PdfReader
-    from pypdf.errors import DependencyError
+    """Pages read by `thoth.documents.pdf` (pdfplumber): paragraphs and tables, page by page."""
+    from thoth.documents.pdf import PdfReadError, PdfTable, read_pdf
 
     data = _read_bytes(path)
-    with _converting(path, "not a readable PDF", _PDF_HINT):
-        reader = PdfReader(io.BytesIO(data))
-        encrypted = reader.is_encrypted
-    if encrypted:
-        # An empty user password is how PDFs that only restrict printing or copying are
-        # "encrypted": any viewer opens them, so they are read; a real password is refused.
-        try:
-            opened = reader.decrypt("")
-        except DependencyError as exc:
-            raise _error(
-                path,
-                f"encrypted with a method that needs an extra library ({exc})",
-                "save an unencrypted copy (e.g. `qpdf --decrypt in out`) and add that instead",
-                code="encrypted",
-            ) from exc
-        if opened == PasswordType.NOT_DECRYPTED:
-            raise _error(
-                path,
-                "the PDF is encrypted with a password",
-                "save an unencrypted copy (e.g. `qpdf --decrypt in out`) and add that instead",
-                code="encrypted",
-            )
+    try:
+        content = read_pdf(data)
+    except PdfReadError as exc:
+        raise _error(path, exc.cause, exc.hint, code=exc.code) from exc
     builder = _Builder()
     empty: list[int] = []
-    with _converting(path, "not a readable PDF", _PDF_HINT):
-        pages = list(reader.pages)
-        meta_title = (reader.metadata.title if reader.metadata else None) or ""
-    for number, page in enumerate(pages, start=1):
-        # Layout mode keeps the horizontal positions, which is what makes simple tables
-        # detectable; plain mode glues the cells of a row into one line of words.
-        with _converting(path, f"page {number}: text extraction failed", _PDF_HINT):
-            raw = page.extract_text(extraction_mode="layout")
-        if not _pdf_page_blocks(builder, raw, number):
-            empty.append(number)
+    for page in content.pages:
+        if not page.items:
+            empty.append(page.number)
+        for item in page.items:
+            if isinstance(item, PdfTable):
+                builder.table([item.header, *item.rows], page.number)
+            else:
+                builder.text("paragraph", item.text, page.number)
     notes = tuple(f"page {n} has no extractable text (scanned image?)" for n in empty)
-    title = meta_title.strip() or path.stem
     return Document(
         path,
         "pdf",
-        title,
+        content.title or path.stem,
         tuple(builder.blocks),
-        page_count=len(pages),
+        page_count=len(content.pages),
         empty_pages=tuple(empty),
         notes=notes,
     )
