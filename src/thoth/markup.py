@@ -41,8 +41,9 @@ def load_yaml(text: str) -> Any:
 
 
 @cache
-def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+def _parser(front_matter: bool = True) -> MarkdownIt:
+    md = MarkdownIt("commonmark").enable("table")
+    return md.use(front_matter_plugin) if front_matter else md
 
 
 # --------------------------------------------------------------------------------------------
@@ -67,12 +68,23 @@ class FrontMatter:
     body_line: int = 0
 
 
-def _front_matter_token(text: str) -> Token | None:
+@dataclass(frozen=True)
+class RawFrontMatter:
+    """The front matter block as written, before YAML: for readers that only skip it."""
+
+    yaml: str
+    body: str
+    body_line: int
+
+
+def raw_front_matter(text: str) -> RawFrontMatter | None:
+    """The YAML text and the body of `text`, or None when it has no (closed) front matter."""
     if not text.startswith("-"):
         return None  # the plugin only ever matches at the first character: skip the parse
     for token in _parser().parse(text):
-        if token.type == "front_matter":
-            return token
+        if token.type == "front_matter" and token.map is not None:
+            end = token.map[1]
+            return RawFrontMatter(token.content, "\n".join(text.split("\n")[end:]), end)
     return None
 
 
@@ -82,13 +94,11 @@ def split_front_matter(text: str, where: str) -> FrontMatter:
     Raises `FrontMatterError` naming `where` and the line when the YAML is invalid or is not
     a mapping of fields; an empty front matter is an empty mapping.
     """
-    token = _front_matter_token(text)
-    if token is None or token.map is None:
+    raw = raw_front_matter(text)
+    if raw is None:
         return FrontMatter(None, text, 0)
-    end = token.map[1]
-    body = "\n".join(text.split("\n")[end:])
     try:
-        loaded = load_yaml(token.content)
+        loaded = load_yaml(raw.yaml)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         # The YAML starts on the file's second line; marks count lines from 0.
@@ -100,14 +110,14 @@ def split_front_matter(text: str, where: str) -> FrontMatter:
             "fix the YAML between the `---` lines",
         ) from exc
     if loaded is None:
-        return FrontMatter({}, body, end)
+        return FrontMatter({}, raw.body, raw.body_line)
     if not isinstance(loaded, dict):
         raise _front_matter_error(
             where,
             f"the front matter is a {type(loaded).__name__}, not a set of fields (a YAML mapping)",
             "write one `field: value` per line between the `---` lines",
         )
-    return FrontMatter({str(key): value for key, value in loaded.items()}, body, end)
+    return FrontMatter({str(key): value for key, value in loaded.items()}, raw.body, raw.body_line)
 
 
 def _front_matter_error(where: str, message: str, hint: str) -> FrontMatterError:
@@ -155,10 +165,15 @@ _OPENING: dict[str, MarkdownKind] = {
 }
 
 
-def parse_markdown(text: str) -> list[MarkdownBlock]:
-    """The top-level blocks of a Markdown text (front matter skipped), in reading order."""
+def parse_markdown(text: str, *, front_matter: bool = True) -> list[MarkdownBlock]:
+    """The top-level blocks of a Markdown text, in reading order.
+
+    With `front_matter` (the default) a leading front matter is skipped; a text whose front
+    matter was already removed passes False, so that a body opening with a `---` rule is read
+    as Markdown, never taken for a second front matter.
+    """
     lines = text.split("\n")
-    tokens = _parser().parse(text)
+    tokens = _parser(front_matter).parse(text)
     blocks: list[MarkdownBlock] = []
 
     def span(token: Token) -> tuple[int, int]:
@@ -228,7 +243,7 @@ def _table(
 
 def table_cells(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]] | None:
     """(header, rows) when `text` is exactly one Markdown table, else None."""
-    blocks = parse_markdown(text)
+    blocks = parse_markdown(text, front_matter=False)
     if len(blocks) != 1 or blocks[0].kind != "table":
         return None
     return blocks[0].header, blocks[0].rows
