@@ -22,6 +22,9 @@ from thoth.answer.wording import ITALIAN
 from thoth.documents.ingest import prepare_document
 from thoth.documents.records import fragment_point_id
 from thoth.documents.sources import read_source
+from thoth.evidence.restructure import RuleBasedRestructurer
+from thoth.evidence.restructure.base import Draft, RestructureError
+from thoth.evidence.sources import SourceFile
 from thoth.markup import (
     FrontMatterError,
     escape_cell,
@@ -220,3 +223,44 @@ def test_markdown_extraction_keeps_the_cell(tmp_path: Path) -> None:
     [_, table] = extract(path).blocks
     assert table.rows == (("A|B", "uno"), ("C", "due"))
     assert table.text == MARKDOWN_CODES.split("\n\n", 1)[1].strip()
+
+
+# --------------------------------------------------------------------------------------------
+# The rule-based restructurer reads tables and front matter with the same reader
+
+
+def _restructure(rel: str, text: str) -> list[Draft]:
+    source_file = SourceFile(rel, "sha256:" + "0" * 64, text)
+    return RuleBasedRestructurer().restructure(source_file, [], "it").drafts
+
+
+def test_restructurer_value_table_keeps_a_code_with_a_pipe() -> None:
+    text = (
+        "# Esiti\n\n## Esito\n\nColonna: `clinical.episode.esito`\n\n"
+        "| Codice | Significato |\n|---|---|\n| A\\|B | uno |\n| C | due |\n"
+    )
+    [draft] = _restructure("source/esiti.md", text)
+    assert draft.kind == "enum"
+    assert draft.data["values"] == {"A|B": "uno", "C": "due"}
+
+
+def test_restructurer_ignores_pipe_lines_inside_a_code_block() -> None:
+    text = (
+        "# Esiti\n\n## Esempio di output\n\nColonna: `clinical.episode.esito`\n\n"
+        "```text\n| Codice | Significato |\n|---|---|\n| D | dimesso |\n```\n"
+    )
+    assert all(draft.kind != "enum" for draft in _restructure("source/esiti.md", text))
+
+
+def test_legacy_formula_with_unreadable_front_matter_names_the_line() -> None:
+    text = "---\nname: Età\ncolumns: [aperta\n---\n# Età\n\n```sql\n1\n```\n"
+    with pytest.raises(RestructureError, match=r"not valid YAML \(line 4\)"):
+        _restructure("source/eta.sql.md", text)
+
+
+def test_a_body_opening_with_a_rule_is_not_taken_for_front_matter() -> None:
+    from thoth.documents.extract import markdown_document
+
+    body = "---\n\nPrima parte.\n\n---\n\nSeconda parte.\n"
+    document = markdown_document(body, Path("wiki:p.md"))
+    assert [block.text for block in document.blocks] == ["Prima parte.", "Seconda parte."]

@@ -8,6 +8,7 @@ of mdit-py-plugins, so every caller reads the same syntax the same way:
 - `parse_markdown(text)`: the top-level blocks in reading order (headings with their level,
   paragraphs, lists, quotes, code, HTML, and tables as a header and rows of cell strings, with
   the `\\|` escape undone), each with the source lines it spans.
+- `markdown_tables(text)`: every table, nested ones included, with the line of each row.
 - `table_cells(text)`: the header and rows of a text that is exactly one Markdown table.
 - `markdown_table(header, rows)` / `escape_cell(cell)`: the writer; the only escaping of `|`
   in the package, the one the reader undoes.
@@ -196,49 +197,62 @@ def parse_markdown(text: str, *, front_matter: bool = True) -> list[MarkdownBloc
                 MarkdownBlock("heading", content, source, (start, end), level=int(token.tag[1:]))
             )
         elif token.type == "table_open":
-            index, header, rows, row_lines = _table(tokens, index)
-            blocks.append(
-                MarkdownBlock(
-                    "table",
-                    source,
-                    source,
-                    (start, end),
-                    header=header,
-                    rows=rows,
-                    row_lines=row_lines,
-                )
-            )
+            index, table = _table(tokens, index, source, (start, end))
+            blocks.append(table)
         elif token.type in _OPENING:
             kind = _OPENING[token.type]
             blocks.append(MarkdownBlock(kind, source, source, (start, end), info=token.info))
     return blocks
 
 
+def markdown_tables(text: str) -> list[MarkdownBlock]:
+    """Every table of a Markdown text, top-level or nested (in a list item, a quote)."""
+    lines = text.split("\n")
+    tokens = _parser().parse(text)
+    tables: list[MarkdownBlock] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.type == "table_open" and token.map is not None:
+            start, end = token.map
+            index, table = _table(tokens, index, "\n".join(lines[start:end]), (start, end))
+            tables.append(table)
+    return tables
+
+
 def _table(
-    tokens: Sequence[Token], index: int
-) -> tuple[int, tuple[str, ...], tuple[tuple[str, ...], ...], tuple[int, ...]]:
-    """Cells of the table whose `table_open` precedes `index`; returns the index after it.
+    tokens: Sequence[Token], index: int, source: str, span: tuple[int, int]
+) -> tuple[int, MarkdownBlock]:
+    """The table whose `table_open` precedes `index`, and the index after its `table_close`.
 
     A cell is its inline Markdown source with the `\\|` escape undone by the parser (GitHub's
     rule: the pipe escape is removed before the cell's inline content is read).
     """
-    rows: list[list[str]] = []
+    rows: list[tuple[str, ...]] = []
     row_lines: list[int] = []
+    cells: list[str] = []
     while index < len(tokens) and tokens[index].type != "table_close":
         token = tokens[index]
         if token.type == "tr_open":
-            rows.append([])
-            row_lines.append(token.map[0] if token.map is not None else -1)
-        elif token.type == "inline" and rows:
-            rows[-1].append(token.content)
+            cells = []
+            row_lines.append(token.map[0] if token.map is not None else span[0])
+        elif token.type == "tr_close":
+            rows.append(tuple(cells))
+        elif token.type == "inline":
+            cells.append(token.content)
         index += 1
-    header = tuple(rows[0]) if rows else ()
-    return (
-        index + 1,
-        header,
-        tuple(tuple(row) for row in rows[1:]),
-        tuple(row_lines[1:]),
+    header = rows[0] if rows else ()
+    block = MarkdownBlock(
+        "table",
+        source,
+        source,
+        span,
+        header=header,
+        rows=tuple(rows[1:]),
+        row_lines=tuple(row_lines[1:]),
     )
+    return index + 1, block
 
 
 def table_cells(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]] | None:
