@@ -361,6 +361,12 @@ def _read_plain(path: Path, dialect: HeadingDialect) -> Document:
 
 # Navigation (menus, breadcrumbs) is page chrome, never knowledge.
 _HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "nav"}
+# Page chrome by the HTML and ARIA landmark rules: <aside> (complementary), a <header> or
+# <footer> that is not inside sectioning content (banner, contentinfo), and any element with a
+# chrome landmark role. A <header>/<footer> inside an article, main or section is content.
+_HTML_SECTIONING = {"article", "main", "section"}
+_HTML_PAGE_LANDMARK = {"header", "footer"}
+_HTML_CHROME_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search"}
 _HTML_BLOCK = {
     "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote",
     "figure", "figcaption", "address", "dl", "dt", "dd", "form", "fieldset", "details",
@@ -388,6 +394,9 @@ class _HtmlExtractor(HTMLParser):
         self._rows: list[list[str]] = []
         self._cell: list[str] | None = None
         self._caption: list[str] | None = None
+        self._chrome: str | None = None  # the tag of the chrome element being skipped
+        self._chrome_depth = 0  # open elements of that tag, itself included
+        self._sectioning = 0  # open <article>, <main>, <section> elements
 
     # -- text buffer ---------------------------------------------------------------------------
     def _take(self) -> str:
@@ -413,10 +422,38 @@ class _HtmlExtractor(HTMLParser):
         self._item_prefix = None
 
     # -- events --------------------------------------------------------------------------------
+    def _chrome_start(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        """Whether this start tag is inside (or opens) page chrome, which is skipped whole."""
+        if self._chrome is not None:
+            self._chrome_depth += tag == self._chrome
+            return True
+        role = next((value or "" for name, value in attrs if name == "role"), "")
+        if (
+            tag == "aside"
+            or (tag in _HTML_PAGE_LANDMARK and not self._sectioning)
+            or role.strip().lower() in _HTML_CHROME_ROLES
+        ):
+            self._chrome, self._chrome_depth = tag, 1
+            return True
+        return False
+
+    def _chrome_end(self, tag: str) -> bool:
+        if self._chrome is None:
+            return False
+        if tag == self._chrome:
+            self._chrome_depth -= 1
+            if not self._chrome_depth:
+                self._chrome = None
+        return True
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._chrome_start(tag, attrs):
+            return
         if tag in _HTML_SKIP:
             self._skip += 1
             return
+        if tag in _HTML_SECTIONING:
+            self._sectioning += 1
         if tag == "title":
             self._in_title = True
             return
@@ -459,6 +496,8 @@ class _HtmlExtractor(HTMLParser):
             self._flush_paragraph()
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._chrome is not None:
+            return
         if tag == "br":
             if self._cell is not None:
                 self._cell.append(" ")
@@ -468,9 +507,13 @@ class _HtmlExtractor(HTMLParser):
             self._flush_paragraph()
 
     def handle_endtag(self, tag: str) -> None:
+        if self._chrome_end(tag):
+            return
         if tag in _HTML_SKIP:
             self._skip = max(0, self._skip - 1)
             return
+        if tag in _HTML_SECTIONING:
+            self._sectioning = max(0, self._sectioning - 1)
         if tag == "title":
             self._in_title = False
             return
@@ -507,7 +550,7 @@ class _HtmlExtractor(HTMLParser):
             self._flush_paragraph()
 
     def handle_data(self, data: str) -> None:
-        if self._skip:
+        if self._skip or self._chrome is not None:
             return
         if self._in_title:
             self.title_parts.append(data)
