@@ -213,6 +213,30 @@ def test_html_blocks_lists_and_tables_in_order(tmp_path: Path) -> None:
     assert doc.blocks[5].heading_path == ("Bando", "Importi")
 
 
+def test_html_page_chrome_goes_and_article_headers_stay(tmp_path: Path) -> None:
+    """Landmarks as HTML and ARIA define them: a page-level <header> or <footer> (banner,
+    contentinfo), <aside> (complementary), and any element whose role is a navigation,
+    banner, contentinfo, complementary or search landmark are page chrome; a <header> or
+    <footer> inside an <article>, <main> or <section> belongs to that content."""
+    html = """<html><head><title>Tariffe</title></head><body>
+    <header><a href="/">Consorzio</a><ul><li><a href="/chi">Chi siamo</a></li></ul></header>
+    <div role="navigation"><a href="/">Home</a> &gt; Servizi</div>
+    <main><article><header><h1>Tariffe 2025</h1><p>Aggiornate a gennaio.</p></header>
+    <table><tr><th>Codice</th><th>Euro</th></tr><tr><td>A|B</td><td>1.200</td></tr></table>
+    <footer>Fonte: delibera 12/2024.</footer></article>
+    <aside><h3>Articoli correlati</h3><ul><li>Bando fiere</li></ul></aside>
+    <form role="search"><label>Cerca nel sito</label></form></main>
+    <footer><p>© 2025 Consorzio</p><ul><li>Privacy</li></ul></footer></body></html>"""
+    doc = extract(write(tmp_path / "tariffe.html", html))
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("heading", "Tariffe 2025"),
+        ("paragraph", "Aggiornate a gennaio."),
+        ("table", "| Codice | Euro |\n| --- | --- |\n| A\\|B | 1.200 |"),
+        ("paragraph", "Fonte: delibera 12/2024."),
+    ]
+    assert doc.blocks[2].rows == (("A|B", "1.200"),)
+
+
 def _report_pdf() -> bytes:
     page1 = [
         (72, 740, "Relazione sul mercato giapponese"),

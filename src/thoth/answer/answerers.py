@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +26,7 @@ from thoth.config import Settings
 from thoth.errors import ThothError
 from thoth.index.bm25 import Bm25Encoder
 from thoth.llm.client import LLMError, TextClient, text_client
+from thoth.markup import table_cells
 
 MAX_SENTENCES = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
@@ -34,7 +35,6 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
 _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
-_TABLE_RULE = re.compile(r"^\|?[\s:|-]+\|?$")
 
 
 class AnswerModelError(LLMError, ThothError):
@@ -178,8 +178,9 @@ def _sentences(text: str) -> list[str]:
     found: list[str] = []
     for block in re.split(r"\n\s*\n", text):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
-        if lines and all(line.startswith("|") for line in lines):
-            found += _table_rows(lines)
+        table = table_cells(block) if lines and lines[0].startswith("|") else None
+        if table is not None:
+            found += _table_rows(*table)
             continue
         paragraph: list[str] = []
         for line in [*lines, ""]:
@@ -210,12 +211,7 @@ def _split_sentences(paragraph: str) -> list[str]:
     return found
 
 
-def _table_rows(lines: list[str]) -> list[str]:
-    def cells(line: str) -> list[str]:
-        return [c.strip() for c in line.strip().strip("|").split("|")]
-
-    header = cells(lines[0])
-    rows = [cells(line) for line in lines[1:] if not _TABLE_RULE.match(line)]
+def _table_rows(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     spelled = []
     for row in rows:
         pairs = [f"{h}: {c}" if h else c for h, c in zip(header, row, strict=False) if c]

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal, TypedDict
 
-from thoth.documents.extract import Block, BlockKind, Document, markdown_table
+from thoth.documents.extract import Block, BlockKind, Document
 from thoth.errors import Problem, ProblemsError
+from thoth.markup import markdown_table
 
 Strategy = Literal["blocks", "qa", "spreadsheet"]
 ChunkKind = Literal["text", "table", "qa"]

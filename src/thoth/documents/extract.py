@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Literal
 
 from thoth.errors import Problem, ProblemsError
+from thoth.markup import markdown_table as markdown_table  # re-exported: thoth.documents API
+from thoth.markup import parse_markdown, raw_front_matter
 
 BlockKind = Literal["heading", "paragraph", "list", "table", "qa"]
 DocumentFormat = Literal["markdown", "text", "html", "pdf", "docx", "xlsx", "csv"]
@@ -101,17 +103,6 @@ class Document:
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Render a table as GitHub-flavoured Markdown; `|` in a cell is escaped."""
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-
-    out = [line(header), "| " + " | ".join("---" for _ in header) + " |"]
-    out += [line(row) for row in rows]
-    return "\n".join(out)
 
 
 _WS = re.compile(r"\s+")
@@ -300,18 +291,11 @@ def _dialect_markdown(lines: list[str], dialect: HeadingDialect) -> tuple[list[s
 # Markdown
 
 
-def _front_matter_end(lines: list[str]) -> int:
-    """Index of the first body line. YAML front matter is metadata, read by the wiki layer."""
-    if lines and lines[0].strip() == "---":
-        for index in range(1, len(lines)):
-            if lines[index].strip() in ("---", "..."):
-                return index + 1
-    return 0
-
-
 def _read_markdown(path: Path, dialect: HeadingDialect) -> Document:
-    lines = _read_text(path).split("\n")
-    return markdown_document("\n".join(lines[_front_matter_end(lines) :]), path, dialect)
+    # YAML front matter is metadata (read by the ingest and wiki layers), not content.
+    text = _read_text(path)
+    raw = raw_front_matter(text)
+    return markdown_document(raw.body if raw is not None else text, path, dialect)
 
 
 def markdown_document(
@@ -321,46 +305,21 @@ def markdown_document(
 
     Used for wiki pages, whose body is read from Git, not from a file on disk.
     """
-    from markdown_it import MarkdownIt
-
     body, converted = _dialect_markdown(text.split("\n"), heading_dialect)
-    tokens = MarkdownIt("commonmark").enable("table").parse("\n".join(body))
     builder = _Builder()
     native: list[tuple[int, str]] = []  # headings written as Markdown headings: title candidates
-
-    def source(line_map: list[int] | None) -> str:
-        # The source lines keep the Markdown (emphasis, links, list markers) a reader expects.
-        if line_map is None:
-            return ""
-        return "\n".join(body[line_map[0] : line_map[1]])
-
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if token.level != 0 or token.nesting == -1:
-            continue
-        if token.type == "heading_open":
-            level, content = int(token.tag[1:]), tokens[index].content
-            builder.heading(level, content)
-            if content.strip() and (token.map is None or token.map[0] not in converted):
-                native.append((level, _WS.sub(" ", content).strip()))
-        elif token.type in ("paragraph_open", "blockquote_open", "fence", "code_block") or (
-            token.type == "html_block" and not token.content.lstrip().startswith("<!--")
-        ):
-            builder.text("paragraph", source(token.map))
-        elif token.type in ("bullet_list_open", "ordered_list_open"):
-            builder.text("list", source(token.map))
-        elif token.type == "table_open":
-            rows: list[list[str]] = []
-            while index < len(tokens) and tokens[index].type != "table_close":
-                inner = tokens[index]
-                if inner.type == "tr_open":
-                    rows.append([])
-                elif inner.type == "inline" and rows:
-                    rows[-1].append(inner.content)
-                index += 1
-            builder.table(rows)
+    for block in parse_markdown("\n".join(body), front_matter=False):
+        if block.kind == "heading" and block.level is not None:
+            builder.heading(block.level, block.text)
+            if block.text.strip() and block.lines[0] not in converted:
+                native.append((block.level, _WS.sub(" ", block.text).strip()))
+        elif block.kind == "table":
+            builder.table([block.header, *block.rows])
+        elif block.kind == "list":
+            builder.text("list", block.source)
+        elif not (block.kind == "html" and block.source.lstrip().startswith("<!--")):
+            # The source lines keep the Markdown (emphasis, links) a reader expects.
+            builder.text("paragraph", block.source)
     # A numbered or bold dialect heading ("1. Premessa") is a section, not the document's title.
     top = [content for level, content in native if level == 1]
     title = (top or [content for _, content in native] or [path.stem])[0]
@@ -402,6 +361,12 @@ def _read_plain(path: Path, dialect: HeadingDialect) -> Document:
 
 # Navigation (menus, breadcrumbs) is page chrome, never knowledge.
 _HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "nav"}
+# Page chrome by the HTML and ARIA landmark rules: <aside> (complementary), a <header> or
+# <footer> that is not inside sectioning content (banner, contentinfo), and any element with a
+# chrome landmark role. A <header>/<footer> inside an article, main or section is content.
+_HTML_SECTIONING = {"article", "main", "section"}
+_HTML_PAGE_LANDMARK = {"header", "footer"}
+_HTML_CHROME_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search"}
 _HTML_BLOCK = {
     "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote",
     "figure", "figcaption", "address", "dl", "dt", "dd", "form", "fieldset", "details",
@@ -429,6 +394,9 @@ class _HtmlExtractor(HTMLParser):
         self._rows: list[list[str]] = []
         self._cell: list[str] | None = None
         self._caption: list[str] | None = None
+        self._chrome: str | None = None  # the tag of the chrome element being skipped
+        self._chrome_depth = 0  # open elements of that tag, itself included
+        self._sectioning = 0  # open <article>, <main>, <section> elements
 
     # -- text buffer ---------------------------------------------------------------------------
     def _take(self) -> str:
@@ -454,10 +422,38 @@ class _HtmlExtractor(HTMLParser):
         self._item_prefix = None
 
     # -- events --------------------------------------------------------------------------------
+    def _chrome_start(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        """Whether this start tag is inside (or opens) page chrome, which is skipped whole."""
+        if self._chrome is not None:
+            self._chrome_depth += tag == self._chrome
+            return True
+        role = next((value or "" for name, value in attrs if name == "role"), "")
+        if (
+            tag == "aside"
+            or (tag in _HTML_PAGE_LANDMARK and not self._sectioning)
+            or role.strip().lower() in _HTML_CHROME_ROLES
+        ):
+            self._chrome, self._chrome_depth = tag, 1
+            return True
+        return False
+
+    def _chrome_end(self, tag: str) -> bool:
+        if self._chrome is None:
+            return False
+        if tag == self._chrome:
+            self._chrome_depth -= 1
+            if not self._chrome_depth:
+                self._chrome = None
+        return True
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._chrome_start(tag, attrs):
+            return
         if tag in _HTML_SKIP:
             self._skip += 1
             return
+        if tag in _HTML_SECTIONING:
+            self._sectioning += 1
         if tag == "title":
             self._in_title = True
             return
@@ -500,6 +496,8 @@ class _HtmlExtractor(HTMLParser):
             self._flush_paragraph()
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._chrome is not None:
+            return
         if tag == "br":
             if self._cell is not None:
                 self._cell.append(" ")
@@ -509,9 +507,13 @@ class _HtmlExtractor(HTMLParser):
             self._flush_paragraph()
 
     def handle_endtag(self, tag: str) -> None:
+        if self._chrome_end(tag):
+            return
         if tag in _HTML_SKIP:
             self._skip = max(0, self._skip - 1)
             return
+        if tag in _HTML_SECTIONING:
+            self._sectioning = max(0, self._sectioning - 1)
         if tag == "title":
             self._in_title = False
             return
@@ -548,7 +550,7 @@ class _HtmlExtractor(HTMLParser):
             self._flush_paragraph()
 
     def handle_data(self, data: str) -> None:
-        if self._skip:
+        if self._skip or self._chrome is not None:
             return
         if self._in_title:
             self.title_parts.append(data)

@@ -28,7 +28,8 @@ from thoth.documents.extract import DocumentFormat, extract
 from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
 from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
 from thoth.errors import Problem, ProblemsError
-from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, front_matter, page_fragments, parse_page
+from thoth.markup import split_front_matter
+from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, page_fragments, parse_page
 
 Outcome = Literal["indexed", "not_knowledge", "curation"]
 FileKind = Literal["document", "wiki"]
@@ -92,7 +93,7 @@ def _document_meta(file: SourceFile) -> _DocumentMeta:
     ignored: raw documents are not curated, only these three change what Thoth does."""
     if not _is_markdown(file.path):
         return _DocumentMeta()
-    meta, _ = front_matter(file.text(), file.doc_id)
+    meta = split_front_matter(file.text(), file.doc_id).fields
     if not meta:
         return _DocumentMeta()
     problems: list[Problem] = []

@@ -7,18 +7,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from thoth import markup
 from thoth.errors import Problem
 from thoth.evidence.model import ENVELOPE_ORDER, KINDS, UNIT_ADAPTER, Unit
 
-# libyaml's C loader and dumper are ~10x faster than the pure-Python ones and give the same
-# results; PyYAML wheels ship them, a source build without libyaml falls back.
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's C dumper is ~10x faster than the pure-Python one and gives the same results;
+# PyYAML wheels ship it, a source build without libyaml falls back.
 _SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def load_yaml(text: str) -> Any:
-    """Safe YAML loading (no arbitrary objects), with the fast loader when available."""
-    return yaml.load(text, Loader=_SafeLoader)
 
 
 class _Dumper(_SafeDumper):  # type: ignore[valid-type,misc]
@@ -61,25 +56,25 @@ def render_unit(unit: Unit) -> str:
     return "---\n" + dump_yaml(unit_to_mapping(unit)) + "---\n" + (f"\n{body}\n" if body else "")
 
 
-def split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str] | Problem:
-    if not text.startswith("---\n"):
+def _front_matter(text: str, where: str) -> tuple[dict[str, Any], str] | Problem:
+    """The unit's front matter and body (read by thoth.markup), or the one problem found."""
+    try:
+        split = markup.split_front_matter(text, where)
+    except markup.FrontMatterError as exc:
+        return exc.problems[0]
+    if split.fields is None:
+        if text.startswith("---"):
+            return Problem(
+                where,
+                "front matter is not closed by a `---` line",
+                hint="add the closing `---` line below the last field",
+            )
         return Problem(
             where,
             "no YAML front matter: the file must start with a `---` line",
             hint="restore the unit from Git or re-run `tht evidence prepare`",
         )
-    end = text.find("\n---\n", 3)
-    if end < 0 and text.endswith("\n---"):
-        end = len(text) - 4
-    if end < 0:
-        return Problem(where, "front matter is not closed by a `---` line")
-    try:
-        data = load_yaml(text[4:end])
-    except yaml.YAMLError as exc:
-        return Problem(where, f"front matter is not valid YAML: {exc}".replace("\n", " "))
-    if not isinstance(data, dict):
-        return Problem(where, "front matter must be a YAML mapping of fields")
-    return data, text[end + 5 :].strip()
+    return split.fields, split.body.strip()
 
 
 def problems_from_validation(where: str, exc: ValidationError) -> list[Problem]:
@@ -109,7 +104,7 @@ def problems_from_validation(where: str, exc: ValidationError) -> list[Problem]:
 
 
 def parse_unit(text: str, where: str) -> Unit | list[Problem]:
-    split = split_front_matter(text, where)
+    split = _front_matter(text, where)
     if isinstance(split, Problem):
         return [split]
     data, body = split

@@ -10,8 +10,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from thoth.errors import Problem, ProblemsError
-from thoth.evidence.document import dump_yaml, load_yaml
+from thoth.evidence.document import dump_yaml
 from thoth.evidence.ids import ID_PATTERN
+from thoth.markup import load_yaml
 
 # Bump when restructuring output changes for the same input: old manifests then need --upgrade.
 PIPELINE_VERSION = 1

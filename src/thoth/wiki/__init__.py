@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from thoth.wiki.pages import PageRef, WikiPage, front_matter, page_fragments, parse_page
+from thoth.wiki.pages import PageRef, WikiPage, page_fragments, parse_page
 
-__all__ = ["PageRef", "WikiPage", "front_matter", "page_fragments", "parse_page"]
+__all__ = ["PageRef", "WikiPage", "page_fragments", "parse_page"]

@@ -13,9 +13,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-import yaml
 
 from thoth.config import Settings
 from thoth.documents.chunk import chunk_blocks
@@ -23,8 +20,7 @@ from thoth.documents.extract import Block, Document, markdown_document
 from thoth.documents.records import RECORD_WIKI, KnowledgeFragment, caveats_for, doc_identifier
 from thoth.documents.sources import SourceFile
 from thoth.errors import Problem, ProblemsError
-
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from thoth.markup import split_front_matter
 
 FRONT_MATTER_FIELDS = (
     "title",
@@ -64,50 +60,6 @@ class WikiPage:
     sha256: str
     revision: str
     year: int | None = None
-
-
-def front_matter(text: str, where: str) -> tuple[dict[str, Any] | None, str]:
-    """(fields, body) of Markdown text; fields is None when the text has no front matter.
-
-    Front matter is YAML between a first line `---` and the next `---` (or `...`) line, as the
-    extractor reads it; anything else (including an unclosed block) is body.
-    """
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
-        return None, text
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
-    if end is None:
-        return None, text
-    raw, body = "\n".join(lines[1:end]), "\n".join(lines[end + 1 :])
-    try:
-        loaded = yaml.load(raw, Loader=_SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ProblemsError(
-            f"cannot read the front matter of {where}",
-            [
-                Problem(
-                    where,
-                    f"the front matter is not valid YAML: {' '.join(str(exc).split())}",
-                    hint="fix the YAML between the `---` lines",
-                    code="front_matter",
-                )
-            ],
-        ) from exc
-    if loaded is None:
-        return {}, body
-    if not isinstance(loaded, dict):
-        raise ProblemsError(
-            f"cannot read the front matter of {where}",
-            [
-                Problem(
-                    where,
-                    f"the front matter is a {type(loaded).__name__}, not a set of fields",
-                    hint="write one `field: value` per line between the `---` lines",
-                    code="front_matter",
-                )
-            ],
-        )
-    return {str(key): value for key, value in loaded.items()}, body
 
 
 def _texts(value: object, doc_id: str, field: str, problems: list[Problem], hint: str) -> list[str]:
@@ -254,7 +206,8 @@ def parse_page(file: SourceFile, settings: Settings) -> WikiPage:
                 )
             ],
         )
-    meta, body = front_matter(file.text(), doc_id)
+    split = split_front_matter(file.text(), doc_id)
+    meta, body = split.fields, split.body
     if meta is None:
         raise ProblemsError(
             f"wiki page {doc_id} is invalid",

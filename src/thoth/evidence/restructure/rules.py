@@ -12,17 +12,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import yaml
-
 from thoth.evidence import sql as sqlcheck
 from thoth.evidence.model import MAX_EXCERPT_CHARS, MAX_EXCERPTS, Unit
-from thoth.evidence.restructure.base import Draft, Restructuring, ReviewNote
+from thoth.evidence.restructure.base import Draft, RestructureError, Restructuring, ReviewNote
 from thoth.evidence.sources import SourceFile
+from thoth.markup import FrontMatterError, MarkdownBlock, markdown_tables, split_front_matter
 
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([A-Za-z]*)\s*$")
 _SQL_LANGS = {"sql", "postgresql", "postgres", "pgsql", "psql"}
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _DEFINITION = re.compile(
     r"^\s*(?:- )?\*\*(?P<term>[^*]{1,80}?)\*\*\s*(?::|—|–| - )\s*(?P<def>\S.*)$"
 )
@@ -78,10 +75,6 @@ class _Piece:
     concepts: list[str] = field(default_factory=list)
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def _clean(text: str) -> str:
     return text.strip().strip("*`").strip()
 
@@ -114,9 +107,10 @@ class RuleBasedRestructurer:
             pieces = self._legacy_formula(source.rel, lines)
         else:
             glossary_file = "glossar" in source.rel.lower()
+            blocks = markdown_tables(source.normalized)
             pieces = []
             for section in self._sections(source.rel, lines):
-                pieces += self._section_pieces(section, lines, source.rel, glossary_file)
+                pieces += self._section_pieces(section, lines, source.rel, glossary_file, blocks)
         drafts = self._drafts(pieces, lines, prior)
         matched = {d.existing_id for d in drafts if d.existing_id}
         unsupported = {
@@ -168,7 +162,12 @@ class RuleBasedRestructurer:
     # -- classification --------------------------------------------------------------
 
     def _section_pieces(
-        self, section: _Section, lines: list[str], rel: str, glossary_file: bool
+        self,
+        section: _Section,
+        lines: list[str],
+        rel: str,
+        glossary_file: bool,
+        table_blocks: Sequence[MarkdownBlock],
     ) -> list[_Piece]:
         used: set[int] = set()
         pieces: list[_Piece] = []
@@ -200,17 +199,11 @@ class RuleBasedRestructurer:
             code = "\n".join(lines[i] for i in block[1:-1]).strip()
             pieces.append(self._sql_piece(section, code, head + block, keys, text_of, used))
 
-        # Value tables and mapping tables.
-        pos = 0
-        while pos < len(idx):
-            if not _TABLE_ROW.match(lines[idx[pos]]) or idx[pos] in used:
-                pos += 1
-                continue
-            start = pos
-            while pos < len(idx) and _TABLE_ROW.match(lines[idx[pos]]):
-                pos += 1
-            table = idx[start:pos]
-            pieces += self._table_pieces(section, table, lines, keys, text_of, used, head)
+        # Value tables and mapping tables, as the Markdown reader finds them.
+        inside = set(idx)
+        for table in table_blocks:
+            if table.lines[0] in inside and table.lines[0] not in used:
+                pieces += self._table_pieces(section, table, keys, text_of, used, head)
 
         # Link lists: one reference unit per link.
         for i in section.lines:
@@ -395,17 +388,17 @@ class RuleBasedRestructurer:
     def _table_pieces(
         self,
         section: _Section,
-        table: list[int],
-        lines: list[str],
+        block: MarkdownBlock,
         keys: dict[str, tuple[int, str]],
         text: str,
         used: set[int],
         head: list[int],
     ) -> list[_Piece]:
-        if len(table) < 3 or not _SEPARATOR.match(lines[table[1]]):
+        if not block.rows:
             return []
-        header = [h.lower().strip("*` ") for h in _cells(lines[table[0]])]
-        rows = [(i, _cells(lines[i])) for i in table[2:]]
+        table = list(range(*block.lines))
+        header = [h.lower().strip("*` ") for h in block.header]
+        rows = list(zip(block.row_lines, block.rows, strict=True))
         if len(header) >= 2 and header[0] in _ENUM_CODE and header[1] in _ENUM_MEANING:
             used.update(table)
             values: dict[str, str] = {}
@@ -526,14 +519,12 @@ class RuleBasedRestructurer:
         return {"term": term, "definition": text.strip() or term, "synonyms": synonyms}
 
     def _legacy_formula(self, rel: str, lines: list[str]) -> list[_Piece]:
-        meta: dict[str, object] = {}
-        body_start = 0
-        if lines and lines[0] == "---":
-            end = next((i for i in range(1, len(lines)) if lines[i] == "---"), None)
-            if end is not None:
-                loaded = yaml.safe_load("\n".join(lines[1:end])) or {}
-                meta = loaded if isinstance(loaded, dict) else {}
-                body_start = end + 1
+        try:
+            front = split_front_matter("\n".join(lines), rel)
+        except FrontMatterError as exc:
+            raise RestructureError(exc.problems[0].message) from exc
+        meta: dict[str, object] = front.fields or {}
+        body_start = front.body_line
         section = self._sections(rel, lines[body_start:] if body_start else lines)
         title = str(meta.get("name") or (section[0].title if section else rel))
         for s in section:  # re-base indices onto the full file
