@@ -29,7 +29,7 @@ def test_scope_excludes_every_label_not_allowed_including_ones_only_the_generati
 
 
 def test_an_empty_or_unknown_name_is_refused_not_an_open_scope() -> None:
-    s = settings(labels=["public"], default_labels=["public"])
+    s = settings()
     with pytest.raises(SearchRequestError, match="empty list"):
         check_names(s, {"labels": []})
     with pytest.raises(SearchRequestError, match="unknown source 'intranet'"):
