@@ -17,6 +17,7 @@ from thoth.answer.service import AnswerService
 from thoth.embed import make_embedder
 from thoth.embed.base import Embedder
 from thoth.errors import ConfigError
+from thoth.index.base import IndexUnavailable
 from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
 from thoth.index.live import EdgeLiveCollection, LiveCollection, ServerLiveCollection
 from thoth.search.service import EvidenceSearch
@@ -87,7 +88,13 @@ def make_live_collection(
     if ws.settings.index.backend == "server":
         if client is not None:
             return ServerLiveCollection(client, index_prefix(ws), name)
-        return ServerLiveCollection(qdrant_client(ws), index_prefix(ws), name, owns_client=True)
+        try:
+            own = qdrant_client(ws)
+        except RuntimeError as exc:  # local mode: the path is held by another client
+            raise IndexUnavailable(
+                f"{index_prefix(ws)}__{name}: cannot open the Qdrant client ({exc})"
+            ) from exc
+        return ServerLiveCollection(own, index_prefix(ws), name, owns_client=True)
     return EdgeLiveCollection(state_dir(ws) / "index" / f"{ws.settings.workspace}.{name}", name)
 
 
