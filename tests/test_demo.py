@@ -22,7 +22,7 @@ from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.runtime import open_runtime
-from thoth.session.driver import TOOL_NAME
+from thoth.workflow.driver import TOOL_NAME
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]

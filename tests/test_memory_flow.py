@@ -33,6 +33,7 @@ from thoth.embed.openai_compat import OpenAICompatEmbedder
 from thoth.errors import ThothError
 from thoth.index.base import IndexRecord, IndexUnavailable
 from thoth.index.edge import EdgeStore
+from thoth.index.live import EdgeLiveCollection
 from thoth.memory import REUSABLE_TYPES, MemoryDraft, MemoryRefused, Registry
 from thoth.memory.index import RECORD_KIND, MemoryIndex, point_id
 from thoth.memory.projection import summarize
@@ -51,7 +52,7 @@ from thoth.memory.recall import RecallResult, choose, search_memories
 from thoth.memory.reconcile import ReconcileReport, reconcile
 from thoth.runtime import memory_index_path, memory_registry_path, sessions_dir
 from thoth.session import Entry, LedgerCorrupted, Session, SessionStore
-from thoth.session.ledger import file_lock
+from thoth.storage import file_lock
 from thoth.workspace import Workspace
 
 QUESTION = "Quante ablazioni per anno nel 2023?"
@@ -134,10 +135,16 @@ def promoted_markers(session: Session) -> list[Entry]:
     return [e for e in session.entries() if e.type == "memory_promoted"]
 
 
+def shard(index: MemoryIndex) -> EdgeLiveCollection:
+    """The Qdrant Edge shard under the index (these tests run on the Edge backend)."""
+    assert isinstance(index.collection, EdgeLiveCollection)
+    return index.collection
+
+
 def raw_points(index: MemoryIndex) -> list[IndexRecord]:
     """Every point of the memory shard, read directly (under the index's own lock)."""
-    with file_lock(index.lock_path, exclusive=False):
-        store = EdgeStore.open(index.path)
+    with file_lock(shard(index).lock_path, exclusive=False):
+        store = EdgeStore.open(shard(index).path)
         try:
             return list(store.scroll())
         finally:
@@ -170,8 +177,8 @@ def test_boundary_search_drops_index_points_of_other_types(env: Env) -> None:
     origin = env.session()
     env.save(origin, clarify(origin, "ablazione", ABLAZIONE).seq)
     legacy_text = "fact_cardioversione tabella delle cardioversioni"
-    with file_lock(env.index.lock_path, exclusive=True):
-        store = EdgeStore.open(env.index.path)
+    with file_lock(shard(env.index).lock_path, exclusive=True):
+        store = EdgeStore.open(shard(env.index).path)
         store.upsert(
             [
                 IndexRecord(
@@ -285,7 +292,7 @@ def test_index_content_hash_skips_reembedding_and_upsert(env: Env) -> None:
 def test_index_faults_are_unavailable_never_empty(env: Env) -> None:
     s = env.session()
     env.save(s, clarify(s, "ablazione", ABLAZIONE).seq)
-    (env.index.path / "edge_config.json").write_text("{not json", encoding="utf-8")
+    (shard(env.index).path / "edge_config.json").write_text("{not json", encoding="utf-8")
     vec = [float(x) for x in env.embedder.embed_query("ablazione")[0]]
 
     with pytest.raises(IndexUnavailable, match="memory"):
@@ -668,7 +675,7 @@ def test_search_before_any_promotion_is_available_and_empty(env: Env) -> None:
 def test_search_with_the_index_missing_but_memories_registered_is_unavailable(env: Env) -> None:
     origin = env.session()
     env.save(origin, clarify(origin, "ablazione", ABLAZIONE).seq)
-    shutil.rmtree(env.index.path)
+    shutil.rmtree(shard(env.index).path)
 
     with pytest.raises(IndexUnavailable, match="tht memory reconcile"):
         env.search("ablazione", env.session(OTHER_QUESTION))
@@ -763,7 +770,7 @@ def test_projection_is_computed_on_read_without_rewriting(env: Env) -> None:
 def test_reconcile_indexes_promoted_but_unindexed_memories(env: Env) -> None:
     s = env.session()
     saved = env.save(s, clarify(s, "ablazione", ABLAZIONE).seq)
-    shutil.rmtree(env.index.path)
+    shutil.rmtree(shard(env.index).path)
 
     report = env.reconcile()
 
@@ -812,7 +819,7 @@ def test_reconcile_adds_the_missing_marker(env: Env) -> None:
 def test_reconcile_is_idempotent(env: Env) -> None:
     s = env.session()
     env.save(s, clarify(s, "ablazione", ABLAZIONE).seq)
-    shutil.rmtree(env.index.path)
+    shutil.rmtree(shard(env.index).path)
     assert env.reconcile().repairs
 
     second = env.reconcile()
@@ -842,7 +849,7 @@ def test_index_down_during_save_one_writes_registry_not_marker_and_reconcile_rep
     s = env.session()
     env.save(s, clarify(s, "ablazione", ABLAZIONE).seq)
     entry = clarify(s, "ricovero", "permanenza con pernottamento")
-    config = env.index.path / "edge_config.json"
+    config = shard(env.index).path / "edge_config.json"
     good = config.read_bytes()
     config.write_text("{damaged", encoding="utf-8")
 
@@ -882,7 +889,7 @@ def test_marker_write_failing_after_indexing_is_reported_and_reconcile_repairs(
     with ThreadPoolExecutor(max_workers=1) as pool:
         # Hold the index lock so the promotion stops between the registry and the index; then
         # turn the ledger path into a directory, so the marker is the write that fails.
-        with file_lock(env.index.lock_path, exclusive=True):
+        with file_lock(shard(env.index).lock_path, exclusive=True):
             promotion = pool.submit(env.save, s, entry.seq)
             deadline = time.monotonic() + 30
             while env.registry.find(s.id, entry.seq) is None:

@@ -63,8 +63,9 @@ def test_only_clarified_concepts_are_reusable() -> None:
     assert frozenset({"concept_clarified"}) == REUSABLE_TYPES
 
 
-def test_reusable_types_is_defined_once_in_memory_core() -> None:
-    """Every boundary imports the one definition; a second copy could drift."""
+def test_reusable_types_is_defined_once_in_the_ledger() -> None:
+    """Every boundary imports the one definition; a second copy could drift. It lives in the
+    ledger, which checks promotion markers against it (session never imports memory)."""
     defined_in = []
     for path in SRC.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
@@ -75,7 +76,7 @@ def test_reusable_types_is_defined_once_in_memory_core() -> None:
                 targets = [node.target]
             if any(isinstance(t, ast.Name) and t.id == "REUSABLE_TYPES" for t in targets):
                 defined_in.append(path.relative_to(SRC).as_posix())
-    assert defined_in == ["thoth/memory/core.py"]
+    assert defined_in == ["thoth/session/ledger.py"]
 
 
 @pytest.mark.parametrize(

@@ -24,8 +24,8 @@ from tests.fake_llm import FakeLLMServer, ToolCallScript
 from tests.publishing import published
 from thoth.cli import exitcodes
 from thoth.cli.main import app
-from thoth.session.driver import TOOL_NAME
 from thoth.session.formulas import formula_detail
+from thoth.workflow.driver import TOOL_NAME
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]

@@ -19,7 +19,8 @@ from thoth.evidence.corpus import load_corpus
 from thoth.evidence.model import FormulaUnit
 from thoth.runtime import state_dir
 from thoth.session import Session, SessionStore
-from thoth.session.formulas import formula_detail, import_proposals, proposal_path
+from thoth.session.formulas import formula_detail
+from thoth.workflow.formulas import import_proposals, proposal_path
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]

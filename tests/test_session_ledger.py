@@ -44,6 +44,7 @@ from thoth.session import (
     stage_index,
     withdrawals,
 )
+from thoth.session.proposals import ProposalBook, ProposalDraft, ProposalsCorrupted
 from thoth.workspace import Workspace
 
 QUESTION = "Quanti ricoveri pediatrici ci sono stati nel 2023?"
@@ -877,3 +878,21 @@ def test_two_processes_appending_never_duplicate_or_lose_a_seq(
     for name in "ab":
         mine = [s for s in subjects if s.startswith(f"{name}-")]
         assert mine == [f"{name}-{i}" for i in range(50)]
+
+
+def test_a_cut_or_misnumbered_proposals_line_is_reported_not_dropped(session: Session) -> None:
+    """proposals.jsonl is the same append-only log as the ledger: damage is named, never
+    skipped, and nothing is written on top of it."""
+    book = ProposalBook(session)
+    draft = ProposalDraft("clarification", "concept_clarified", "ricovero", "d", "r", "call_1")
+    book.add([draft], model="openai:m", receipt_seq=None)
+    intact = book.path.read_bytes()
+    book.path.write_bytes(intact + b'{"kind": "review", "no": 1')
+    for call in (book.views, lambda: book.reject(1)):
+        with pytest.raises(ProposalsCorrupted) as err:
+            call()
+        assert "line 2" in str(err.value) and "no line end" in err.value.problems[0].message
+    book.path.write_bytes(intact + intact.replace(b'"no":1', b'"no":3'))
+    with pytest.raises(ProposalsCorrupted, match="line 2") as err:
+        book.views()
+    assert "proposal 3 where 2 was due" in err.value.problems[0].message

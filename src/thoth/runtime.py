@@ -17,7 +17,9 @@ from thoth.answer.service import AnswerService
 from thoth.embed import make_embedder
 from thoth.embed.base import Embedder
 from thoth.errors import ConfigError
+from thoth.index.base import IndexUnavailable
 from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
+from thoth.index.live import EdgeLiveCollection, LiveCollection, ServerLiveCollection
 from thoth.search.service import EvidenceSearch
 from thoth.state import StateStore, state_url
 from thoth.workspace import Workspace
@@ -38,8 +40,9 @@ def memory_registry_path(ws: Workspace) -> Path:
 
 
 def memory_index_path(ws: Workspace) -> Path:
-    """The live memory shard: always Qdrant Edge, beside (never inside) the directory of the
-    workspace's Evidence generations, which holds generations only."""
+    """The live memory shard with the Qdrant Edge backend, beside (never inside) the directory
+    of the workspace's Evidence generations, which holds generations only. With the server
+    backend, the shard left here by an earlier release is what `tht memory migrate` copies."""
     return state_dir(ws) / "index" / f"{ws.settings.workspace}.memory"
 
 
@@ -47,21 +50,52 @@ def open_embedder(ws: Workspace) -> Embedder:
     return make_embedder(ws.settings.embedding, state_dir(ws) / "cache")
 
 
-def make_backend(ws: Workspace) -> IndexBackend:
+def index_prefix(ws: Workspace) -> str:
+    """The name prefix of the workspace's server collections."""
+    return "thoth_" + re.sub(r"[^A-Za-z0-9_]+", "_", ws.settings.workspace)
+
+
+def qdrant_client(ws: Workspace) -> QdrantClient:
+    """The client `[index]` describes for the server backend."""
     cfg = ws.settings.index
-    prefix = "thoth_" + re.sub(r"[^A-Za-z0-9_]+", "_", ws.settings.workspace)
+    if cfg.url:
+        key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+        return QdrantClient(url=cfg.url, api_key=key)
+    if cfg.path:
+        return QdrantClient(path=str(ws.root / cfg.path))
+    raise ConfigError(
+        '[index].backend = "server" needs [index].url (a Qdrant server) or '
+        "[index].path (qdrant-client local mode)"
+    )
+
+
+def make_backend(ws: Workspace, client: QdrantClient | None = None) -> IndexBackend:
+    """`client`: a server client to use (and close with the backend) instead of a new one."""
+    cfg = ws.settings.index
     if cfg.backend == "server":
-        if cfg.url:
-            key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-            return ServerBackend(QdrantClient(url=cfg.url, api_key=key), prefix)
-        if cfg.path:
-            return ServerBackend(QdrantClient(path=str(ws.root / cfg.path)), prefix)
-        raise ConfigError(
-            '[index].backend = "server" needs [index].url (a Qdrant server) or '
-            "[index].path (qdrant-client local mode)"
-        )
+        return ServerBackend(client or qdrant_client(ws), index_prefix(ws))
     root = ws.root / cfg.path if cfg.path else state_dir(ws) / "index" / ws.settings.workspace
     return EdgeBackend(root)
+
+
+def make_live_collection(
+    ws: Workspace, name: str, client: QdrantClient | None = None
+) -> LiveCollection:
+    """The workspace's live collection `name` on the configured backend: a shard beside the
+    generations (Edge) or the collection `<prefix>__<name>` (server). `client`: a server
+    client shared with the caller, who closes it (qdrant-client's local mode allows one per
+    path); without it the collection opens and closes its own."""
+    if ws.settings.index.backend == "server":
+        if client is not None:
+            return ServerLiveCollection(client, index_prefix(ws), name)
+        try:
+            own = qdrant_client(ws)
+        except RuntimeError as exc:  # local mode: the path is held by another client
+            raise IndexUnavailable(
+                f"{index_prefix(ws)}__{name}: cannot open the Qdrant client ({exc})"
+            ) from exc
+        return ServerLiveCollection(own, index_prefix(ws), name, owns_client=True)
+    return EdgeLiveCollection(state_dir(ws) / "index" / f"{ws.settings.workspace}.{name}", name)
 
 
 @dataclass
@@ -70,6 +104,7 @@ class Runtime:
     state: StateStore
     backend: IndexBackend
     embedder: Embedder
+    qdrant: QdrantClient | None = None  # the server backend's client, shared, closed with it
 
     def search(self) -> EvidenceSearch:
         return EvidenceSearch(
@@ -101,11 +136,13 @@ def open_state(ws: Workspace) -> StateStore:
 
 def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
     state = open_state(ws)
+    client = qdrant_client(ws) if ws.settings.index.backend == "server" else None
     return Runtime(
         ws=ws,
         state=state,
-        backend=make_backend(ws),
+        backend=make_backend(ws, client),
         embedder=embedder or open_embedder(ws),
+        qdrant=client,
     )
 
 

@@ -1,16 +1,19 @@
-"""`tht memory promote|save-one|decline|search|choose|summary|reconcile`: the reviewer's
-memory commands (seed 2), each with `--json` for agents.
+"""`tht memory promote|save-one|decline|search|choose|summary|reconcile|migrate`: the
+reviewer's memory commands (seed 2), each with `--json` for agents.
+
+The memory index lives on the configured `[index]` backend (thoth.workflow.stores opens it);
+`migrate` copies a local Qdrant Edge shard of an earlier release into the server collection.
 
 Exit codes: 0 done (a search with no proposal included); 1 refused, incomplete (save-one that
 needs `tht memory reconcile`), index or embedder unavailable, or reconcile left problems; 2
-wrong arguments.
+wrong arguments; 4 nothing to migrate (not the server backend, or no local shard).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -20,20 +23,13 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.embed.base import Embedder, EmbedderError
-from thoth.memory.index import MemoryEmbeddingFailed, MemoryIndex
+from thoth.errors import PreconditionError
+from thoth.memory.migrate import migrate
 from thoth.memory.projection import summarize
 from thoth.memory.promotion import decline, preview, save_one
 from thoth.memory.recall import choose, search_memories
 from thoth.memory.reconcile import reconcile
-from thoth.memory.registry import Registry
-from thoth.runtime import (
-    memory_index_path,
-    memory_registry_path,
-    open_embedder,
-    sessions_dir,
-)
-from thoth.session import Session, SessionStore
+from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -54,42 +50,14 @@ def register(app: typer.Typer) -> None:
     memory_app.command("choose")(choose_cmd)
     memory_app.command("summary")(summary_cmd)
     memory_app.command("reconcile")(reconcile_cmd)
+    memory_app.command("migrate")(migrate_cmd)
 
 
-@dataclass
-class _Stores:
+@contextmanager
+def _stores(root: Path) -> Iterator[MemoryStores]:
     """The workspace's memory stores; the embedder is loaded only by commands that embed."""
-
-    ws: Workspace
-
-    @cached_property
-    def sessions(self) -> SessionStore:
-        return SessionStore(sessions_dir(self.ws))
-
-    @cached_property
-    def registry(self) -> Registry:
-        return Registry(memory_registry_path(self.ws))
-
-    @cached_property
-    def index(self) -> MemoryIndex:
-        return MemoryIndex(memory_index_path(self.ws), language=self.ws.settings.language)
-
-    @cached_property
-    def embedder(self) -> Embedder:
-        try:
-            return open_embedder(self.ws)
-        except EmbedderError as exc:
-            raise MemoryEmbeddingFailed(
-                f"workspace {self.ws.root}: the embedder cannot start ({exc}) -> check "
-                "[embedding] in thoth.toml"
-            ) from exc
-
-    def session(self, session_id: str) -> Session:
-        return self.sessions.open(session_id)
-
-
-def _stores(root: Path) -> _Stores:
-    return _Stores(Workspace.open(root))
+    with MemoryStores(Workspace.open(root)) as stores:
+        yield stores
 
 
 def promote_cmd(
@@ -115,8 +83,7 @@ def promote_cmd(
             "candidates, then `tht memory save-one` or `tht memory decline` for each",
             param_hint="--preview",
         )
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         result = preview(
             st.session(session),
             st.registry,
@@ -151,8 +118,7 @@ def save_one_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F8: promote one clarified concept (registry, index, then the ledger marker)."""
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         result = save_one(
             st.session(session),
             seq,
@@ -176,8 +142,7 @@ def decline_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F8: the reviewer does not want this concept as a memory."""
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         result = decline(st.session(session), seq, registry=st.registry, rationale=rationale)
     if as_json:
         emit_json(result.as_dict())
@@ -194,8 +159,7 @@ def search_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F2: memories of other sessions to propose to the reviewer (nothing is applied)."""
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         result = search_memories(
             question,
             st.session(session),
@@ -228,8 +192,7 @@ def choose_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F2: apply a proposed memory to the session (a new concept_clarified citing it)."""
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         result = choose(st.session(session), memory_id, registry=st.registry)
     if as_json:
         emit_json(result.as_dict())
@@ -244,8 +207,7 @@ def summary_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The session's memories: approved first, then declined (Markdown, or JSON)."""
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         result = summarize(st.session(session), st.registry)
     if as_json:
         emit_json(result.as_dict())
@@ -263,8 +225,7 @@ def reconcile_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Repair drift between the registry, the memory index and the ledger markers."""
-    with errors(as_json):
-        st = _stores(workspace)
+    with errors(as_json), _stores(workspace) as st:
         report = reconcile(
             sessions=st.sessions,
             registry=st.registry,
@@ -283,3 +244,39 @@ def reconcile_cmd(
         for p in report.problems:
             out.print(f"[bold red]problem:[/] {escape(p.render())}")
     raise typer.Exit(exitcodes.OK if report.ok else exitcodes.FAILED)
+
+
+def migrate_cmd(
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy the local memory shard into the server collection (`[index] backend = "server"`);
+    the local shard is left in place."""
+    with errors(as_json), _stores(workspace) as st:
+        if st.ws.settings.index.backend != "server":
+            raise PreconditionError(
+                f'[index] backend is "{st.ws.settings.index.backend}": the memory index is '
+                f"already the local shard {st.local_shard().where}; nothing to migrate -> set "
+                '[index] backend = "server" (with url or path) in thoth.toml first'
+            )
+        report = migrate(
+            registry=st.registry, source=st.local_shard(), target=st.index, embedder=st.embedder
+        )
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    out.print(
+        f"Copied {report.copied} of {report.in_source} memory point(s) from {report.source} "
+        f"to {report.target} (vectors kept, nothing re-embedded)."
+    )
+    if report.skipped:
+        out.print(
+            f"Not copied (not in the registry, or with other content): {', '.join(report.skipped)}"
+        )
+    for r in report.repairs:
+        out.print(f"{r.action}: {r.memory_id} {escape(r.detail)}")
+    out.print(
+        f"{report.target} now holds {report.in_target} memory point(s); the registry has "
+        f"{report.registry}."
+    )
+    out.print(f"The local shard {report.source} was left in place: remove it when you wish.")

@@ -21,14 +21,14 @@ from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
 from thoth.llm import tool_client
 from thoth.memory.projection import summarize
-from thoth.memory.registry import Registry
-from thoth.runtime import memory_registry_path, open_runtime, sessions_dir
+from thoth.runtime import open_runtime, sessions_dir
 from thoth.search.outcome import EvidenceSearchOutcome
-from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore
-from thoth.session.driver import MemoryStores, accept_proposal, drive
-from thoth.session.formulas import import_proposals
+from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore, decide
 from thoth.session.proposals import ProposalBook, ProposalView, dump
-from thoth.session.stages_service import SessionWorkflow, StageBlocked, decide
+from thoth.workflow.consult import SessionWorkflow, StageBlocked
+from thoth.workflow.driver import accept_proposal, drive
+from thoth.workflow.formulas import import_proposals
+from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -136,7 +136,7 @@ def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt =
         markers = session.memory_markers()
         proposals = ProposalBook(session).views()
         # Computed on read from the ledger (and the registry for memory ids): nothing stored.
-        memories = summarize(session, Registry(memory_registry_path(ws)))
+        memories = summarize(session, MemoryStores(ws).registry)
     if as_json:
         emit_json(
             {
@@ -345,7 +345,8 @@ def accept_cmd(
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
         # Memory-stage proposals are applied through the memory registry (opened when needed).
-        entry = accept_proposal(session, no, note=note, stores=MemoryStores(ws))
+        with MemoryStores(ws) as stores:
+            entry = accept_proposal(session, no, note=note, stores=stores)
     _written(session, entry, as_json, f"proposal {no} accepted")
 
 

@@ -4,19 +4,19 @@ A memory is reusable domain knowledge: a concept a reviewer clarified. Table and
 choices (`table_promoted`, `table_excluded`, `column_promoted`…) answer one question and stay
 in its session; a table may appear inside a memory's explanation, never as the memory. Every
 boundary (ledger markers, registry, search, promotion preview, projection) checks against the
-one `REUSABLE_TYPES` below, so widening it is one deliberate change here.
-
-This module imports nothing from thoth.session or the rest of thoth.memory: the ledger
-imports it to check its promotion markers.
+one `REUSABLE_TYPES`, so widening it is one deliberate change. It is defined in the session
+ledger, which checks that promotion markers refer to such a decision (memory builds on
+sessions, never the reverse), and re-exported here, where memory code looks for it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Final
 
-REUSABLE_TYPES: Final[frozenset[str]] = frozenset({"concept_clarified"})
+from thoth.session.ledger import REUSABLE_TYPES
+
+__all__ = ["REUSABLE_TYPES", "content_sha256", "memory_text"]
 
 
 def memory_text(

@@ -1,21 +1,18 @@
-"""The memory index: one live Qdrant Edge shard per workspace, a searchable projection of the
-memory registry (the registry stays canonical; `thoth.memory.reconcile` rebuilds this from it).
+"""The memory index: one live collection per workspace (`thoth.index.live`), a searchable
+projection of the memory registry (the registry stays canonical; `thoth.memory.reconcile`
+rebuilds this from it).
 
-    <workspace>/.thoth/index/<workspace>/memory/        the shard (+ thoth_memory.json)
-    <workspace>/.thoth/index/<workspace>/memory.lock    the lock every access takes
+On the configured index backend (`thoth.workflow.stores` opens it):
+
+    Qdrant Edge   <workspace>/.thoth/index/<workspace>.memory/   the shard (+ thoth_memory.json)
+                  <workspace>/.thoth/index/<workspace>.memory.lock   the lock every access takes
+    Qdrant server collection `<prefix>__memory`, shared by every host serving the workspace
 
 Same layout as an Evidence generation: a default dense vector (cosine) and the sparse `bm25`
-vector with IDF, created by `EdgeStore.create`, WAL-less so several processes may open it.
-Unlike a generation it is written after creation, one promotion at a time, so:
-
-- writers take the lock exclusively, open the shard, write, flush and close;
-- readers take it shared and open the shard per search, so they see every flushed write.
-  Readers lock too because opening and closing a Qdrant Edge shard rewrites some of its files
-  (configuration, segment metadata): measured, a reader opening the shard during a write made
-  the writer's flush fail with a torn tracker journal.
-
-A new shard is built in a hidden directory beside it and renamed into place, so the index is
-complete or absent, never a half-created directory that every later open would trip over.
+vector with IDF. Unlike a generation it is written after creation, one promotion at a time:
+writers hold the collection's exclusive lock, readers its shared lock (see thoth.index.live
+for why readers lock on Edge; the server needs none). The metadata written at creation names
+the embedder and the BM25 settings; every open checks them.
 
 Point id: uuid5 of `memory:mem-XXXX`. Every fault (missing, unreadable, built with another
 embedder, failing) raises IndexUnavailable; a search never turns a fault into an empty result.
@@ -23,9 +20,6 @@ embedder, failing) raises IndexUnavailable; a search never turns a fault into an
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -33,18 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import qdrant_edge as qe
-
 from thoth.embed.base import Embedder
 from thoth.errors import ThothError
 from thoth.index.base import Hit, IndexRecord, IndexUnavailable, SparseVec
 from thoth.index.bm25 import Bm25Encoder
-from thoth.index.edge import EdgeStore
+from thoth.index.live import EdgeLiveCollection, LiveCollection, LiveStore
 from thoth.memory.registry import MemoryRecord
-from thoth.session.ledger import file_lock, fsync_dir
 
 RECORD_KIND: Final = "memory"
-META_FILE: Final = "thoth_memory.json"
+COLLECTION: Final = "memory"  # the live collection's name (Edge: thoth_memory.json holds meta)
 PAYLOAD_INDEXES: Final = ("record_kind", "memory_id", "content_sha256", "session_id", "type")
 # BM25 document lengths are relative to this. A live index cannot recompute it from the corpus
 # on every promotion (every stored vector would change), so it is fixed: about the length in
@@ -105,52 +96,33 @@ class MemoryEmbeddingFailed(ThothError):
         )
 
 
-class _Shard(EdgeStore):
-    """EdgeStore plus the two operations a live index needs and a sealed generation never
-    does: read payloads by id and delete points."""
-
-    def payloads(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        try:
-            records = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
-        except Exception as exc:  # the engine's errors have no common type: wrap, keep the cause
-            raise IndexUnavailable(f"{self.path}: retrieve failed: {exc}") from exc
-        return [dict(r.payload or {}) for r in records]
-
-    def all_payloads(self) -> Iterator[dict[str, Any]]:
-        """Like scroll(), without the vectors reconcile does not need."""
-        offset: Any = None
-        while True:
-            try:
-                records, offset = self._shard.scroll(
-                    qe.ScrollRequest(
-                        offset=offset, limit=1024, with_payload=True, with_vector=False
-                    )
-                )
-            except Exception as exc:  # see payloads()
-                raise IndexUnavailable(f"{self.path}: scroll failed: {exc}") from exc
-            for rec in records:
-                yield dict(rec.payload or {})
-            if offset is None:
-                return
-
-    def delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._run(qe.UpdateOperation.delete_points(list(ids)))
-
-
 class MemoryIndex:
-    def __init__(self, path: Path, *, language: str) -> None:
-        self.path = path
-        self.lock_path = path.with_name(path.name + ".lock")
-        self._creating = path.with_name(f".{path.name}.creating")
+    def __init__(self, collection: LiveCollection | Path, *, language: str) -> None:
+        """`collection`: the live collection, or the directory of a Qdrant Edge shard."""
+        self.collection = (
+            EdgeLiveCollection(collection, COLLECTION)
+            if isinstance(collection, Path)
+            else collection
+        )
         self.bm25 = Bm25Encoder(language, BM25_AVG_LEN)
 
+    @property
+    def where(self) -> str:
+        """The shard directory or the server collection, for messages."""
+        return self.collection.where
+
     def exists(self) -> bool:
-        """Whether a shard was ever created here (creation renames a complete one into place)."""
-        return self.path.is_dir()
+        """Whether the collection was ever created (creation is complete or absent)."""
+        try:
+            return self.collection.exists()
+        except IndexUnavailable as exc:
+            raise self._unavailable(str(exc), "check [index] in thoth.toml and the server") from exc
 
     def query_sparse(self, text: str) -> SparseVec:
         return self.bm25.query(text)
+
+    def close(self) -> None:
+        self.collection.close()
 
     # -------------------------------------------------------------- writes
 
@@ -165,17 +137,17 @@ class MemoryIndex:
         """Index several memories under one lock and one open (reconcile, benchmarks)."""
         if not records:
             return {}
-        with self._writing(embedder) as shard:
+        with self._writing(embedder) as store:
             stored = {
                 str(p.get("memory_id")): p.get("content_sha256")
-                for p in shard.payloads([point_id(r.id) for r in records])
+                for p in store.payloads([point_id(r.id) for r in records])
             }
             stale = [r for r in records if stored.get(r.id) != r.content_sha256]
             for start in range(0, len(stale), EMBED_BATCH):
                 batch = stale[start : start + EMBED_BATCH]
                 texts = [r.text() for r in batch]
                 vectors = embedder.embed_passages(texts)
-                shard.upsert(
+                store.upsert(
                     [
                         IndexRecord(
                             id=point_id(r.id),
@@ -187,9 +159,37 @@ class MemoryIndex:
                     ]
                 )
             if stale:
-                shard.flush()
+                store.flush()
         fresh = {r.id for r in stale}
         return {r.id: "indexed" if r.id in fresh else "unchanged" for r in records}
+
+    def copy_points(self, points: Sequence[IndexRecord], meta: dict[str, Any]) -> int:
+        """Write points read from another memory index built the same way (same embedder,
+        dimension and BM25 settings, said by `meta`, that index's metadata): ids, vectors and
+        payloads as they are, nothing re-embedded. Returns how many were written."""
+        if not points:
+            return 0
+        if meta.get("bm25") != self.bm25.config():
+            raise self._unavailable(
+                f"the points to copy were built with BM25 settings {meta.get('bm25')}, but this "
+                f"workspace uses {self.bm25.config()}",
+                _REBUILD,
+            )
+        with self._locked(exclusive=True):
+            if not self.exists():
+                self._create(int(meta["dim"]), meta)
+            store = self._open(str(meta["embedder"]))
+            try:
+                if store.dim != int(meta["dim"]):
+                    raise self._unavailable(
+                        f"dimension {store.dim}, but the copied points have {meta['dim']}"
+                    )
+                for start in range(0, len(points), EMBED_BATCH):
+                    store.upsert(points[start : start + EMBED_BATCH])
+                store.flush()
+            finally:
+                store.close()
+        return len(points)
 
     def delete(self, memory_ids: Iterable[str]) -> int:
         """Remove these memories' points; returns how many of them were there."""
@@ -197,26 +197,24 @@ class MemoryIndex:
         if not wanted or not self.exists():
             return 0
         with self._locked(exclusive=True):
-            shard = self._open(None)
+            store = self._open(None)
             try:
                 ids = [point_id(m) for m in wanted]
-                present = len(shard.payloads(ids))
+                present = len(store.payloads(ids))
                 if present:
-                    shard.delete(ids)
-                    shard.flush()
+                    store.delete(ids)
+                    store.flush()
                 return present
             finally:
-                shard.close()
+                store.close()
 
     def drop(self) -> bool:
-        """Delete the whole shard (a rebuild follows); False when there was none."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Delete the whole collection (a rebuild follows); False when there was none."""
         with self._locked(exclusive=True):
-            existed = self.exists()
-            for path in (self.path, self._creating):
-                if path.exists():
-                    shutil.rmtree(path)
-            return existed
+            try:
+                return self.collection.drop()
+            except IndexUnavailable as exc:
+                raise self._unavailable(str(exc), "check the path or server") from exc
 
     # -------------------------------------------------------------- reads
 
@@ -231,8 +229,8 @@ class MemoryIndex:
         """Hybrid search (dense + bm25, RRF in the engine) over memory points, best first."""
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        with self._reading(embedder_identity) as shard:
-            hits = shard.query_hybrid(
+        with self._reading(embedder_identity) as store:
+            hits = store.query_hybrid(
                 query_vec, sparse, {"record_kind": RECORD_KIND}, limit, max(50, limit)
             )
         return [MemoryHit.from_hit(h) for h in hits]
@@ -242,11 +240,11 @@ class MemoryIndex:
     ) -> list[list[MemoryHit]]:
         """Dense neighbours of each passage vector (one open for all); the score is the cosine
         similarity."""
-        with self._reading(embedder_identity) as shard:
+        with self._reading(embedder_identity) as store:
             return [
                 [
                     MemoryHit.from_hit(h)
-                    for h in shard.query_dense(vec, {"record_kind": RECORD_KIND}, limit)
+                    for h in store.query_dense(vec, {"record_kind": RECORD_KIND}, limit)
                 ]
                 for vec in vecs
             ]
@@ -257,63 +255,62 @@ class MemoryIndex:
         if not self.exists():
             return {}
         with self._locked(exclusive=False):
-            shard = self._open(None)
+            store = self._open(None)
             try:
                 return {
                     str(p.get("memory_id")): str(p.get("content_sha256"))
-                    for p in shard.all_payloads()
+                    for p in store.all_payloads()
                     if p.get("record_kind") == RECORD_KIND
                 }
             finally:
-                shard.close()
+                store.close()
+
+    def points(self) -> tuple[dict[str, Any], list[IndexRecord]]:
+        """The metadata and every memory point with its vectors (a migration copies them)."""
+        with self._reading(None) as store:
+            meta = self._checked_meta(None)
+            return meta, list(store.scroll({"record_kind": RECORD_KIND}))
 
     # -------------------------------------------------------------- internals
 
     def _unavailable(self, cause: str, hint: str = _REBUILD) -> IndexUnavailable:
-        return IndexUnavailable(f"memory index {self.path}: {cause} -> {hint}")
+        return IndexUnavailable(f"memory index {self.where}: {cause} -> {hint}")
 
     @contextmanager
     def _locked(self, *, exclusive: bool) -> Iterator[None]:
         with ExitStack() as stack:
             try:
-                stack.enter_context(file_lock(self.lock_path, exclusive=exclusive))
-            except OSError as exc:
+                stack.enter_context(self.collection.locked(exclusive=exclusive))
+            except IndexUnavailable as exc:
                 raise self._unavailable(
-                    f"cannot lock {self.lock_path} ({exc})",
-                    "check the directory and its permissions",
+                    str(exc), "check the directory and its permissions"
                 ) from exc
             yield
 
     @contextmanager
-    def _reading(self, embedder_identity: str) -> Iterator[_Shard]:
+    def _reading(self, embedder_identity: str | None) -> Iterator[LiveStore]:
         if not self.exists():
             raise self._unavailable(
-                "no shard here: nothing has been indexed yet",
+                "nothing has been indexed here yet",
                 "run `tht memory reconcile` to index the registry's memories",
             )
         with self._locked(exclusive=False):
-            shard = self._open(embedder_identity)
+            store = self._open(embedder_identity)
             try:
-                yield shard
+                yield store
             finally:
-                shard.close()
+                store.close()
 
     @contextmanager
-    def _writing(self, embedder: Embedder) -> Iterator[_Shard]:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._unavailable(
-                f"cannot create {self.path.parent} ({exc})", "check the path and its permissions"
-            ) from exc
+    def _writing(self, embedder: Embedder) -> Iterator[LiveStore]:
         with self._locked(exclusive=True):
             if not self.exists():
-                self._create(embedder)
-            shard = self._open(embedder.identity)
+                self._create(embedder.dim, self._meta(embedder))
+            store = self._open(embedder.identity)
             try:
-                yield shard
+                yield store
             finally:
-                shard.close()
+                store.close()
 
     def _meta(self, embedder: Embedder) -> dict[str, Any]:
         return {
@@ -324,38 +321,21 @@ class MemoryIndex:
             "bm25": self.bm25.config(),
         }
 
-    def _create(self, embedder: Embedder) -> None:
-        """Build an empty shard aside and rename it in (caller holds the exclusive lock)."""
+    def _create(self, dim: int, meta: dict[str, Any]) -> None:
+        """Create the empty collection (caller holds the exclusive lock)."""
         try:
-            if self._creating.exists():
-                shutil.rmtree(self._creating)  # an interrupted creation; we hold the lock
-            store = EdgeStore.create(self._creating, embedder.dim)
-            try:
-                store.create_payload_indexes(PAYLOAD_INDEXES)
-                store.flush()
-            finally:
-                store.close()
-            meta = self._creating / META_FILE
-            with meta.open("w", encoding="utf-8") as f:
-                f.write(json.dumps(self._meta(embedder), indent=2) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(self._creating, self.path)
-            fsync_dir(self.path.parent)
-        except OSError as exc:
+            self.collection.create(dim, PAYLOAD_INDEXES, meta)
+        except IndexUnavailable as exc:
             raise self._unavailable(
-                f"cannot create the shard ({exc})", "check disk space and permissions"
+                str(exc), "check disk space, permissions or the server"
             ) from exc
 
-    def _open(self, embedder_identity: str | None) -> _Shard:
-        """Open the shard and check it was built the way this index reads and writes it;
-        `embedder_identity=None` skips the embedder check (reads that use no vector)."""
-        meta_path = self.path / META_FILE
+    def _checked_meta(self, embedder_identity: str | None) -> dict[str, Any]:
         try:
-            meta = json.loads(meta_path.read_text("utf-8"))
+            meta = self.collection.meta()
             built_with, bm25 = meta["embedder"], meta["bm25"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise self._unavailable(f"unreadable {meta_path} ({exc})") from exc
+        except (IndexUnavailable, KeyError) as exc:
+            raise self._unavailable(f"unreadable metadata ({exc})") from exc
         if embedder_identity is not None and built_with != embedder_identity:
             raise self._unavailable(
                 f"built with embedder {built_with!r}, but the configured one is "
@@ -365,9 +345,13 @@ class MemoryIndex:
             raise self._unavailable(
                 f"built with BM25 settings {bm25}, but this workspace uses {self.bm25.config()}"
             )
+        return meta
+
+    def _open(self, embedder_identity: str | None) -> LiveStore:
+        """Open the collection and check it was built the way this index reads and writes
+        it; `embedder_identity=None` skips the embedder check (reads that use no vector)."""
+        self._checked_meta(embedder_identity)
         try:
-            store = _Shard.open(self.path)
+            return self.collection.open()
         except IndexUnavailable as exc:
             raise self._unavailable(str(exc)) from exc
-        assert isinstance(store, _Shard)  # EdgeStore.open builds `cls`
-        return store

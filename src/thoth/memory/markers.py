@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Final
 
 from thoth.session import Entry, Session
-from thoth.session.ledger import file_lock
+from thoth.storage import file_lock
 
 PROMOTION_STAGE: Final = "memory_promotion"
 RECALL_STAGE: Final = "memory"

@@ -286,7 +286,7 @@ def _near_duplicates(
         if count == 0:
             return [[] for _ in entries]  # no memory anywhere yet: nothing can be a twin
         raise IndexUnavailable(
-            f"memory index {index.path} does not exist but the registry holds {count} "
+            f"memory index {index.where} does not exist but the registry holds {count} "
             "memories, so near-duplicates cannot be looked up -> run `tht memory reconcile`"
         )
     # The text the memory would be indexed with, so an identical memory scores 1.0.

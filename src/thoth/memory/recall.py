@@ -132,7 +132,7 @@ def search_memories(
         if not records:
             return empty  # nothing was ever promoted: an honest empty answer
         raise IndexUnavailable(
-            f"memory index {index.path} does not exist but the registry holds {len(records)} "
+            f"memory index {index.where} does not exist but the registry holds {len(records)} "
             "memories -> run `tht memory reconcile` to index them"
         )
     try:

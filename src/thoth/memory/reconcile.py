@@ -76,15 +76,16 @@ def reconcile(
     records = registry.all()
     if rebuild:
         index.drop()
-    repairs = _reconcile_index(records, index, embedder)
+    repairs = reconcile_index(records, index, embedder)
     problems: list[Problem] = []
     repairs += _reconcile_markers(records, sessions, problems)
     return ReconcileReport(tuple(repairs), tuple(problems), rebuilt=rebuild)
 
 
-def _reconcile_index(
+def reconcile_index(
     records: list[MemoryRecord], index: MemoryIndex, embedder: Embedder
 ) -> list[Repair]:
+    """Make the index hold exactly the registry's memories with their current content."""
     indexed = index.ids()
     stale = [r for r in records if indexed.get(r.id) != r.content_sha256]
     try:

@@ -5,34 +5,31 @@ Each record remembers where it came from: the session and the seq of the `concep
 decision a reviewer promoted. Promotion is idempotent on that pair: promoting the same
 decision again returns the record already there.
 
-Writes rewrite the whole file: a temporary file next to it, fsync, `os.replace`, fsync of the
-directory. Readers therefore see the old registry or the new one, never half of one, and need
-no lock. Writers take an exclusive `flock` on `registry.jsonl.lock` around read-modify-write,
-so two processes promoting at once neither lose a record nor create a second one for the
-same decision.
+The file is a `thoth.storage.JsonlLog`: an add appends one line (fsynced) under the exclusive
+`registry.jsonl.lock`, after reading and checking the whole registry, so two processes
+promoting at once neither lose a record nor create a second one for the same decision;
+readers take the lock shared and never see a line being written.
 
-Reading never skips: a damaged line raises `RegistryCorrupted` naming the file and the line,
-and no add is made on top of it.
+Reading never skips: a damaged line (or a last line without its line end) raises
+`RegistryCorrupted` naming the file and the line, and no add is made on top of it.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from thoth.errors import Problem, ProblemsError
 from thoth.memory.core import REUSABLE_TYPES, content_sha256, memory_text
-from thoth.session.ledger import (
+from thoth.storage import (
+    JsonlLog,
+    LineIssue,
+    LineRejected,
     check_utc_timestamp,
-    file_lock,
-    fsync_dir,
     utc_now,
     validation_problems,
 )
@@ -159,24 +156,51 @@ def _number(memory_id: str) -> int:
     return int(match.group(1))
 
 
+@dataclass
+class _Uniqueness:
+    """The validation hook of registry.jsonl: one line per memory id and per promoted
+    decision."""
+
+    by_id: dict[str, int] = field(default_factory=dict)
+    by_decision: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def parse(self, number: int, text: str) -> MemoryRecord:
+        # From the JSON text, not a parsed dict: JSON arrays are valid tuples there.
+        record = MemoryRecord.model_validate_json(text)
+        first = self.by_id.setdefault(record.id, number)
+        if first != number:
+            raise LineRejected(LineIssue(f"{record.id} is already the id at line {first}", "id"))
+        key = (record.session_id, record.decision_seq)
+        first = self.by_decision.setdefault(key, number)
+        if first != number:
+            raise LineRejected(
+                LineIssue(
+                    f"session {key[0]} seq {key[1]} is already promoted at line {first}",
+                    "decision_seq",
+                )
+            )
+        return record
+
+
 class Registry:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.lock_path = path.with_name(path.name + ".lock")
+        self.log = JsonlLog(path, damaged=self._corrupted, repair_hint=_REPAIR_HINT)
+        self.lock_path = self.log.lock_path
 
     def all(self) -> list[MemoryRecord]:
         """Every record in file order; an absent file is an empty registry."""
-        return self._read()
+        return self.log.read(_Uniqueness().parse)
 
     def get(self, memory_id: str) -> MemoryRecord | None:
-        return next((r for r in self._read() if r.id == memory_id), None)
+        return next((r for r in self.all() if r.id == memory_id), None)
 
     def find(self, session_id: str, decision_seq: int) -> MemoryRecord | None:
         """The memory promoted from that session's decision, if any."""
         return next(
             (
                 r
-                for r in self._read()
+                for r in self.all()
                 if r.session_id == session_id and r.decision_seq == decision_seq
             ),
             None,
@@ -186,9 +210,8 @@ class Registry:
         """Add the memory of a promoted decision: `(record, True)` when created,
         `(existing record, False)` when that session's decision is already a memory.
         MemoryRefused when the draft breaks a rule or contradicts the existing record."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(self.lock_path, exclusive=True):
-            records = self._read()
+        with self.log.writing() as writer:
+            records = writer.read(_Uniqueness().parse)
             record = self._build(draft, records)
             existing = next(
                 (
@@ -213,7 +236,7 @@ class Registry:
                         ),
                     )
                 return existing, False
-            self._write([*records, record])
+            writer.append([record.model_dump_json()])
             return record, True
 
     # -------------------------------------------------------------- internals
@@ -223,6 +246,11 @@ class Registry:
             f"memory for session {draft.session_id} seq {draft.decision_seq} refused; "
             f"{self.path} is unchanged",
             list(problems),
+        )
+
+    def _corrupted(self, number: int, problems: list[Problem]) -> RegistryCorrupted:
+        return RegistryCorrupted(
+            f"memory registry {self.path} is damaged at line {number}; it was not used", problems
         )
 
     def _build(self, draft: MemoryDraft, records: list[MemoryRecord]) -> MemoryRecord:
@@ -255,81 +283,3 @@ class Registry:
         except ValidationError as exc:
             where = f"session {draft.session_id} seq {draft.decision_seq}"
             raise self._refused(draft, *validation_problems(exc, where, None)) from exc
-
-    def _read(self) -> list[MemoryRecord]:
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
-        records: list[MemoryRecord] = []
-        by_id: dict[str, int] = {}
-        by_decision: dict[tuple[str, int], int] = {}
-        raw_lines = data.split(b"\n")
-        if raw_lines[-1]:
-            # Whole-file replace never leaves a cut line: this one was written by hand.
-            self._damaged(len(raw_lines), "the last line has no line end")
-        raw_lines.pop()
-        for number, raw in enumerate(raw_lines, start=1):
-            record = self._parse(number, raw)
-            first = by_id.setdefault(record.id, number)
-            if first != number:
-                self._damaged(number, f"{record.id} is already the id at line {first}", "id")
-            key = (record.session_id, record.decision_seq)
-            first = by_decision.setdefault(key, number)
-            if first != number:
-                self._damaged(
-                    number,
-                    f"session {key[0]} seq {key[1]} is already promoted at line {first}",
-                    "decision_seq",
-                )
-            records.append(record)
-        return records
-
-    def _parse(self, number: int, raw: bytes) -> MemoryRecord:
-        if not raw.strip():
-            self._damaged(number, "empty line")
-        try:
-            text = raw.decode("utf-8")
-            shape = json.loads(text)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise self._corrupted(
-                number, [self._problem(number, f"not valid JSON ({exc})")]
-            ) from exc
-        if not isinstance(shape, dict):
-            self._damaged(number, f"not a JSON object but a {type(shape).__name__}")
-        try:
-            # From the JSON text, not the parsed dict: JSON arrays are valid tuples there.
-            return MemoryRecord.model_validate_json(text)
-        except ValidationError as exc:
-            where = f"{self.path} line {number}"
-            raise self._corrupted(number, validation_problems(exc, where, _REPAIR_HINT)) from exc
-
-    def _problem(self, number: int, message: str, field: str | None = None) -> Problem:
-        return Problem(
-            f"{self.path} line {number}", message, field=field, hint=_REPAIR_HINT, code="corrupted"
-        )
-
-    def _corrupted(self, number: int, problems: list[Problem]) -> RegistryCorrupted:
-        return RegistryCorrupted(
-            f"memory registry {self.path} is damaged at line {number}; it was not used", problems
-        )
-
-    def _damaged(self, number: int, message: str, field: str | None = None) -> NoReturn:
-        raise self._corrupted(number, [self._problem(number, message, field)])
-
-    def _write(self, records: list[MemoryRecord]) -> None:
-        text = "".join(r.model_dump_json() + "\n" for r in records)
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        fsync_dir(self.path.parent)

@@ -1,6 +1,11 @@
 """Question→SQL sessions: stages, the append-only ledger of each session and its effective
-view (which recorded decisions still stand)."""
+view (which recorded decisions still stand), the decisions each stage takes and the proposals
+a model made for a reviewer.
 
+Sessions know nothing of memories, search services or the runtime: the workflow layer
+(thoth.workflow) joins them to Evidence search and the memory stores."""
+
+from thoth.session.decisions import STAGE_DECISIONS, DecisionNotAllowed, decide
 from thoth.session.effective import (
     Withdrawal,
     effective_decisions,
@@ -14,6 +19,7 @@ from thoth.session.ledger import (
     ENTRY_TYPES,
     MEMORY_MARKER_TYPES,
     RECEIPT_TYPE,
+    REUSABLE_TYPES,
     Entry,
     EntryRefused,
     EvidenceReceipt,
@@ -27,17 +33,27 @@ from thoth.session.session import (
     SessionNotFound,
     SessionStore,
 )
-from thoth.session.stages import DISPLAY_CODES, STAGE_PURPOSE, STAGES, stage_index
+from thoth.session.stages import (
+    CONSULTING_STAGES,
+    DISPLAY_CODES,
+    STAGE_PURPOSE,
+    STAGES,
+    stage_index,
+)
 
 __all__ = [
+    "CONSULTING_STAGES",
     "CONTROL_TYPES",
     "DECISION_TYPES",
     "DISPLAY_CODES",
     "ENTRY_TYPES",
     "MEMORY_MARKER_TYPES",
     "RECEIPT_TYPE",
+    "REUSABLE_TYPES",
     "STAGES",
+    "STAGE_DECISIONS",
     "STAGE_PURPOSE",
+    "DecisionNotAllowed",
     "Entry",
     "EntryRefused",
     "EvidenceReceipt",
@@ -49,6 +65,7 @@ __all__ = [
     "SessionNotFound",
     "SessionStore",
     "Withdrawal",
+    "decide",
     "effective_decisions",
     "effective_entries",
     "memory_markers",

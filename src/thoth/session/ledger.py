@@ -17,22 +17,24 @@ file and the line. Appending onto a damaged ledger is refused for the same reaso
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from thoth.errors import Problem, ProblemsError
-from thoth.fsutil import append_durably
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.stages import STAGE_PURPOSE, STAGES, unknown_stage_message
+from thoth.storage import (
+    JsonlLog,
+    LineIssue,
+    LineRejected,
+    check_utc_timestamp,
+    utc_now,
+    validation_problems,
+)
 
 # Decisions: what the reviewer settled about the question. The effective view returns these.
 DECISION_TYPES: Final[tuple[str, ...]] = (
@@ -57,6 +59,11 @@ MEMORY_MARKER_TYPES: Final[tuple[str, ...]] = (
     "memory_promotion_declined",
     "memory_rejected",
 )
+# What may become a memory, and so what a memory_promoted or memory_promotion_declined marker
+# may refer to: a concept a reviewer clarified. Table and column choices answer one question
+# and stay in its session. The one definition: thoth.memory.core and every memory boundary use
+# this (memory builds on sessions, never the reverse).
+REUSABLE_TYPES: Final[frozenset[str]] = frozenset({"concept_clarified"})
 RECEIPT_TYPE: Final = "evidence_receipt"
 CONTROL_TYPES: Final[tuple[str, ...]] = ("retraction", "reopen", "rollback")
 ENTRY_TYPES: Final[tuple[str, ...]] = (
@@ -101,60 +108,6 @@ _REPAIR_HINT: Final = (
     "the ledger is append-only and Thoth never skips a line: restore the file from a backup, "
     "or repair the line by hand and check the session again"
 )
-
-
-# ---------------------------------------------------------------------- shared file helpers
-
-
-def utc_now() -> str:
-    """Now as fixed-width ISO-8601 UTC (`2024-05-01T09:30:00.000000+00:00`): sorts as text."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def check_utc_timestamp(value: str) -> str:
-    """Pydantic validator body: an ISO-8601 timestamp with a zero UTC offset."""
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not an ISO-8601 timestamp") from None
-    if parsed.utcoffset() != timedelta(0):
-        raise ValueError(f"{value!r} is not in UTC (expected an explicit +00:00 offset)")
-    return value
-
-
-@contextmanager
-def file_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
-    """Hold an advisory `flock` on `path` (created if missing) for the block. The lock lives on
-    a file of its own so the data file can be replaced or appended freely while it is held."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a file creation or rename in `path` durable, not only the file's bytes."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def validation_problems(exc: ValidationError, where: str, hint: str | None) -> list[Problem]:
-    """One Problem per pydantic error, naming the field (dotted path) it is about."""
-    problems = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or None
-        message = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "missing":
-            message = "field is missing"
-        elif err["type"] == "extra_forbidden":
-            message = "unknown field"
-        problems.append(Problem(where, message, field=loc, hint=hint, code="invalid"))
-    return problems
 
 
 # ---------------------------------------------------------------------- the entry
@@ -212,51 +165,48 @@ class Entry(BaseModel):
         return value
 
 
-@dataclass(frozen=True)
-class _Issue:
-    field: str  # "" when the problem is the whole line, not one field
-    message: str
-    hint: str | None = None
+def _issue(field: str, message: str, hint: str | None = None) -> LineIssue:
+    return LineIssue(message, field=field or None, hint=hint)
 
 
-def _entry_issues(e: Entry) -> list[_Issue]:
+def _entry_issues(e: Entry) -> list[LineIssue]:
     """Rules an entry must meet on its own, whatever else the ledger holds."""
-    issues: list[_Issue] = []
+    issues: list[LineIssue] = []
     if e.type not in CONTROL_TYPES and e.type != RECEIPT_TYPE and not e.subject.strip():
-        issues.append(_Issue("subject", f"a {e.type} needs a subject", "name what was decided"))
+        issues.append(_issue("subject", f"a {e.type} needs a subject", "name what was decided"))
     if e.type in CONTROL_TYPES and not e.rationale.strip():
         issues.append(
-            _Issue("rationale", f"a {e.type} needs a rationale", "say why, for the audit trail")
+            _issue("rationale", f"a {e.type} needs a rationale", "say why, for the audit trail")
         )
     if e.type in _NEEDS_REFS and e.refs is None:
-        issues.append(_Issue("refs", f"a {e.type} must name the seq it refers to"))
+        issues.append(_issue("refs", f"a {e.type} must name the seq it refers to"))
     if e.type in _NO_REFS and e.refs is not None:
         issues.append(
-            _Issue("refs", f"a {e.type} acts on a whole stage and takes no refs", "drop refs")
+            _issue("refs", f"a {e.type} acts on a whole stage and takes no refs", "drop refs")
         )
     own_stage = _TYPE_STAGE.get(e.type)
     if own_stage is not None and e.stage != own_stage:
-        issues.append(_Issue("stage", f"a {e.type} belongs to stage {own_stage!r}"))
+        issues.append(_issue("stage", f"a {e.type} belongs to stage {own_stage!r}"))
     if e.type == FORMULA_PROPOSED:
-        issues += [_Issue(f, m) for f, m in formula_issues(e.subject, e.detail)]
+        issues += [_issue(f, m) for f, m in formula_issues(e.subject, e.detail)]
     if e.type == RECEIPT_TYPE:
         issues += _receipt_issues(e)
     elif e.receipt is not None:
         issues.append(
-            _Issue("receipt", f"only an {RECEIPT_TYPE} carries a receipt, not a {e.type}")
+            _issue("receipt", f"only an {RECEIPT_TYPE} carries a receipt, not a {e.type}")
         )
     return issues
 
 
-def _receipt_issues(e: Entry) -> list[_Issue]:
+def _receipt_issues(e: Entry) -> list[LineIssue]:
     if e.receipt is None:
-        return [_Issue("receipt", f"an {RECEIPT_TYPE} needs its receipt")]
+        return [_issue("receipt", f"an {RECEIPT_TYPE} needs its receipt")]
     purpose = STAGE_PURPOSE[e.stage]
     if purpose is None:
-        return [_Issue("stage", f"stage {e.stage!r} never searches Evidence: it has no receipts")]
+        return [_issue("stage", f"stage {e.stage!r} never searches Evidence: it has no receipts")]
     if e.receipt.purpose != purpose:
         return [
-            _Issue(
+            _issue(
                 "receipt.purpose",
                 f"purpose {e.receipt.purpose!r} is not the purpose of stage {e.stage!r} "
                 f"({purpose!r})",
@@ -274,20 +224,40 @@ class _History:
     by_seq: dict[int, Entry] = field(default_factory=dict)
     retracted_by: dict[int, int] = field(default_factory=dict)
 
+    def parse(self, number: int, text: str) -> Entry:
+        """The validation hook of the ledger's log: line `number` as the next entry (every
+        rule an append would have checked), added to the history."""
+        # From the JSON text, not a parsed dict: JSON arrays are valid tuples there.
+        entry = Entry.model_validate_json(text)
+        issues = _entry_issues(entry)
+        if not issues and entry.seq != number:
+            issues = [
+                _issue(
+                    "seq",
+                    f"seq {entry.seq} where {number} was expected: seqs run 1, 2, 3… "
+                    "with no gap or repeat",
+                )
+            ]
+        issues = issues or self.issues(entry)
+        if issues:
+            raise LineRejected(*issues)
+        self.add(entry)
+        return entry
+
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
         self.by_seq[entry.seq] = entry
         if entry.type == "retraction" and entry.refs is not None:
             self.retracted_by[entry.refs] = entry.seq
 
-    def issues(self, e: Entry) -> list[_Issue]:
+    def issues(self, e: Entry) -> list[LineIssue]:
         """Rules about what `e` refers to; `e` is not yet part of the history."""
         if e.refs is None:
             return []
         target = self.by_seq.get(e.refs)
         if target is None:
             return [
-                _Issue(
+                _issue(
                     "refs",
                     f"no earlier entry has seq {e.refs}",
                     "refs must name an entry already in this ledger",
@@ -295,36 +265,31 @@ class _History:
             ]
         if e.type == "retraction":
             return self._retraction_issues(e, target)
-        if e.type in _REFERS_TO_CONCEPT:
-            # Imported here, not at module level: thoth.memory builds on sessions (promotion
-            # reads ledgers), so a module-level import would make the two packages a cycle.
-            from thoth.memory.core import REUSABLE_TYPES
-
-            if target.type not in REUSABLE_TYPES:
-                return [
-                    _Issue(
-                        "refs",
-                        f"a {e.type} must refer to a {' or '.join(sorted(REUSABLE_TYPES))} "
-                        f"decision; seq {target.seq} is a {target.type}",
-                        "only clarified concepts become memories; tables stay in their question",
-                    )
-                ]
+        if e.type in _REFERS_TO_CONCEPT and target.type not in REUSABLE_TYPES:
+            return [
+                _issue(
+                    "refs",
+                    f"a {e.type} must refer to a {' or '.join(sorted(REUSABLE_TYPES))} "
+                    f"decision; seq {target.seq} is a {target.type}",
+                    "only clarified concepts become memories; tables stay in their question",
+                )
+            ]
         return []
 
-    def _retraction_issues(self, e: Entry, target: Entry) -> list[_Issue]:
+    def _retraction_issues(self, e: Entry, target: Entry) -> list[LineIssue]:
         why = _NOT_RETRACTABLE.get(target.type)
         if why is not None:
             return [
-                _Issue(
+                _issue(
                     "refs", f"a retraction cannot withdraw a {target.type} (seq {target.seq})", why
                 )
             ]
         earlier = self.retracted_by.get(target.seq)
         if earlier is not None:
-            return [_Issue("refs", f"seq {target.seq} is already retracted by seq {earlier}")]
+            return [_issue("refs", f"seq {target.seq} is already retracted by seq {earlier}")]
         if e.stage != target.stage:
             return [
-                _Issue(
+                _issue(
                     "stage",
                     f"a retraction is recorded in the stage of what it withdraws: seq "
                     f"{target.seq} is in {target.stage!r}, not {e.stage!r}",
@@ -348,14 +313,14 @@ class Ledger:
     def __init__(self, path: Path, session_id: str) -> None:
         self.path = path
         self.session_id = session_id
-        self.lock_path = path.with_name(path.name + ".lock")
+        self.log = JsonlLog(path, damaged=self._corrupted, repair_hint=_REPAIR_HINT)
+        self.lock_path = self.log.lock_path
 
     def entries(self) -> list[Entry]:
         """Every entry in seq order, checked line by line (LedgerCorrupted on any damage)."""
-        if not self.path.exists():
-            return []
-        with file_lock(self.lock_path, exclusive=False):
-            return self._read().entries
+        history = _History()
+        self.log.read(history.parse)
+        return history.entries
 
     def append(
         self,
@@ -370,11 +335,11 @@ class Ledger:
     ) -> Entry:
         """Number, check, write and fsync one entry; EntryRefused (nothing written) when it
         breaks a rule, LedgerCorrupted when the ledger it would extend is damaged."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(self.lock_path, exclusive=True):
-            history = self._read()
+        with self.log.writing() as writer:
+            history = _History()
+            writer.read(history.parse)
             fields: dict[str, Any] = {
-                "seq": len(history.entries) + 1,  # _read proved the seqs run 1..n
+                "seq": len(history.entries) + 1,  # parse proved the seqs run 1..n
                 "timestamp": utc_now(),
                 "stage": stage,
                 "type": type,
@@ -394,7 +359,7 @@ class Ledger:
                 raise self._refused(
                     type, [Problem(where, i.message, field=i.field, hint=i.hint) for i in issues]
                 )
-            self._write(entry)
+            writer.append([entry.model_dump_json(exclude_none=True)])
             return entry
 
     # -------------------------------------------------------------- internals
@@ -411,79 +376,3 @@ class Ledger:
             "it was not used",
             problems,
         )
-
-    def _read(self) -> _History:
-        history = _History()
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return history
-        raw_lines = data.split(b"\n")
-        tail = raw_lines.pop()  # what follows the last newline: empty unless a write was cut
-        for number, raw in enumerate(raw_lines, start=1):
-            history.add(self._parse(number, raw, history))
-        if tail:
-            line = len(raw_lines) + 1
-            problem = Problem(
-                f"{self.path} line {line}",
-                "the last line has no line end: a write was cut short",
-                hint=_REPAIR_HINT,
-                code="corrupted",
-            )
-            raise self._corrupted(line, [problem])
-        return history
-
-    def _parse(self, number: int, raw: bytes, history: _History) -> Entry:
-        where = f"{self.path} line {number}"
-
-        def damaged(issues: list[_Issue]) -> LedgerCorrupted:
-            return self._corrupted(
-                number,
-                [
-                    Problem(
-                        where,
-                        i.message,
-                        field=i.field or None,
-                        hint=i.hint or _REPAIR_HINT,
-                        code="corrupted",
-                    )
-                    for i in issues
-                ],
-            )
-
-        if not raw.strip():
-            raise damaged([_Issue("", "empty line")])
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise damaged([_Issue("", f"not valid UTF-8 ({exc.reason})")]) from exc
-        try:
-            shape = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise damaged(
-                [_Issue("", f"not valid JSON ({exc.msg} at column {exc.colno})")]
-            ) from exc
-        if not isinstance(shape, dict):
-            raise damaged([_Issue("", f"not a JSON object but a {type(shape).__name__}")])
-        try:
-            # From the JSON text, not the parsed dict: JSON arrays are valid tuples there.
-            entry = Entry.model_validate_json(text)
-        except ValidationError as exc:
-            raise self._corrupted(number, validation_problems(exc, where, _REPAIR_HINT)) from exc
-        issues = _entry_issues(entry)
-        if not issues and entry.seq != number:
-            issues = [
-                _Issue(
-                    "seq",
-                    f"seq {entry.seq} where {number} was expected: seqs run 1, 2, 3… "
-                    "with no gap or repeat",
-                )
-            ]
-        issues = issues or history.issues(entry)
-        if issues:
-            raise damaged(issues)
-        return entry
-
-    def _write(self, entry: Entry) -> None:
-        data = (entry.model_dump_json(exclude_none=True) + "\n").encode("utf-8")
-        append_durably(self.path, data)

@@ -16,10 +16,13 @@ Accepting writes the ledger first, then the review. Should the process die in be
 ledger entry carries the proposal's mark in its rationale; the next accept finds it and only
 writes the missing review, so a proposal never becomes two decisions.
 
+The file is a `thoth.storage.JsonlLog`: locking, durable appends and the detection of a cut
+or damaged line are the log's; this module keeps the line types and their numbering rules.
+
 Proposals of the memory stages are not plain decisions: an F2 proposal is applied by
 `recall.choose` and an F8 one by `promotion.save_one` / `promotion.decline` (all idempotent, so
 a repeated accept after a crash creates nothing twice). `accept` takes them only with an
-`apply` that does so (`thoth.session.driver.accept_proposal`); without one it refuses them.
+`apply` that does so (`thoth.workflow.driver.accept_proposal`); without one it refuses them.
 """
 
 from __future__ import annotations
@@ -28,21 +31,22 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Final, Literal, NoReturn
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from thoth.errors import Problem, ProblemsError
-from thoth.fsutil import append_durably
-from thoth.session.ledger import (
-    Entry,
-    check_utc_timestamp,
-    file_lock,
-    utc_now,
-    validation_problems,
-)
+from thoth.session.decisions import decide
+from thoth.session.ledger import Entry
 from thoth.session.session import Session
-from thoth.session.stages_service import decide
+from thoth.storage import (
+    JsonlLog,
+    LineIssue,
+    LineRejected,
+    LogWriter,
+    check_utc_timestamp,
+    utc_now,
+)
 
 PROPOSALS_FILE: Final = "proposals.jsonl"
 _REPAIR_HINT: Final = (
@@ -128,20 +132,43 @@ class ProposalsCorrupted(ProblemsError):
     """A proposals.jsonl line cannot be read as written; nothing of the file was used."""
 
 
+class _Numbering:
+    """The validation hook of proposals.jsonl: proposals numbered 1, 2, 3…, each reviewed at
+    most once, and only after it was proposed."""
+
+    def __init__(self) -> None:
+        self.proposed = 0
+        self.reviewed: set[int] = set()
+
+    def parse(self, number: int, text: str) -> Proposal | Review:
+        line = _LINE.validate_json(text)
+        if isinstance(line, Proposal):
+            if line.no != self.proposed + 1:
+                raise LineRejected(
+                    LineIssue(f"proposal {line.no} where {self.proposed + 1} was due", "no")
+                )
+            self.proposed += 1
+        elif line.no > self.proposed or line.no in self.reviewed:
+            raise LineRejected(
+                LineIssue(f"a review of proposal {line.no}, which is unknown or reviewed", "no")
+            )
+        else:
+            self.reviewed.add(line.no)
+        return line
+
+
 class ProposalBook:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.path: Path = session.directory / PROPOSALS_FILE
-        self.lock_path = self.path.with_name(PROPOSALS_FILE + ".lock")
+        self.log = JsonlLog(self.path, damaged=self._corrupted, repair_hint=_REPAIR_HINT)
+        self.lock_path = self.log.lock_path
 
     # -------------------------------------------------------------- reading
 
     def views(self) -> list[ProposalView]:
         """Every proposal with its status, in number order."""
-        if not self.path.exists():
-            return []
-        with file_lock(self.lock_path, exclusive=False):
-            return self._views(self._read())
+        return self._views(self.log.read(_Numbering().parse))
 
     def pending(self) -> list[ProposalView]:
         return [v for v in self.views() if v.status == "pending"]
@@ -155,8 +182,8 @@ class ProposalBook:
         if not drafts:
             return []
         ledger_seq = len(self.session.entries())
-        with file_lock(self.lock_path, exclusive=True):
-            lines = self._read()
+        with self.log.writing() as writer:
+            lines = writer.read(_Numbering().parse)
             start = sum(isinstance(line, Proposal) for line in lines) + 1
             now = utc_now()
             made = [
@@ -175,14 +202,14 @@ class ProposalBook:
                 )
                 for i, d in enumerate(drafts)
             ]
-            self._write(made)
+            writer.append([p.model_dump_json() for p in made])
             return made
 
     def accept(self, no: int, *, note: str = "", apply: Apply | None = None) -> Entry:
         """Append proposal `no` to the ledger as a decision of its stage (through `apply` when
         given; memory-stage proposals need one)."""
-        with file_lock(self.lock_path, exclusive=True):
-            view = self._pending(no, "accept")
+        with self.log.writing() as writer:
+            view = self._pending(writer, no, "accept")
             proposal = view.proposal
             if apply is None and proposal.stage in MEMORY_STAGES:
                 raise ProposalRefused(
@@ -205,26 +232,18 @@ class ProposalBook:
             entry = next(
                 (e for e in self.session.entries() if e.rationale.endswith(proposal.mark)), None
             ) or (apply or self._decide)(proposal, rationale)
-            self._write(
-                [
-                    Review(
-                        no=no,
-                        timestamp=utc_now(),
-                        verdict="accepted",
-                        seq=entry.seq,
-                        rationale=note,
-                    )
-                ]
+            review = Review(
+                no=no, timestamp=utc_now(), verdict="accepted", seq=entry.seq, rationale=note
             )
+            writer.append([review.model_dump_json()])
             return entry
 
     def reject(self, no: int, *, rationale: str = "") -> None:
         """Record that the reviewer turned proposal `no` down (the ledger is not touched)."""
-        with file_lock(self.lock_path, exclusive=True):
-            self._pending(no, "reject")
-            self._write(
-                [Review(no=no, timestamp=utc_now(), verdict="rejected", rationale=rationale)]
-            )
+        with self.log.writing() as writer:
+            self._pending(writer, no, "reject")
+            review = Review(no=no, timestamp=utc_now(), verdict="rejected", rationale=rationale)
+            writer.append([review.model_dump_json()])
 
     # -------------------------------------------------------------- internals
 
@@ -238,8 +257,8 @@ class ProposalBook:
             rationale=rationale,
         )
 
-    def _pending(self, no: int, action: str) -> ProposalView:
-        views = {v.proposal.no: v for v in self._views(self._read())}
+    def _pending(self, writer: LogWriter, no: int, action: str) -> ProposalView:
+        views = {v.proposal.no: v for v in self._views(writer.read(_Numbering().parse))}
         view = views.get(no)
         if view is not None and view.status == "pending":
             return view
@@ -270,50 +289,11 @@ class ProposalBook:
                 views.append(ProposalView(line, review.verdict, review.seq, review.rationale))
         return views
 
-    def _read(self) -> list[Proposal | Review]:
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
-        raw_lines = data.split(b"\n")
-        if raw_lines.pop():
-            self._damaged(len(raw_lines) + 1, "the last line has no line end: a write was cut")
-        lines: list[Proposal | Review] = []
-        numbers: set[int] = set()
-        reviewed: set[int] = set()
-        for number, raw in enumerate(raw_lines, start=1):
-            try:
-                line = _LINE.validate_json(raw)
-            except ValidationError as exc:
-                where = f"{self.path} line {number}"
-                raise ProposalsCorrupted(
-                    self._summary(number), validation_problems(exc, where, _REPAIR_HINT)
-                ) from exc
-            if isinstance(line, Proposal):
-                if line.no != len(numbers) + 1:
-                    self._damaged(number, f"proposal {line.no} where {len(numbers) + 1} was due")
-                numbers.add(line.no)
-            elif line.no not in numbers or line.no in reviewed:
-                self._damaged(
-                    number, f"a review of proposal {line.no}, which is unknown or reviewed"
-                )
-            else:
-                reviewed.add(line.no)
-            lines.append(line)
-        return lines
-
-    def _summary(self, line: int) -> str:
-        return f"session {self.session.id}: {self.path} is damaged at line {line}; it was not used"
-
-    def _damaged(self, line: int, message: str) -> NoReturn:
-        raise ProposalsCorrupted(
-            self._summary(line),
-            [Problem(f"{self.path} line {line}", message, hint=_REPAIR_HINT, code="corrupted")],
+    def _corrupted(self, line: int, problems: list[Problem]) -> ProposalsCorrupted:
+        return ProposalsCorrupted(
+            f"session {self.session.id}: {self.path} is damaged at line {line}; it was not used",
+            problems,
         )
-
-    def _write(self, lines: Sequence[Proposal | Review]) -> None:
-        data = "".join(line.model_dump_json() + "\n" for line in lines).encode("utf-8")
-        append_durably(self.path, data)
 
 
 def dump(view: ProposalView) -> dict[str, object]:

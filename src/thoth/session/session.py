@@ -30,15 +30,8 @@ from thoth.session.effective import (
     memory_markers,
     withdrawals,
 )
-from thoth.session.ledger import (
-    Entry,
-    EntryRefused,
-    EvidenceReceipt,
-    Ledger,
-    check_utc_timestamp,
-    fsync_dir,
-    validation_problems,
-)
+from thoth.session.ledger import Entry, EntryRefused, EvidenceReceipt, Ledger
+from thoth.storage import check_utc_timestamp, fsync_dir, validation_problems
 
 SESSION_ID_RE: Final = re.compile(r"s-\d{8}-\d{6}-[0-9a-f]{6}")
 SESSION_FILE: Final = "session.json"

@@ -43,6 +43,11 @@ STAGE_PURPOSE: Final[Mapping[str, str | None]] = MappingProxyType(
     }
 )
 
+# Seed §11: the stages that consult Evidence, in workflow order, with their purpose.
+CONSULTING_STAGES: Final[Mapping[str, str]] = MappingProxyType(
+    {stage: purpose for stage, purpose in STAGE_PURPOSE.items() if purpose is not None}
+)
+
 _INDEX: Final[Mapping[str, int]] = MappingProxyType({s: i for i, s in enumerate(STAGES)})
 
 

@@ -24,6 +24,9 @@ with `detail` = `seq:N` of a candidate. With nothing to offer the model is not a
 `accept_proposal` applies such proposals through `recall.choose`, `promotion.save_one` or
 `promotion.decline`, so the registry, the index and the markers are written as the memory
 commands write them.
+
+This is the workflow layer: it spans a session, Evidence search (through `consult`) and the
+memory stores (`thoth.workflow.stores`); neither sessions nor memories import it.
 """
 
 from __future__ import annotations
@@ -32,16 +35,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import Problem, ProblemsError, ThothError
 from thoth.llm.client import LLMError, ToolCall, ToolClient, ToolSpec
-from thoth.memory.index import MemoryEmbeddingFailed, MemoryIndex
 from thoth.memory.markers import (
     DECLINED,
     PROMOTED,
@@ -51,21 +51,14 @@ from thoth.memory.markers import (
 )
 from thoth.memory.promotion import decline, preview, save_one
 from thoth.memory.recall import choose, search_memories
-from thoth.memory.registry import Registry
-from thoth.runtime import memory_index_path, memory_registry_path, open_embedder
+from thoth.session.decisions import STAGE_DECISIONS, decide
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.ledger import Entry
 from thoth.session.proposals import Proposal, ProposalBook, ProposalDraft
 from thoth.session.session import Session
-from thoth.session.stages import DISPLAY_CODES, STAGES, stage_index
-from thoth.session.stages_service import (
-    CONSULTING_STAGES,
-    STAGE_DECISIONS,
-    Consultation,
-    SessionWorkflow,
-    decide,
-)
-from thoth.workspace import Workspace
+from thoth.session.stages import CONSULTING_STAGES, DISPLAY_CODES, STAGES, stage_index
+from thoth.workflow.consult import Consultation, SessionWorkflow
+from thoth.workflow.stores import MemoryStores
 
 TOOL_NAME: Final = "propose_decision"
 # What the model may propose in each stage: the stage's decisions, and in memory_promotion
@@ -203,34 +196,6 @@ class DriveResult:
         }
 
 
-class MemoryStores:
-    """The workspace's memory registry, index and embedder, opened when first used."""
-
-    def __init__(self, ws: Workspace, embedder: Embedder | None = None) -> None:
-        self.ws = ws
-        self._embedder = embedder
-
-    @cached_property
-    def registry(self) -> Registry:
-        return Registry(memory_registry_path(self.ws))
-
-    @cached_property
-    def index(self) -> MemoryIndex:
-        return MemoryIndex(memory_index_path(self.ws), language=self.ws.settings.language)
-
-    @cached_property
-    def embedder(self) -> Embedder:
-        if self._embedder is not None:
-            return self._embedder
-        try:
-            return open_embedder(self.ws)
-        except EmbedderError as exc:
-            raise MemoryEmbeddingFailed(
-                f"workspace {self.ws.root}: the embedder cannot start ({exc}) -> check "
-                "[embedding] in thoth.toml"
-            ) from exc
-
-
 @dataclass(frozen=True)
 class _Offer:
     """What a memory stage shows the model, and what its calls may name."""
@@ -358,21 +323,21 @@ def _offer(workflow: SessionWorkflow, stage: str) -> _Offer | None:
     session = workflow.session
     if stage not in (RECALL_STAGE, PROMOTION_STAGE):
         return None
-    stores = MemoryStores(workflow.runtime.ws, workflow.runtime.embedder)
-    if stage == RECALL_STAGE:
-        found = search_memories(
-            session.question,
-            session,
-            registry=stores.registry,
-            index=stores.index,
-            embedder=stores.embedder,
-        )
-        return _Offer(
-            {"memories": [asdict(p) for p in found.proposals]},
-            {p.memory_id: p.subject for p in found.proposals},
-            {p.memory_id: p.detail for p in found.proposals},
-        )
-    shown = preview(session, stores.registry, index=stores.index, embedder=stores.embedder)
+    with MemoryStores.for_runtime(workflow.runtime) as stores:
+        if stage == RECALL_STAGE:
+            found = search_memories(
+                session.question,
+                session,
+                registry=stores.registry,
+                index=stores.index,
+                embedder=stores.embedder,
+            )
+            return _Offer(
+                {"memories": [asdict(p) for p in found.proposals]},
+                {p.memory_id: p.subject for p in found.proposals},
+                {p.memory_id: p.detail for p in found.proposals},
+            )
+        shown = preview(session, stores.registry, index=stores.index, embedder=stores.embedder)
     return _Offer(
         {"candidates": [asdict(c) for c in shown.candidates]},
         {f"seq:{c.seq}": c.subject for c in shown.candidates},

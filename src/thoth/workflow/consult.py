@@ -19,7 +19,11 @@ stable code: the stage waits, nothing is recorded, and there is no second search
 purpose or against an older revision — a fault must never pass for an absence of knowledge.
 
 Evidence proposes; it never decides: the workflow records receipts only. Decisions are the
-reviewer's (`tht session decide`, or `accept` of an LLM driver's proposal).
+reviewer's (`tht session decide`, `thoth.session.decisions.decide`, or `accept` of an LLM
+driver's proposal).
+
+This is the workflow layer: it joins a session (thoth.session) to Evidence search through the
+runtime; the session package itself never searches.
 """
 
 from __future__ import annotations
@@ -29,40 +33,12 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
+from thoth.errors import PreconditionError, ThothError
 from thoth.runtime import Runtime
 from thoth.search.outcome import EvidenceResult, EvidenceSearchContext
 from thoth.session.ledger import Entry
 from thoth.session.session import Session
-from thoth.session.stages import STAGE_PURPOSE, stage_index
-
-# Seed §11: the stages that consult Evidence, in workflow order, with their purpose.
-CONSULTING_STAGES: Final[Mapping[str, str]] = MappingProxyType(
-    {stage: purpose for stage, purpose in STAGE_PURPOSE.items() if purpose is not None}
-)
-
-# What a person or a driver may decide in each stage. Memory markers are written by the
-# memory commands, control entries by retract/reopen/rollback, receipts by `consult`; none of
-# them is a decision. `memory` records a chosen memory as a concept_clarified citing it.
-STAGE_DECISIONS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        "clarification": ("concept_clarified",),
-        "memory": ("concept_clarified",),
-        "rewriting": ("question_rewritten",),
-        "schema_linking": (
-            "table_promoted",
-            "table_excluded",
-            "column_promoted",
-            "concept_formula_approved",
-            "concept_formula_rejected",
-            "formula_proposed",
-        ),
-        "synthesis": ("synthesis_approved",),
-        "cte": ("cte_plan_approved",),
-        "final_sql": ("final_sql_approved",),
-        "memory_promotion": (),
-    }
-)
+from thoth.session.stages import CONSULTING_STAGES, stage_index
 
 # How the approved CTE plan joins the final_sql query text (after the rewritten question):
 # the query format of seed §9.6 has no field of its own for it.
@@ -75,41 +51,6 @@ _WHY_NO_EVIDENCE: Final[Mapping[str, str]] = MappingProxyType(
         "memory_promotion": "it promotes clarified concepts to the memory registry",
     }
 )
-
-
-class DecisionNotAllowed(ProblemsError):
-    """A decision type that its stage does not take; nothing was written."""
-
-
-def decide(
-    session: Session, stage: str, type: str, *, subject: str, detail: str = "", rationale: str = ""
-) -> Entry:
-    """Record a decision of `stage`, refusing a type that stage does not decide (the ledger
-    checks everything else: known names, subject, the stage-bound types, formulas)."""
-    stage_index(stage)  # an unknown name is refused, naming the valid ones
-    allowed = STAGE_DECISIONS[stage]
-    if type not in allowed:
-        hint = (
-            f"decide one of {', '.join(allowed)}"
-            if allowed
-            else "this stage is settled by `tht memory` commands, not by decisions"
-        )
-        where = next((s for s, types in STAGE_DECISIONS.items() if type in types), None)
-        if where is not None and where != stage:
-            hint += f" (a {type} is decided in stage {where})"
-        raise DecisionNotAllowed(
-            f"session {session.id}: {type} refused in stage {stage}; nothing was written to "
-            f"{session.ledger.path}",
-            [
-                Problem(
-                    f"session {session.id}",
-                    f"{type} is not decided in stage {stage}",
-                    field="type",
-                    hint=hint,
-                )
-            ],
-        )
-    return session.append(stage, type, subject=subject, detail=detail, rationale=rationale)
 
 
 class NotAnEvidenceStage(ThothError):

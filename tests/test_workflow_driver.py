@@ -23,18 +23,18 @@ from thoth.memory.recall import choose
 from thoth.memory.registry import MemoryRecord
 from thoth.runtime import Runtime, state_dir
 from thoth.session import Session, SessionStore
-from thoth.session.driver import (
+from thoth.session.formulas import formula_detail
+from thoth.session.proposals import PROPOSALS_FILE, ProposalBook, ProposalRefused
+from thoth.workflow.consult import SessionWorkflow, StageBlocked
+from thoth.workflow.driver import (
     DRIVABLE_STAGES,
     TOOL_NAME,
     DriverError,
     DriverRefused,
-    MemoryStores,
     accept_proposal,
     drive,
 )
-from thoth.session.formulas import formula_detail
-from thoth.session.proposals import PROPOSALS_FILE, ProposalBook, ProposalRefused
-from thoth.session.stages_service import SessionWorkflow, StageBlocked
+from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
@@ -307,7 +307,7 @@ RICOVERO = "permanenza in reparto con almeno un pernottamento"
 
 
 def stores(rt: Runtime) -> MemoryStores:
-    return MemoryStores(rt.ws, rt.embedder)
+    return MemoryStores.for_runtime(rt)
 
 
 def promoted_elsewhere(rt: Runtime) -> MemoryRecord:

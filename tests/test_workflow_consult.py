@@ -14,10 +14,8 @@ from tests.fake_embeddings import FakeEmbeddingServer, Reply
 from tests.publishing import activate_head, prepared_workspace, publish, published
 from thoth.runtime import Runtime, open_runtime, state_dir
 from thoth.search.outcome import EMBEDDER_FAILED, REVISION_MISMATCH
-from thoth.session import Session, SessionStore
-from thoth.session.stages_service import (
-    CONSULTING_STAGES,
-    STAGE_DECISIONS,
+from thoth.session import CONSULTING_STAGES, STAGE_DECISIONS, Session, SessionStore
+from thoth.workflow.consult import (
     NotAnEvidenceStage,
     SessionWorkflow,
     StageBlocked,
