@@ -32,8 +32,8 @@ from thoth.evidence.manifest import (
 from thoth.evidence.model import DEFAULT_PURPOSES, SCHEMA_VERSION, UNIT_ADAPTER, ReviewItem, Unit
 from thoth.evidence.restructure.base import Draft, RestructureError, Restructurer
 from thoth.evidence.sources import SourceFile, credential_problem, discover
-from thoth.fsutil import apply_changes
 from thoth.gitrepo import require_clean
+from thoth.storage.files import apply_changes
 from thoth.workspace import Workspace
 
 UNSUPPORTED = "source_no_longer_supports_unit"

@@ -12,8 +12,8 @@ from thoth.evidence.document import render_unit
 from thoth.evidence.manifest import SourceEntry, UnitEntry, load_manifest
 from thoth.evidence.prepare import UNSUPPORTED
 from thoth.evidence.sources import read_source
-from thoth.fsutil import apply_changes
 from thoth.gitrepo import require_clean
+from thoth.storage.files import apply_changes
 from thoth.workspace import Workspace
 
 
