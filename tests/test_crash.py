@@ -1,5 +1,6 @@
-"""A process killed (SIGKILL) at random points of `preprocess` never damages the active
-generation and never makes candidate data visible (seed §13.2). Repeated 20 times."""
+"""A process killed (SIGKILL) at random points of `preprocess` or of `tht docs sync` never
+damages the active generation and never makes candidate data visible (seed §13.2); the next
+build cleans up and succeeds. Each repeated 20 times."""
 
 import os
 import random
@@ -15,8 +16,11 @@ import pytest
 from tests.conftest import commit_all, write_source
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.publishing import activate_head, published
+from tests.test_sync import FILES, docs_workspace
+from thoth.documents.sync import DocsSync, SyncReport
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
+from thoth.index.bm25 import Bm25Encoder
 from thoth.runtime import Runtime, open_runtime
 from thoth.workspace import Workspace
 
@@ -27,7 +31,7 @@ QUERIES = [
     ("età sotto i 18 anni", "sql_generation"),
     ("esito dimissione", "schema_linking"),
 ]
-CHILD = """
+PUBLISH_CHILD = """
 import sys, time
 from pathlib import Path
 from thoth.evidence.publish import Publisher
@@ -61,9 +65,11 @@ def _grow(rt: Runtime) -> None:
     commit_all(rt.ws.root)
 
 
-def _start(root: Path) -> subprocess.Popen[str]:
+def _start(child_script: str, *args: str) -> subprocess.Popen[str]:
+    """A child running `child_script` with `args`; returns once it printed "ready" (its imports
+    done), so that a kill lands in the build, not in the interpreter's start."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root)],
+        [sys.executable, "-c", child_script, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -72,6 +78,25 @@ def _start(root: Path) -> subprocess.Popen[str]:
     line = child.stdout.readline()
     assert line.strip() == "ready", child.stderr.read() if child.stderr else line
     return child
+
+
+def _timed(child_script: str, *args: str) -> float:
+    """Seconds an uninterrupted build takes once the child is ready (its last line says
+    "activated <seconds>")."""
+    child = _start(child_script, *args)
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err
+    outcome, seconds = out.splitlines()[-1].split()
+    assert outcome == "activated", out
+    return float(seconds)
+
+
+def _kill_at_random(rng: random.Random, duration: float, child_script: str, *args: str) -> None:
+    """SIGKILL a build at a random moment of its expected `duration` (or just after it)."""
+    child = _start(child_script, *args)
+    time.sleep(rng.uniform(0, duration * 1.1))
+    os.kill(child.pid, signal.SIGKILL)
+    child.communicate(timeout=60)
 
 
 def _answers(rt: Runtime, gen_id: str) -> list[list[tuple[str, float]]]:
@@ -98,12 +123,7 @@ def test_sigkill_during_preprocess_never_damages_the_active_generation(
     rt.close()
 
     # How long does an uninterrupted build take (after the child is ready)?
-    child = _start(rt.ws.root)
-    out, err = child.communicate(timeout=300)
-    assert child.returncode == 0, err
-    outcome, seconds = out.split()
-    assert outcome == "activated"
-    duration = float(seconds)
+    duration = _timed(PUBLISH_CHILD, str(rt.ws.root))
 
     rng = random.Random(1234)
     states: set[str] = set()
@@ -120,10 +140,7 @@ def test_sigkill_during_preprocess_never_damages_the_active_generation(
         activate_head(check)
         check.close()
 
-        child = _start(rt.ws.root)
-        time.sleep(rng.uniform(0, duration * 1.1))
-        os.kill(child.pid, signal.SIGKILL)
-        child.communicate(timeout=60)
+        _kill_at_random(rng, duration, PUBLISH_CHILD, str(rt.ws.root))
 
         after = open_runtime(Workspace.open(rt.ws.root))
         active = after.state.active_generation(name)
@@ -154,4 +171,113 @@ def test_sigkill_during_preprocess_never_damages_the_active_generation(
     ]
     assert interrupted, "killed builds are recorded as interrupted"
     final.close()
+    assert "previous kept" in states
+
+
+# ---------------------------------------------------------------------- tht docs sync
+
+SYNC_CHILD = """
+import sys, time
+from thoth.cli.main import app
+print("ready", flush=True)
+started = time.perf_counter()
+args = ["docs", "sync", "-w", sys.argv[1], "--json"] + (["--full"] if sys.argv[2] == "full" else [])
+code = app(args, standalone_mode=False)
+print("activated" if code == 0 else f"exit-{code}", round(time.perf_counter() - started, 3))
+"""
+QUERY = "ricovero con pernottamento in reparto"
+SECTION = (
+    "Il reparto {n} registra i trasferimenti interni entro {h} ore dalla dimissione; la "
+    "cartella resta aperta finché il responsabile non firma la chiusura dell'episodio di "
+    "ricovero, anche quando il paziente passa per più reparti della struttura."
+)
+
+
+def _docs_workspace(root: Path, url: str) -> Workspace:
+    """The documents and wiki page of tests/test_sync.py plus 40 documents of a few sections
+    each, so that a sync lasts long enough to be killed at many points."""
+    files: dict[str, str | bytes] = dict(FILES)
+    for n in range(40):
+        files[f"docs/reparti/reparto-{n:02d}.md"] = f"# Reparto {n}\n\n" + "\n\n".join(
+            f"## Sezione {s}\n\n{SECTION.format(n=n, h=n + s)}" for s in range(4)
+        )
+    return docs_workspace(root, url, files)
+
+
+def _sync(root: Path) -> SyncReport:
+    with open_runtime(Workspace.open(root)) as rt:
+        return DocsSync(rt.ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
+
+
+def _fragments(rt: Runtime, gen_id: str) -> list[tuple[str, float]]:
+    """The document and page fragments the generation answers QUERY with, and their fused
+    scores (sorted, so that RRF ties cannot reorder them)."""
+    gen = rt.state.get_generation(gen_id)
+    assert gen is not None
+    bm25 = Bm25Encoder(rt.ws.settings.language, float(gen.config["bm25"]["avg_len"]))
+    dense = [float(x) for x in rt.embedder.embed_query(QUERY)[0]]
+    store = rt.backend.open(gen_id)
+    try:
+        where = {"record_kind": ["document", "wiki"]}
+        hits = store.query_hybrid(dense, bm25.query(QUERY), where, limit=10, prefetch_limit=50)
+    finally:
+        store.close()
+    assert hits, f"generation {gen_id} answers nothing"
+    return sorted((h.id, round(h.score, 6)) for h in hits)
+
+
+def test_sigkill_during_docs_sync_never_damages_the_active_generation(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    ws = _docs_workspace(tmp_path / "ws", fake.url)
+    root, name = ws.root, ws.settings.workspace
+    assert _sync(root).outcome == "activated"
+
+    def edit(n: int, text: str) -> None:
+        path = root / "docs" / "reparti" / f"reparto-{n % 40:02d}.md"
+        path.write_text(path.read_text(encoding="utf-8") + f"\n\nNota: {text}\n", "utf-8")
+        commit_all(root, f"edit {n}")
+
+    # How long does an uninterrupted sync take, incremental (one document changed) and full?
+    durations: dict[str, float] = {}
+    for mode in ("incremental", "full"):
+        edit(0, f"misura {mode}")
+        durations[mode] = _timed(SYNC_CHILD, str(root), mode)
+
+    rng = random.Random(4321)
+    states: set[str] = set()
+    for kill in range(KILLS):
+        with open_runtime(Workspace.open(root)) as rt:
+            before = rt.state.active_generation(name)
+            assert before is not None
+            expected = _fragments(rt, before.id)
+        edit(kill + 1, f"modifica {rng.random()}")  # so that every run really builds
+        mode = "full" if kill % 2 else "incremental"
+        _kill_at_random(rng, durations[mode], SYNC_CHILD, str(root), mode)
+
+        with open_runtime(Workspace.open(root)) as rt:
+            active = rt.state.active_generation(name)
+            assert active is not None and active.id in rt.backend.sealed()
+            if active.id == before.id:
+                states.add("previous kept")
+                # The previously active generation is intact and answers the same query.
+                assert _fragments(rt, before.id) == expected
+            else:
+                states.add("new activated")  # the kill came after the atomic switch
+                _fragments(rt, active.id)  # it answers
+        # The next sync cleans up whatever the kill left and succeeds.
+        report = _sync(root)
+        assert report.outcome == ("activated" if active.id == before.id else "unchanged")
+        with open_runtime(Workspace.open(root)) as rt:
+            assert not list(rt.backend.root.glob("*.building"))  # type: ignore[attr-defined]
+            assert all(g.status != "building" for g in rt.state.list_generations(name))
+            runs = rt.state.list_sync_runs(name, limit=3)
+            assert runs[0].status == "succeeded" and "running" not in {r.status for r in runs}
+            assert report.generation is not None and _fragments(rt, report.generation)
+
+    with open_runtime(Workspace.open(root)) as rt:
+        interrupted = [
+            r for r in rt.state.list_sync_runs(name, limit=100) if r.status == "interrupted"
+        ]
+    assert interrupted, "killed syncs are recorded as interrupted"
     assert "previous kept" in states

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import thoth.evidence.publish as publish_module
+import thoth.index.build as build_module
 from tests.conftest import commit_all, write_source
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.publishing import (
@@ -25,7 +25,7 @@ from thoth.documents.sync import DocsSync
 from thoth.embed.base import EmbedderError, Vectors
 from thoth.errors import PreconditionError, ProblemsError
 from thoth.evidence.prepare import prepare
-from thoth.evidence.publish import EMBED_BATCH, Publisher, embed_passages
+from thoth.evidence.publish import Publisher
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.index import IndexRecord
 from thoth.runtime import open_runtime
@@ -303,33 +303,6 @@ def test_an_interrupted_publication_is_recorded_as_such(
         rt.close()
 
 
-class _ShortEmbedder:
-    """Returns one vector fewer than asked for, from its second batch on."""
-
-    identity = "short:model"
-    dim = 4
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed_passages(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        rows = len(texts) - (self.calls > 1)
-        return np.ones((rows, self.dim), dtype=np.float32)
-
-    def embed_query(self, text: str) -> Vectors:
-        return np.ones((1, self.dim), dtype=np.float32)
-
-
-def test_a_missing_vector_stops_the_build() -> None:
-    seen: list[tuple[str, int, int]] = []
-    texts = [f"testo {n}" for n in range(EMBED_BATCH + 3)]
-    with pytest.raises(EmbedderError, match=r"short:model: 2 vectors returned for 3 texts"):
-        embed_passages(_ShortEmbedder(), texts, lambda *a: seen.append(a))
-    assert seen == [("embed", EMBED_BATCH, len(texts))]  # the first batch only
-    assert len(embed_passages(_ShortEmbedder(), texts[:EMBED_BATCH])) == EMBED_BATCH
-
-
 def test_a_publication_checks_the_vector_count(
     make_workspace: Make, fake: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -363,7 +336,7 @@ def test_a_retention_failure_never_drops_the_generation_just_activated(
         def retention_fails(*_args: Any, **_kwargs: Any) -> list[str]:
             raise StateError("retention: cannot list the generations -> retry")
 
-        monkeypatch.setattr(publish_module, "retain_generations", retention_fails)
+        monkeypatch.setattr(build_module, "retain_generations", retention_fails)
         with pytest.raises(StateError, match="retention") as info:
             publish(rt)
         notes = " ".join(getattr(info.value, "__notes__", []))

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 import thoth.documents.records as records
 import thoth.documents.sync as sync_module
+import thoth.index.build as build_module
 from tests.conftest import commit_all, git
 from tests.fake_embeddings import FakeEmbeddingServer, normalised
 from tests.publishing import activate_head, prepared_workspace, publish, write_config
@@ -965,7 +966,7 @@ def test_cli_failure_says_which_generation_serves(
     def retention_fails(*_args: Any, **_kwargs: Any) -> list[str]:
         raise StateError("retention: cannot list the generations -> retry")
 
-    monkeypatch.setattr(sync_module, "retain_generations", retention_fails)
+    monkeypatch.setattr(build_module, "retain_generations", retention_fails)
     code, data = tht("docs", "sync", "-w", root)
     assert code == exitcodes.FAILED and data["run_recorded"] is True
     activated = data["generation"]

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -49,20 +47,14 @@ from thoth.documents.records import (
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
 from thoth.errors import ConfigError, PreconditionError, ThothError
-from thoth.evidence.publish import (
-    PAYLOAD_INDEXES,
-    UPSERT_BATCH,
-    Progress,
-    embed_passages,
-    record_labels,
-    retain_generations,
-)
+from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.gitrepo import default_run_by, head_revision
-from thoth.index.base import IndexRecord, IndexStore
+from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
 from thoth.index.generations import IndexBackend
 from thoth.search.service import RECORD_KIND as EVIDENCE_KIND
-from thoth.state import Generation, StateStore, SyncStatus
+from thoth.state import Generation, StateStore
 from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
@@ -169,6 +161,22 @@ class _Plan:
         return bool(self.restamp or self.evidence)
 
 
+@dataclass
+class _Seen:
+    """Documents and pages read back from a new generation, with its stale fragments."""
+
+    docs: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in DOC_KINDS})
+    stale: int = 0  # fragments built by an older pipeline version
+
+    def add(self, rec: IndexRecord) -> None:
+        kind = rec.payload.get("record_kind")
+        if kind not in DOC_KINDS:
+            return
+        self.docs[str(kind)].add(str(rec.payload.get("doc_id")))
+        if int(rec.payload.get("pipeline_version") or 0) < PIPELINE_VERSION:
+            self.stale += 1
+
+
 def preparation_fingerprint(source: SourceSettings) -> str:
     """A short hash of the source settings that change how its files are prepared."""
     data = source.model_dump(mode="json", exclude=set(_NOT_PREPARATION))
@@ -197,72 +205,57 @@ class DocsSync:
         self.report: SyncReport | None = None  # the run's report, failures included
         self.recorded = False  # whether the run row was closed with the run's outcome
         self._fingerprints = {s.name: preparation_fingerprint(s) for s in ws.settings.sources}
+        self._builder = GenerationBuilder(state, backend, self.name, embedder, self.progress)
 
     def run(self, full: bool = False, run_by: str | None = None) -> SyncReport:
         """Sync every declared source; raises (after recording the run as failed) on error."""
         started = time.perf_counter()
         who = run_by or default_run_by(self.ws.root)
-        # The run row is the lock: nothing is read or built before it exists.
-        self.run_id = self.state.start_sync_run(
+        lock = RunLock(
+            self.state,
             self.name,
-            who,
-            full,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            pipeline_version=PIPELINE_VERSION,
-        )
-        report = SyncReport(
-            run_id=self.run_id,
-            workspace=self.name,
-            full=full,
+            kind="docs",
             run_by=who,
+            full=full,
             pipeline_version=PIPELINE_VERSION,
         )
-        self.report = report
-        status: SyncStatus = "failed"
-        failure: BaseException | None = None
         try:
-            self._sync(report)
-            status = "succeeded"
-        except BaseException as exc:
-            failure = exc
-            status = "failed" if isinstance(exc, Exception) else "interrupted"
-            report.after_failure = _after_failure(report)
-            report.outcome = "failed"
-            report.message = f"{type(exc).__name__}: {exc} ({report.after_failure})"
-            raise
-        finally:
-            report.duration_s = round(time.perf_counter() - started, 3)
-            try:
-                self._finish(report, status)
-                self.recorded = True
-            except Exception as bookkeeping:
-                if failure is None:
-                    raise
-                # Do not hide the error that stopped the run behind the bookkeeping one.
-                failure.add_note(
-                    f"the run row {report.run_id} could not be closed ({bookkeeping}): it stays "
-                    "'running' until the next sync on this host finds its process gone, or "
-                    f"`tht docs runs --interrupt {report.run_id}` closes it"
+            # The run row is the lock: nothing is read or built before it exists.
+            with lock:
+                self.run_id = lock.run_id
+                report = SyncReport(
+                    run_id=self.run_id,
+                    workspace=self.name,
+                    full=full,
+                    run_by=who,
+                    pipeline_version=PIPELINE_VERSION,
                 )
+                self.report = report
+                lock.closing = lambda failure: self._run_row(report, failure, started)
+                self._sync(report)
+        finally:
+            self.recorded = lock.recorded
         return report
 
     # ------------------------------------------------------------------ steps
 
-    def _finish(self, report: SyncReport, status: SyncStatus) -> None:
-        counts: dict[str, Any] = {**report.counts, "duration_s": report.duration_s}
-        self.state.finish_sync_run(
-            report.run_id,
-            status,
-            report.revisions,
-            report.generation,
-            counts,
-            report.changes(),
-            report.message[:4000],
+    def _run_row(self, report: SyncReport, failure: BaseException | None, started: float) -> RunRow:
+        """What the run row records: the report, with what serves after a failure."""
+        if failure is not None:
+            report.after_failure = _after_failure(report)
+            report.outcome = "failed"
+            report.message = f"{type(failure).__name__}: {failure} ({report.after_failure})"
+        report.duration_s = round(time.perf_counter() - started, 3)
+        return RunRow(
+            revisions=report.revisions,
+            generation=report.generation,
+            counts={**report.counts, "duration_s": report.duration_s},
+            changes=report.changes(),
+            message=report.message,
         )
 
     def _sync(self, report: SyncReport) -> None:
-        self._discard_crashed_builds()
+        self._builder.discard_crashed()
         active = self.state.active_generation(self.name)
         report.previous_generation = active.id if active else None
 
@@ -364,16 +357,6 @@ class DocsSync:
                 "started with the settings read before it, so nothing was built -> run "
                 "`tht docs sync` again so the new settings apply"
             )
-
-    def _discard_crashed_builds(self) -> None:
-        """Generations left 'building' by an earlier sync whose process died: this run holds the
-        sync lock, so none of them can still be written. Evidence builds are not touched."""
-        for gen in self.state.list_generations(self.name):
-            run = (gen.config.get("docs") or {}).get("sync_run")
-            if gen.status != "building" or run is None or run == self.run_id:
-                continue
-            self.backend.drop(gen.id)
-            self.state.mark_generation(gen.id, "failed")
 
     def _held(self, active: Generation) -> dict[str, _Held]:
         """Documents and pages of the active generation; checks that the embedder fits it."""
@@ -611,67 +594,53 @@ class DocsSync:
             "sync_run": report.run_id,
             "revisions": report.revisions,
         }
-        config: dict[str, Any] = {
-            **(active.config if active else {}),
-            "embedder": self.embedder.identity,
-            "dim": self.embedder.dim,
-            "backend": self.backend.name,
-            "docs": docs_config,
-        }
+        # The builder stamps the embedder, its dimension and the backend on top.
+        config: dict[str, Any] = {**(active.config if active else {}), "docs": docs_config}
         config.setdefault("bm25", bm25.config())  # the query language for readers of any kind
-        gen_id = self.state.create_generation(self.name, revision, config)
-        report.generation = gen_id
-        store: IndexStore | None = None
+        build = self._builder.begin(
+            revision,
+            config,
+            source=active.id if active else None,
+            payload_indexes=PAYLOAD_INDEXES,
+        )
+        gen_id = report.generation = build.gen_id
+        seen = _Seen()
         try:
-            store = self.backend.create(gen_id, self.embedder.dim)
-            carried_docs, other = self._copy(active.id, gen_id, store, plan) if active else (0, 0)
-            records = [
-                IndexRecord(
-                    id=fragment_point_id(f.doc_id, f.ordinal),
-                    dense=[float(x) for x in vec],
-                    sparse=bm25.document(f.text),
-                    payload=self._payload(f, gen_id, bm25.avg_len),
+            with build:
+                build.carry(self._keep(gen_id, plan))
+                build.write(
+                    [
+                        IndexRecord(
+                            id=fragment_point_id(f.doc_id, f.ordinal),
+                            dense=[float(x) for x in vec],
+                            sparse=bm25.document(f.text),
+                            payload=self._payload(f, gen_id, bm25.avg_len),
+                        )
+                        for f, vec in zip(fragments, vectors, strict=True)
+                    ]
                 )
-                for f, vec in zip(fragments, vectors, strict=True)
-            ]
-            for start in range(0, len(records), UPSERT_BATCH):
-                store.upsert(records[start : start + UPSERT_BATCH])
-                self.progress("index", min(start + UPSERT_BATCH, len(records)), len(records))
-            store.create_payload_indexes(PAYLOAD_INDEXES)
-            labels = self._verify(report, store, gen_id, carried_docs, other, len(records))
-            self.backend.seal(gen_id, store)
-            store = None
-            # The label set of the generation: readers fail closed on labels absent from it.
-            self.state.mark_generation(gen_id, "candidate", {**report.counts, "labels": labels})
-            self.state.activate_generation(
-                self.name, gen_id, expected_previous=active.id if active else None
-            )
-        except BaseException as exc:
-            self._abandon(gen_id, store, exc)
-            report.generation = None  # never served: the run row must not name it as its own
-            report.abandoned_generation = gen_id
+                # What the new generation really holds: the report states those numbers.
+                verified = build.verify(seen.add)
+                doc_points = sum(verified.kinds.get(kind, 0) for kind in DOC_KINDS)
+                report.counts.update(
+                    documents_indexed=len(seen.docs[RECORD_DOCUMENT]),
+                    pages_indexed=len(seen.docs[RECORD_WIKI]),
+                    fragments_total=doc_points,
+                    stale_fragments=seen.stale,
+                    records_other_kinds=verified.total - doc_points,
+                )
+                build.seal()
+                # The label set of the generation: readers fail closed on labels absent from it.
+                build.mark_candidate(report.counts)
+                build.activate()
+        except BaseException:
+            if build.abandoned:
+                report.generation = None  # never served: the run row must not name it as its own
+                report.abandoned_generation = gen_id
             raise
         report.outcome = "activated"
         report.message = f"generation {gen_id} is active"
-        # After activation only: a concurrent build's candidate is then doomed anyway (its
-        # compare-and-swap activation fails), so retention cannot pull data from under it.
-        report.dropped_generations = retain_generations(
-            self.state, self.backend, self.name, self.settings.index.retain
-        )
-
-    def _abandon(self, gen_id: str, store: IndexStore | None, exc: BaseException) -> None:
-        """Remove a generation that will never be served. Best effort: the error that stopped
-        the build is the one to report (a concurrent Evidence publish may already have
-        discarded the unsealed data and failed the generation)."""
-        try:
-            if store is not None:
-                store.close()
-            self.backend.drop(gen_id)
-            gen = self.state.get_generation(gen_id)
-            if gen is not None and gen.status in ("building", "candidate"):
-                self.state.mark_generation(gen_id, "failed")
-        except Exception as cleanup:  # noqa: BLE001 - reported on the original error
-            exc.add_note(f"generation {gen_id} could not be cleaned up: {cleanup}")
+        report.dropped_generations = build.retain(self.settings.index.retain)
 
     def _avg_len(self, full: bool, plan: _Plan, held: dict[str, _Held], texts: list[str]) -> float:
         """BM25's average length: the one the carried fragments were encoded with, so every
@@ -704,85 +673,35 @@ class DocsSync:
             BM25_AVG_LEN: avg_len,
         }
 
-    def _copy(self, active_id: str, gen_id: str, store: IndexStore, plan: _Plan) -> tuple[int, int]:
-        """Copy the active generation's records of other kinds, and the documents and pages
-        in `plan.carry`: same ids, vectors and payloads, restamped with the new generation
-        (Evidence search filters on `vector_generation`), and with the labels and channel
-        declared now where `plan` says so. Returns (documents' fragments, others)."""
+    def _keep(self, gen_id: str, plan: _Plan) -> Keep:
+        """What is carried from the active generation: records of other kinds, and the
+        documents and pages in `plan.carry`, with the same ids, vectors and payloads, restamped
+        with the new generation (Evidence search filters on `vector_generation`), and with the
+        labels and channel declared now where `plan` says so."""
         answers = self.settings.answers
         # The order declared in thoth.toml, as a publication writes it.
         evidence_stamp = (tuple(answers.evidence_labels), answers.evidence_channel or "")
-        old = self.backend.open(active_id)
-        try:
-            docs = other = 0
-            batch: list[IndexRecord] = []
-            for rec in old.scroll():
-                payload = rec.payload
-                kind = payload.get("record_kind")
-                stamp: tuple[tuple[str, ...], str] | None = None
-                if kind in DOC_KINDS:
-                    doc_id = str(payload.get("doc_id"))
-                    if doc_id not in plan.carry:
-                        continue
-                    docs += 1
-                    stamp = plan.restamp.get(doc_id)
-                else:
-                    other += 1
-                    unit = str(payload.get("evidence_id") or payload.get("doc_id") or rec.id)
-                    if kind == EVIDENCE_KIND and unit in plan.evidence:
-                        stamp = evidence_stamp
-                if stamp is not None:
-                    payload = {**payload, "labels": list(stamp[0]), "channel": stamp[1]}
-                if "vector_generation" in payload:
-                    payload = {**payload, "vector_generation": gen_id}
-                batch.append(IndexRecord(rec.id, rec.dense, rec.sparse, payload))
-                if len(batch) >= UPSERT_BATCH:
-                    store.upsert(batch)
-                    batch = []
-            if batch:
-                store.upsert(batch)
-            return docs, other
-        finally:
-            old.close()
 
-    def _verify(
-        self,
-        report: SyncReport,
-        store: IndexStore,
-        gen_id: str,
-        carried: int,
-        other: int,
-        built: int,
-    ) -> list[str]:
-        """Count what the new generation really holds; the report states those numbers.
-        Returns every label carried by a record of any kind, sorted."""
-        kinds: dict[str, set[str]] = {k: set() for k in DOC_KINDS}
-        doc_points = stale = scrolled = 0
-        labels: set[str] = set()
-        for rec in store.scroll():
-            scrolled += 1
-            labels |= record_labels([rec.payload])
-            if rec.payload.get("record_kind") not in DOC_KINDS:
-                continue
-            doc_points += 1
-            kinds[str(rec.payload.get("record_kind"))].add(str(rec.payload.get("doc_id")))
-            if int(rec.payload.get("pipeline_version") or 0) < PIPELINE_VERSION:
-                stale += 1
-        total = store.count()
-        if doc_points != carried + built or total != doc_points + other or scrolled != total:
-            raise SyncError(
-                f"generation {gen_id}: {doc_points} document/page fragments and {total} "
-                f"records readable, {carried + built} and {carried + built + other} written "
-                "(two fragments share a point id?) -> nothing was activated; report this as a bug"
-            )
-        report.counts.update(
-            documents_indexed=len(kinds[RECORD_DOCUMENT]),
-            pages_indexed=len(kinds[RECORD_WIKI]),
-            fragments_total=doc_points,
-            stale_fragments=stale,
-            records_other_kinds=other,
-        )
-        return sorted(labels)
+        def keep(rec: IndexRecord) -> IndexRecord | None:
+            payload = rec.payload
+            kind = payload.get("record_kind")
+            stamp: tuple[tuple[str, ...], str] | None = None
+            if kind in DOC_KINDS:
+                doc_id = str(payload.get("doc_id"))
+                if doc_id not in plan.carry:
+                    return None
+                stamp = plan.restamp.get(doc_id)
+            else:
+                unit = str(payload.get("evidence_id") or payload.get("doc_id") or rec.id)
+                if kind == EVIDENCE_KIND and unit in plan.evidence:
+                    stamp = evidence_stamp
+            if stamp is not None:
+                payload = {**payload, "labels": list(stamp[0]), "channel": stamp[1]}
+            if "vector_generation" in payload:
+                payload = {**payload, "vector_generation": gen_id}
+            return IndexRecord(rec.id, rec.dense, rec.sparse, payload)
+
+        return keep
 
     def _kinds_count(self, held: dict[str, _Held], carry: set[str]) -> dict[str, int]:
         return {

@@ -9,15 +9,13 @@ carries them forward unchanged from the active one — same ids, payloads and ve
 from __future__ import annotations
 
 import io
-import os
 import shutil
-import socket
 import subprocess
 import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,8 +23,8 @@ from typing import Any
 
 from thoth.config import AnswersSettings
 from thoth.documents.records import FILTER_FIELDS, caveats_for
-from thoth.embed.base import Embedder, EmbedderError
-from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
+from thoth.embed.base import Embedder
+from thoth.errors import PreconditionError, Problem, ProblemsError
 from thoth.evaluation.evidence import EvaluationReport, evaluate, load_evaluation
 from thoth.evidence.corpus import load_corpus, unit_rel_path
 from thoth.evidence.fragments import Fragment, fragment_unit
@@ -34,11 +32,12 @@ from thoth.evidence.manifest import PIPELINE_VERSION
 from thoth.evidence.model import Unit
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import default_run_by
-from thoth.index.base import IndexRecord, IndexStore
+from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.build import GenerationBuilder, Progress, RunLock, RunRow, embed_passages
 from thoth.index.generations import IndexBackend
 from thoth.search.service import RECORD_KIND, EvidenceSearch
-from thoth.state import BuildOutcome, StateStore, SyncStatus
+from thoth.state import BuildOutcome, StateStore
 from thoth.workspace import Workspace
 
 PAYLOAD_INDEXES = tuple(
@@ -60,43 +59,10 @@ PAYLOAD_INDEXES = tuple(
     )
 )
 _POINTS = uuid.UUID("6f1c2a8e-54a7-4b8e-9a55-7d2f0c8b1e33")  # namespace for point ids
-UPSERT_BATCH = 256
-EMBED_BATCH = 32
-
-Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 def point_id(evidence_id: str, ordinal: int) -> str:
     return str(uuid.uuid5(_POINTS, f"{evidence_id}#{ordinal}"))
-
-
-def embed_passages(
-    embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
-) -> list[Any]:
-    """Embed `texts` in batches of EMBED_BATCH, reporting the "embed" phase; one vector per
-    text, in order. Shared by every builder (Evidence publication, docs sync): a reply with
-    a missing or extra vector stops the build instead of shifting every later vector onto
-    the wrong fragment."""
-    out: list[Any] = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        batch = list(texts[start : start + EMBED_BATCH])
-        vectors = embedder.embed_passages(batch)
-        if len(vectors) != len(batch):
-            raise EmbedderError(
-                f"{embedder.identity}: {len(vectors)} vectors returned for {len(batch)} texts "
-                f"(texts {start + 1}-{start + len(batch)} of {len(texts)}); nothing was "
-                "indexed -> check the embedding server: it must return one vector per text"
-            )
-        out.extend(vectors)
-        if progress is not None:
-            progress("embed", min(start + EMBED_BATCH, len(texts)), len(texts))
-    return out
-
-
-def record_labels(payloads: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Every label value carried by the records: the vocabulary a generation was built with,
-    stored as `counts["labels"]` so readers can fail closed on labels no longer declared."""
-    return {str(label) for payload in payloads for label in payload.get("labels") or []}
 
 
 @dataclass
@@ -211,50 +177,23 @@ class Publisher:
         "evidence", the same partial unique index `tht docs sync` takes — so a sync and a
         publication never build from the same active generation nor clean up each other's
         unsealed builds."""
-        run_id = self.state.start_sync_run(
+        lock = RunLock(
+            self.state,
             self.name,
-            run_by or default_run_by(self.ws.root),
-            full=False,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            pipeline_version=PIPELINE_VERSION,
             kind="evidence",
+            run_by=run_by or default_run_by(self.ws.root),
+            pipeline_version=PIPELINE_VERSION,
         )
-        status: SyncStatus = "failed"
-        message = ""
-        report: PublishReport | None = None
-        failure: BaseException | None = None
-        try:
+        with lock:
             report = self._preprocess()
-            status = "succeeded" if report.outcome == "activated" else "failed"
-            message = report.message
-            return report
-        except BaseException as exc:
-            failure = exc
-            # Ctrl-C or a shutdown is not a failure of the build: same as `tht docs sync`.
-            status = "failed" if isinstance(exc, Exception) else "interrupted"
-            message = f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            try:
-                self.state.finish_sync_run(
-                    run_id,
-                    status,
-                    {"evidence": report.revision} if report else {},
-                    report.generation if report else None,
-                    self._counts(report) if report else {},
-                    {},
-                    message[:4000],
-                )
-            except Exception as bookkeeping:
-                if failure is None:
-                    raise
-                # Do not hide the error that stopped the build behind the bookkeeping one.
-                failure.add_note(
-                    f"the run row {run_id} could not be closed ({bookkeeping}): it stays "
-                    "'running' until the next build on this host finds its process gone, or "
-                    f"`tht docs runs --interrupt {run_id}` closes it"
-                )
+            lock.closing = lambda _failure: RunRow(
+                revisions={"evidence": report.revision},
+                generation=report.generation,
+                counts=self._counts(report),
+                message=report.message,
+                succeeded=report.outcome == "activated",
+            )
+        return report
 
     def _preprocess(self) -> PublishReport:
         started = time.perf_counter()
@@ -265,11 +204,10 @@ class Publisher:
                 "activate` on a clean, reviewed commit first"
             )
         report = PublishReport(workspace=self.name, revision=revision)
-        self.state.mark_interrupted(self.name)
-        report.discarded_partial = self.backend.discard_unsealed()
-        for gen in self.state.list_generations(self.name):
-            if gen.status == "building":  # its process died: the data is gone (above)
-                self.state.mark_generation(gen.id, "failed")
+        builder = GenerationBuilder(
+            self.state, self.backend, self.name, self.embedder, self.progress
+        )
+        report.discarded_partial = builder.discard_crashed()
         previous = self.state.active_generation(self.name)
         report.previous_generation = previous.id if previous else None
 
@@ -311,105 +249,90 @@ class Publisher:
             self.ws.settings.language, average_length([f.text for _, f in fragments])
         )
         config = {
-            "embedder": self.embedder.identity,
-            "dim": self.embedder.dim,
             "bm25": bm25.config(),
             "max_chunk_chars": self.ws.settings.evidence.max_chunk_chars,
-            "backend": self.backend.name,
         }
-        gen_id = self.state.create_generation(self.name, revision, config)
-        report.generation = gen_id
-        report.build_id = self.state.start_build(self.name, revision, gen_id)
+        build = builder.begin(
+            revision, config, source=report.previous_generation, payload_indexes=PAYLOAD_INDEXES
+        )
+        gen_id = report.generation = build.gen_id
         report.units, report.fragments = len(units), len(fragments)
-        store: IndexStore | None = None
         try:
-            embed_started = time.perf_counter()
-            vectors = embed_passages(self.embedder, [f.text for _, f in fragments], self.progress)
-            report.embed_seconds = time.perf_counter() - embed_started
-            store = self.backend.create(gen_id, self.embedder.dim)
-            labels: set[str] = set()
-            if previous is not None:
-                report.carried_forward, labels = self._carry_forward(previous.id, store)
-            records = [
-                IndexRecord(
-                    id=point_id(u.id, f.ordinal),
-                    dense=[float(x) for x in vec],
-                    sparse=bm25.document(f.text),
-                    payload=evidence_payload(
-                        self.name, revision, gen_id, u, f, self.ws.settings.answers
-                    ),
+            with build:
+                report.build_id = self.state.start_build(self.name, revision, gen_id)
+                embed_started = time.perf_counter()
+                vectors = embed_passages(
+                    self.embedder, [f.text for _, f in fragments], self.progress
                 )
-                for (u, f), vec in zip(fragments, vectors, strict=True)
-            ]
-            for start in range(0, len(records), UPSERT_BATCH):
-                store.upsert(records[start : start + UPSERT_BATCH])
-                self.progress("index", min(start + UPSERT_BATCH, len(records)), len(records))
-            store.create_payload_indexes(PAYLOAD_INDEXES)
-            indexed = store.count({"record_kind": RECORD_KIND})
-            if indexed != len(records):
-                raise ThothError(
-                    f"generation {gen_id}: {indexed} evidence points readable, "
-                    f"{len(records)} written"
+                report.embed_seconds = time.perf_counter() - embed_started
+                # Records of other kinds are copied unchanged: same ids, payloads and vectors.
+                report.carried_forward = sum(build.carry(_other_kinds).values())
+                build.write(
+                    [
+                        IndexRecord(
+                            id=point_id(u.id, f.ordinal),
+                            dense=[float(x) for x in vec],
+                            sparse=bm25.document(f.text),
+                            payload=evidence_payload(
+                                self.name, revision, gen_id, u, f, self.ws.settings.answers
+                            ),
+                        )
+                        for (u, f), vec in zip(fragments, vectors, strict=True)
+                    ]
                 )
-            self.backend.seal(gen_id, store)
-            store = None
-            counts = {
-                "units": len(units),
-                "fragments": len(fragments),
-                "carried_forward": report.carried_forward,
-                "labels": sorted(labels | record_labels(r.payload for r in records)),
-            }
-            self.state.mark_generation(gen_id, "candidate", counts)
-            report.evaluation = self._evaluate(gen_id, evaluation, units)
-            if report.evaluation.gate_passed:
-                self.state.activate_generation(
-                    self.name, gen_id, expected_previous=report.previous_generation
+                build.verify()
+                build.seal()
+                build.mark_candidate(
+                    {
+                        "units": len(units),
+                        "fragments": len(fragments),
+                        "carried_forward": report.carried_forward,
+                    }
                 )
-                report.outcome = "activated"
-                report.message = f"generation {gen_id} is active"
-            else:
-                failing = [q.id for q in report.evaluation.questions if not q.hit_at_10]
-                self.state.mark_generation(gen_id, "failed")
-                report.outcome = "gate_failed"
-                report.message = (
-                    f"evaluation gate failed: {len(failing)} question(s) found no "
-                    f"expected unit in the top 10 ({', '.join(failing)}); the "
-                    "previous generation stays active"
-                )
+
+                def gate(candidate: str) -> bool:
+                    report.evaluation = self._evaluate(candidate, evaluation, units)
+                    return report.evaluation.gate_passed
+
+                if build.gate(gate):
+                    build.activate()
+                    report.outcome = "activated"
+                    report.message = f"generation {gen_id} is active"
+                else:
+                    assert report.evaluation is not None
+                    failing = [q.id for q in report.evaluation.questions if not q.hit_at_10]
+                    report.outcome = "gate_failed"
+                    report.message = (
+                        f"evaluation gate failed: {len(failing)} question(s) found no "
+                        f"expected unit in the top 10 ({', '.join(failing)}); the "
+                        "previous generation stays active"
+                    )
         except BaseException as exc:
             report.outcome = "failed" if isinstance(exc, Exception) else "interrupted"
             report.message = f"{type(exc).__name__}: {exc}"
             report.duration_s = time.perf_counter() - started
-            try:
-                if store is not None:
-                    store.close()
-                self.backend.drop(gen_id)
-                self.state.mark_generation(gen_id, "failed")
-                self.state.finish_build(
-                    report.build_id, report.outcome, self._counts(report), report.message[:2000]
-                )
-            except Exception as cleanup:  # noqa: BLE001 - reported on the original error
-                exc.add_note(
-                    f"generation {gen_id} and build {report.build_id} could not be cleaned up "
-                    f"({cleanup}): the next publication discards unsealed data and closes "
-                    "unfinished builds"
-                )
+            if report.build_id is not None:
+                try:
+                    self.state.finish_build(
+                        report.build_id,
+                        report.outcome,
+                        self._counts(report),
+                        report.message[:2000],
+                    )
+                except Exception as cleanup:  # noqa: BLE001 - reported on the original error
+                    exc.add_note(
+                        f"build {report.build_id} could not be recorded as {report.outcome} "
+                        f"({cleanup}): the next publication closes unfinished builds"
+                    )
             raise
         report.duration_s = time.perf_counter() - started
         self.state.finish_build(
             report.build_id, report.outcome, self._counts(report), report.message
         )
         if report.outcome == "activated":
-            # After activation, outside the cleanup above: a failure here must never drop the
-            # generation that now serves.
-            try:
-                report.dropped_generations = self._retain()
-            except Exception as exc:
-                exc.add_note(
-                    f"generation {gen_id} was activated before the error and is serving; the "
-                    "older generations are dropped by the next build's retention"
-                )
-                raise
+            # After activation, outside the abandonment above: a failure here must never drop
+            # the generation that now serves.
+            report.dropped_generations = build.retain(self.retain)
         return report
 
     @staticmethod
@@ -421,35 +344,6 @@ class Publisher:
             "duration_s": round(report.duration_s, 3),
         }
 
-    def _carry_forward(self, previous: str, store: IndexStore) -> tuple[int, set[str]]:
-        """Copy every non-evidence record of the active generation, unchanged. Returns how
-        many, and the labels they carry."""
-        old = self.backend.open(previous)
-        try:
-            if old.dim != store.dim:
-                raise ThothError(
-                    f"generation {previous} has dimension {old.dim}, the embedder "
-                    f"{self.embedder.identity} gives {store.dim}: records of other "
-                    "kinds cannot be carried forward -> rebuild them with the new "
-                    "model"
-                )
-            batch: list[IndexRecord] = []
-            copied = 0
-            labels: set[str] = set()
-            for rec in old.scroll():
-                if rec.payload.get("record_kind") == RECORD_KIND:
-                    continue
-                batch.append(rec)
-                labels |= record_labels([rec.payload])
-                if len(batch) >= UPSERT_BATCH:
-                    store.upsert(batch)
-                    copied += len(batch)
-                    batch = []
-            store.upsert(batch)
-            return copied + len(batch), labels
-        finally:
-            old.close()
-
     def _evaluate(self, gen_id: str, evaluation: Any, units: list[Unit]) -> EvaluationReport:
         gen = self.state.get_generation(gen_id)
         search = EvidenceSearch(self.name, self.ws.root, self.state, self.backend, self.embedder)
@@ -458,24 +352,7 @@ class Publisher:
         finally:
             search.close()
 
-    def _retain(self) -> list[str]:
-        return retain_generations(self.state, self.backend, self.name, self.retain)
 
-
-def retain_generations(
-    state: StateStore, backend: IndexBackend, workspace: str, retain: int
-) -> list[str]:
-    """Keep the active generation and the `retain` most recent others for rollback; drop the
-    index data of the rest. Returns the generation ids dropped. Shared by every builder."""
-    keep = 0
-    dropped = []
-    for gen in state.list_generations(workspace):  # newest first
-        if gen.status == "active":
-            continue
-        if gen.status == "retired" and keep < retain:
-            keep += 1
-            continue
-        if gen.id in backend.sealed():
-            backend.drop(gen.id)
-            dropped.append(gen.id)
-    return dropped
+def _other_kinds(record: IndexRecord) -> IndexRecord | None:
+    """What a publication carries forward: every record that is not Evidence, unchanged."""
+    return None if record.payload.get("record_kind") == RECORD_KIND else record
