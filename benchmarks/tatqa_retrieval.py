@@ -75,12 +75,12 @@ from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, 
 from thoth.documents.extract import Block, Document, markdown_table
 from thoth.embed import CACHE_FILE, CachedEmbedder, Embedder
 from thoth.evidence.model import PURPOSES
-from thoth.evidence.publish import PAYLOAD_INDEXES
 from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
-from thoth.search.service import RECORD_KIND
+from thoth.index.records import GENERATION_INDEXES
+from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 
 DEFAULT_TATQA = Path("../shared/data/tatqa/tatqa_dataset_dev.json")
 STRATEGIES = ("ours", "naive")
@@ -597,7 +597,7 @@ def build_shard(
         ]
         for start in range(0, len(records), UPSERT_BATCH):
             store.upsert(records[start : start + UPSERT_BATCH])
-        store.create_payload_indexes(PAYLOAD_INDEXES)
+        store.create_payload_indexes(GENERATION_INDEXES)
         store.flush()
         store.close()
         store = EdgeStore.open(shard)

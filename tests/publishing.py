@@ -8,9 +8,9 @@ from pathlib import Path
 
 from tests.conftest import ENUM, FORMULA, GLOSSARY, commit_all, git
 from thoth.evidence.prepare import prepare
-from thoth.evidence.publish import Publisher, PublishReport
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.runtime import Runtime, open_runtime
+from thoth.workflow.publish import Publisher, PublishReport
 from thoth.workspace import Workspace
 
 SOURCES = {"g.md": GLOSSARY, "f.md": FORMULA, "e.md": ENUM}

@@ -12,19 +12,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.test_ingest import make_repo, settings, source
+from tests.knowledge.test_ingest import make_repo, settings, source
 from thoth.answer.answerers import ExtractiveAnswerer
 from thoth.answer.context import assemble_context
 from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.routing import Route
 from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.wording import ITALIAN
-from thoth.documents.ingest import prepare_document
 from thoth.documents.records import fragment_point_id
 from thoth.documents.sources import read_source
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.restructure.base import Draft, RestructureError
 from thoth.evidence.sources import SourceFile
+from thoth.knowledge.ingest import prepare_document
 from thoth.markup import (
     FrontMatterError,
     escape_cell,

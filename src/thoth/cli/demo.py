@@ -22,19 +22,19 @@ from thoth.cli import render
 from thoth.cli.ask import print_answer
 from thoth.cli.common import progress_bar
 from thoth.cli.docs import render_sync
-from thoth.documents.sync import DocsSync
 from thoth.errors import PreconditionError
 from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.document import render_unit
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
-from thoth.evidence.publish import Publisher
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import diff_summary
+from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
+from thoth.workflow.publish import Publisher
 from thoth.workspace import Workspace
 
 DEMO_NAME = "clinical-dwh"

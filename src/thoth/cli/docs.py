@@ -18,9 +18,9 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out, report_error
-from thoth.documents.sync import DocsSync, SyncReport
 from thoth.errors import PreconditionError, ThothError
 from thoth.gitrepo import default_run_by
+from thoth.knowledge.sync import DocsSync, SyncReport
 from thoth.runtime import Runtime, open_runtime
 from thoth.state import SyncRun
 from thoth.state.store import pid_alive

@@ -12,7 +12,6 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
-from thoth.documents.verify import VerifyReport, verify
 from thoth.errors import PreconditionError
 from thoth.evaluation.answers import (
     DEFAULT_K,
@@ -22,6 +21,7 @@ from thoth.evaluation.answers import (
     run_answer_evaluation,
 )
 from thoth.index.base import IndexUnavailable
+from thoth.knowledge.verify import VerifyReport, verify
 from thoth.runtime import make_backend, open_answer_service, open_state
 from thoth.workspace import Workspace
 

@@ -20,10 +20,11 @@ from thoth.evaluation.evidence import (
     save_first_baseline,
 )
 from thoth.evidence.corpus import load_corpus
-from thoth.evidence.publish import Publisher, PublishReport, materialize
+from thoth.evidence.publish import materialize
 from thoth.gitrepo import dirty_paths, resolve_revision
 from thoth.runtime import Runtime, open_runtime, state_dir
 from thoth.search.outcome import EvidenceSearchContext
+from thoth.workflow.publish import Publisher, PublishReport
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]

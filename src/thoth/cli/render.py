@@ -11,9 +11,9 @@ from rich.table import Table
 from thoth.errors import Problem
 from thoth.evaluation.evidence import EvaluationReport
 from thoth.evidence.prepare import PrepareReport
-from thoth.evidence.publish import PublishReport
 from thoth.evidence.validate import ValidationReport
 from thoth.search.outcome import EvidenceSearchOutcome
+from thoth.workflow.publish import PublishReport
 
 
 def problems(console: Console, summary: str, found: Sequence[Problem]) -> None:

@@ -23,6 +23,7 @@ from thoth.index.records import (
     RECORD_EVIDENCE,
     RECORD_WIKI,
     FragmentPayload,
+    caveats_for,
     point_id,
 )
 
@@ -114,13 +115,6 @@ class KnowledgeFragment:
 
     def payload(self, workspace: str, generation: str) -> dict[str, object]:
         return self.record(workspace, generation).to_payload()
-
-
-def caveats_for(text: str, caveats: Sequence[str]) -> tuple[str, ...]:
-    """The caveats a fragment must carry: all of its page's, minus those its text already holds
-    (the fragment that contains the caveat section does not get it twice)."""
-    flat = " ".join(text.split())
-    return tuple(c for c in caveats if " ".join(c.split()) not in flat)
 
 
 class _Readable(Protocol):

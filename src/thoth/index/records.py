@@ -14,7 +14,7 @@ in `RecordPayload`, a point-id namespace in `_NAMESPACES`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -146,6 +146,13 @@ _ADAPTER: Final[TypeAdapter[RecordPayload]] = TypeAdapter(RecordPayload)
 _MODELS: Final = (EvidencePayload, FragmentPayload, MemoryPayload)
 
 
+def caveats_for(text: str, caveats: Sequence[str]) -> tuple[str, ...]:
+    """The caveats a fragment must carry: all of its page's, minus those its text already holds
+    (the fragment that contains the caveat section does not get it twice)."""
+    flat = " ".join(text.split())
+    return tuple(c for c in caveats if " ".join(c.split()) not in flat)
+
+
 class DamagedRecord(ThothError):
     """A stored payload does not match its record kind's model."""
 
@@ -193,3 +200,8 @@ FILTER_FIELDS: Final = (
     "doc_format",
     "doc_id",
 )
+
+
+# What every generation indexes: the fields of the kinds a generation holds (memories live in
+# their own collection, with their own indexes).
+GENERATION_INDEXES: Final = payload_indexes(*ANSWER_KINDS)

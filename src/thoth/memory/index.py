@@ -20,7 +20,6 @@ embedder, failing) raises IndexUnavailable; a search never turns a fault into an
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -29,21 +28,22 @@ from typing import Any, Final, Literal
 
 from thoth.embed.base import Embedder
 from thoth.errors import ThothError
+from thoth.index import records
 from thoth.index.base import Hit, IndexRecord, IndexUnavailable, SparseVec
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.live import EdgeLiveCollection, LiveCollection, LiveStore
+from thoth.index.records import RECORD_MEMORY, MemoryPayload, payload_indexes
 from thoth.memory.registry import MemoryRecord
 
-RECORD_KIND: Final = "memory"
+RECORD_KIND: Final = RECORD_MEMORY
 COLLECTION: Final = "memory"  # the live collection's name (Edge: thoth_memory.json holds meta)
-PAYLOAD_INDEXES: Final = ("record_kind", "memory_id", "content_sha256", "session_id", "type")
+PAYLOAD_INDEXES: Final = payload_indexes(RECORD_MEMORY)
 # BM25 document lengths are relative to this. A live index cannot recompute it from the corpus
 # on every promotion (every stored vector would change), so it is fixed: about the length in
 # words of a memory's canonical text (type, subject, detail, rationale, question).
 BM25_AVG_LEN: Final = 60.0
 EMBED_BATCH: Final = 32
 _FORMAT: Final = 1
-_POINTS: Final = uuid.UUID("3b9d7c52-8e0a-4f61-a2d4-5c7e9f1b0a86")  # namespace of point ids
 _REBUILD: Final = "run `tht memory reconcile --rebuild` to rebuild it from the registry"
 
 UpsertResult = Literal["indexed", "unchanged"]
@@ -54,24 +54,23 @@ def memory_ref(memory_id: str) -> str:
 
 
 def point_id(memory_id: str) -> str:
-    return str(uuid.uuid5(_POINTS, memory_ref(memory_id)))
+    return records.point_id(RECORD_MEMORY, memory_ref(memory_id))
 
 
 def memory_payload(record: MemoryRecord) -> dict[str, Any]:
-    return {
-        "record_kind": RECORD_KIND,
-        "ref": memory_ref(record.id),
-        "memory_id": record.id,
-        "type": record.type,
-        "subject": record.subject,
-        "detail": record.detail,
-        "rationale": record.rationale,
-        "tables": list(record.tables),
-        "concepts": list(record.concepts),
-        "content_sha256": record.content_sha256,
-        "session_id": record.session_id,
-        "decision_seq": record.decision_seq,
-    }
+    return MemoryPayload(
+        ref=memory_ref(record.id),
+        memory_id=record.id,
+        type=record.type,
+        subject=record.subject,
+        detail=record.detail,
+        rationale=record.rationale,
+        tables=tuple(record.tables),
+        concepts=tuple(record.concepts),
+        content_sha256=record.content_sha256,
+        session_id=record.session_id,
+        decision_seq=record.decision_seq,
+    ).to_payload()
 
 
 @dataclass(frozen=True)

