@@ -24,6 +24,8 @@ from thoth.knowledge.sync import DocsSync, SyncReport
 from thoth.runtime import Runtime, open_runtime
 from thoth.workspace import Workspace
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 Make = Callable[..., Workspace]
 KILLS = 20
 QUERIES = [
@@ -37,8 +39,6 @@ from pathlib import Path
 from thoth.workflow.publish import Publisher
 from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
-
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 rt = open_runtime(Workspace.open(Path(sys.argv[1])))
 print("ready", flush=True)
 started = time.perf_counter()
