@@ -1,5 +1,6 @@
 """The index layer: one IndexStore protocol, Qdrant Edge and Qdrant server adapters,
-immutable generations."""
+immutable generations, the record schema (`records`), the one generation builder (`build`),
+the one reader (`reader`) and the live memory collection (`live`)."""
 
 from thoth.index.base import (
     BM25,
@@ -13,10 +14,24 @@ from thoth.index.base import (
     Where,
 )
 from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
+from thoth.index.reader import GenerationReader, Readable, Unreadable
+from thoth.index.records import (
+    DamagedRecord,
+    EvidencePayload,
+    FragmentPayload,
+    MemoryPayload,
+    RecordPayload,
+    parse_payload,
+    point_id,
+)
 
 __all__ = [
     "BM25",
+    "DamagedRecord",
     "EdgeBackend",
+    "EvidencePayload",
+    "FragmentPayload",
+    "GenerationReader",
     "Hit",
     "IndexBackend",
     "IndexConfigError",
@@ -24,7 +39,13 @@ __all__ = [
     "IndexStore",
     "IndexUnavailable",
     "Match",
+    "MemoryPayload",
+    "Readable",
+    "RecordPayload",
     "ServerBackend",
     "SparseVec",
+    "Unreadable",
     "Where",
+    "parse_payload",
+    "point_id",
 ]
