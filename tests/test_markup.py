@@ -9,6 +9,7 @@ from pathlib import Path
 import docx
 import openpyxl
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.wording import ITALIAN
 from thoth.documents.records import fragment_point_id
 from thoth.documents.sources import read_source
+from thoth.errors import ProblemsError
+from thoth.evaluation.evidence import load_evaluation
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.restructure.base import Draft, RestructureError
 from thoth.evidence.sources import SourceFile
@@ -28,6 +31,7 @@ from thoth.knowledge.ingest import prepare_document
 from thoth.markup import (
     FrontMatterError,
     escape_cell,
+    load_yaml,
     markdown_table,
     parse_markdown,
     split_front_matter,
@@ -261,3 +265,38 @@ def test_a_body_opening_with_a_rule_is_not_taken_for_front_matter() -> None:
     body = "---\n\nPrima parte.\n\n---\n\nSeconda parte.\n"
     document = markdown_document(body, Path("wiki:p.md"))
     assert [block.text for block in document.blocks] == ["Prima parte.", "Seconda parte."]
+
+
+def _billion_laughs(depth: int = 12) -> str:
+    """Nine-fold nested aliases: expanded, `*last` would be 9**depth strings."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, depth):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines)
+
+
+def test_an_alias_bomb_in_front_matter_is_refused_by_name_before_any_expansion() -> None:
+    text = f"---\ntitle: *a11\n{_billion_laughs()}\n---\nCorpo.\n"
+    with pytest.raises(FrontMatterError, match=r"wiki/bomba\.md.*line 2.*aliases"):
+        split_front_matter(text, "wiki/bomba.md")
+
+
+def test_anchors_and_aliases_are_refused_by_every_yaml_reader(tmp_path: Path) -> None:
+    """The evaluation files, the manifest, units and legacy formulas all read through
+    load_yaml: one place refuses what would expand."""
+    with pytest.raises(yaml.YAMLError, match="anchors and aliases"):
+        load_yaml(_billion_laughs())
+    with pytest.raises(yaml.YAMLError, match="anchors and aliases"):
+        load_yaml("base: &b {x: 1}\nother: 2\n")  # an anchor alone is refused too
+    assert load_yaml("plain: [1, 2]\ntext: 'a & b * c'\n") == {
+        "plain": [1, 2],
+        "text": "a & b * c",
+    }
+    evaluation = tmp_path / "evaluation.yaml"
+    evaluation.write_text(f"questions: []\n{_billion_laughs()}\n", encoding="utf-8")
+    with pytest.raises(ProblemsError, match="not valid YAML"):
+        load_evaluation(evaluation)
+    with pytest.raises(RestructureError, match="anchors and aliases"):
+        _restructure(
+            "source/bomba.sql.md", f"---\n{_billion_laughs()}\n---\n# Età\n\n```sql\n1\n```\n"
+        )

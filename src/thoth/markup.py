@@ -36,8 +36,25 @@ from thoth.errors import Problem, ProblemsError
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class YamlAliasRefused(yaml.MarkedYAMLError):
+    """An anchor or alias in a file Thoth reads: refused before anything is built from it."""
+
+
 def load_yaml(text: str) -> Any:
-    """Safe YAML loading (plain data only, never arbitrary objects)."""
+    """Safe YAML loading (plain data only, never arbitrary objects) with no anchors or
+    aliases: a few lines of nested aliases expand into billions of nodes (a "billion laughs"
+    file took 11 GB before it was killed), and no file Thoth reads needs them. The event
+    scan runs in libyaml before anything is built, so a hostile file costs its own size.
+    Raises a `yaml.YAMLError` with the line, like any other malformed YAML."""
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        anchor = getattr(event, "anchor", None)
+        if isinstance(event, yaml.AliasEvent) or anchor is not None:
+            at = event.start_mark
+            raise YamlAliasRefused(
+                problem=f"YAML anchors and aliases (&{anchor} / *{anchor}) are not accepted "
+                "-> write the value out where it is used",
+                problem_mark=yaml.error.Mark("yaml", 0, at.line, at.column, "", 0) if at else None,
+            )
     return yaml.load(text, Loader=_SafeLoader)
 
 

@@ -138,7 +138,9 @@ def _publish(ws: Workspace, fragments: list[KnowledgeFragment]) -> str:
         )
         store.create_payload_indexes([f for f in FILTER_FIELDS if f != "year"])
         rt.backend.seal(gen_id, store)
-        rt.state.mark_generation(gen_id, "candidate")
+        # As the builder does: the label set the generation holds, which readers require.
+        labels = sorted({label for f in fragments for label in f.labels})
+        rt.state.mark_generation(gen_id, "candidate", {"labels": labels})
         rt.state.activate_generation(name, gen_id)
         return gen_id
     finally:

@@ -204,18 +204,19 @@ def test_a_label_removed_from_the_vocabulary_still_excludes_its_points(tmp_path:
     env.state.close()
 
 
-def test_a_generation_without_recorded_labels_still_excludes_the_vocabulary(
-    tmp_path: Path,
-) -> None:
+def test_a_generation_without_recorded_labels_is_not_served(tmp_path: Path) -> None:
+    """Without the label set the builder records, a label removed from the vocabulary since
+    could not be excluded: nothing is served, the failure says what to run."""
     docs = [
         Doc("registrazione del ricovero urgente interna", labels=("internal",)),
-        Doc("registrazione del ricovero urgente riservata", labels=("internal", "confidential")),
+        Doc("registrazione del ricovero urgente riservata", labels=("internal", "secret")),
     ]
     env = build(tmp_path, docs, StemEmbedder(), record_labels=False)
     ks = search(env, top_k=10, verbatim_floor=0)
     result = ks.search(QUESTION, labels=["internal"], channel="clinica")
-    assert [f.record.text for f in result.fragments] == [docs[0].text]
-    assert result.filters["labels"]["excluded"] == ["confidential", "public"]
+    assert (result.status, result.error_code, result.fragments) == ("failed", "labels_unknown", [])
+    assert result.generation == env.generation
+    assert "tht docs sync" in (result.error or "")
     env.state.close()
 
 

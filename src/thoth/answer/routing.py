@@ -27,6 +27,7 @@ from thoth.config import ChannelSettings
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.errors import ConfigError, ThothError
 from thoth.index.bm25 import Bm25Encoder
+from thoth.markup import load_yaml
 
 RouteKind = Literal["text", "numeric"]
 ChannelSource = Literal["request", "similarity", "keywords", "all"]
@@ -379,7 +380,7 @@ def load_calibration_set(path: Path) -> list[tuple[str, str | None]]:
     """A YAML list of `{question, channel}` (channel null or absent: out of domain), or a
     mapping whose `questions` key holds that list."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ThothError(
             f"{path}: cannot read the calibration set ({exc}) -> create it or pass --set"

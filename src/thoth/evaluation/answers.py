@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from thoth.answer.retrieval import SearchRequestError, parse_request
 from thoth.errors import Problem, ProblemsError, ThothError
+from thoth.markup import load_yaml
 
 DEFAULT_K = 5
 Verdict = Literal["pass", "retrieval", "answer", "failed"]
@@ -91,7 +92,7 @@ def load_answer_cases(path: Path, label: str | None = None) -> list[AnswerCase]:
             [Problem(rel, "file not found", hint="write reference questions (docs/answers.md)")],
         )
     try:
-        raw = yaml.safe_load(path.read_text("utf-8"))
+        raw = load_yaml(path.read_text("utf-8"))
     except yaml.YAMLError as exc:
         raise ProblemsError(
             f"{rel} is not valid YAML", [Problem(rel, str(exc).replace("\n", " "))]

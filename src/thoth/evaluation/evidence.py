@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from thoth.errors import Problem, ProblemsError
 from thoth.evidence.model import Purpose
+from thoth.markup import load_yaml
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
 
@@ -53,7 +54,7 @@ def load_evaluation(path: Path) -> EvaluationFile:
             [Problem(rel, "file not found", hint="write the evaluation questions")],
         )
     try:
-        raw = yaml.safe_load(path.read_text("utf-8")) or {}
+        raw = load_yaml(path.read_text("utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ProblemsError(
             f"{rel} is not valid YAML", [Problem(rel, str(exc).replace("\n", " "))]

@@ -30,6 +30,7 @@ REVISION_NOT_ACTIVATED = "revision_not_activated"
 REVISION_MISMATCH = "revision_mismatch"
 REVISION_UNREADABLE = "revision_unreadable"
 EVIDENCE_NOT_PUBLISHED = "evidence_not_published"
+LABELS_UNKNOWN = "labels_unknown"
 EMBEDDER_FAILED = "embedder_failed"
 EMBEDDER_MISMATCH = "embedder_mismatch"
 STATE_UNAVAILABLE = "state_unavailable"
@@ -103,10 +104,19 @@ class Readable:
         return str(self.generation.revision)
 
     def labels(self) -> list[str]:
-        """Every label present in the generation (recorded when it was built); empty for a
-        generation built before labels were recorded."""
-        labels = (self.generation.counts or {}).get("labels") or []
-        return [str(label) for label in labels] if isinstance(labels, list) else []
+        """Every label present in the generation, as its builder recorded them. A generation
+        built before the label set was recorded is LABELS_UNKNOWN: a label removed from the
+        vocabulary since then could not be excluded, so nothing is served from it."""
+        labels = (self.generation.counts or {}).get("labels")
+        if not isinstance(labels, list):
+            raise Unreadable(
+                LABELS_UNKNOWN,
+                f"generation {self.id} does not record the labels it holds (built by an older "
+                "Thoth): a label no longer declared could not be excluded -> run `tht docs sync` "
+                "(it records the label set without embedding anything again)",
+                self.id,
+            )
+        return [str(label) for label in labels]
 
 
 class GenerationReader:
