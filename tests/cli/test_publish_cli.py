@@ -12,6 +12,7 @@ from tests.fake_embeddings import FakeEmbeddingServer
 from tests.publishing import EVALUATION, FAILING_QUESTION, prepared_workspace
 from thoth.cli import exitcodes
 from thoth.cli.main import app
+from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -111,3 +112,40 @@ def test_empty_question_is_a_usage_error(make_workspace: Make, fake: FakeEmbeddi
         app, ["evidence", "search", "  ", "--purpose", "disambiguation", "-w", str(ws.root)]
     )
     assert result.exit_code == exitcodes.USAGE
+
+
+def test_a_candidate_whose_build_was_killed_before_its_gate_cannot_be_activated(
+    make_workspace: Make, fake: FakeEmbeddingServer
+) -> None:
+    """A build killed between sealing and evaluation leaves a sealed 'candidate': it never
+    passed its gate, so `tht evidence activate` refuses it, and the next build abandons it."""
+    ws = prepared_workspace(make_workspace, fake.url)
+    root = str(ws.root)
+    tht("workspace", "activate", root)
+    code, data = tht("workspace", "preprocess", "evidence", root)
+    assert code == exitcodes.OK
+    first = data["generation"]
+    with open_runtime(Workspace.open(ws.root)) as rt:
+        # What the killed build left: sealed data, a candidate row, no evaluation.
+        name = rt.ws.settings.workspace
+        revision = rt.state.active_revision(name)
+        assert revision is not None
+        orphan = rt.state.create_generation(name, revision, {"embedder": rt.embedder.identity})
+        store = rt.backend.create(orphan, rt.embedder.dim)
+        rt.backend.seal(orphan, store)
+        rt.state.mark_generation(orphan, "candidate", {"labels": []})
+
+    code, data = tht("evidence", "activate", "--generation", orphan, "-w", root)
+    assert code == exitcodes.PRECONDITION
+    assert "never passed its evaluation gate" in str(data["error"])
+    code, data = tht("evidence", "generations", "-w", root)
+    statuses = {g["id"]: g["status"] for g in data["generations"]}  # type: ignore[attr-defined]
+    assert statuses[first] == "active" and statuses[orphan] == "candidate"
+
+    code, data = tht("workspace", "preprocess", "evidence", root)
+    assert code == exitcodes.OK and orphan in str(data["discarded_partial"])
+    code, data = tht("evidence", "generations", "-w", root)
+    statuses = {g["id"]: g["status"] for g in data["generations"]}  # type: ignore[attr-defined]
+    assert statuses[orphan] == "failed"
+    with open_runtime(Workspace.open(ws.root)) as rt:
+        assert orphan not in rt.backend.sealed(), "its data is dropped"

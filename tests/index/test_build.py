@@ -254,9 +254,14 @@ def test_two_records_sharing_a_point_id_fail_the_verification(env: _Env) -> None
     assert build.abandoned and env.active() is None
 
 
-def test_compare_and_swap_refuses_when_another_build_activated_meanwhile(env: _Env) -> None:
+def test_compare_and_swap_refuses_when_another_build_activated_meanwhile(
+    env: _Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defence in depth behind the run lock: two builds that overlapped anyway (the second
+    one, holding no lock, does not clean up after crashes) cannot both activate."""
     previous = build_and_activate(env, [rec(0)]).gen_id
     build = env.builder().begin("rev2", {}, source=previous, payload_indexes=[])
+    monkeypatch.setattr(build_module.GenerationBuilder, "discard_crashed", lambda _self: [])
     with pytest.raises(StateError, match=r"another build .* finished first"), build:
         build.write([rec(1)])
         build.verify()
@@ -443,3 +448,17 @@ def test_the_builder_imports_only_the_layers_below_it() -> None:
     thoth = {m for m in imported if m.split(".")[0] == "thoth"}
     above = sorted(m for m in thoth if not any(m == a or m.startswith(a + ".") for a in allowed))
     assert thoth and not above, above
+
+
+def test_the_next_build_abandons_a_candidate_that_never_reached_its_gate(env: _Env) -> None:
+    previous = build_and_activate(env, [rec(0)]).gen_id
+    killed = env.builder().begin("rev2", {}, source=previous, payload_indexes=[])
+    killed.write([rec(1)])
+    killed.verify()
+    killed.seal()
+    killed.mark_candidate({})  # ... and the process died before the gate ran
+    builder = env.builder()
+    assert killed.gen_id in builder.discard_crashed()
+    assert env.status(killed.gen_id) == "failed"
+    assert killed.gen_id not in env.backend.sealed()
+    assert env.active() == previous

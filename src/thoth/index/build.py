@@ -250,14 +250,17 @@ class GenerationBuilder:
 
     def discard_crashed(self) -> list[str]:
         """Remove what builds whose process died left behind: unsealed data, generations still
-        'building' (data dropped, marked 'failed'), unfinished build records ('interrupted').
-        Safe only under the run lock, which no live build of the workspace holds then. Returns
-        the generation ids whose unsealed data was removed. `begin` calls it once if the caller
-        did not."""
+        'building' or 'candidate' (a build killed between sealing and its gate: never
+        evaluated, never to be activated; data dropped, marked 'failed'), unfinished build
+        records ('interrupted'). Safe only under the run lock, which no live build of the
+        workspace holds then. Returns the generation ids whose unsealed data or unevaluated
+        candidate was removed. `begin` calls it once if the caller did not."""
         self.state.mark_interrupted(self.workspace)
         removed = self.backend.discard_unsealed()
         for gen in self.state.list_generations(self.workspace):
-            if gen.status == "building":
+            if gen.status in ("building", "candidate"):
+                if gen.status == "candidate":
+                    removed.append(gen.id)
                 self.backend.drop(gen.id)
                 self.state.mark_generation(gen.id, "failed")
         self._discarded = removed
