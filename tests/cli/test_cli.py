@@ -118,3 +118,22 @@ def test_resolve_cli(make_workspace: Make) -> None:
         str(ws.root),
     )
     assert code == exitcodes.PRECONDITION
+
+
+def test_session_consult_reports_a_blocked_stage(make_workspace: Make) -> None:
+    """No generation is published: the Evidence search is unavailable, so consult says the
+    stage is blocked (JSON, or stderr) and exits 1, with no receipt recorded."""
+    ws = make_workspace({"g.md": GLOSSARY})
+    code, out = tht("session", "new", "Quanti ricoveri nel 2023?", "-w", str(ws.root), "--json")
+    assert code == exitcodes.OK
+    sid = json.loads(out)["session"]
+    args = ("session", "consult", sid, "--stage", "clarification", "-w", str(ws.root))
+    code, out = tht(*args, "--json")
+    blocked = json.loads(out)
+    assert code == exitcodes.FAILED
+    assert blocked["ok"] is False and blocked["stage"] == "clarification"
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == exitcodes.FAILED
+    assert "blocked:" in result.stderr
+    code, out = tht("session", "show", sid, "-w", str(ws.root), "--json")
+    assert json.loads(out)["receipts"] == []
