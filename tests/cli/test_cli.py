@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import ENUM, GLOSSARY, commit_all, git
 from thoth.cli import exitcodes
+from thoth.cli.common import phase_bars
 from thoth.cli.main import app
 from thoth.workspace import Workspace
 
@@ -137,3 +138,14 @@ def test_session_consult_reports_a_blocked_stage(make_workspace: Make) -> None:
     assert "blocked:" in result.stderr
     code, out = tht("session", "show", sid, "-w", str(ws.root), "--json")
     assert json.loads(out)["receipts"] == []
+
+
+def test_phase_bars_are_none_when_disabled_and_take_ticks_per_phase() -> None:
+    """docs sync and preprocess evidence share these bars: one per phase, on stderr."""
+    with phase_bars(False) as tick:
+        assert tick is None
+    with phase_bars(True) as tick:
+        assert tick is not None
+        tick("embed", 1, 4)
+        tick("embed", 4, 8)  # a phase's total may grow between calls
+        tick("index", 2, 2)
