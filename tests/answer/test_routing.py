@@ -208,3 +208,6 @@ def test_cli_calibrate_prints_distributions_and_threshold(
     printed = " ".join(human.output.split())  # Rich wraps long lines
     assert "Configured threshold: 0.450" in printed
     assert "under [answers.routing] in thoth.toml" in printed
+    assert "in domain (routed right)" in printed and "out of domain" in printed
+    assert "(separated), accuracy 100% on 3 questions." in printed
+    assert "No active index generation" in printed

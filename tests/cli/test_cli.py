@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import ENUM, GLOSSARY, commit_all, git
 from thoth.cli import exitcodes
+from thoth.cli.common import phase_bars
 from thoth.cli.main import app
 from thoth.workspace import Workspace
 
@@ -118,3 +119,33 @@ def test_resolve_cli(make_workspace: Make) -> None:
         str(ws.root),
     )
     assert code == exitcodes.PRECONDITION
+
+
+def test_session_consult_reports_a_blocked_stage(make_workspace: Make) -> None:
+    """No generation is published: the Evidence search is unavailable, so consult says the
+    stage is blocked (JSON, or stderr) and exits 1, with no receipt recorded."""
+    ws = make_workspace({"g.md": GLOSSARY})
+    code, out = tht("session", "new", "Quanti ricoveri nel 2023?", "-w", str(ws.root), "--json")
+    assert code == exitcodes.OK
+    sid = json.loads(out)["session"]
+    args = ("session", "consult", sid, "--stage", "clarification", "-w", str(ws.root))
+    code, out = tht(*args, "--json")
+    blocked = json.loads(out)
+    assert code == exitcodes.FAILED
+    assert blocked["ok"] is False and blocked["stage"] == "clarification"
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == exitcodes.FAILED
+    assert "blocked:" in result.stderr
+    code, out = tht("session", "show", sid, "-w", str(ws.root), "--json")
+    assert json.loads(out)["receipts"] == []
+
+
+def test_phase_bars_are_none_when_disabled_and_take_ticks_per_phase() -> None:
+    """docs sync and preprocess evidence share these bars: one per phase, on stderr."""
+    with phase_bars(False) as tick:
+        assert tick is None
+    with phase_bars(True) as tick:
+        assert tick is not None
+        tick("embed", 1, 4)
+        tick("embed", 4, 8)  # a phase's total may grow between calls
+        tick("index", 2, 2)

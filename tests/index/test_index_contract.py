@@ -19,6 +19,7 @@ from thoth.index import (
     ServerBackend,
     SparseVec,
 )
+from thoth.index.base import where_conditions
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.edge import EdgeStore
 from thoth.index.server import ServerStore
@@ -328,3 +329,22 @@ def test_fused_ranking_breaks_ties_by_id(adapter: str, tmp_path: Path) -> None:
     backend.close()
     assert len({h.score for h in hits}) == 4, "four exact ties"
     assert [(-h.score, h.id) for h in hits] == sorted((-h.score, h.id) for h in hits)
+
+
+def test_where_conditions_is_the_one_reading_of_where_for_every_adapter() -> None:
+    must, must_not = where_conditions(
+        {
+            "record_kind": "evidence",
+            "ordinal": 3,
+            "doc_id": ["a", "b"],
+            "labels": Match(any_of=("public",), none_of=("internal",)),
+        }
+    )
+    assert must == [
+        ("record_kind", "evidence"),
+        ("ordinal", 3),
+        ("doc_id", ["a", "b"]),
+        ("labels", ["public"]),
+    ]
+    assert must_not == [("labels", ["internal"])]
+    assert where_conditions({"labels": Match(any_of=("public",))}) == ([("labels", ["public"])], [])

@@ -28,6 +28,8 @@ from thoth.memory import (
     content_sha256,
     memory_text,
 )
+from thoth.memory.core import text_of
+from thoth.memory.promotion import draft_text
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SESSION = "s-20240501-093000-a1b2c3"
@@ -152,6 +154,13 @@ def test_content_hash_covers_exactly_the_embedded_text(registry: Registry) -> No
     assert other.content_sha256 == record.content_sha256
     changed, _ = registry.add(draft(2, concepts=("ablazione", "procedura")))
     assert changed.content_sha256 != record.content_sha256
+
+
+def test_a_draft_and_its_record_have_one_text(registry: Registry) -> None:
+    made = draft(1)
+    record, _ = registry.add(made)
+    assert record.text() == text_of(made) == draft_text(made) == text_of(record)
+    assert record.content_sha256 == content_sha256(record.text())
 
 
 def test_add_is_idempotent_on_session_and_seq(registry: Registry) -> None:

@@ -322,6 +322,18 @@ def test_list_builds_newest_first_with_limit(store: StateStore) -> None:
         store.list_builds(WS, limit=0)
 
 
+def test_list_sync_runs_newest_first_with_limit(store: StateStore) -> None:
+    ids = []
+    for _ in range(3):
+        ids.append(store.start_sync_run(WS, "alice", full=False, host="h", pid=1))
+        store.finish_sync_run(ids[-1], "succeeded", {}, None, {}, {}, "")
+    assert [r.id for r in store.list_sync_runs(WS, limit=2)] == ids[:0:-1]
+    assert [r.id for r in store.list_sync_runs(WS)] == ids[::-1]
+    assert store.list_sync_runs("other") == []
+    with pytest.raises(StateError, match="sync_runs: limit must be at least 1"):
+        store.list_sync_runs(WS, limit=0)
+
+
 def test_mark_interrupted_closes_unfinished_builds(store: StateStore) -> None:
     done_gen = store.create_generation(WS, "rev1", {})
     done = store.start_build(WS, "rev1", done_gen)

@@ -81,18 +81,14 @@ def calibrate_cmd(
     if as_json:
         emit_json(data)
         return
-    table = Table("questions", "n", "min", "p10", "p50", "p90", "max")
-    for label, key in (
-        ("in domain (routed right)", "in_domain"),
-        ("out of domain", "out_of_domain"),
-    ):
-        dist = data[key]
-        table.add_row(label, *(_num(dist[k]) for k in ("n", "min", "p10", "p50", "p90", "max")))
-    out.print(table)
-    verdict = "separated" if result.separated else "overlapping: best accuracy"
+    _print_distributions(
+        "questions",
+        ("in domain (routed right)", data["in_domain"]),
+        ("out of domain", data["out_of_domain"]),
+    )
     out.print(
-        f"Suggested threshold: [bold]{result.threshold:.3f}[/] ({verdict}), accuracy "
-        f"{result.accuracy:.0%} on {len(result.per_question)} questions."
+        f"Suggested threshold: [bold]{result.threshold:.3f}[/] ({_verdict(result.separated)}), "
+        f"accuracy {result.accuracy:.0%} on {len(result.per_question)} questions."
     )
     for row in result.misrouted:
         out.print(
@@ -110,14 +106,14 @@ def calibrate_cmd(
             "No active index generation: run `tht docs sync` to calibrate the relevance floor."
         )
         return
-    floor = Table("closest fragment", "n", "min", "p10", "p50", "p90", "max")
-    for label, key in (("in domain", "in_domain"), ("out of domain", "out_of_domain")):
-        dist = data["relevance"][key]
-        floor.add_row(label, *(_num(dist[k]) for k in ("n", "min", "p10", "p50", "p90", "max")))
-    out.print(floor)
-    verdict = "separated" if relevance.separated else "overlapping: best accuracy"
+    _print_distributions(
+        "closest fragment",
+        ("in domain", data["relevance"]["in_domain"]),
+        ("out of domain", data["relevance"]["out_of_domain"]),
+    )
     out.print(
-        f"Suggested relevance floor: [bold]{relevance.threshold:.3f}[/] ({verdict}), accuracy "
+        f"Suggested relevance floor: [bold]{relevance.threshold:.3f}[/] "
+        f"({_verdict(relevance.separated)}), accuracy "
         f"{relevance.accuracy:.0%}. Configured: {ws.settings.answers.min_similarity}. "
         + escape(
             f"Set `min_similarity = {relevance.threshold:.2f}` under [answers] to answer "
@@ -149,6 +145,21 @@ def _relevance(
     finally:
         search.close()
         rt.close()
+
+
+_STATS = ("n", "min", "p10", "p50", "p90", "max")
+
+
+def _print_distributions(first_column: str, *rows: tuple[str, dict[str, Any]]) -> None:
+    """One table of similarity distributions (in domain, out of domain) with their stats."""
+    table = Table(first_column, *_STATS)
+    for label, dist in rows:
+        table.add_row(label, *(_num(dist[k]) for k in _STATS))
+    out.print(table)
+
+
+def _verdict(separated: bool) -> str:
+    return "separated" if separated else "overlapping: best accuracy"
 
 
 def _num(value: Any) -> str:

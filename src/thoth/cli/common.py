@@ -89,3 +89,29 @@ def progress_bar(
             bar.update(task, description=desc, completed=done, total=total)
 
         yield tick
+
+
+@contextmanager
+def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """One bar per phase (prepare, embed, index) on stderr, fed with (phase, done, total);
+    None when disabled."""
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("[bold]{task.fields[phase]}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    tasks: dict[str, Any] = {}
+
+    def tick(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task("", total=total, phase=phase)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    with bar:
+        yield tick

@@ -4,8 +4,6 @@ the registry of sync runs."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -13,11 +11,10 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from thoth.cli import exitcodes
-from thoth.cli.common import JsonOpt, emit_json, err, errors, out, report_error
+from thoth.cli.common import JsonOpt, emit_json, err, errors, out, phase_bars, report_error
 from thoth.errors import PreconditionError, ThothError
 from thoth.gitrepo import default_run_by
 from thoth.knowledge.sync import DocsSync, SyncReport
@@ -46,31 +43,6 @@ def register(app: typer.Typer) -> None:
     docs_app.command("runs")(runs_cmd)
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """One bar per phase (prepare, embed, index) on stderr; None when disabled."""
-    if not enabled:
-        yield None
-        return
-    bar = Progress(
-        TextColumn("[bold]{task.fields[phase]}[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
-    tasks: dict[str, Any] = {}
-
-    def tick(phase: str, done: int, total: int) -> None:
-        if phase not in tasks:
-            tasks[phase] = bar.add_task("", total=total, phase=phase)
-        bar.update(tasks[phase], completed=done, total=total)
-
-    with bar:
-        yield tick
-
-
 def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Align every declared source to its latest revision and re-index what changed.
 
@@ -80,7 +52,7 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
-        _progress(not as_json and err.is_terminal) as tick,
+        phase_bars(not as_json and err.is_terminal) as tick,
     ):
         sync = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, progress=tick)
         try:

@@ -4,15 +4,14 @@ preprocess evidence`, `tht evidence activate|search|evaluate|generations`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from thoth.cli import exitcodes, render
-from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
+from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, phase_bars
 from thoth.errors import PreconditionError
 from thoth.evaluation.evidence import (
     evaluate,
@@ -73,41 +72,16 @@ def activate_revision_cmd(
     )
 
 
-def _progress_bar(enabled: bool) -> Any:
-    if not enabled:
-        return None
-    return Progress(
-        TextColumn("[bold]{task.fields[phase]}[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
-
-
 def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
-    bar = _progress_bar(show_progress)
-    tasks: dict[str, Any] = {}
-
-    def tick(phase: str, done: int, total: int) -> None:
-        if bar is None:
-            return
-        if phase not in tasks:
-            tasks[phase] = bar.add_task("", total=total, phase=phase)
-        bar.update(tasks[phase], completed=done)
-
-    publisher = Publisher(
-        rt.ws,
-        rt.state,
-        rt.backend,
-        rt.embedder,
-        retain=rt.ws.settings.index.retain,
-        progress=tick if bar else None,
-    )
-    if bar is None:
-        return publisher.preprocess()
-    with bar:
+    with phase_bars(show_progress) as tick:
+        publisher = Publisher(
+            rt.ws,
+            rt.state,
+            rt.backend,
+            rt.embedder,
+            retain=rt.ws.settings.index.retain,
+            progress=tick,
+        )
         return publisher.preprocess()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -84,6 +84,15 @@ def _written(session: Session, entry: Entry, as_json: bool, what: str) -> None:
         emit_json({"ok": True, "session": session.id, "entry": entry_dict(entry)})
     else:
         out.print(f"{what}: seq {entry.seq} in session {session.id}.")
+
+
+def _exit_blocked(blocked: StageBlocked, as_json: bool) -> NoReturn:
+    """A stage that could not consult Evidence: say why (JSON or stderr), exit 1."""
+    if as_json:
+        emit_json(blocked.as_dict())
+    else:
+        err.print(f"[bold red]blocked:[/] {escape(str(blocked))}", highlight=False)
+    raise typer.Exit(exitcodes.FAILED)
 
 
 # ---------------------------------------------------------------------- commands
@@ -207,11 +216,7 @@ def consult_cmd(
             except StageBlocked as exc:
                 blocked = exc
     if blocked is not None:
-        if as_json:
-            emit_json(blocked.as_dict())
-        else:
-            err.print(f"[bold red]blocked:[/] {escape(str(blocked))}", highlight=False)
-        raise typer.Exit(exitcodes.FAILED)
+        _exit_blocked(blocked, as_json)
     if as_json:
         emit_json(found.as_dict())
         return
@@ -307,11 +312,7 @@ def drive_cmd(
             except StageBlocked as exc:
                 blocked = exc
     if blocked is not None:
-        if as_json:
-            emit_json(blocked.as_dict())
-        else:
-            err.print(f"[bold red]blocked:[/] {escape(str(blocked))}", highlight=False)
-        raise typer.Exit(exitcodes.FAILED)
+        _exit_blocked(blocked, as_json)
     if as_json:
         emit_json(result.as_dict())
         return

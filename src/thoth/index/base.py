@@ -3,7 +3,7 @@ records of several kinds told apart by payload, hybrid search fused by RRF in th
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,6 +29,26 @@ class Match:
 
 # field -> value (must equal), list of values (must match any) or Match; all conditions ANDed.
 Where = Mapping[str, str | int | Sequence[str] | Match]
+# One engine-neutral condition: (field, value) where a str or int must be equal and a list
+# must hold at least one of its values.
+Condition = tuple[str, str | int | list[str]]
+
+
+def where_conditions(where: Where) -> tuple[list[Condition], list[Condition]]:
+    """What `where` asks, for every adapter: the conditions that must hold and those that must
+    not (a Match's `none_of`), in `where`'s order; each adapter spells them in its engine."""
+    must: list[Condition] = []
+    must_not: list[Condition] = []
+    for key, value in where.items():
+        if isinstance(value, str | int):
+            must.append((key, value))
+        elif isinstance(value, Match):
+            must.append((key, list(value.any_of)))
+            if value.none_of:
+                must_not.append((key, list(value.none_of)))
+        else:
+            must.append((key, list(value)))
+    return must, must_not
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,11 @@ def record_from_point(point_id: object, vector: Any, payload: Any) -> IndexRecor
         else None,
         payload=dict(payload or {}),
     )
+
+
+def hits_from_points(points: Iterable[Any]) -> list[Hit]:
+    """Hits from the scored points either client returns (id, score, payload)."""
+    return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
 
 
 def deterministic_top(hits: list[Hit], limit: int) -> list[Hit]:

@@ -22,39 +22,34 @@ from thoth.index.base import (
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
-    Match,
     SparseVec,
     Where,
     deterministic_top,
+    hits_from_points,
     record_from_point,
+    where_conditions,
 )
 
 _CONFIG_FILE = "edge_config.json"
 
 
+def _condition(key: str, value: str | int | list[str]) -> qe.FieldCondition:
+    match = qe.MatchAny(value) if isinstance(value, list) else qe.MatchValue(value)
+    return qe.FieldCondition(key=key, match=match)
+
+
 def _filter(where: Where | None) -> qe.Filter | None:
     if not where:
         return None
-    must: list[Any] = []
-    must_not: list[Any] = []
-    for key, value in where.items():
-        if isinstance(value, str | int):
-            must.append(qe.FieldCondition(key=key, match=qe.MatchValue(value)))
-        elif isinstance(value, Match):
-            must.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value.any_of))))
-            if value.none_of:
-                must_not.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value.none_of))))
-        else:
-            must.append(qe.FieldCondition(key=key, match=qe.MatchAny(list(value))))
-    return qe.Filter(must=must, must_not=must_not or None)
+    must, must_not = where_conditions(where)
+    return qe.Filter(
+        must=[_condition(k, v) for k, v in must],
+        must_not=[_condition(k, v) for k, v in must_not] or None,
+    )
 
 
 def _sparse(vec: SparseVec) -> qe.SparseVector:
     return qe.SparseVector(indices=list(vec.indices), values=list(vec.values))
-
-
-def _hits(points: Sequence[Any]) -> list[Hit]:
-    return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
 
 
 class EdgeStore:
@@ -137,7 +132,7 @@ class EdgeStore:
 
     def _query(self, request: Any) -> list[Hit]:
         try:
-            return _hits(self._shard.query(request))
+            return hits_from_points(self._shard.query(request))
         except Exception as exc:
             raise IndexUnavailable(f"{self.path}: query failed: {exc}") from exc
 

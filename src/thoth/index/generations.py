@@ -21,6 +21,7 @@ from qdrant_client import QdrantClient, models
 from thoth.index.base import IndexStore, IndexUnavailable
 from thoth.index.edge import EdgeStore
 from thoth.index.server import ServerStore
+from thoth.storage import fsync_dir
 
 _BUILDING = ".building"
 
@@ -66,7 +67,7 @@ class EdgeBackend:
         store.close()
         building = self.root / f"{gen_id}{_BUILDING}"
         os.replace(building, self.root / gen_id)  # one rename: readable all at once
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
 
     def open(self, gen_id: str) -> IndexStore:
         path = self.root / gen_id
@@ -99,14 +100,6 @@ class EdgeBackend:
 
     def close(self) -> None:
         """Nothing shared to release: each store owns its shard handle."""
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ServerBackend:

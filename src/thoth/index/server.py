@@ -15,32 +15,29 @@ from thoth.index.base import (
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
-    Match,
     SparseVec,
     Where,
     deterministic_top,
+    hits_from_points,
     record_from_point,
+    where_conditions,
 )
+
+
+def _condition(key: str, value: str | int | list[str]) -> models.FieldCondition:
+    if isinstance(value, list):
+        return models.FieldCondition(key=key, match=models.MatchAny(any=value))
+    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
 
 def _filter(where: Where | None) -> models.Filter | None:
     if not where:
         return None
-    must: list[Any] = []
-    must_not: list[Any] = []
-    for key, value in where.items():
-        if isinstance(value, str | int):
-            must.append(models.FieldCondition(key=key, match=models.MatchValue(value=value)))
-        elif isinstance(value, Match):
-            allowed = models.MatchAny(any=list(value.any_of))
-            must.append(models.FieldCondition(key=key, match=allowed))
-            if value.none_of:
-                must_not.append(
-                    models.FieldCondition(key=key, match=models.MatchAny(any=list(value.none_of)))
-                )
-        else:
-            must.append(models.FieldCondition(key=key, match=models.MatchAny(any=list(value))))
-    return models.Filter(must=must, must_not=must_not or None)
+    must, must_not = where_conditions(where)
+    return models.Filter(
+        must=[_condition(k, v) for k, v in must],
+        must_not=[_condition(k, v) for k, v in must_not] or None,
+    )
 
 
 def _sparse(vec: SparseVec) -> models.SparseVector:
@@ -136,10 +133,7 @@ class ServerStore:
             result = self._client.query_points(self.collection, with_payload=True, **kwargs)
         except Exception as exc:
             raise IndexUnavailable(f"Qdrant {self.collection!r}: query failed: {exc}") from exc
-        return [
-            Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
-            for p in result.points
-        ]
+        return hits_from_points(result.points)
 
     def query_hybrid(
         self,

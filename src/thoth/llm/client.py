@@ -23,8 +23,21 @@ from typing import Any, Protocol
 
 import anthropic
 import openai
-from anthropic.types import MessageParam, TextBlock, ToolParam, ToolUseBlock
-from openai.types.chat import ChatCompletionFunctionToolParam
+from anthropic.types import (
+    Message,
+    MessageParam,
+    TextBlock,
+    ToolChoiceParam,
+    ToolParam,
+    ToolUnionParam,
+    ToolUseBlock,
+)
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionToolUnionParam,
+    completion_create_params,
+)
 from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 from thoth.config import LLMSettings
@@ -137,31 +150,56 @@ def _model_errors(sdk: Any, timeout: float) -> Iterator[None]:
         raise LLMError(f"model server unreachable: {exc}") from exc
 
 
+def _sdk_options(settings: LLMSettings, api_key: str) -> dict[str, Any]:
+    """What both SDK clients are built with: the server, the key, the timeout, no retries."""
+    return {
+        "base_url": settings.base_url,
+        "api_key": api_key,
+        "timeout": settings.timeout_seconds,
+        "max_retries": 0,
+    }
+
+
 class OpenAIChat:
     def __init__(self, settings: LLMSettings, api_key: str) -> None:
         self.name = f"openai:{settings.model}"
         self._settings = settings
-        self._client = openai.OpenAI(
-            base_url=settings.base_url,
-            api_key=api_key,
-            timeout=settings.timeout_seconds,
-            max_retries=0,
-        )
+        self._client = openai.OpenAI(**_sdk_options(settings, api_key))
         self.base_url = str(self._client.base_url)
 
-    def complete_text(self, system: str, user: str) -> str:
+    def _create(
+        self,
+        system: str,
+        user: str,
+        *,
+        response_format: completion_create_params.ResponseFormat | openai.Omit = openai.omit,
+        tools: Sequence[ChatCompletionToolUnionParam] | openai.Omit = openai.omit,
+    ) -> ChatCompletion:
+        """One chat completion for a system + user prompt (deterministic, capped at
+        max_tokens), with a response format or tools when given; SDK failures become
+        LLMError."""
         with _model_errors(openai, self._settings.timeout_seconds):
-            reply = self._client.chat.completions.create(
+            return self._client.chat.completions.create(
                 model=self._settings.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                response_format=response_format,
+                tools=tools,
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
+
+    def _content(self, reply: ChatCompletion, *, empty_ok: bool) -> str:
+        """The reply's text, refused when cut at max_tokens or missing (an empty text is
+        missing unless `empty_ok`)."""
         if reply.choices:
             self._refuse_truncated(reply.choices[0].finish_reason)
-        if not reply.choices or not reply.choices[0].message.content:
+        content = reply.choices[0].message.content if reply.choices else None
+        if content is None or not (content or empty_ok):
             raise LLMError("the model returned no content")
-        return reply.choices[0].message.content
+        return content
+
+    def complete_text(self, system: str, user: str) -> str:
+        return self._content(self._create(system, user), empty_ok=False)
 
     def complete_json(self, system: str, user: str, schema: ReplySchema | None = None) -> str:
         response_format: ResponseFormatJSONObject | ResponseFormatJSONSchema = (
@@ -177,19 +215,9 @@ class OpenAIChat:
                 },
             }
         )
-        with _model_errors(openai, self._settings.timeout_seconds):
-            reply = self._client.chat.completions.create(
-                model=self._settings.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                response_format=response_format,
-                temperature=0,
-                max_tokens=self._settings.max_tokens,
-            )
-        if reply.choices:
-            self._refuse_truncated(reply.choices[0].finish_reason)
-        if not reply.choices or reply.choices[0].message.content is None:
-            raise LLMError("the model returned no content")
-        return reply.choices[0].message.content
+        # An empty text is returned: the caller says it is not the JSON object asked for.
+        reply = self._create(system, user, response_format=response_format)
+        return self._content(reply, empty_ok=True)
 
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
         offered: list[ChatCompletionFunctionToolParam] = [
@@ -203,14 +231,7 @@ class OpenAIChat:
             }
             for t in tools
         ]
-        with _model_errors(openai, self._settings.timeout_seconds):
-            reply = self._client.chat.completions.create(
-                model=self._settings.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                tools=offered,
-                temperature=0,
-                max_tokens=self._settings.max_tokens,
-            )
+        reply = self._create(system, user, tools=offered)
         if not reply.choices:
             raise LLMError("the model returned no choices")
         self._refuse_truncated(reply.choices[0].finish_reason)
@@ -234,13 +255,31 @@ class AnthropicChat:
     def __init__(self, settings: LLMSettings, api_key: str) -> None:
         self.name = f"anthropic:{settings.model}"
         self._settings = settings
-        self._client = anthropic.Anthropic(
-            base_url=settings.base_url,
-            api_key=api_key,
-            timeout=settings.timeout_seconds,
-            max_retries=0,
-        )
+        self._client = anthropic.Anthropic(**_sdk_options(settings, api_key))
         self.base_url = str(self._client.base_url)
+
+    def _create(
+        self,
+        system: str,
+        user: str,
+        *,
+        tools: Sequence[ToolUnionParam] | anthropic.Omit = anthropic.omit,
+        tool_choice: ToolChoiceParam | anthropic.Omit = anthropic.omit,
+    ) -> Message:
+        """One message for a system + user prompt (capped at max_tokens, refused when cut
+        there), with tools when given; SDK failures become LLMError."""
+        with _model_errors(anthropic, self._settings.timeout_seconds):
+            messages: list[MessageParam] = [{"role": "user", "content": user}]
+            reply = self._client.messages.create(
+                model=self._settings.model,
+                system=system,
+                messages=messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                max_tokens=self._settings.max_tokens,
+            )
+        self._refuse_truncated(reply.stop_reason)
+        return reply
 
     def complete_text(self, system: str, user: str) -> str:
         # complete_json asks for nothing JSON-specific on Anthropic: the same call serves both.
@@ -249,15 +288,7 @@ class AnthropicChat:
     def complete_json(self, system: str, user: str, schema: ReplySchema | None = None) -> str:
         if schema is not None:
             return self._forced_tool(system, user, schema)
-        with _model_errors(anthropic, self._settings.timeout_seconds):
-            messages: list[MessageParam] = [{"role": "user", "content": user}]
-            reply = self._client.messages.create(
-                model=self._settings.model,
-                system=system,
-                messages=messages,
-                max_tokens=self._settings.max_tokens,
-            )
-        self._refuse_truncated(reply.stop_reason)
+        reply = self._create(system, user)
         texts = [b.text for b in reply.content if isinstance(b, TextBlock)]
         if not texts:
             raise LLMError("the model returned no text block")
@@ -271,17 +302,9 @@ class AnthropicChat:
             "description": schema.description,
             "input_schema": schema.schema,
         }
-        with _model_errors(anthropic, self._settings.timeout_seconds):
-            messages: list[MessageParam] = [{"role": "user", "content": user}]
-            reply = self._client.messages.create(
-                model=self._settings.model,
-                system=system,
-                messages=messages,
-                tools=[tool],
-                tool_choice={"type": "tool", "name": schema.name},
-                max_tokens=self._settings.max_tokens,
-            )
-        self._refuse_truncated(reply.stop_reason)
+        reply = self._create(
+            system, user, tools=[tool], tool_choice={"type": "tool", "name": schema.name}
+        )
         for block in reply.content:
             if isinstance(block, ToolUseBlock) and block.name == schema.name:
                 # The SDK does not validate replies: the caller checks what `input` holds.
@@ -297,16 +320,7 @@ class AnthropicChat:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        with _model_errors(anthropic, self._settings.timeout_seconds):
-            messages: list[MessageParam] = [{"role": "user", "content": user}]
-            reply = self._client.messages.create(
-                model=self._settings.model,
-                system=system,
-                messages=messages,
-                tools=offered,
-                max_tokens=self._settings.max_tokens,
-            )
-        self._refuse_truncated(reply.stop_reason)
+        reply = self._create(system, user, tools=offered)
         texts, calls = [], []
         for block in reply.content:
             if isinstance(block, TextBlock):
@@ -335,24 +349,23 @@ def _api_key(settings: LLMSettings) -> str:
     return api_key
 
 
-def chat_client(settings: LLMSettings) -> ChatClient:
+def _client(settings: LLMSettings) -> OpenAIChat | AnthropicChat:
+    """The one place `[llm].provider` picks a client; every use below gets it from here."""
     api_key = _api_key(settings)
     if settings.provider == "anthropic":
         return AnthropicChat(settings, api_key)
     return OpenAIChat(settings, api_key)
+
+
+def chat_client(settings: LLMSettings) -> ChatClient:
+    return _client(settings)
 
 
 def text_client(settings: LLMSettings) -> TextClient:
     """The plain-text client `[llm]` asks for (grounded answers)."""
-    api_key = _api_key(settings)
-    if settings.provider == "anthropic":
-        return AnthropicChat(settings, api_key)
-    return OpenAIChat(settings, api_key)
+    return _client(settings)
 
 
 def tool_client(settings: LLMSettings) -> ToolClient:
-    """The tool-calling client `[llm]` asks for: the one place a driver's provider is chosen."""
-    api_key = _api_key(settings)
-    if settings.provider == "anthropic":
-        return AnthropicChat(settings, api_key)
-    return OpenAIChat(settings, api_key)
+    """The tool-calling client `[llm]` asks for (a session's driver)."""
+    return _client(settings)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Protocol
 
 from thoth.session.ledger import REUSABLE_TYPES
 
-__all__ = ["REUSABLE_TYPES", "content_sha256", "memory_text"]
+__all__ = ["REUSABLE_TYPES", "MemoryContent", "content_sha256", "memory_text", "text_of"]
 
 
 def memory_text(
@@ -41,6 +42,35 @@ def memory_text(
     if concepts:
         lines.append(f"concepts: {'; '.join(concepts)}")
     return "\n".join(lines)
+
+
+class MemoryContent(Protocol):
+    """What a memory's text is made of: a draft and a registry record both have it."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def detail(self) -> str: ...
+    @property
+    def rationale(self) -> str: ...
+    @property
+    def question_context(self) -> str: ...
+    @property
+    def concepts(self) -> Sequence[str]: ...
+
+
+def text_of(memory: MemoryContent) -> str:
+    """`memory_text` of a draft or a record."""
+    return memory_text(
+        type=memory.type,
+        subject=memory.subject,
+        detail=memory.detail,
+        rationale=memory.rationale,
+        question_context=memory.question_context,
+        concepts=memory.concepts,
+    )
 
 
 def content_sha256(text: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import Problem, ThothError
 from thoth.index.base import IndexUnavailable
-from thoth.memory.core import REUSABLE_TYPES, memory_text
+from thoth.memory.core import REUSABLE_TYPES, text_of
 from thoth.memory.index import MemoryEmbeddingFailed, MemoryIndex, UpsertResult
 from thoth.memory.markers import (
     DECLINED,
@@ -164,14 +164,7 @@ def draft_for(session: Session, entry: Entry) -> MemoryDraft:
 
 
 def draft_text(draft: MemoryDraft) -> str:
-    return memory_text(
-        type=draft.type,
-        subject=draft.subject,
-        detail=draft.detail,
-        rationale=draft.rationale,
-        question_context=draft.question_context,
-        concepts=draft.concepts,
-    )
+    return text_of(draft)
 
 
 # ---------------------------------------------------------------------- preview

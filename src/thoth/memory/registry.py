@@ -24,7 +24,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from thoth.errors import Problem, ProblemsError
-from thoth.memory.core import REUSABLE_TYPES, content_sha256, memory_text
+from thoth.memory.core import REUSABLE_TYPES, content_sha256, memory_text, text_of
 from thoth.storage import (
     JsonlLog,
     LineIssue,
@@ -140,14 +140,7 @@ class MemoryRecord(BaseModel):
 
     def text(self) -> str:
         """The canonical text to embed (see thoth.memory.core.memory_text)."""
-        return memory_text(
-            type=self.type,
-            subject=self.subject,
-            detail=self.detail,
-            rationale=self.rationale,
-            question_context=self.question_context,
-            concepts=self.concepts,
-        )
+        return text_of(self)
 
 
 def _number(memory_id: str) -> int:
@@ -269,16 +262,7 @@ class Registry:
             "concepts": tuple(draft.concepts),
         }
         try:
-            fields["content_sha256"] = content_sha256(
-                memory_text(
-                    type=draft.type,
-                    subject=draft.subject,
-                    detail=draft.detail,
-                    rationale=draft.rationale,
-                    question_context=draft.question_context,
-                    concepts=draft.concepts,
-                )
-            )
+            fields["content_sha256"] = content_sha256(text_of(draft))
             return MemoryRecord.model_validate(fields)
         except ValidationError as exc:
             where = f"session {draft.session_id} seq {draft.decision_seq}"

@@ -4,11 +4,12 @@ lock (a partial unique index), held by a docs sync or an Evidence publication.""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import Row, Table, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from thoth.state.core import (
@@ -200,16 +201,7 @@ class Runs(StoreCore):
 
     def list_builds(self, workspace: str, limit: int = 20) -> list[Build]:
         """The workspace's most recent builds, newest first."""
-        if limit < 1:
-            raise StateError(f"builds: limit must be at least 1, got {limit}")
-        with self._read(f"builds: listing {workspace!r}") as conn:
-            rows = conn.execute(
-                select(builds)
-                .where(builds.c.workspace == workspace)
-                .order_by(builds.c.id.desc())
-                .limit(limit)
-            ).all()
-        return [_build(r) for r in rows]
+        return [_build(r) for r in self._newest(builds, workspace, limit)]
 
     # ------------------------------------------------------------------ sync runs
 
@@ -369,16 +361,19 @@ class Runs(StoreCore):
 
     def list_sync_runs(self, workspace: str, limit: int = 20) -> list[SyncRun]:
         """The workspace's most recent sync runs, newest first."""
+        return [_sync_run(r) for r in self._newest(sync_runs, workspace, limit)]
+
+    def _newest(self, table: Table, workspace: str, limit: int) -> Sequence[Row[Any]]:
+        """The workspace's last `limit` rows of `table` (builds, sync_runs), highest id first."""
         if limit < 1:
-            raise StateError(f"sync_runs: limit must be at least 1, got {limit}")
-        with self._read(f"sync_runs: listing {workspace!r}") as conn:
-            rows = conn.execute(
-                select(sync_runs)
-                .where(sync_runs.c.workspace == workspace)
-                .order_by(sync_runs.c.id.desc())
+            raise StateError(f"{table.name}: limit must be at least 1, got {limit}")
+        with self._read(f"{table.name}: listing {workspace!r}") as conn:
+            return conn.execute(
+                select(table)
+                .where(table.c.workspace == workspace)
+                .order_by(table.c.id.desc())
                 .limit(limit)
             ).all()
-        return [_sync_run(r) for r in rows]
 
 
 def _is_run_lock(exc: IntegrityError) -> bool:

@@ -92,6 +92,13 @@ def _refs(text: str) -> tuple[list[str], list[str]]:
     return sorted(set(tables)), sorted(set(columns))
 
 
+def _legacy_rule(title: str, rule: str, lines: list[int], why: str) -> list[_Piece]:
+    """A legacy formula that cannot become a formula unit: its text kept as a domain rule, with
+    the review note that says why."""
+    note = ReviewNote("legacy_formula_incompatible", why, "domain.rule")
+    return [_Piece(title, "domain", {"rule": rule}, lines, [note])]
+
+
 def _split_list(value: str) -> list[str]:
     return [_clean(v) for v in re.split(r"[,;]", value) if _clean(v)]
 
@@ -542,21 +549,12 @@ class RuleBasedRestructurer:
         all_lines = [i for i in range(len(lines)) if lines[i].strip()]
         fenced = [i for i in range(len(lines)) if _FENCE.match(lines[i])]
         if len(fenced) < 2:
-            return [
-                _Piece(
-                    title,
-                    "domain",
-                    {"rule": "\n".join(lines[body_start:]).strip()},
-                    all_lines,
-                    [
-                        ReviewNote(
-                            "legacy_formula_incompatible",
-                            "The legacy formula has no ```sql block.",
-                            "domain.rule",
-                        )
-                    ],
-                )
-            ]
+            return _legacy_rule(
+                title,
+                "\n".join(lines[body_start:]).strip(),
+                all_lines,
+                "The legacy formula has no ```sql block.",
+            )
         code = "\n".join(lines[fenced[0] + 1 : fenced[1]]).strip()
         concept = str(meta.get("concept") or title)
         raw_columns = meta.get("columns") or []
@@ -575,22 +573,12 @@ class RuleBasedRestructurer:
                 )
             ]
         if sqlcheck.expression_error(code) is None:
-            return [
-                _Piece(
-                    title,
-                    "domain",
-                    {"rule": code},
-                    all_lines,
-                    [
-                        ReviewNote(
-                            "legacy_formula_incompatible",
-                            "The legacy formula names no input columns; add them and reclassify it "
-                            "as formula.",
-                            "domain.rule",
-                        )
-                    ],
-                )
-            ]
+            return _legacy_rule(
+                title,
+                code,
+                all_lines,
+                "The legacy formula names no input columns; add them and reclassify it as formula.",
+            )
         if sqlcheck.is_query(code):
             prose = " ".join(
                 lines[i]
@@ -614,22 +602,12 @@ class RuleBasedRestructurer:
                     ],
                 )
             ]
-        return [
-            _Piece(
-                title,
-                "domain",
-                {"rule": code},
-                all_lines,
-                [
-                    ReviewNote(
-                        "legacy_formula_incompatible",
-                        "The legacy formula's SQL does not parse: "
-                        f"{sqlcheck.expression_error(code)}",
-                        "domain.rule",
-                    )
-                ],
-            )
-        ]
+        return _legacy_rule(
+            title,
+            code,
+            all_lines,
+            f"The legacy formula's SQL does not parse: {sqlcheck.expression_error(code)}",
+        )
 
     # -- drafts ----------------------------------------------------------------------
 
