@@ -51,8 +51,14 @@ def _pdf_string(text: str) -> bytes:
     return escaped.encode("cp1252")  # WinAnsiEncoding, as declared for the font
 
 
-def build_pdf(pages: Sequence[Sequence[Line]]) -> bytes:
-    """A minimal valid PDF: one Helvetica font, each line drawn at its position."""
+Rule = tuple[float, float, float, float]  # a stroked line from (x0, y0) to (x1, y1)
+
+
+def build_pdf(
+    pages: Sequence[Sequence[Line]], rules: Sequence[Sequence[Rule]] | None = None
+) -> bytes:
+    """A minimal valid PDF: one Helvetica font, each line drawn at its position, and on each
+    page the stroked rules given for it (table borders)."""
     bodies: list[bytes] = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids ["
@@ -64,6 +70,10 @@ def build_pdf(pages: Sequence[Sequence[Line]]) -> bytes:
         stream = b"".join(
             b"BT /F1 10 Tf %.1f %.1f Td (" % (x, y) + _pdf_string(text) + b") Tj ET\n"
             for x, y, text in lines
+        )
+        stream += b"".join(
+            b"0.5 w %.1f %.1f m %.1f %.1f l S\n" % (x0, y0, x1, y1)
+            for x0, y0, x1, y1 in (rules[i] if rules else ())
         )
         bodies.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "

@@ -13,51 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.documents.test_documents import Line, Rule, build_pdf
 from thoth.documents import chunk, extract
 
-Text = tuple[float, float, str]  # x, y (from the bottom), text
-Rule = tuple[float, float, float, float]  # x0, y0, x1, y1
-
-
-def _string(text: str) -> bytes:
-    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-    return escaped.encode("cp1252")
+Text = Line  # x, y (from the bottom), text
 
 
 def build(pages: Sequence[tuple[Sequence[Text], Sequence[Rule]]]) -> bytes:
     """A minimal PDF: Helvetica text at given positions and stroked rules, page by page."""
-    bodies: list[bytes] = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids ["
-        + b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(len(pages)))
-        + b"] /Count %d >>" % len(pages),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-    ]
-    for i, (texts, rules) in enumerate(pages):
-        stream = b"".join(
-            b"BT /F1 10 Tf %.1f %.1f Td (" % (x, y) + _string(t) + b") Tj ET\n" for x, y, t in texts
-        )
-        stream += b"".join(
-            b"0.5 w %.1f %.1f m %.1f %.1f l S\n" % (x0, y0, x1, y1) for x0, y0, x1, y1 in rules
-        )
-        bodies.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
-        )
-        bodies.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets: list[int] = []
-    for number, body in enumerate(bodies, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(bodies) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(bodies) + 1,
-        xref,
-    )
-    return bytes(out)
+    return build_pdf([texts for texts, _ in pages], [rules for _, rules in pages])
 
 
 def ruled_page() -> tuple[list[Text], list[Rule]]:
