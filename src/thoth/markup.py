@@ -36,8 +36,10 @@ from thoth.errors import Problem, ProblemsError
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class YamlAliasRefused(yaml.MarkedYAMLError):
-    """An anchor or alias in a file Thoth reads: refused before anything is built from it."""
+class _AliasRefused(yaml.MarkedYAMLError):
+    """An anchor or alias in a file Thoth reads: refused before anything is built from it. A
+    YAML error on purpose: every reader already turns YAML errors into a ThothError naming
+    its file and line."""
 
 
 def load_yaml(text: str) -> Any:
@@ -50,7 +52,7 @@ def load_yaml(text: str) -> Any:
         anchor = getattr(event, "anchor", None)
         if isinstance(event, yaml.AliasEvent) or anchor is not None:
             at = event.start_mark
-            raise YamlAliasRefused(
+            raise _AliasRefused(
                 problem=f"YAML anchors and aliases (&{anchor} / *{anchor}) are not accepted "
                 "-> write the value out where it is used",
                 problem_mark=yaml.error.Mark("yaml", 0, at.line, at.column, "", 0) if at else None,
