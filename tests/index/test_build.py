@@ -129,7 +129,11 @@ def test_a_build_writes_verifies_seals_and_activates(env: _Env) -> None:
     assert env.active() == build.gen_id and build.activated and not build.abandoned
     gen = env.state.get_generation(build.gen_id)
     assert gen is not None
-    assert gen.counts == {"records": len(records), "labels": ["internal", "public"]}
+    assert gen.counts == {
+        "records": len(records),
+        "labels": ["internal", "public"],
+        "points": {"a": 3, "b": UPSERT_BATCH + 2},  # what readers check the shard against
+    }
     assert gen.config == {"mine": 1, "embedder": "test:fixed-4", "dim": DIM, "backend": "edge"}
     total = len(records)
     assert env.seen == [("index", UPSERT_BATCH, total), ("index", total, total)]

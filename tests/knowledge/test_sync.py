@@ -1162,3 +1162,45 @@ def test_evidence_search_is_unavailable_after_a_docs_sync_when_evidence_was_neve
     assert (data["status"], data["code"]) == ("unavailable", "evidence_not_published")
     assert "tht workspace preprocess evidence" in data["message"]
     assert data["results"] == []
+
+
+def _damage_a_segment(generation_dir: Path) -> None:
+    """What an interrupted copy or a disk fault leaves: a segment without its version file.
+    Qdrant Edge, opening such a shard, replaces the segment with an empty one."""
+    (version,) = list((generation_dir / "segments").glob("*/version.info"))[:1]
+    version.unlink()
+
+
+def test_a_damaged_shard_is_index_corrupt_and_no_sync_spreads_the_loss(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    root = str(ws.root)
+    code, first = tht("docs", "sync", "-w", root)
+    assert code == exitcodes.OK
+    write(ws.root, {"docs/nuovo.md": "# Nuovo\n\nIl ricovero ordinario richiede la firma.\n"})
+    commit_all(ws.root, "one more document")
+    code, second = tht("docs", "sync", "-w", root)
+    assert code == exitcodes.OK and second["outcome"] == "activated"
+    active = second["generation"]
+    ask = ["ask", "ricovero", "--label", "internal", "-w", root]
+    code, before = tht(*ask)
+    assert before["status"] == "found"
+
+    _damage_a_segment(ws.root / ".thoth" / "index" / ws.settings.workspace / active)
+
+    code, answer = tht(*ask)
+    assert (answer["status"], answer["error_code"]) == ("failed", "index_corrupt")
+    write(ws.root, {"docs/altro.md": "# Altro\n\nLa dimissione si registra entro due ore.\n"})
+    commit_all(ws.root, "and another")
+    code, refused = tht("docs", "sync", "-w", root)
+    assert code == exitcodes.FAILED and "damaged" in str(refused["error"])
+    with open_runtime(Workspace.open(ws.root)) as rt:
+        serving = rt.state.active_generation(ws.settings.workspace)
+        assert serving is not None and serving.id == active, "the loss was not activated"
+
+    # A rollback to the retained generation serves again.
+    code, _ = tht("evidence", "activate", "--generation", first["generation"], "-w", root)
+    assert code == exitcodes.OK
+    code, after = tht(*ask)
+    assert after["status"] == "found"

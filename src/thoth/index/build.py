@@ -38,6 +38,7 @@ from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import ThothError
 from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.generations import IndexBackend
+from thoth.index.reader import check_sealed_counts
 from thoth.state import StateStore, SyncStatus
 from thoth.state.store import RunKind
 
@@ -358,6 +359,10 @@ class GenerationBuild:
         identity = self._builder.embedder.identity
         old = self._builder.backend.open(self.source)
         try:
+            source = self._builder.state.get_generation(self.source)
+            if source is not None:
+                # Never spread a loss: a damaged source is refused, not copied.
+                check_sealed_counts(source, old)
             if old.dim != store.dim:
                 raise BuildError(
                     f"generation {self.source} has dimension {old.dim}, the embedder "
@@ -437,7 +442,14 @@ class GenerationBuild:
         if not self.sealed or self.verified is None:
             raise self._out_of_order("marked a candidate before it was sealed")
         self._builder.state.mark_generation(
-            self.gen_id, "candidate", {**counts, "labels": sorted(self.verified.labels)}
+            self.gen_id,
+            "candidate",
+            {
+                **counts,
+                "labels": sorted(self.verified.labels),
+                # What readers check the shard against when they open it.
+                "points": dict(sorted(self.verified.kinds.items())),
+            },
         )
         self.candidate = True
 

@@ -31,6 +31,7 @@ REVISION_MISMATCH = "revision_mismatch"
 REVISION_UNREADABLE = "revision_unreadable"
 EVIDENCE_NOT_PUBLISHED = "evidence_not_published"
 LABELS_UNKNOWN = "labels_unknown"
+INDEX_CORRUPT = "index_corrupt"
 EMBEDDER_FAILED = "embedder_failed"
 EMBEDDER_MISMATCH = "embedder_mismatch"
 STATE_UNAVAILABLE = "state_unavailable"
@@ -69,6 +70,30 @@ class StateView(Protocol):
     def active_generation(self, workspace: str) -> Any: ...
 
     def get_generation(self, gen_id: str) -> Any: ...
+
+
+def check_sealed_counts(gen: GenerationLike, store: IndexStore) -> None:
+    """The generation must hold exactly the points its builder sealed, per record kind
+    (`counts["points"]`). A damaged shard can open "fine" and answer with nothing — the engine
+    even replaces a segment that lost its version file with an empty one — so a mismatch is
+    INDEX_CORRUPT, never an empty result. Generations sealed before the builder recorded the
+    counts cannot be checked and are read as they are."""
+    sealed = (gen.counts or {}).get("points")
+    if not isinstance(sealed, dict):
+        return
+    found = {str(kind): store.count({"record_kind": str(kind)}) for kind in sealed}
+    total = store.count()
+    expected_total = sum(int(n) for n in sealed.values())
+    if found != {str(k): int(n) for k, n in sealed.items()} or total != expected_total:
+        raise Unreadable(
+            INDEX_CORRUPT,
+            f"generation {gen.id} holds {total} points {found}, its builder sealed "
+            f"{expected_total} {dict(sealed)}: the index data is damaged -> roll back to a "
+            "retained generation (`tht evidence generations`, `tht evidence activate "
+            "--generation ...`) or rebuild (`tht docs sync --full`, `tht workspace preprocess "
+            "evidence`)",
+            gen.id,
+        )
 
 
 def evidence_published(gen: GenerationLike) -> bool:
@@ -252,7 +277,14 @@ class GenerationReader:
             )
         try:
             with self.guard():
+                fresh = gen.id not in self._stores
                 self._handle(gen.id)
+                if fresh:  # once per handle: a sealed generation does not change
+                    try:
+                        check_sealed_counts(gen, self._stores[gen.id])
+                    except Unreadable:
+                        self.drop_handles()
+                        raise
         except Unreadable as exc:
             exc.generation = gen.id
             raise
