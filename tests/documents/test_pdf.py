@@ -125,11 +125,15 @@ SEC = (
 )
 
 
-@pytest.mark.skipif(
-    not (SEC / "2023 Q2 AAPL.pdf").is_file(),
-    reason="the SEC 10-Q filings (../shared/data/sec10q) are not on this machine",
-)
 def test_sec_filing_page_one_is_kept_and_statements_keep_their_header() -> None:
+    if not (SEC / "2023 Q2 AAPL.pdf").is_file():
+        reason = (
+            f"the SEC 10-Q filings are not at {SEC} (the project's shared data, beside the "
+            "checkout; THOTH_SEC10Q=<dir> points elsewhere)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI has them beside the clone, so this test must run")
+        pytest.skip(reason)
     # The old extractor (pypdf layout mode) found no text on page 1 and reported it "scanned".
     doc = extract(SEC / "2023 Q2 AAPL.pdf")
     assert doc.empty_pages == ()
