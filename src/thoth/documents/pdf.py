@@ -97,23 +97,6 @@ def _clean(cell: str | None) -> str:
     return _WS.sub(" ", cell or "").strip()
 
 
-def _merge_signs(cells: Sequence[str]) -> list[str]:
-    """`$` joined to the figure on its right, `%` to the figure on its left; spacers removed."""
-    out: list[str] = []
-    pending = ""
-    for cell in cells:
-        if _CURRENCY.match(cell):
-            pending = cell
-            continue
-        if cell == "%" and out and _is_figure(out[-1].lstrip("$€£")):
-            out[-1] += "%"
-            continue
-        out.append(pending + cell if pending and cell else cell)
-        if cell:
-            pending = ""
-    return out
-
-
 def _tidy(rows: Sequence[Sequence[str | None]]) -> list[list[str]]:
     """Cells cleaned, `$`/`%` merged, empty rows and empty (spacer) columns removed."""
     width = max((len(row) for row in rows), default=0)

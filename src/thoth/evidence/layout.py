@@ -6,6 +6,7 @@ from pathlib import Path
 
 from thoth.config import CONFIG_FILE, render_default_config
 from thoth.errors import PreconditionError
+from thoth.evidence.manifest import PIPELINE_VERSION
 from thoth.evidence.model import KINDS
 
 _EVIDENCE_README = """# Evidence
@@ -49,7 +50,7 @@ def init_workspace(root: Path, name: str | None = None, language: str = "it") ->
     for rel, text in (
         ("README.md", _EVIDENCE_README),
         ("evaluation.yaml", _EVALUATION),
-        ("manifest.yaml", "pipeline_version: 1\nsources: {}\n"),
+        ("manifest.yaml", f"pipeline_version: {PIPELINE_VERSION}\nsources: {{}}\n"),
     ):
         path = evidence / rel
         if not path.exists():
