@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -58,6 +59,21 @@ def load_yaml(text: str) -> Any:
                 problem_mark=yaml.error.Mark("yaml", 0, at.line, at.column, "", 0) if at else None,
             )
     return yaml.load(text, Loader=_SafeLoader)
+
+
+def read_yaml_file(path: Path, rel: str, missing_hint: str) -> Any:
+    """The YAML document of a file Thoth reads whole (evaluation files): ProblemsError naming
+    `rel` when the file is missing or is not valid YAML (anchors and aliases included)."""
+    if not path.is_file():
+        raise ProblemsError(
+            f"{rel} is missing", [Problem(rel, "file not found", hint=missing_hint)]
+        )
+    try:
+        return load_yaml(path.read_text("utf-8"))
+    except yaml.YAMLError as exc:
+        raise ProblemsError(
+            f"{rel} is not valid YAML", [Problem(rel, str(exc).replace("\n", " "))]
+        ) from exc
 
 
 @cache

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from thoth.answer.retrieval import SearchRequestError, parse_request
 from thoth.errors import Problem, ProblemsError, ThothError
-from thoth.markup import load_yaml
+from thoth.markup import read_yaml_file
 
 DEFAULT_K = 5
 Verdict = Literal["pass", "retrieval", "answer", "failed"]
@@ -86,17 +86,7 @@ class Asker(Protocol):
 def load_answer_cases(path: Path, label: str | None = None) -> list[AnswerCase]:
     """Read the evaluation file (a YAML list of cases); every problem names the entry."""
     rel = label or str(path)
-    if not path.is_file():
-        raise ProblemsError(
-            f"{rel} is missing",
-            [Problem(rel, "file not found", hint="write reference questions (docs/answers.md)")],
-        )
-    try:
-        raw = load_yaml(path.read_text("utf-8"))
-    except yaml.YAMLError as exc:
-        raise ProblemsError(
-            f"{rel} is not valid YAML", [Problem(rel, str(exc).replace("\n", " "))]
-        ) from exc
+    raw = read_yaml_file(path, rel, "write reference questions (docs/answers.md)")
     if raw is None:
         return []
     if not isinstance(raw, list):

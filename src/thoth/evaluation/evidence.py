@@ -10,12 +10,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from thoth.errors import Problem, ProblemsError
 from thoth.evidence.model import Purpose
-from thoth.markup import load_yaml
+from thoth.markup import read_yaml_file
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
 
@@ -48,17 +47,7 @@ class EvaluationFile(_Strict):
 
 def load_evaluation(path: Path) -> EvaluationFile:
     rel = "evidence/evaluation.yaml"
-    if not path.is_file():
-        raise ProblemsError(
-            f"{rel} is missing",
-            [Problem(rel, "file not found", hint="write the evaluation questions")],
-        )
-    try:
-        raw = load_yaml(path.read_text("utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ProblemsError(
-            f"{rel} is not valid YAML", [Problem(rel, str(exc).replace("\n", " "))]
-        ) from exc
+    raw = read_yaml_file(path, rel, "write the evaluation questions") or {}
     try:
         data = EvaluationFile.model_validate(raw)
     except ValidationError as exc:
