@@ -72,7 +72,7 @@ from bench_common import (
 )
 from retrieval_squad import QueryVectorCache, progress_bar
 from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, chunk_stats
-from thoth.documents.extract import Block, Document, markdown_table
+from thoth.documents.extract import Block, Document
 from thoth.embed import CACHE_FILE, CachedEmbedder, Embedder
 from thoth.evidence.model import PURPOSES
 from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
@@ -81,6 +81,7 @@ from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
 from thoth.index.records import GENERATION_INDEXES
 from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
+from thoth.markup import markdown_table
 
 DEFAULT_TATQA = Path("../shared/data/tatqa/tatqa_dataset_dev.json")
 STRATEGIES = ("ours", "naive")

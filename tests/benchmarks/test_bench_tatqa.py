@@ -12,8 +12,8 @@ import pytest
 
 from tests.fake_embeddings import FakeEmbeddingServer
 from thoth.documents.chunk import ChunkLimits
-from thoth.documents.extract import markdown_table
 from thoth.embed.openai_compat import OpenAICompatEmbedder
+from thoth.markup import markdown_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import tatqa_retrieval as tq

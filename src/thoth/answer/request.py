@@ -21,8 +21,6 @@ from thoth.errors import RequestError
 class SearchRequestError(RequestError):
     """The request is malformed: unknown field, label, channel or source, or a wrong type."""
 
-    exit_code = 2
-
 
 class SearchRequest(BaseModel):
     """Every field only narrows the search: each becomes one more condition in the index."""

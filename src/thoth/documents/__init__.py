@@ -28,7 +28,6 @@ from thoth.documents.extract import (
     DocumentFormat,
     ExtractionError,
     extract,
-    markdown_table,
 )
 
 __all__ = [
@@ -50,5 +49,4 @@ __all__ = [
     "chunk_spreadsheet",
     "chunk_stats",
     "extract",
-    "markdown_table",
 ]

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from thoth.errors import Problem, ProblemsError
-from thoth.markup import markdown_table as markdown_table  # re-exported: thoth.documents API
-from thoth.markup import parse_markdown, raw_front_matter
+from thoth.markup import markdown_table, parse_markdown, raw_front_matter
 
 BlockKind = Literal["heading", "paragraph", "list", "table", "qa"]
 DocumentFormat = Literal["markdown", "text", "html", "pdf", "docx", "xlsx", "csv"]

@@ -537,7 +537,6 @@ class RuleBasedRestructurer:
         for s in section:  # re-base indices onto the full file
             s.lines = [i + body_start for i in s.lines]
             s.heading = None if s.heading is None else s.heading + body_start
-        heading = next((s.heading for s in section if s.heading is not None), None)
         title = next(
             (
                 lines[i][2:].strip()
@@ -561,8 +560,8 @@ class RuleBasedRestructurer:
         columns = [str(c) for c in raw_columns] if isinstance(raw_columns, list) else []
         if not columns:
             columns = _refs("\n".join(lines))[1]
-        del heading
-        if sqlcheck.expression_error(code) is None and columns:
+        error = sqlcheck.expression_error(code)  # parsed once, used by every branch below
+        if error is None and columns:
             return [
                 _Piece(
                     title,
@@ -572,7 +571,7 @@ class RuleBasedRestructurer:
                     concepts=[concept],
                 )
             ]
-        if sqlcheck.expression_error(code) is None:
+        if error is None:
             return _legacy_rule(
                 title,
                 code,
@@ -606,7 +605,7 @@ class RuleBasedRestructurer:
             title,
             code,
             all_lines,
-            f"The legacy formula's SQL does not parse: {sqlcheck.expression_error(code)}",
+            f"The legacy formula's SQL does not parse: {error}",
         )
 
     # -- drafts ----------------------------------------------------------------------
