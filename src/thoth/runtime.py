@@ -39,11 +39,16 @@ def memory_registry_path(ws: Workspace) -> Path:
     return state_dir(ws) / "memory" / "registry.jsonl"
 
 
+def live_collection_path(ws: Workspace, name: str) -> Path:
+    """Where the Edge shard of the live collection `name` lives: beside (never inside) the
+    directory of the workspace's generations, which holds generations only."""
+    return state_dir(ws) / "index" / f"{ws.settings.workspace}.{name}"
+
+
 def memory_index_path(ws: Workspace) -> Path:
-    """The live memory shard with the Qdrant Edge backend, beside (never inside) the directory
-    of the workspace's Evidence generations, which holds generations only. With the server
-    backend, the shard left here by an earlier release is what `tht memory migrate` copies."""
-    return state_dir(ws) / "index" / f"{ws.settings.workspace}.memory"
+    """The live memory shard with the Qdrant Edge backend. With the server backend, the shard
+    left here by an earlier release is what `tht memory migrate` copies."""
+    return live_collection_path(ws, "memory")
 
 
 def open_embedder(ws: Workspace) -> Embedder:
@@ -62,7 +67,14 @@ def qdrant_client(ws: Workspace) -> QdrantClient:
         key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
         return QdrantClient(url=cfg.url, api_key=key)
     if cfg.path:
-        return QdrantClient(path=str(ws.root / cfg.path))
+        path = ws.root / cfg.path
+        try:
+            return QdrantClient(path=str(path))
+        except RuntimeError as exc:  # local mode: the path is held by another client
+            raise IndexUnavailable(
+                f"{path}: cannot open the Qdrant client ({exc}) -> local mode allows one "
+                "process at a time; use a Qdrant server ([index].url) to share it"
+            ) from exc
     raise ConfigError(
         '[index].backend = "server" needs [index].url (a Qdrant server) or '
         "[index].path (qdrant-client local mode)"
@@ -88,14 +100,8 @@ def make_live_collection(
     if ws.settings.index.backend == "server":
         if client is not None:
             return ServerLiveCollection(client, index_prefix(ws), name)
-        try:
-            own = qdrant_client(ws)
-        except RuntimeError as exc:  # local mode: the path is held by another client
-            raise IndexUnavailable(
-                f"{index_prefix(ws)}__{name}: cannot open the Qdrant client ({exc})"
-            ) from exc
-        return ServerLiveCollection(own, index_prefix(ws), name, owns_client=True)
-    return EdgeLiveCollection(state_dir(ws) / "index" / f"{ws.settings.workspace}.{name}", name)
+        return ServerLiveCollection(qdrant_client(ws), index_prefix(ws), name, owns_client=True)
+    return EdgeLiveCollection(live_collection_path(ws, name), name)
 
 
 @dataclass
