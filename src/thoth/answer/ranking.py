@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from thoth.index.base import Hit
+from thoth.index.base import Hit, deterministic_top
 from thoth.index.records import CURATED_KINDS, RECORD_DOCUMENT
 
 
@@ -21,7 +21,7 @@ def curated_weight(hits: Sequence[Hit], weight: float) -> list[Hit]:
             Hit(h.id, h.score * (1 + weight), h.payload) if kind_of(h) in CURATED_KINDS else h
             for h in hits
         ]
-    return sorted(hits, key=lambda h: (-h.score, h.id))
+    return deterministic_top(list(hits), len(hits))
 
 
 def verbatim_floor(

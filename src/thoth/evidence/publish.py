@@ -80,6 +80,12 @@ def unit_fragments(units: list[Unit], max_chars: int) -> list[tuple[Unit, Fragme
     return [(u, f) for u in units for f in fragment_unit(u, max_chars)]
 
 
+def evidence_stamp(answers: AnswersSettings) -> tuple[tuple[str, ...], str]:
+    """The labels (in the order thoth.toml declares them) and the channel every Evidence point
+    carries: what a publication writes and what docs sync restamps carried Evidence with."""
+    return tuple(answers.evidence_labels), answers.evidence_channel or ""
+
+
 def evidence_payload(
     ws_name: str,
     revision: str,
@@ -94,7 +100,7 @@ def evidence_payload(
     The answer engine reads the same points: `title`, `caveats` (read by the model, never
     embedded) and the channel and labels declared for Evidence in `[answers]`; without labels
     a unit is never served to `tht ask` (labels fail closed)."""
-    answers = answers or AnswersSettings()
+    labels, channel = evidence_stamp(answers or AnswersSettings())
     return EvidencePayload(
         workspace_id=ws_name,
         workspace_revision=revision,
@@ -115,8 +121,8 @@ def evidence_payload(
         title=unit.title,
         doc_id=unit.id,
         caveats=caveats_for(fragment.text, unit.caveats),
-        channel=answers.evidence_channel or "",
-        labels=tuple(answers.evidence_labels),
+        channel=channel,
+        labels=labels,
     )
 
 

@@ -40,11 +40,13 @@ from thoth.documents.records import (
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
 from thoth.errors import ConfigError, PreconditionError, ThothError
+from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
 from thoth.index.generations import IndexBackend
+from thoth.index.records import DOCUMENT_KINDS as DOC_KINDS
 from thoth.index.records import GENERATION_INDEXES, FragmentPayload, parse_payload
 from thoth.index.records import RECORD_EVIDENCE as EVIDENCE_KIND
 from thoth.knowledge.ingest import (
@@ -58,7 +60,6 @@ from thoth.state import Generation, StateStore
 from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
-DOC_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI)
 # Source settings that do not change how a file is prepared: labels and channel are compared
 # on their own (a change is reported by name), the rest only selects files.
 _NOT_PREPARATION: Final = frozenset(
@@ -536,8 +537,9 @@ class DocsSync:
             )
 
     def _evidence_stamp(self) -> tuple[tuple[str, ...], str]:
-        answers = self.settings.answers
-        return _labels(answers.evidence_labels), answers.evidence_channel or ""
+        """The stamp a publication writes, labels sorted: what a carried record is compared to."""
+        labels, channel = evidence_stamp(self.settings.answers)
+        return _labels(labels), channel
 
     def _prepare(self, plan: _Plan) -> list[PreparedDocument]:
         """Extract and chunk every file to build, before any index write: an error here stops
@@ -670,9 +672,7 @@ class DocsSync:
         documents and pages in `plan.carry`, with the same ids, vectors and payloads, restamped
         with the new generation (Evidence search filters on `vector_generation`), and with the
         labels and channel declared now where `plan` says so."""
-        answers = self.settings.answers
-        # The order declared in thoth.toml, as a publication writes it.
-        evidence_stamp = (tuple(answers.evidence_labels), answers.evidence_channel or "")
+        stamp_now = evidence_stamp(self.settings.answers)  # as a publication writes it
 
         def keep(rec: IndexRecord) -> IndexRecord | None:
             payload = rec.payload
@@ -686,7 +686,7 @@ class DocsSync:
             else:
                 unit = str(payload.get("evidence_id") or payload.get("doc_id") or rec.id)
                 if kind == EVIDENCE_KIND and unit in plan.evidence:
-                    stamp = evidence_stamp
+                    stamp = stamp_now
             if stamp is not None:
                 payload = {**payload, "labels": list(stamp[0]), "channel": stamp[1]}
             if "vector_generation" in payload:

@@ -37,7 +37,6 @@ from thoth.search.outcome import (
 )
 from thoth.search.query import render_query
 
-RECORD_KIND = RECORD_EVIDENCE  # kept for callers of the old name
 FRAGMENTS_PER_UNIT = 2
 _BINDABLE = ("concepts", "tables", "columns")
 
