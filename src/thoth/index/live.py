@@ -35,7 +35,7 @@ from qdrant_client import QdrantClient, models
 from thoth.index.base import BM25, IndexStore, IndexUnavailable
 from thoth.index.edge import EdgeStore
 from thoth.index.server import ServerStore
-from thoth.storage import file_lock, fsync_dir
+from thoth.storage import file_lock, fsync_dir, write_durably
 
 META_KEY: Final = "thoth"  # the key of the caller's metadata in a server collection's metadata
 _PAGE: Final = 1024
@@ -157,11 +157,9 @@ class EdgeLiveCollection:
                 store.flush()
             finally:
                 store.close()
-            meta_file = self._creating / self.meta_path.name
-            with meta_file.open("w", encoding="utf-8") as f:
-                f.write(json.dumps(dict(meta), indent=2) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            write_durably(
+                self._creating / self.meta_path.name, json.dumps(dict(meta), indent=2) + "\n"
+            )
             os.replace(self._creating, self.path)
             fsync_dir(self.path.parent)
         except OSError as exc:

@@ -179,7 +179,6 @@ class Registry:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.log = JsonlLog(path, damaged=self._corrupted, repair_hint=_REPAIR_HINT)
-        self.lock_path = self.log.lock_path
 
     def all(self) -> list[MemoryRecord]:
         """Every record in file order; an absent file is an empty registry."""

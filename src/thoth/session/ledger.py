@@ -314,7 +314,6 @@ class Ledger:
         self.path = path
         self.session_id = session_id
         self.log = JsonlLog(path, damaged=self._corrupted, repair_hint=_REPAIR_HINT)
-        self.lock_path = self.log.lock_path
 
     def entries(self) -> list[Entry]:
         """Every entry in seq order, checked line by line (LedgerCorrupted on any damage)."""

@@ -162,7 +162,6 @@ class ProposalBook:
         self.session = session
         self.path: Path = session.directory / PROPOSALS_FILE
         self.log = JsonlLog(self.path, damaged=self._corrupted, repair_hint=_REPAIR_HINT)
-        self.lock_path = self.log.lock_path
 
     # -------------------------------------------------------------- reading
 

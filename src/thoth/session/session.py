@@ -31,7 +31,7 @@ from thoth.session.effective import (
     withdrawals,
 )
 from thoth.session.ledger import Entry, EntryRefused, EvidenceReceipt, Ledger
-from thoth.storage import check_utc_timestamp, fsync_dir, validation_problems
+from thoth.storage import check_utc_timestamp, fsync_dir, validation_problems, write_durably
 
 SESSION_ID_RE: Final = re.compile(r"s-\d{8}-\d{6}-[0-9a-f]{6}")
 SESSION_FILE: Final = "session.json"
@@ -206,7 +206,7 @@ class SessionStore:
             # directory without its session.json that would make list() fail.
             staging = Path(tempfile.mkdtemp(prefix=".creating-", dir=self.sessions_dir))
             try:
-                _write_durably(staging / SESSION_FILE, info.model_dump_json(indent=2) + "\n")
+                write_durably(staging / SESSION_FILE, info.model_dump_json(indent=2) + "\n")
                 try:
                     os.rename(staging, target)
                 except OSError:
@@ -274,10 +274,3 @@ class SessionStore:
                 ],
             )
         return info
-
-
-def _write_durably(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())

@@ -1,7 +1,7 @@
 """Files on disk: append-only JSONL logs, advisory file locks and durable (fsynced, atomic)
 writes. Imports nothing from thoth but its errors."""
 
-from thoth.storage.files import append_durably, apply_changes, fsync_dir
+from thoth.storage.files import append_durably, apply_changes, fsync_dir, write_durably
 from thoth.storage.jsonl import (
     JsonlLog,
     LineIssue,
@@ -25,4 +25,5 @@ __all__ = [
     "fsync_dir",
     "utc_now",
     "validation_problems",
+    "write_durably",
 ]

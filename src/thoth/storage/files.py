@@ -32,6 +32,15 @@ def append_durably(path: Path, data: bytes) -> None:
         fsync_dir(path.parent)
 
 
+def write_durably(path: Path, text: str) -> None:
+    """Write `text` to `path` (UTF-8) and fsync it before returning; callers that need the
+    file to appear atomically write it beside its final place and rename it."""
+    with path.open("w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def fsync_dir(path: Path) -> None:
     """Make a file creation or rename in `path` durable, not only the file's bytes."""
     fd = os.open(path, os.O_RDONLY)

@@ -97,9 +97,6 @@ class JsonlLog:
         self._damaged = damaged
         self.repair_hint = repair_hint
 
-    def exists(self) -> bool:
-        return self.path.exists()
-
     def read(self, validate: Validate[T]) -> list[T]:
         """Every record in file order under the shared lock; an absent log is empty (and
         reading it creates nothing)."""
