@@ -146,6 +146,33 @@ def test_a_candidate_whose_build_was_killed_before_its_gate_cannot_be_activated(
     assert code == exitcodes.OK and orphan in str(data["discarded_partial"])
     code, data = tht("evidence", "generations", "-w", root)
     statuses = {g["id"]: g["status"] for g in data["generations"]}  # type: ignore[attr-defined]
-    assert statuses[orphan] == "failed"
+    assert statuses[orphan] == "abandoned"
     with open_runtime(Workspace.open(ws.root)) as rt:
         assert orphan not in rt.backend.sealed(), "its data is dropped"
+
+
+def test_generations_cleanup_abandons_a_candidate_never_evaluated(
+    make_workspace: Make, fake: FakeEmbeddingServer
+) -> None:
+    ws = prepared_workspace(make_workspace, fake.url)
+    root = str(ws.root)
+    tht("workspace", "activate", root)
+    code, data = tht("workspace", "preprocess", "evidence", root)
+    assert code == exitcodes.OK
+    first = data["generation"]
+    with open_runtime(Workspace.open(ws.root)) as rt:
+        name = rt.ws.settings.workspace
+        revision = rt.state.active_revision(name)
+        assert revision is not None
+        orphan = rt.state.create_generation(name, revision, {"embedder": rt.embedder.identity})
+        rt.backend.seal(orphan, rt.backend.create(orphan, rt.embedder.dim))
+        rt.state.mark_generation(orphan, "candidate", {"labels": []})
+
+    code, data = tht("evidence", "generations", "--cleanup", "-w", root)
+    assert code == exitcodes.OK and data["cleaned_up"] == [orphan]
+    statuses = {g["id"]: g["status"] for g in data["generations"]}  # type: ignore[attr-defined]
+    assert statuses == {first: "active", orphan: "abandoned"}
+    code, data = tht("evidence", "generations", "--cleanup", "-w", root)
+    assert data["cleaned_up"] == []  # nothing left: the active generation is untouched
+    code, data = tht("evidence", "activate", "--generation", orphan, "-w", root)
+    assert code == exitcodes.PRECONDITION

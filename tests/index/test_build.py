@@ -129,6 +129,9 @@ def test_a_build_writes_verifies_seals_and_activates(env: _Env) -> None:
     assert env.active() == build.gen_id and build.activated and not build.abandoned
     gen = env.state.get_generation(build.gen_id)
     assert gen is not None
+    files = gen.counts.pop("files")  # every sealed file: size and SHA-256
+    assert files["edge_config.json"][0] > 0 and len(files["edge_config.json"][1]) == 64
+    assert any(name.endswith("/version.info") for name in files)
     assert gen.counts == {
         "records": len(records),
         "labels": ["internal", "public"],
@@ -463,6 +466,6 @@ def test_the_next_build_abandons_a_candidate_that_never_reached_its_gate(env: _E
     killed.mark_candidate({})  # ... and the process died before the gate ran
     builder = env.builder()
     assert killed.gen_id in builder.discard_crashed()
-    assert env.status(killed.gen_id) == "failed"
+    assert env.status(killed.gen_id) == "abandoned"  # never evaluated, unlike 'failed'
     assert killed.gen_id not in env.backend.sealed()
     assert env.active() == previous

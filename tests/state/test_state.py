@@ -447,4 +447,11 @@ def test_default_config_has_a_state_section() -> None:
     assert settings.state == StateSettings(url=None)
     configured = Settings.model_validate({**raw, "state": {"url": "postgresql+psycopg://u@h/d"}})
     assert configured.state.url == "postgresql+psycopg://u@h/d"
-    assert set(GENERATION_STATUSES) == {"building", "candidate", "active", "retired", "failed"}
+    assert set(GENERATION_STATUSES) == {
+        "building",
+        "candidate",
+        "active",
+        "retired",
+        "failed",
+        "abandoned",
+    }

@@ -21,6 +21,7 @@ from thoth.evaluation.answers import (
     run_answer_evaluation,
 )
 from thoth.index.base import IndexUnavailable
+from thoth.index.reader import Unreadable, open_generation
 from thoth.knowledge.verify import VerifyReport, verify
 from thoth.runtime import make_backend, open_answer_service, open_state
 from thoth.workspace import Workspace
@@ -162,7 +163,11 @@ def _verify_with_index(ws: Workspace) -> VerifyReport:
         if active is None:
             return verify(ws)
         try:
-            store = backend.open(active.id)
+            store = open_generation(backend, active)
+        except Unreadable as exc:
+            report = verify(ws)
+            report.add("error", exc.code, f"generation {active.id}", str(exc))
+            return report
         except IndexUnavailable as exc:
             report = verify(ws)
             report.add("error", "index_unavailable", f"generation {active.id}", str(exc))

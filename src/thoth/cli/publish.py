@@ -21,6 +21,7 @@ from thoth.evaluation.evidence import (
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.publish import materialize
 from thoth.gitrepo import dirty_paths, resolve_revision
+from thoth.index.shard import SHARD_FILES
 from thoth.runtime import Runtime, open_runtime, state_dir
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.workflow.publish import Publisher, PublishReport
@@ -215,9 +216,21 @@ def evaluate_cmd(
     raise typer.Exit(exitcodes.OK if report.gate_passed else exitcodes.FAILED)
 
 
-def generations_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+def generations_cmd(
+    workspace: WsOpt = Path("."),
+    cleanup: Annotated[
+        bool,
+        typer.Option(
+            "--cleanup",
+            help="First remove what killed builds left: unsealed data, and candidates never "
+            "evaluated (marked 'abandoned'). Waits for no build: refused while one runs.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """List index generations and recent builds."""
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
+        removed = Publisher(rt.ws, rt.state, rt.backend, rt.embedder).cleanup() if cleanup else None
         name = rt.ws.settings.workspace
         gens = rt.state.list_generations(name)
         builds = rt.state.list_builds(name)
@@ -227,12 +240,14 @@ def generations_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> N
         emit_json(
             {
                 "active_revision": revision,
+                "cleaned_up": removed,
                 "generations": [
                     {
                         "id": g.id,
                         "status": g.status,
                         "revision": g.revision,
-                        "counts": g.counts,
+                        # the shard fingerprint is for readers, not for people
+                        "counts": {k: v for k, v in g.counts.items() if k != SHARD_FILES},
                         "has_data": g.id in sealed,
                     }
                     for g in gens
@@ -251,6 +266,8 @@ def generations_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> N
             }
         )
         return
+    if removed is not None:
+        out.print(f"Cleaned up: {', '.join(removed) or 'nothing to remove'}.")
     out.print(f"Active revision: {revision[:12] if revision else 'none'}")
     table = Table(title="generations")
     for col in ("id", "status", "revision", "units", "fragments", "data"):

@@ -105,6 +105,11 @@ class IndexUnavailable(ThothError):
     """The index cannot answer: missing, corrupt, locked or failing. Never an empty result."""
 
 
+class IndexCorrupt(IndexUnavailable):
+    """A sealed generation's files are not the files its builder sealed (missing, added,
+    truncated or altered): nothing of it is read."""
+
+
 class IndexConfigError(ThothError):
     """The collection exists with an incompatible configuration; nothing was changed."""
 

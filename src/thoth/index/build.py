@@ -38,7 +38,7 @@ from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import ThothError
 from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.generations import IndexBackend
-from thoth.index.reader import check_sealed_counts
+from thoth.index.reader import open_generation
 from thoth.state import StateStore, SyncStatus
 from thoth.state.store import RunKind
 
@@ -251,19 +251,21 @@ class GenerationBuilder:
 
     def discard_crashed(self) -> list[str]:
         """Remove what builds whose process died left behind: unsealed data, generations still
-        'building' or 'candidate' (a build killed between sealing and its gate: never
-        evaluated, never to be activated; data dropped, marked 'failed'), unfinished build
-        records ('interrupted'). Safe only under the run lock, which no live build of the
-        workspace holds then. Returns the generation ids whose unsealed data or unevaluated
-        candidate was removed. `begin` calls it once if the caller did not."""
+        'building' (marked 'failed') or 'candidate' (a build killed between sealing and the end
+        of its gate: never evaluated, never to be activated; data dropped, marked 'abandoned'),
+        unfinished build records ('interrupted'). Safe only under the run lock, which no live
+        build of the workspace holds then. Returns the generation ids whose unsealed data or
+        unevaluated candidate was removed. `begin` calls it once if the caller did not."""
         self.state.mark_interrupted(self.workspace)
         removed = self.backend.discard_unsealed()
         for gen in self.state.list_generations(self.workspace):
             if gen.status in ("building", "candidate"):
+                self.backend.drop(gen.id)
                 if gen.status == "candidate":
                     removed.append(gen.id)
-                self.backend.drop(gen.id)
-                self.state.mark_generation(gen.id, "failed")
+                    self.state.mark_generation(gen.id, "abandoned")
+                else:
+                    self.state.mark_generation(gen.id, "failed")
         self._discarded = removed
         return removed
 
@@ -322,6 +324,7 @@ class GenerationBuild:
         self.discarded = list(discarded)  # unsealed generations removed by `begin`
         self.written: Counter[str] = Counter()  # records written per kind, carried included
         self.verified: Verified | None = None
+        self.shard: dict[str, Any] = {}  # the backend's seal fingerprint, once sealed
         self.sealed = self.candidate = self.gate_failed = False
         self.activated = self.abandoned = False
 
@@ -357,12 +360,15 @@ class GenerationBuild:
         if self.source is None:
             return {}
         identity = self._builder.embedder.identity
-        old = self._builder.backend.open(self.source)
+        source = self._builder.state.get_generation(self.source)
+        if source is None:
+            raise BuildError(
+                f"generation {self.source}, the source of generation {self.gen_id}, is not in "
+                "the state store -> report this as a bug"
+            )
+        # Never spread a loss: a damaged source is refused (INDEX_CORRUPT), not copied.
+        old = open_generation(self._builder.backend, source)
         try:
-            source = self._builder.state.get_generation(self.source)
-            if source is not None:
-                # Never spread a loss: a damaged source is refused, not copied.
-                check_sealed_counts(source, old)
             if old.dim != store.dim:
                 raise BuildError(
                     f"generation {self.source} has dimension {old.dim}, the embedder "
@@ -432,7 +438,7 @@ class GenerationBuild:
         if self.verified is None:
             raise self._out_of_order("sealed before it was verified")
         store = self._writable("seal")
-        self._builder.backend.seal(self.gen_id, store)
+        self.shard = self._builder.backend.seal(self.gen_id, store)
         self.store = None
         self.sealed = True
 
@@ -449,6 +455,7 @@ class GenerationBuild:
                 "labels": sorted(self.verified.labels),
                 # What readers check the shard against when they open it.
                 "points": dict(sorted(self.verified.kinds.items())),
+                **self.shard,
             },
         )
         self.candidate = True

@@ -9,6 +9,7 @@ seals it, and never writes it again — see thoth.index.generations.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,10 +54,11 @@ def _sparse(vec: SparseVec) -> qe.SparseVector:
 
 
 class EdgeStore:
-    def __init__(self, shard: Any, path: Path, dim: int) -> None:
+    def __init__(self, shard: Any, path: Path, dim: int, *, private: bool = False) -> None:
         self._shard = shard
         self.path = path
         self.dim = dim
+        self._private = private  # a reader's private copy: removed on close
 
     @classmethod
     def create(cls, path: Path, dim: int) -> EdgeStore:
@@ -74,7 +76,9 @@ class EdgeStore:
         return cls(shard, path, dim)
 
     @classmethod
-    def open(cls, path: Path) -> EdgeStore:
+    def open(cls, path: Path, *, private: bool = False) -> EdgeStore:
+        """The shard at `path`. The engine writes into a shard it opens: a sealed generation is
+        opened only through a private copy (`private=True`: the copy is removed on close)."""
         config_path = path / _CONFIG_FILE
         if not config_path.is_file():
             raise IndexUnavailable(
@@ -89,7 +93,7 @@ class EdgeStore:
             shard = qe.EdgeShard.load(str(path))
         except Exception as exc:
             raise IndexUnavailable(f"{path}: cannot open the Qdrant Edge shard: {exc}") from exc
-        return cls(shard, path, dim)
+        return cls(shard, path, dim, private=private)
 
     def _config(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.path / _CONFIG_FILE).read_text("utf-8"))
@@ -218,4 +222,9 @@ class EdgeStore:
             raise IndexUnavailable(f"{self.path}: flush failed: {exc}") from exc
 
     def close(self) -> None:
-        self._shard.close()
+        try:
+            self._shard.close()
+        finally:
+            if self._private:
+                self._private = False
+                shutil.rmtree(self.path, ignore_errors=True)  # our own copy; swept if left

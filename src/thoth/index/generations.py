@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from qdrant_client import QdrantClient, models
 
 from thoth.index.base import IndexStore, IndexUnavailable
 from thoth.index.edge import EdgeStore
 from thoth.index.server import ServerStore
+from thoth.index.shard import SHARD_FILES, fingerprint, private_copy
 from thoth.storage import fsync_dir
 
 _BUILDING = ".building"
@@ -33,12 +35,15 @@ class IndexBackend(Protocol):
         """A new, empty, unsealed generation store."""
         ...
 
-    def seal(self, gen_id: str, store: IndexStore) -> None:
-        """Flush, close and make the generation readable in one step."""
+    def seal(self, gen_id: str, store: IndexStore) -> dict[str, Any]:
+        """Flush, close and make the generation readable in one step. Returns what `open`
+        checks the sealed data against later (empty when the backend cannot check)."""
         ...
 
-    def open(self, gen_id: str) -> IndexStore:
-        """A sealed generation; IndexUnavailable when missing or unreadable."""
+    def open(self, gen_id: str, sealed: Mapping[str, Any] | None = None) -> IndexStore:
+        """A sealed generation, opened without writing into it; `sealed` is what `seal`
+        returned (None: not recorded). IndexCorrupt when the data is not what was sealed,
+        IndexUnavailable when missing or unreadable."""
         ...
 
     def drop(self, gen_id: str) -> None: ...
@@ -62,20 +67,26 @@ class EdgeBackend:
         self.root.mkdir(parents=True, exist_ok=True)
         return EdgeStore.create(self.root / f"{gen_id}{_BUILDING}", dim)
 
-    def seal(self, gen_id: str, store: IndexStore) -> None:
+    def seal(self, gen_id: str, store: IndexStore) -> dict[str, Any]:
         store.flush()
         store.close()
         building = self.root / f"{gen_id}{_BUILDING}"
         os.replace(building, self.root / gen_id)  # one rename: readable all at once
         fsync_dir(self.root)
+        return {SHARD_FILES: fingerprint(self.root / gen_id)}
 
-    def open(self, gen_id: str) -> IndexStore:
+    def open(self, gen_id: str, sealed: Mapping[str, Any] | None = None) -> IndexStore:
         path = self.root / gen_id
         if not path.is_dir():
             raise IndexUnavailable(
                 f"{path}: generation {gen_id} has no index directory (deleted or never sealed)"
             )
-        return EdgeStore.open(path)
+        copy = private_copy(path, (sealed or {}).get(SHARD_FILES), gen_id)
+        try:
+            return EdgeStore.open(copy, private=True)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)  # our own copy, never opened
+            raise
 
     def drop(self, gen_id: str) -> None:
         for path in (self.root / gen_id, self.root / f"{gen_id}{_BUILDING}"):
@@ -115,7 +126,7 @@ class ServerBackend:
     def create(self, gen_id: str, dim: int) -> IndexStore:
         return ServerStore.create(self._client, self._name(gen_id) + "__building", dim)
 
-    def seal(self, gen_id: str, store: IndexStore) -> None:
+    def seal(self, gen_id: str, store: IndexStore) -> dict[str, Any]:
         store.flush()
         self._client.update_collection_aliases(
             change_aliases_operations=[
@@ -127,8 +138,9 @@ class ServerBackend:
                 )
             ]
         )
+        return {}  # a server collection has no files Thoth can check; counts still are
 
-    def open(self, gen_id: str) -> IndexStore:
+    def open(self, gen_id: str, sealed: Mapping[str, Any] | None = None) -> IndexStore:
         aliases = {a.alias_name for a in self._client.get_aliases().aliases}
         if self._name(gen_id) not in aliases:
             raise IndexUnavailable(

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.errors import ThothError
-from thoth.index.base import IndexStore, IndexUnavailable, SparseVec
+from thoth.index.base import IndexCorrupt, IndexStore, IndexUnavailable, SparseVec
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import IndexBackend
 from thoth.index.records import DamagedRecord
@@ -74,10 +74,9 @@ class StateView(Protocol):
 
 def check_sealed_counts(gen: GenerationLike, store: IndexStore) -> None:
     """The generation must hold exactly the points its builder sealed, per record kind
-    (`counts["points"]`). A damaged shard can open "fine" and answer with nothing — the engine
-    even replaces a segment that lost its version file with an empty one — so a mismatch is
-    INDEX_CORRUPT, never an empty result. Generations sealed before the builder recorded the
-    counts cannot be checked and are read as they are."""
+    (`counts["points"]`). A damaged shard can open "fine" and answer with nothing, so a
+    mismatch is INDEX_CORRUPT, never an empty result. Generations sealed before the builder
+    recorded the counts cannot be checked and are read as they are."""
     sealed = (gen.counts or {}).get("points")
     if not isinstance(sealed, dict):
         return
@@ -88,12 +87,32 @@ def check_sealed_counts(gen: GenerationLike, store: IndexStore) -> None:
         raise Unreadable(
             INDEX_CORRUPT,
             f"generation {gen.id} holds {total} points {found}, its builder sealed "
-            f"{expected_total} {dict(sealed)}: the index data is damaged -> roll back to a "
-            "retained generation (`tht evidence generations`, `tht evidence activate "
-            "--generation ...`) or rebuild (`tht docs sync --full`, `tht workspace preprocess "
-            "evidence`)",
+            f"{expected_total} {dict(sealed)}: the index data is damaged -> {_REPAIR}",
             gen.id,
         )
+
+
+_REPAIR = (
+    "roll back to a retained generation (`tht index check` lists them, `tht evidence activate "
+    "--generation ...`) or rebuild (`tht docs sync --full`, `tht workspace preprocess evidence`)"
+)
+
+
+def open_generation(backend: IndexBackend, gen: GenerationLike) -> IndexStore:
+    """The one way to open a sealed generation, for readers and builders alike: without
+    writing into it, its files checked against the fingerprint its builder sealed, its points
+    per kind against the sealed counts. A mismatch is Unreadable(INDEX_CORRUPT); a missing or
+    unreadable index is IndexUnavailable."""
+    try:
+        store = backend.open(gen.id, gen.counts or {})
+    except IndexCorrupt as exc:
+        raise Unreadable(INDEX_CORRUPT, str(exc), gen.id) from exc
+    try:
+        check_sealed_counts(gen, store)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def evidence_published(gen: GenerationLike) -> bool:
@@ -243,7 +262,8 @@ class GenerationReader:
             yield
         except (IndexUnavailable, DamagedRecord) as exc:
             self.drop_handles()
-            raise Unreadable(INDEX_UNAVAILABLE, str(exc)) from exc
+            code = INDEX_CORRUPT if isinstance(exc, IndexCorrupt) else INDEX_UNAVAILABLE
+            raise Unreadable(code, str(exc)) from exc
 
     def drop_handles(self, keep: Sequence[str] = ()) -> None:
         for gen_id in list(self._stores):
@@ -275,28 +295,18 @@ class GenerationReader:
                 f"generation {gen.id} was embedded with {expected}, this process uses "
                 f"{self._embedder.identity} -> configure the same [embedding] or rebuild",
             )
-        try:
-            with self.guard():
-                fresh = gen.id not in self._stores
-                self._handle(gen.id)
-                if fresh:  # once per handle: a sealed generation does not change
-                    try:
-                        check_sealed_counts(gen, self._stores[gen.id])
-                    except Unreadable:
-                        self.drop_handles()
-                        raise
-        except Unreadable as exc:
-            exc.generation = gen.id
-            raise
-        return Readable(generation=gen, store=self._stores[gen.id], encoder=self._encoder(gen))
-
-    def _handle(self, gen_id: str) -> None:
-        if gen_id not in self._stores:
-            # Sealed generations are immutable: a handle stays valid while its generation is
-            # read. Another generation is read now: the old handles are released (a rollback
-            # reopens them).
+        if gen.id not in self._stores:
+            # Sealed generations are immutable: a handle, checked once when opened, stays
+            # valid while its generation is read. Another generation is read now: the old
+            # handles are released (a rollback reopens them).
             self.drop_handles()
-            self._stores[gen_id] = self._backend.open(gen_id)
+            try:
+                with self.guard():
+                    self._stores[gen.id] = open_generation(self._backend, gen)
+            except Unreadable as exc:
+                exc.generation = gen.id
+                raise
+        return Readable(generation=gen, store=self._stores[gen.id], encoder=self._encoder(gen))
 
     def _encoder(self, gen: Any) -> Bm25Encoder:
         bm25 = (gen.config or {}).get("bm25") or {}

@@ -46,6 +46,7 @@ from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
 from thoth.index.generations import IndexBackend
+from thoth.index.reader import open_generation
 from thoth.index.records import DOCUMENT_KINDS as DOC_KINDS
 from thoth.index.records import GENERATION_INDEXES, FragmentPayload, parse_payload
 from thoth.index.records import RECORD_EVIDENCE as EVIDENCE_KIND
@@ -358,7 +359,7 @@ class DocsSync:
     def _held(self, active: Generation) -> dict[str, _Held]:
         """Documents and pages of the active generation; checks that the embedder fits it."""
         expected = active.config.get("embedder")
-        store = self.backend.open(active.id)
+        store = open_generation(self.backend, active)
         try:
             if store.dim != self.embedder.dim or (expected and expected != self.embedder.identity):
                 raise SyncError(
@@ -521,7 +522,7 @@ class DocsSync:
         when published; when thoth.toml changed them since, the sync restamps the carried
         records (same ids and vectors) so the labels served are the declared ones."""
         labels, channel = self._evidence_stamp()
-        store = self.backend.open(active.id)
+        store = open_generation(self.backend, active)
         try:
             for rec in store.scroll({"record_kind": EVIDENCE_KIND}):
                 p = rec.payload
@@ -704,7 +705,7 @@ class DocsSync:
     def _other_records(self, active: Generation | None) -> int:
         if active is None:
             return 0
-        store = self.backend.open(active.id)
+        store = open_generation(self.backend, active)
         try:
             return store.count() - store.count({"record_kind": list(DOC_KINDS)})
         finally:

@@ -24,7 +24,7 @@ from thoth.state.core import (
 )
 from thoth.state.schema import GENERATION_STATUSES, generations, revision_activations
 
-GenerationStatus = Literal["building", "candidate", "active", "retired", "failed"]
+GenerationStatus = Literal["building", "candidate", "active", "retired", "failed", "abandoned"]
 
 
 class _Unset(Enum):
@@ -41,6 +41,7 @@ _MARK_FROM: Final[dict[str, tuple[str, ...]]] = {
     "building": ("building",),  # progress: update counts while building
     "candidate": ("building",),
     "failed": ("building", "candidate"),
+    "abandoned": ("candidate",),  # its build died before the gate: never evaluated
     "retired": ("candidate",),  # a candidate that will never be served
 }
 _ACTIVATABLE: Final = ("candidate", "retired")

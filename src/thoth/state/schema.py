@@ -35,9 +35,9 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0004"
+HEAD_REVISION: Final = "0005"
 
-GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed")
+GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
 
 # Constraint names are explicit so errors and migrations can refer to them on both backends.

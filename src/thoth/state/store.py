@@ -8,6 +8,8 @@ transaction. `StateStore` composes one class per concern (see the package docstr
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.exc import SQLAlchemyError
 
 from thoth.state.answers import AnswerLog, LoggedAnswer
@@ -64,8 +66,7 @@ class StateStore(Generations, Runs, AnswerLog):
         engine = create_state_engine(url)
         store = cls(engine, shown)
         try:
-            with store._writer.begin() as conn:
-                upgrade_to_head(conn, shown)
+            store._upgrade(shown)
         except StateError:
             engine.dispose()
             raise
@@ -79,3 +80,28 @@ class StateStore(Generations, Runs, AnswerLog):
             )
             raise StateError(f"cannot open state store {shown}: {reason(exc)} -> {hint}") from exc
         return store
+
+    def _upgrade(self, shown: str) -> None:
+        """Run the migrations in one write transaction. On SQLite, foreign keys are off while
+        they run (a migration that rebuilds a referenced table, as SQLite's ALTER requires,
+        would otherwise trip them) and checked in full before the commit."""
+        with self._writer.connect() as conn:
+            sqlite = conn.dialect.name == "sqlite"
+            driver: Any = conn.connection.driver_connection
+            if sqlite:
+                driver.execute("PRAGMA foreign_keys = OFF")  # outside a transaction: applies
+            try:
+                with conn.begin():
+                    upgrade_to_head(conn, shown)
+                    if sqlite:
+                        broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                        if broken:
+                            raise StateError(
+                                f"state store {shown}: the schema upgrade would leave "
+                                f"{len(broken)} row(s) referring to missing rows (first: "
+                                f"{tuple(broken[0])}); nothing was changed -> report it with "
+                                "this message"
+                            )
+            finally:
+                if sqlite:
+                    driver.execute("PRAGMA foreign_keys = ON")

@@ -104,6 +104,26 @@ class Publisher:
             )
         return report
 
+    def cleanup(self, run_by: str | None = None) -> list[str]:
+        """What `tht evidence generations --cleanup` does, under the same build lock as a
+        build (so a live build's candidate is never touched): remove unsealed data, mark
+        candidates whose build died before its gate 'abandoned' and drop their data. Returns
+        the generation ids removed."""
+        lock = RunLock(
+            self.state,
+            self.name,
+            kind="evidence",
+            run_by=run_by or default_run_by(self.ws.root),
+            pipeline_version=PIPELINE_VERSION,
+        )
+        with lock:
+            builder = GenerationBuilder(self.state, self.backend, self.name, self.embedder)
+            removed = builder.discard_crashed()
+            lock.closing = lambda _failure: RunRow(
+                message=f"cleanup: removed {', '.join(removed) or 'nothing'}"
+            )
+        return removed
+
     def _preprocess(self) -> PublishReport:
         started = time.perf_counter()
         revision = self.state.active_revision(self.name)

@@ -1,0 +1,144 @@
+"""Sealed Edge shards are read from a verified private copy, never where they lie.
+
+Opening a shard makes the Qdrant Edge engine write into it: it rewrites `edge_config.json`,
+removes journals, and replaces a segment that lost its `version.info` with an empty one — a
+read that destroys data, after which the shard answers "nothing" as if all were well. So the
+builder records, at seal time, every file of the shard with its size and SHA-256
+(`fingerprint`); a reader copies the sealed directory to a directory of its own, hashing as it
+copies, and opens the copy only when every file matches (`private_copy`). A sealed generation
+is therefore never written after its seal, a read-only index directory can be served, and a
+damaged shard is `IndexCorrupt` before the engine sees it.
+
+Copies live under the system temporary directory (`$TMPDIR/thoth-readers/<pid>-<generation>-*`)
+and are removed when the store is closed; those of processes that died are swept by the next
+open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from thoth.index.base import IndexCorrupt, IndexUnavailable
+
+# The key of a generation's counts that holds its shard fingerprint.
+SHARD_FILES = "files"
+
+_CHUNK = 1 << 20
+_READERS_DIR = "thoth-readers"
+
+
+def fingerprint(root: Path) -> dict[str, list[Any]]:
+    """Every file under `root` (relative POSIX path) -> [size, sha256 hex]."""
+    files: dict[str, list[Any]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            digest = hashlib.sha256()
+            with path.open("rb") as fh:
+                while chunk := fh.read(_CHUNK):
+                    digest.update(chunk)
+            files[path.relative_to(root).as_posix()] = [path.stat().st_size, digest.hexdigest()]
+    return files
+
+
+def readers_root() -> Path:
+    return Path(tempfile.gettempdir()) / _READERS_DIR
+
+
+def private_copy(sealed: Path, expected: Mapping[str, Any] | None, gen_id: str) -> Path:
+    """A private copy of the sealed shard `sealed`, checked file by file against `expected`
+    (a `fingerprint`; None for generations sealed before fingerprints were recorded: copied
+    unchecked, still never written). Raises IndexCorrupt on any difference, IndexUnavailable
+    when the copy cannot be made; nothing is left behind either way."""
+    root = readers_root()
+    try:
+        root.mkdir(mode=0o1777, exist_ok=True)
+        _sweep_dead_readers(root)
+        dest = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{gen_id}-", dir=root))
+    except OSError as exc:
+        raise IndexUnavailable(
+            f"{root}: cannot make a private read copy of generation {gen_id}: {exc} -> free "
+            "space or point TMPDIR at a writable directory"
+        ) from exc
+    try:
+        found = _copy_hashing(sealed, dest)
+        if expected is not None:
+            _compare(sealed, gen_id, found, expected)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)  # our own half-made copy: nobody else reads it
+        raise
+    return dest
+
+
+def _copy_hashing(sealed: Path, dest: Path) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    try:
+        for path in sorted(sealed.rglob("*")):
+            rel = path.relative_to(sealed)
+            if path.is_dir():
+                (dest / rel).mkdir(parents=True, exist_ok=True)
+                continue
+            digest = hashlib.sha256()
+            size = 0
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            with path.open("rb") as src, (dest / rel).open("wb") as out:
+                while chunk := src.read(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    size += len(chunk)
+            found[rel.as_posix()] = [size, digest.hexdigest()]
+    except OSError as exc:
+        raise IndexUnavailable(
+            f"{sealed}: cannot read the sealed generation into a private copy at {dest}: {exc} "
+            "-> check the permissions of the index directory and the free space of TMPDIR"
+        ) from exc
+    return found
+
+
+def _compare(
+    sealed: Path, gen_id: str, found: Mapping[str, Any], expected: Mapping[str, Any]
+) -> None:
+    missing = sorted(set(expected) - set(found))
+    added = sorted(set(found) - set(expected))
+    changed = sorted(
+        rel for rel in set(found) & set(expected) if list(found[rel]) != list(expected[rel])
+    )
+    if not (missing or added or changed):
+        return
+    parts = []
+    for label, names in (("missing", missing), ("not sealed", added), ("altered", changed)):
+        if names:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            parts.append(f"{len(names)} {label} ({shown})")
+    raise IndexCorrupt(
+        f"{sealed}: generation {gen_id} does not hold the files its builder sealed: "
+        f"{'; '.join(parts)}. Nothing of it is read -> roll back to a retained generation "
+        "(`tht index check` lists them, `tht evidence activate --generation ...`), restore the "
+        "directory from a backup, or rebuild (`tht docs sync --full`, `tht workspace preprocess "
+        "evidence`)"
+    )
+
+
+def _sweep_dead_readers(root: Path) -> None:
+    """Remove private copies whose process is gone (killed before it could close them)."""
+    for path in root.iterdir():
+        pid_text = path.name.split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        # Best effort on purpose: another process may be sweeping the same leftover.
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
