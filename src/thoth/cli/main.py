@@ -11,6 +11,7 @@ from thoth.cli import ask, exitcodes, memory, publish, render, session
 from thoth.cli import channels as channels_cli
 from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
+from thoth.cli import index as index_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.evidence.layout import init_workspace
 from thoth.evidence.migrate import import_formulas
@@ -30,6 +31,7 @@ ask.register(app)
 channels_cli.register(app)
 docs_cli.register(app)
 evaluate_cli.register(app)
+index_cli.register(app)
 
 
 @app.command("init")

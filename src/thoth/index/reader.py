@@ -22,6 +22,7 @@ from thoth.index.base import IndexCorrupt, IndexStore, IndexUnavailable, SparseV
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import IndexBackend
 from thoth.index.records import DamagedRecord
+from thoth.index.shard import SHARD_FILES
 
 # Stable codes of `unavailable`. Callers branch on these; the message is for people.
 INDEX_UNAVAILABLE = "index_unavailable"
@@ -314,3 +315,42 @@ class GenerationReader:
         if key not in self._encoders:
             self._encoders[key] = Bm25Encoder(*key)
         return self._encoders[key]
+
+
+@dataclass(frozen=True)
+class GenerationCheck:
+    """What `check_generations` found for one generation with sealed data."""
+
+    generation: str
+    status: str
+    ok: bool
+    code: str | None = None  # INDEX_CORRUPT or INDEX_UNAVAILABLE when not ok
+    message: str = ""
+    checked_files: bool = False  # whether a shard fingerprint was recorded to check against
+
+
+def check_generations(
+    generations: Sequence[GenerationLike], backend: IndexBackend
+) -> list[GenerationCheck]:
+    """Re-validate every generation of `generations` that has sealed data, as a reader would
+    open it: shard files against the sealed fingerprint, points per kind against the sealed
+    counts. Nothing is written; a damaged generation is reported, never repaired."""
+    sealed = set(backend.sealed())
+    checks: list[GenerationCheck] = []
+    for gen in generations:
+        if gen.id not in sealed:
+            continue
+        status = str(getattr(gen, "status", ""))
+        fingerprinted = SHARD_FILES in (gen.counts or {})
+        try:
+            open_generation(backend, gen).close()
+        except Unreadable as exc:
+            checks.append(GenerationCheck(gen.id, status, False, exc.code, str(exc), fingerprinted))
+            continue
+        except IndexUnavailable as exc:
+            checks.append(
+                GenerationCheck(gen.id, status, False, INDEX_UNAVAILABLE, str(exc), fingerprinted)
+            )
+            continue
+        checks.append(GenerationCheck(gen.id, status, True, checked_files=fingerprinted))
+    return checks
