@@ -15,7 +15,7 @@ from thoth.sqlcheck import policy
 DOCS = 'docs/source-format.md, "What SQL Thoth accepts"'
 
 # Refusal codes that mean "not the kind of SQL asked for": the other check may accept it.
-WRONG_KIND = frozenset({"empty", "parse_error", "not_an_expression", "statements", "not_select"})
+WRONG_KIND = frozenset({"empty", "parse_error", "not_an_expression", "statements"})
 
 
 @dataclass(frozen=True)
