@@ -26,7 +26,14 @@ def test_a_parsing_expression_with_its_columns_is_a_formula() -> None:
     [
         ("", "# Età al ricovero\n\nEtà in anni.", "has no ```sql block"),
         ("\n```sql\n1 + 1\n```\n", "1 + 1", "names no input columns"),
-        ("\n```sql\nCASE WHEN\n```\n", "CASE WHEN", "SQL does not parse: "),
+        ("\n```sql\nCASE WHEN\n```\n", "CASE WHEN", "SQL is not accepted: not a valid"),
+        ("\n```sql\npg_sleep(600)\n```\n", "pg_sleep(600)", "`pg_sleep` is refused"),
+        ("\n```sql\nDROP TABLE t\n```\n", "DROP TABLE t", "`DROP TABLE` statement"),
+        (
+            "\n```sql\nSELECT pg_read_file('/etc/passwd')\n```\n",
+            "SELECT pg_read_file('/etc/passwd')",
+            "`pg_read_file` is refused",
+        ),
     ],
 )
 def test_what_cannot_be_a_formula_is_kept_as_a_domain_rule_with_the_reason(

@@ -6,7 +6,6 @@ import pytest
 
 from thoth.evidence.document import parse_unit, render_unit
 from thoth.evidence.model import KINDS, Unit
-from thoth.evidence.sql import expression_error
 
 SHA = "sha256:" + "a" * 64
 VALID: dict[str, dict[str, Any]] = {
@@ -104,32 +103,32 @@ def test_unknown_kind_is_named() -> None:
     "sql,reason",
     [
         ("SELECT 1", "complete statement"),
-        ("WITH x AS (SELECT 1) SELECT * FROM x", "complete statement"),
-        ("DROP TABLE clinical.patient", "complete statement"),
-        ("UPDATE t SET a = 1", "complete statement"),
         ("a, b", "2 expressions"),
-        ("a AS b", "alias"),
-        ("1 FROM t", "query clauses"),
-        ("age < 18;", "ends with"),
-        ("CASE WHEN", "not a valid PostgreSQL expression"),
+        ("pg_sleep(600)", "`pg_sleep`"),
+        ("a.x -- ; DROP TABLE clinical.patient", "comment"),
+        ("query_to_xml('DROP TABLE t', true, true, '')", "`query_to_xml`"),
     ],
 )
-def test_formula_must_be_one_composable_expression(sql: str, reason: str) -> None:
-    error = expression_error(sql)
-    assert error is not None and reason in error
+def test_a_formula_unit_holds_one_accepted_expression(sql: str, reason: str) -> None:
+    problems = parse_unit(unit_text("formula", {**VALID["formula"], "sql": sql}), "x.md")
+    assert isinstance(problems, list)
+    assert [p.field for p in problems] == ["formula.sql"] and reason in problems[0].message
 
 
 @pytest.mark.parametrize(
-    "sql",
+    "sql,reason",
     [
-        "CASE WHEN a < 18 THEN 1 ELSE 0 END",
-        "(d.discharge_date - a.admission_date)",
-        "lag(x) OVER (PARTITION BY p ORDER BY t)",
-        "coalesce(a, b)::int",
+        ("DROP TABLE clinical.patient", "`DROP TABLE` statement is not a read-only query"),
+        ("ALTER ROLE bob SUPERUSER", "`ALTER ROLE`"),
+        ("COPY t TO PROGRAM 'rm -rf /'", "`COPY`"),
+        ("SELECT 1; DROP TABLE t", "2 statements"),
+        ("SELECT pg_read_file('/etc/passwd')", "`pg_read_file`"),
     ],
 )
-def test_formula_accepts_expressions(sql: str) -> None:
-    assert expression_error(sql) is None
+def test_an_example_unit_holds_one_read_only_query(sql: str, reason: str) -> None:
+    problems = parse_unit(unit_text("example", {**VALID["example"], "sql": sql}), "x.md")
+    assert isinstance(problems, list)
+    assert [p.field for p in problems] == ["example.sql"] and reason in problems[0].message
 
 
 def test_excerpt_limits() -> None:

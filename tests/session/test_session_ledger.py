@@ -340,6 +340,8 @@ FORMULA_DETAIL = json.dumps(
         (json.dumps({"columns": ["not a column!"], "sql": "a.x + 1"}), "schema.table.column"),
         (json.dumps({"columns": ["a.b.c"], "sql": "SELECT 1"}), "complete statement"),
         (json.dumps({"columns": ["a.b.c"], "sql": "a.x + 1; DROP TABLE t"}), "[detail.sql]"),
+        (json.dumps({"columns": ["a.b.c"], "sql": "pg_sleep(600)"}), "`pg_sleep` is refused"),
+        (json.dumps({"columns": ["a.b.c"], "sql": "a.x -- ; DROP TABLE t"}), "comment"),
         (json.dumps({"columns": ["a.b.c"], "sql": "1", "note": "x"}), "unknown field"),
     ],
 )

@@ -16,8 +16,8 @@ from pydantic import (
     field_validator,
 )
 
-from thoth.evidence import sql as sqlcheck
 from thoth.evidence.ids import ID_PATTERN
+from thoth.sqlcheck import check_expression, check_read_only_query
 
 SCHEMA_VERSION = 1
 MAX_EXCERPTS = 5
@@ -113,9 +113,9 @@ class FormulaData(_Strict):
     @field_validator("sql")
     @classmethod
     def _one_expression(cls, value: str) -> str:
-        error = sqlcheck.expression_error(value)
-        if error:
-            raise ValueError(error)
+        verdict = check_expression(value)
+        if not verdict.ok:
+            raise ValueError(verdict.summary())
         return value
 
 
@@ -152,11 +152,11 @@ class ExampleData(_Strict):
 
     @field_validator("sql")
     @classmethod
-    def _parses(cls, value: str | None) -> str | None:
+    def _read_only_query(cls, value: str | None) -> str | None:
         if value is not None:
-            error = sqlcheck.statement_error(value)
-            if error:
-                raise ValueError(error)
+            verdict = check_read_only_query(value)
+            if not verdict.ok:
+                raise ValueError(verdict.summary())
         return value
 
 

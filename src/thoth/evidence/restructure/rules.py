@@ -12,11 +12,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from thoth.evidence import sql as sqlcheck
 from thoth.evidence.model import MAX_EXCERPT_CHARS, MAX_EXCERPTS, Unit
 from thoth.evidence.restructure.base import Draft, RestructureError, Restructuring, ReviewNote
 from thoth.evidence.sources import SourceFile
 from thoth.markup import FrontMatterError, MarkdownBlock, markdown_tables, split_front_matter
+from thoth.sqlcheck import SqlVerdict, check_expression, check_read_only_query
 
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([A-Za-z]*)\s*$")
 _SQL_LANGS = {"sql", "postgresql", "postgres", "pgsql", "psql"}
@@ -97,6 +97,16 @@ def _legacy_rule(title: str, rule: str, lines: list[int], why: str) -> list[_Pie
     the review note that says why."""
     note = ReviewNote("legacy_formula_incompatible", why, "domain.rule")
     return [_Piece(title, "domain", {"rule": rule}, lines, [note])]
+
+
+def _refusal(formula: SqlVerdict, query: SqlVerdict) -> tuple[str, str]:
+    """Why a SQL block is neither a formula nor an example: the reasons of the check whose kind
+    of SQL it is (`sql_refused`), or `sql_not_parseable` when it is neither kind."""
+    if not formula.wrong_kind:
+        return "sql_refused", formula.summary()
+    if not query.wrong_kind:
+        return "sql_refused", query.summary()
+    return "sql_not_parseable", formula.summary()
 
 
 def _split_list(value: str) -> list[str]:
@@ -322,7 +332,8 @@ class RuleBasedRestructurer:
         _, columns = _refs(text)
         if "colonne" in keys or "colonna" in keys:
             columns = _split_list((keys.get("colonne") or keys["colonna"])[1])
-        if sqlcheck.expression_error(code) is None:
+        formula = check_expression(code)
+        if formula.ok:
             concept = _clean(keys["concetto"][1]) if "concetto" in keys else section.title
             if not columns:
                 return _Piece(
@@ -347,7 +358,8 @@ class RuleBasedRestructurer:
                 block,
                 concepts=[concept],
             )
-        if sqlcheck.statement_error(code) is None and sqlcheck.is_query(code):
+        query = check_read_only_query(code)
+        if query.ok:
             notes: list[ReviewNote] = []
             if "domanda" in keys:
                 question = keys["domanda"][1]
@@ -376,7 +388,7 @@ class RuleBasedRestructurer:
                 block,
                 notes,
             )
-        error = sqlcheck.statement_error(code) or sqlcheck.expression_error(code)
+        code_name, why = _refusal(formula, query)
         return _Piece(
             section.title,
             "domain",
@@ -384,9 +396,9 @@ class RuleBasedRestructurer:
             block,
             [
                 ReviewNote(
-                    "sql_not_parseable",
-                    f"The SQL block is neither one expression nor a query "
-                    f"PostgreSQL accepts ({error}).",
+                    code_name,
+                    "The SQL block is neither one accepted expression (a formula) nor one "
+                    f"read-only query (an example): {why}.",
                     "domain.rule",
                 )
             ],
@@ -560,8 +572,8 @@ class RuleBasedRestructurer:
         columns = [str(c) for c in raw_columns] if isinstance(raw_columns, list) else []
         if not columns:
             columns = _refs("\n".join(lines))[1]
-        error = sqlcheck.expression_error(code)  # parsed once, used by every branch below
-        if error is None and columns:
+        formula = check_expression(code)  # checked once, used by every branch below
+        if formula.ok and columns:
             return [
                 _Piece(
                     title,
@@ -571,14 +583,15 @@ class RuleBasedRestructurer:
                     concepts=[concept],
                 )
             ]
-        if error is None:
+        if formula.ok:
             return _legacy_rule(
                 title,
                 code,
                 all_lines,
                 "The legacy formula names no input columns; add them and reclassify it as formula.",
             )
-        if sqlcheck.is_query(code):
+        query = check_read_only_query(code)
+        if query.ok:
             prose = " ".join(
                 lines[i]
                 for i in range(body_start, fenced[0])
@@ -605,7 +618,7 @@ class RuleBasedRestructurer:
             title,
             code,
             all_lines,
-            f"The legacy formula's SQL does not parse: {error}",
+            f"The legacy formula's SQL is not accepted: {_refusal(formula, query)[1]}",
         )
 
     # -- drafts ----------------------------------------------------------------------
