@@ -105,20 +105,7 @@ def activate_generation_cmd(
     """Activate an earlier generation (rollback): atomic, no rebuild. Only a generation that
     was active before (retired) qualifies: a candidate never passed its evaluation gate."""
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
-        found = rt.state.get_generation(generation)
-        if found is not None and found.status == "candidate":
-            raise PreconditionError(
-                f"generation {generation} is a candidate that never passed its evaluation gate "
-                "(its build was stopped before the evaluation finished) -> publish again with "
-                "`tht workspace preprocess evidence`; the next build abandons it"
-            )
-        if generation not in rt.backend.sealed():
-            raise PreconditionError(
-                f"generation {generation} has no sealed index data (never "
-                "built, failed, or dropped by retention) -> see `tht evidence "
-                "generations`"
-            )
-        previous = rt.state.activate_generation(rt.ws.settings.workspace, generation)
+        previous = Publisher(rt.ws, rt.state, rt.backend, rt.embedder).rollback(generation)
         gen = rt.state.get_generation(generation)
         revision = rt.state.active_revision(rt.ws.settings.workspace)
     warning = None

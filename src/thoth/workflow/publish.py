@@ -104,6 +104,26 @@ class Publisher:
             )
         return report
 
+    def rollback(self, generation: str) -> str | None:
+        """Activate an earlier generation of the workspace (atomic, nothing rebuilt); returns
+        the one it replaced. Only a generation that was active before (now 'retired') and
+        still holds its data qualifies: a candidate never passed its gate (its build was
+        stopped before its evaluation finished), and a failed or abandoned one never will."""
+        found = self.state.get_generation(generation)
+        if found is not None and found.status == "candidate":
+            raise PreconditionError(
+                f"generation {generation} is a candidate that never passed its evaluation gate "
+                "(its build was stopped before the evaluation finished) -> publish again with "
+                "`tht workspace preprocess evidence`; the next build, or `tht evidence "
+                "generations --cleanup`, marks it abandoned"
+            )
+        if generation not in self.backend.sealed():
+            raise PreconditionError(
+                f"generation {generation} has no sealed index data (never built, failed, "
+                "abandoned, or dropped by retention) -> see `tht evidence generations`"
+            )
+        return self.state.activate_generation(self.name, generation)
+
     def cleanup(self, run_by: str | None = None) -> list[str]:
         """What `tht evidence generations --cleanup` does, under the same build lock as a
         build (so a live build's candidate is never touched): remove unsealed data, mark
