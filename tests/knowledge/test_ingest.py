@@ -22,7 +22,7 @@ from thoth.documents.sources import (
     read_source,
 )
 from thoth.errors import ProblemsError
-from thoth.knowledge.ingest import admit, prepare_document, prepare_page
+from thoth.knowledge.ingest import admit, credential_problems, prepare_document, prepare_page
 from thoth.wiki.pages import parse_page
 
 
@@ -448,3 +448,48 @@ def test_prepare_page_from_git(tmp_path: Path) -> None:
     )
     assert [f.caveats for f in prepared.fragments] == [("Dati provvisori.",)]
     assert all(f.record_kind == "wiki" for f in prepared.fragments)
+
+
+# --------------------------------------------------------------------------------------------
+# Secrets
+
+
+def _workbook(rows: list[list[str]]) -> bytes:
+    import io
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Accessi"
+    for row in rows:
+        sheet.append(row)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_a_secret_in_a_workbook_is_named_by_sheet_never_by_value(tmp_path: Path) -> None:
+    book = _workbook([["Servizio", "Utente", "Password"], ["dwh", "etl", "Pr0d-2024"]])
+    snapshot = snapshot_of(tmp_path, {"docs/accessi-2024.xlsx": book})
+    file = snapshot.files[0]
+    [problem] = credential_problems(file, prepare_document(file, settings(snapshot.source)))
+    assert (problem.where, problem.code) == ("docs:docs/accessi-2024.xlsx", "credential")
+    assert "password in a table cell" in problem.message
+    assert "section 'Accessi'" in problem.message and "Pr0d-2024" not in problem.render()
+
+
+def test_a_secret_in_a_markdown_front_matter_is_named_by_file_line(tmp_path: Path) -> None:
+    body = "---\ntitle: Accessi\ndb_password: 'k8Lm!Qz2'\n---\n# Accessi\n\nNessun segreto qui.\n"
+    snapshot = snapshot_of(tmp_path, {"docs/accessi.md": body})
+    file = snapshot.files[0]
+    [problem] = credential_problems(file, prepare_document(file, settings(snapshot.source)))
+    assert "(password assignment) on line 3" in problem.message
+
+
+def test_a_document_without_secrets_has_no_problem(tmp_path: Path) -> None:
+    body = "# Accessi\n\nLa password deve essere cambiata ogni 90 giorni dal portale.\n"
+    snapshot = snapshot_of(tmp_path, {"docs/accessi.md": body})
+    file = snapshot.files[0]
+    assert credential_problems(file, prepare_document(file, settings(snapshot.source))) == []

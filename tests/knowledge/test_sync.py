@@ -28,6 +28,7 @@ import thoth.documents.records as records
 import thoth.index.build as build_module
 import thoth.knowledge.sync as sync_module
 from tests.conftest import commit_all, git
+from tests.documents.test_documents import build_pdf, text_lines
 from tests.fake_embeddings import FakeEmbeddingServer, normalised
 from tests.publishing import activate_head, prepared_workspace, publish, write_config
 from thoth.cli import exitcodes
@@ -612,6 +613,56 @@ def test_extraction_error_stops_the_run_and_old_fragments_answer_the_same(rt: Ru
     [run, _] = rt.state.list_sync_runs(rt.ws.settings.workspace)
     assert run.status == "failed" and "rotto.pdf" in run.message
     assert f"generation {first.generation} is unchanged" in run.message
+
+
+def test_a_secret_in_a_page_or_a_document_is_refused_and_nothing_is_indexed(
+    rt: Runtime,
+) -> None:
+    first = sync(rt)
+    before = points(rt)
+    sealed = rt.backend.sealed()
+    wiki = page() + "\nPer il collaudo: La password del database è Segreta2024!\n"
+    wiki_line = wiki.split("\n").index("Per il collaudo: La password del database è Segreta2024!")
+    pdf = build_pdf(
+        [
+            text_lines(["Manuale del DWH, pagina uno."]),
+            text_lines(["Accesso tecnico:", "export PGPASSWORD=Dwh#Prod_77"]),
+        ]
+    )
+    edit(
+        rt,
+        {
+            "wiki/ricoveri.md": wiki,
+            "docs/dimissioni.md": DIMISSIONI
+            + "\n| Utente | Password |\n|---|---|\n| etl | Pr0d-2024 |\n",
+            "docs/manuale.pdf": pdf,
+        },
+    )
+    with pytest.raises(SyncError) as info:
+        sync(rt)
+    error = info.value
+    assert error.code == "credential"
+    found = sorted((p.where, p.code, p.message) for p in error.problems)
+    assert [(where, code) for where, code, _ in found] == [
+        ("documenti:docs/dimissioni.md", "credential"),
+        ("documenti:docs/manuale.pdf", "credential"),
+        ("wiki:wiki/ricoveri.md", "credential"),
+    ]
+    messages = {where: message for where, _, message in found}
+    assert "password in a table cell" in messages["documenti:docs/dimissioni.md"]
+    assert f"line {DIMISSIONI.count(chr(10)) + 4}" in messages["documenti:docs/dimissioni.md"]
+    assert "page 2" in messages["documenti:docs/manuale.pdf"]
+    assert f"on line {wiki_line + 1}" in messages["wiki:wiki/ricoveri.md"]
+    for problem in error.problems:
+        assert problem.hint and "remove" in problem.hint
+        for secret in ("Segreta2024", "Dwh#Prod_77", "Pr0d-2024"):
+            assert secret not in problem.render()
+    # Nothing indexed: the active generation serves exactly what it served before.
+    assert active_id(rt) == first.generation
+    assert points(rt) == before
+    assert rt.backend.sealed() == sealed
+    [run, _] = rt.state.list_sync_runs(rt.ws.settings.workspace)
+    assert run.status == "failed" and "Segreta2024" not in run.message
 
 
 def test_overlapping_sync_is_refused_by_the_database(rt: Runtime) -> None:

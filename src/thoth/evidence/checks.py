@@ -4,11 +4,11 @@ credentials in any text. Shared by `prepare` (before writing) and `validate` (wh
 from __future__ import annotations
 
 from thoth.errors import Problem
-from thoth.evidence.credentials import find_credentials
 from thoth.evidence.document import render_unit
 from thoth.evidence.model import Unit
 from thoth.evidence.normalize import excerpt_in_source
 from thoth.evidence.sources import SourceFile
+from thoth.secrets import secret_problems
 
 
 def check_provenance(unit: Unit, where: str, source: SourceFile | None) -> list[Problem]:
@@ -51,13 +51,7 @@ def check_provenance(unit: Unit, where: str, source: SourceFile | None) -> list[
 
 
 def check_credentials(unit: Unit, where: str, rendered: str | None = None) -> list[Problem]:
-    """`rendered`: the unit's file text when the caller already has it (saves a render)."""
-    return [
-        Problem(
-            where,
-            f"contains what looks like a credential ({kind}) on line {line} of the unit file",
-            hint="remove the secret; it must never be published",
-            code="credential",
-        )
-        for line, kind in find_credentials(rendered if rendered is not None else render_unit(unit))
-    ]
+    """Secrets in the unit's file text (thoth.secrets); `rendered`: that text when the caller
+    already has it (saves a render)."""
+    text = rendered if rendered is not None else render_unit(unit)
+    return secret_problems(text, where, "line {line} of the unit file")

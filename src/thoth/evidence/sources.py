@@ -9,8 +9,8 @@ from functools import cached_property
 from pathlib import Path
 
 from thoth.errors import Problem
-from thoth.evidence.credentials import find_credentials
 from thoth.evidence.normalize import normalize_text
+from thoth.secrets import find_secrets
 
 SUFFIXES = (".md", ".txt")  # `.sql.md` is a `.md` with a legacy-formula meaning
 
@@ -91,10 +91,11 @@ def read_source(
 
 
 def credential_problem(source: SourceFile) -> Problem | None:
-    for line, kind in find_credentials(source.text):
+    """The first secret in a source (thoth.secrets), or None; the value is never shown."""
+    for finding in find_secrets(source.text):
         return Problem(
             source.rel,
-            f"contains what looks like a credential ({kind}) on line {line}",
+            f"contains what looks like a credential ({finding.kind}) on line {finding.line}",
             hint="remove the secret from the source; it must never be published",
             code="credential",
         )

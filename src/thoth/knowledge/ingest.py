@@ -9,7 +9,9 @@ Every file of every source passes one closed decision tree (`admit`), in this or
    conflicting truths.
 3. INDEXED, as is.
 
-`prepare_document` and `prepare_page` turn an admitted file into `KnowledgeFragment`s.
+`prepare_document` and `prepare_page` turn an admitted file into `KnowledgeFragment`s;
+`credential_problems` says where a prepared file carries a secret (thoth.secrets), so that sync
+refuses it before anything is indexed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
 from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
+from thoth.secrets import secret_problems
 from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, page_fragments, parse_page
 
 Outcome = Literal["indexed", "not_knowledge", "curation"]
@@ -311,3 +314,36 @@ def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
         revision=page.revision,
         fragments=tuple(page_fragments(page, settings)),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Secrets
+
+# Formats whose committed text is what a reader sees: scanned as the file, by its line numbers.
+_TEXT_FORMATS = frozenset(("md", "txt", "csv"))
+_SECRET_HINT = (
+    "remove the secret from the file (or replace it with a placeholder such as <password>) "
+    "and commit; nothing is indexed until no file carries one"
+)
+
+
+def credential_problems(file: SourceFile, doc: PreparedDocument) -> list[Problem]:
+    """One `credential` Problem per secret in a prepared file, naming the file (`source:path`)
+    and the line; never the secret. Wiki pages and text documents are scanned whole (front
+    matter included) by file line; PDF, DOCX, XLSX and HTML by the text of each fragment, named
+    by page (PDF) or section (sheet, heading), fragment and line."""
+    fmt = doc.fragments[0].doc_format if doc.fragments else ""
+    if doc.kind == "wiki" or fmt in _TEXT_FORMATS:
+        return secret_problems(file.text(), doc.doc_id, hint=_SECRET_HINT)
+    problems: list[Problem] = []
+    for fragment in doc.fragments:
+        if fragment.page is not None:
+            place = f"page {fragment.page}, "
+        elif fragment.heading_path:
+            place = f"section '{' > '.join(fragment.heading_path)}', "
+        else:
+            place = ""
+        place = place.replace("{", "{{").replace("}", "}}")
+        locate = place + f"fragment {fragment.ordinal}, line {{line}} of its text"
+        problems += secret_problems(fragment.text, doc.doc_id, locate, _SECRET_HINT)
+    return list(dict.fromkeys(problems))  # overlapping fragments: each place once

@@ -39,7 +39,7 @@ from thoth.documents.records import (
 )
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
-from thoth.errors import ConfigError, PreconditionError, ThothError
+from thoth.errors import ConfigError, PreconditionError, Problem, ThothError
 from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord
@@ -54,6 +54,7 @@ from thoth.knowledge.ingest import (
     Admission,
     PreparedDocument,
     admit,
+    credential_problems,
     prepare_document,
     prepare_page,
 )
@@ -546,6 +547,7 @@ class DocsSync:
         """Extract and chunk every file to build, before any index write: an error here stops
         the run with the active generation untouched."""
         prepared: list[PreparedDocument] = []
+        secrets: list[Problem] = []
         total = len(plan.build)
         for n, (adm, file) in enumerate(plan.build, 1):
             if adm.kind == RECORD_WIKI:
@@ -553,8 +555,10 @@ class DocsSync:
             else:
                 doc = prepare_document(file, self.settings)
             _check_prepared(adm, doc)
+            secrets += credential_problems(file, doc)
             prepared.append(doc)
             self.progress("prepare", n, total)
+        _refuse_secrets(secrets)
         return prepared
 
     def _record_changes(
@@ -745,6 +749,20 @@ def _after_failure(report: SyncReport) -> str:
     if report.abandoned_generation:
         where += f"; the build of generation {report.abandoned_generation} was abandoned"
     return where
+
+
+def _refuse_secrets(problems: Sequence[Problem]) -> None:
+    """A document or page carrying a secret is never indexed: the run stops before any write,
+    naming every file and line found (thoth.secrets), never the secret."""
+    if not problems:
+        return
+    files = sorted({p.where for p in problems})
+    raise SyncError(
+        f"{len(problems)} secret(s) found in {', '.join(files)}: nothing was indexed -> "
+        "remove them, commit and sync again",
+        code="credential",
+        problems=problems,
+    )
 
 
 def _check_prepared(adm: Admission, doc: PreparedDocument) -> None:

@@ -1,0 +1,415 @@
+"""The one secret scanner: nothing that looks like a credential may be published or served.
+
+`find_secrets(text)` returns one `Finding` (line number, kind) per line that carries a secret,
+never the secret itself. It combines two rule sets:
+
+- the vendor-token plugins of `detect-secrets` (AWS, GitHub, GitLab, Slack, Stripe, private
+  keys, JSON Web Tokens, ...), run in-process line by line, without baselines, settings files
+  or verification (no network);
+- Thoth's own rules for the way people write secrets in Italian and English notes and
+  documents: sentences ("la password del database è …", "parola chiave: …", "the password
+  is …"), `key = value` assignments with any key ending in password / pwd / secret / token /
+  api key (environment variables such as PGPASSWORD= and MYSQL_PWD= included), connection URLs
+  with a password for any scheme (an empty user too: `redis://:pass@host`), HTTP
+  `Authorization: Basic|Bearer` headers, and Markdown or CSV tables whose header names a
+  password, secret or token column (or whose row names a password, next to its value).
+
+What is *not* a secret (docs/secrets.md lists every rule and measures them): the word used
+without a value ("reset your password", "la password deve essere cambiata"); placeholders and
+references (`<your password>`, `***`, `xxxx`, `${DB_PASSWORD}`, `{{ vault_pw }}`,
+`os.environ[...]`, `REDACTED`); SQL about passwords (`password_hash IS NULL`); settings about
+them (`password_min_length = 12`). A well-known default password (`changeme`, `admin`, ...)
+written as the value of a password IS a secret: on a system nobody changed, it works.
+`detect-secrets`' high-entropy plugins are not used: on prose they flag almost every
+paragraph (docs/secrets.md), and Thoth's rules already judge the values they would find.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from itertools import pairwise
+from typing import Any
+
+from thoth.errors import Problem
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    line: int  # 1-based; lines are separated by "\n" only, as an editor counts them
+    kind: str  # what was recognised, e.g. "password assignment"; never the value
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """One finding per line that carries a secret, in line order."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    kinds: dict[int, str] = {}
+    for number, table_kind in _table_findings(lines):
+        kinds.setdefault(number, table_kind)
+    for number, line in enumerate(lines, start=1):
+        if number in kinds or not line.strip():
+            continue
+        kind = _line_kind(line)
+        if kind is not None:
+            kinds[number] = kind
+    return [Finding(number, kinds[number]) for number in sorted(kinds)]
+
+
+def secret_problems(
+    text: str, where: str, locate: str = "line {line}", hint: str = ""
+) -> list[Problem]:
+    """One `credential` Problem per finding in `text`, naming `where` and the place: `locate`
+    with `{line}` filled in (e.g. "page 3, line {line} of its text"). Never the value."""
+    return [
+        Problem(
+            where,
+            f"contains what looks like a credential ({f.kind}) on {locate.format(line=f.line)}",
+            hint=hint or "remove the secret; it must never be published",
+            code="credential",
+        )
+        for f in find_secrets(text)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Values: a secret, or a placeholder / reference / word?
+
+# Written as a password's value, these are credentials: they work on a system nobody changed.
+_DEFAULT_PASSWORDS = frozenset(
+    {
+        *("changeme", "changeit", "admin", "root", "guest", "letmein", "qwerty", "welcome"),
+        *("123456", "12345678", "password1", "passw0rd", "p4ssw0rd"),
+    }
+)
+_PLACEHOLDER_WORDS = frozenset(
+    """
+    password passwd pwd pass secret token none null nil true false yes no si sì required
+    optional obbligatoria obbligatorio facoltativa facoltativo redacted hidden omitted masked
+    omessa omesso nascosta nascosto riservata riservato example esempio placeholder dummy
+    empty vuota vuoto value valore tbd todo n/a na
+    sha1 sha-1 sha256 sha-256 sha512 sha-512 md5 bcrypt argon2 argon2id pbkdf2 scrypt ntlm
+    ntlmv2 kerberos utf8 utf-8 base64 aes256 2fa mfa otp totp
+    """.split()  # noqa: SIM905 (a word list reads better as words)
+)
+_MASK = re.compile(r"^[*xX•·.…#_\-?]+$")
+_REFERENCE = re.compile(
+    r"""^(?:[$%&@]|\{|<|\[|\()          # $VAR ${VAR} $(cmd) %(x)s {{ x }} <your password> [..] (..)
+    |\{\{|\$\{|%\(|os\.environ|getenv|process\.env|environ\[|vault:|secret:|ENC\[
+    |^\w+(?:\.\w+)*\(                   # a call: getpass.getpass(), crypt(...)
+    """,
+    re.VERBOSE,
+)
+_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # settings.API_KEY
+_NUMBERISH = re.compile(r"^[\d.,:/\-+%€$ ]+$")  # dates, times, amounts
+_KEYWORD_IN_VALUE = re.compile(r"(?i)password|passwd|pwd|secret|token|chiave|segret")
+_TRAILING = ".,;:!?)]}»\"'`*"
+
+
+def _clean(value: str) -> str:
+    return value.strip().strip("`*_").rstrip(_TRAILING).strip()
+
+
+def _is_placeholder(value: str) -> bool:
+    low = value.lower()
+    if low in _PLACEHOLDER_WORDS or _MASK.match(value) or _REFERENCE.search(value):
+        return True
+    if _DOTTED_NAME.match(value):
+        return True
+    # "your-password-here", "la_tua_password", "<password>": a keyword and no digit.
+    return bool(_KEYWORD_IN_VALUE.search(value)) and not any(c.isdigit() for c in value)
+
+
+def _looks_secret(value: str) -> bool:
+    """Unquoted values in sentences and after a colon: a digit, a symbol, or inner capitals,
+    i.e. not a word of the sentence ("scaduta", "case-sensitive", "stored")."""
+    if len(value) < 6 or _NUMBERISH.match(value):
+        return False
+    if any(c.isdigit() for c in value):
+        return any(c.isalpha() for c in value) or len(value) >= 6
+    if any(not c.isalnum() and c not in "-'’" for c in value):
+        return True
+    inner = value[1:]
+    return any(c.isupper() for c in inner) and any(c.islower() for c in value)
+
+
+def _is_secret_value(raw: str, strict: bool, quoted: bool = False) -> bool:
+    value = raw.strip() if quoted else _clean(raw)
+    if not value or (" " in value and not quoted):
+        return False
+    if value.lower() in _DEFAULT_PASSWORDS:
+        return True
+    if len(value) < 4 or _is_placeholder(value):
+        return False
+    if quoted:
+        return not (" " in value and len(value.split()) > 3)  # a quoted sentence is prose
+    if value.isdigit():
+        return len(value) >= 6  # a PIN-like number, not a setting ("= 12", ": 90")
+    return _looks_secret(value) if strict else True
+
+
+# --------------------------------------------------------------------------------------------
+# Line rules
+
+_PW = r"password|passwd|passwort|passphrase|pwd|parola[ _]chiave|parola\s+d['’]ordine"
+_SECRET = (
+    r"secret|segreto|token|api[ _\-]?key|apikey|chiave[ _](?:api|segreta|di[ _]accesso)|"
+    r"access[ _\-]?key|private[ _\-]?key|client[ _\-]?secret"
+)
+# A key of an assignment: any identifier whose last component names a password or a secret.
+_KEY = re.compile(
+    r"""(?ix)
+    (?<![\w.])
+    (?P<key>
+        (?:[a-z0-9]+[_.\-])*[a-z0-9]*
+        (?:password|passwd|passwort|passphrase|pwd|secret|token|apikey)
+      | (?:[a-z0-9]+[_.\-])*
+        (?:api[_\-]?key|access[_\-]?key|private[_\-]?key|secret[_\-]?key|pass|pw)
+      | parola\ chiave | parola\s+d['’]ordine | chiave\ (?:api|segreta)
+    )
+    (?![\w\-])
+    [*_`"'\]]*\s*(?P<sep>=>|:=|=|:)\s*
+    (?P<value>"[^"]*"|'[^']*'|`[^`]*`|[^\s;,'"`|]+)
+    """
+)
+# "la password del database è X", "the password for etl is X", "parola chiave: X"
+_SENTENCE = re.compile(
+    rf"""(?ix)
+    \b(?P<kw>{_PW}|{_SECRET})\b
+    (?:\s+[\w'’.@/\-]+){{0,7}}?
+    \s*(?:\b(?:è|e'|era|sarà|resta|rimane|vale|is|was|remains|will\s+be)\b|(?<=\s)è)\s*:?\s*
+    (?P<value>"[^"]*"|'[^']*'|`[^`]*`|\S+)
+    """
+)
+# "Password iniziale: X", "password di etl_loader: X", "Token API per il meteo: X"
+_LABEL = re.compile(
+    rf"""(?ix)
+    \b(?:{_PW}|{_SECRET})\b
+    (?:\s+[\w'’.\-]+){{1,3}}?
+    \s*:\s*(?P<value>"[^"]*"|'[^']*'|`[^`]*`|\S+)
+    """
+)
+# "password Admin_2024", "usa la password `X`", "PASSWORD 'x'" (SQL), "IDENTIFIED BY 'x'"
+_DIRECT = re.compile(
+    rf"""(?ix)
+    (?:\b(?:{_PW})|\bidentified\s+by)
+    \s+(?P<value>"[^"]*"|'[^']*'|`[^`]*`|\S+)
+    """
+)
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://(?P<user>[^\s:/@?#]*):(?P<value>[^\s@/?#]+)@\S")
+_HEADER = re.compile(
+    r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*(?:basic|bearer|token|digest)\s+"
+    r"(?P<value>[^\s\"'<>]+)"
+)
+_BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/=\-]{16,})")
+_CLI_USER = re.compile(r"(?i)(?:^|\s)(?:-u|--user)\s+['\"]?[^\s:'\"$]+:(?P<value>[^\s'\"]+)")
+_MYSQL_P = re.compile(r"(?i)\bmysql(?:dump)?\b.*\s-p(?P<value>[^\s]+)")
+_VENDOR = re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}")  # Anthropic and OpenAI keys
+_TRIGGER = re.compile(
+    r"(?i)pass|pwd|parola|secret|segret|token|key|chiave|auth|bearer|://|identified|-u\s|sk-"
+)
+
+_PW_KEY = re.compile(rf"(?i)(?:{_PW}|pass|pw)$")
+
+
+def _quoted(value: str) -> tuple[str, bool]:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
+        return value[1:-1], True
+    return value, False
+
+
+def _line_kind(line: str) -> str | None:
+    if _TRIGGER.search(line):
+        kind = _thoth_line_kind(line)
+        if kind is not None:
+            return kind
+    return _plugin_kind(line)
+
+
+def _thoth_line_kind(line: str) -> str | None:
+    for m in _KEY.finditer(line):
+        value, quoted = _quoted(m["value"])
+        strict = m["sep"] == ":" and not quoted
+        if _is_secret_value(value, strict, quoted):
+            if _PW_KEY.search(m["key"].replace(" ", "")) or "ordine" in m["key"]:
+                return "password assignment"
+            return "secret or token assignment"
+    for m in _URL.finditer(line):
+        if _is_secret_value(m["value"], strict=False):
+            return "connection string with a password"
+    for m in _HEADER.finditer(line):
+        value = _clean(m["value"])
+        if len(value) >= 8 and not _is_placeholder(value):
+            return "HTTP authorization header"
+    for pattern in (_SENTENCE, _LABEL, _DIRECT):
+        for m in pattern.finditer(line):
+            value, quoted = _quoted(m["value"])
+            if _is_secret_value(value, strict=True, quoted=quoted):
+                return "password in a sentence"
+    for m in _BEARER.finditer(line):
+        if _looks_secret(m["value"]):
+            return "bearer token"
+    for pattern in (_CLI_USER, _MYSQL_P):
+        for m in pattern.finditer(line):
+            if _is_secret_value(m["value"], strict=False):
+                return "password on a command line"
+    if _VENDOR.search(line):
+        return "API key"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# detect-secrets: its vendor-token plugins, in-process
+
+# Left out, on purpose (docs/secrets.md measures them): the high-entropy plugins (almost every
+# paragraph of prose is "high entropy" once unquoted words are searched; quoted values are
+# judged by Thoth's own rules), the keyword and URL-credential plugins (Thoth's assignment,
+# sentence and URL rules, which know Italian, empty users and placeholders such as
+# `user:password@`, replace them) and public IP addresses (not a secret).
+_EXCLUDED_PLUGINS = frozenset(
+    {
+        "Base64HighEntropyString",
+        "HexHighEntropyString",
+        "KeywordDetector",
+        "BasicAuthDetector",
+        "IPPublicDetector",
+    }
+)
+
+
+@cache
+def _plugins() -> tuple[Any, ...]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    classes: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+    chosen = sorted(
+        (cls for cls in classes if cls.__name__ not in _EXCLUDED_PLUGINS),
+        key=lambda cls: cls.__name__,
+    )
+    return tuple(cls() for cls in chosen)
+
+
+# Every token the chosen plugins recognise is one run of at least 11 such characters (the
+# shortest, Artifactory's `AP…`, is 11) with a digit, or a longer run (a random token of 20
+# characters without a digit is rare but possible), or a private key's armour line. A line
+# without one cannot match: the plugins, which cost three times Thoth's rules, are skipped.
+_TOKEN_RUN = re.compile(r"[\w\-+/=.:]{20,}|(?=[\w\-+/=.:]*\d)[\w\-+/=.:]{11,}|PRIVATE KEY|PuTTY")
+
+
+def _plugin_kind(line: str) -> str | None:
+    if not _TOKEN_RUN.search(line):
+        return None
+    for plugin in _plugins():
+        # analyze_line never verifies a match unless detect-secrets' global settings enable
+        # verification, which Thoth never does: no network.
+        if plugin.analyze_line(filename="thoth-text", line=line):
+            return str(plugin.secret_type)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Tables: a column or a row that names a password, a secret or a token
+
+_PW_HEADER = re.compile(rf"(?i)^(?:[\w ]*\s)?(?:{_PW}|pass)(?:\s[\w ]*)?$")
+_SECRET_HEADER = re.compile(rf"(?i)^(?:[\w ]*\s)?(?:{_SECRET})(?:\s[\w ]*)?$")
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_DELIMITERS = ("|", ";", "\t", ",")
+_NEGATED = re.compile(r"(?i)scadut|expir|change|cambi|reset|hash|policy|regol|rule|lunghezz|length")
+
+
+def _cells(line: str, delimiter: str) -> list[str] | None:
+    if delimiter == "|":
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            return None
+        body = stripped[1:-1] if stripped.endswith("|") and len(stripped) > 1 else stripped[1:]
+        return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+    if delimiter not in line:
+        return None
+    try:
+        [row] = list(csv.reader([line], delimiter=delimiter))
+    except (csv.Error, ValueError):
+        return None
+    return [c.strip() for c in row]
+
+
+def _header_columns(cells: Sequence[str]) -> dict[int, bool] | None:
+    """Columns of a header row that name a password (True) or a secret (False); None when the
+    row does not look like a header (a cell longer than a few words is prose)."""
+    if len(cells) < 2 or any(len(c) > 40 or len(c.split()) > 4 for c in cells):
+        return None
+    columns: dict[int, bool] = {}
+    for index, cell in enumerate(cells):
+        name = cell.strip("*_` ")
+        if _NEGATED.search(name):
+            continue
+        if _PW_HEADER.match(name):
+            columns[index] = True
+        elif _SECRET_HEADER.match(name):
+            columns[index] = False
+    return columns or None
+
+
+def _cell_is_secret(cell: str, password_column: bool) -> bool:
+    value, quoted = _quoted(cell.strip().strip("`"))
+    if quoted:
+        return _is_secret_value(value, strict=False, quoted=True)
+    # A password column's single-word values are passwords; a token column's ("ricovero" in a
+    # table of word frequencies) must look like one.
+    return _is_secret_value(value, strict=not password_column)
+
+
+def _table_findings(lines: Sequence[str]) -> Iterator[tuple[int, str]]:
+    index = 0
+    while index < len(lines):
+        found = False
+        for delimiter in _DELIMITERS:
+            header = _cells(lines[index], delimiter)
+            if header is None:
+                continue
+            # A Markdown header row is the one above the |---| row; any other row may be a
+            # `| password | value |` row of a two-column table.
+            markdown = delimiter == "|"
+            above_separator = index + 1 < len(lines) and bool(
+                _SEPARATOR_ROW.match(lines[index + 1])
+            )
+            columns = None
+            if above_separator or not markdown:
+                columns = _header_columns(header)
+            if columns is None:
+                if markdown and not above_separator:
+                    yield from _key_value_row(index + 1, header)
+                continue
+            row = index + 1
+            while row < len(lines):
+                if delimiter == "|" and _SEPARATOR_ROW.match(lines[row]):
+                    row += 1
+                    continue
+                cells = _cells(lines[row], delimiter)
+                if cells is None or len(cells) != len(header):
+                    break
+                yield from _key_value_row(row + 1, cells)
+                for column, is_password in columns.items():
+                    if _cell_is_secret(cells[column], is_password):
+                        kind = "password" if is_password else "secret"
+                        yield row + 1, f"{kind} in a table cell"
+                        break
+                row += 1
+            index = row
+            found = True
+            break
+        if not found:
+            index += 1
+
+
+def _key_value_row(number: int, cells: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """`| password | S3greta! |`: a row naming a password, its value in the next cell."""
+    for name, value in pairwise(cells):
+        name = name.strip("*_` ")
+        if _NEGATED.search(name) or not (_PW_HEADER.match(name) or _SECRET_HEADER.match(name)):
+            continue
+        if _cell_is_secret(value, password_column=bool(_PW_HEADER.match(name))):
+            yield number, "password in a table cell"
+            return
