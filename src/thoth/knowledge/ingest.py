@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from thoth.config import Settings
+from thoth.config import Settings, SourceSettings
 from thoth.documents.chunk import QaMarkers, chunk
 from thoth.documents.extract import DocumentFormat, extract
 from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
@@ -227,6 +227,29 @@ def _year(meta: _DocumentMeta, path: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _check_fragments(doc_id: str, source: SourceSettings, count: int) -> None:
+    """Bounded input: a file that becomes more fragments than its source allows is refused
+    before anything is embedded (a 50 MB text file once became 46,029 fragments)."""
+    limit = source.max_document_fragments
+    if count <= limit:
+        return
+    raise ProblemsError(
+        f"{doc_id}: {count:,} fragments, over the limit of source {source.name!r}; nothing "
+        "was indexed",
+        [
+            Problem(
+                doc_id,
+                f"{count:,} fragments; the limit of source {source.name!r} is {limit:,}",
+                field="max_document_fragments",
+                hint=f"split the file, or raise max_document_fragments in the [[sources]] "
+                f"entry {source.name!r} of thoth.toml (at least {count})",
+                code="too_many_fragments",
+            )
+        ],
+        code="too_many_fragments",
+    )
+
+
 def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
     """Extract and chunk one document of a `documents` source into its fragments, with the
     source's heading dialect, strategy, channel and labels."""
@@ -260,6 +283,7 @@ def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
         with _naming(doc_id, temp):
             document = extract(temp, heading_dialect=source.heading_dialect)
             chunks = chunk(document, source.strategy, qa_markers=markers)
+    _check_fragments(doc_id, source, len(chunks))
     title = meta.title or document.title
     fragments = tuple(
         KnowledgeFragment(
@@ -301,6 +325,8 @@ def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
 def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
     """One wiki page: front matter checked, body chunked, caveats on every fragment."""
     page = parse_page(file, settings)
+    fragments = tuple(page_fragments(page, settings))
+    _check_fragments(page.doc_id, settings.source(file.source.name), len(fragments))
     return PreparedDocument(
         doc_id=page.doc_id,
         source=page.source,
@@ -312,7 +338,7 @@ def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
         year=page.year,
         sha256=page.sha256,
         revision=page.revision,
-        fragments=tuple(page_fragments(page, settings)),
+        fragments=fragments,
     )
 
 

@@ -63,9 +63,19 @@ from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
 # Source settings that do not change how a file is prepared: labels and channel are compared
-# on their own (a change is reported by name), the rest only selects files.
+# on their own (a change is reported by name), the rest only selects files or bounds them.
 _NOT_PREPARATION: Final = frozenset(
-    ("name", "repo", "include", "exclude", "not_knowledge", "labels", "channel")
+    (
+        "name",
+        "repo",
+        "include",
+        "exclude",
+        "not_knowledge",
+        "labels",
+        "channel",
+        "max_document_bytes",
+        "max_document_fragments",
+    )
 )
 
 SyncOutcome = Literal["activated", "unchanged", "failed"]
