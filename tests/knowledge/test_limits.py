@@ -5,7 +5,7 @@ server, as in test_sync."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -52,9 +52,9 @@ def runtime(tmp_path: Path, fake: FakeEmbeddingServer, extra: str) -> Runtime:
 
 
 @pytest.fixture
-def fake() -> FakeEmbeddingServer:
+def fake() -> Iterator[FakeEmbeddingServer]:
     with FakeEmbeddingServer(dim=8) as server:
-        yield server  # type: ignore[misc]
+        yield server
 
 
 def test_defaults_leave_headroom_over_the_measured_filings() -> None:
@@ -121,7 +121,8 @@ def test_a_file_over_the_fragment_limit_is_refused(
         first = sync(rt)
         before = points(rt)
         sections = "".join(
-            f"## Sezione {n}\n\n" + f"Il paragrafo della sezione {n} descrive una regola. " * 30
+            f"## Sezione {n}\n\n"
+            + f"Il paragrafo della sezione {n} descrive una regola. " * 30
             + "\n\n"
             for n in range(8)
         )
@@ -143,7 +144,9 @@ def test_a_file_over_the_fragment_limit_is_refused(
 def test_sync_reports_extraction_progress_per_file_and_embedding_progress(
     tmp_path: Path, fake: FakeEmbeddingServer
 ) -> None:
-    pages = [paragraphs_page([[f"Pagina {n}: il ricovero ordinario e le sue regole."]]) for n in range(5)]
+    pages = [
+        paragraphs_page([[f"Pagina {n}: il ricovero ordinario e le sue regole."]]) for n in range(5)
+    ]
     files = {**FILES, "docs/manuale.pdf": build_pdf(pages)}
     ws = docs_workspace(tmp_path / "ws", fake.url, files=files)
     ticks: list[tuple[str, int, int]] = []

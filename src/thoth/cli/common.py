@@ -93,8 +93,10 @@ def progress_bar(
 
 @contextmanager
 def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """One bar per phase (prepare, embed, index) on stderr, fed with (phase, done, total);
-    None when disabled."""
+    """One bar per phase (prepare, extract, embed, index) on stderr, fed with (phase, done,
+    total); None when disabled. A phase may name what it works on after a space ("extract
+    manuali:docs/report.pdf"): the phase's one bar then shows it, so extracting many files
+    does not stack a bar per file."""
     if not enabled:
         yield None
         return
@@ -103,15 +105,17 @@ def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[detail]}"),
         console=err,
         transient=True,
     )
     tasks: dict[str, Any] = {}
 
     def tick(phase: str, done: int, total: int) -> None:
-        if phase not in tasks:
-            tasks[phase] = bar.add_task("", total=total, phase=phase)
-        bar.update(tasks[phase], completed=done, total=total)
+        name, _, detail = phase.partition(" ")
+        if name not in tasks:
+            tasks[name] = bar.add_task("", total=total, phase=name, detail=escape(detail))
+        bar.update(tasks[name], completed=done, total=total, detail=escape(detail))
 
     with bar:
         yield tick

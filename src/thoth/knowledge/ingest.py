@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from thoth.config import Settings, SourceSettings
 from thoth.documents.chunk import QaMarkers, chunk
-from thoth.documents.extract import DocumentFormat, extract
+from thoth.documents.extract import DocumentFormat, ExtractProgress, extract
 from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
 from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
 from thoth.errors import Problem, ProblemsError
@@ -250,9 +250,12 @@ def _check_fragments(doc_id: str, source: SourceSettings, count: int) -> None:
     )
 
 
-def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
+def prepare_document(
+    file: SourceFile, settings: Settings, progress: ExtractProgress | None = None
+) -> PreparedDocument:
     """Extract and chunk one document of a `documents` source into its fragments, with the
-    source's heading dialect, strategy, channel and labels."""
+    source's heading dialect, strategy, channel and labels. `progress(done, total)` follows
+    the extraction (pages of a PDF, rows of a workbook)."""
     source = settings.source(file.source.name)
     doc_id = file.doc_id
     meta = _document_meta(file)
@@ -281,7 +284,7 @@ def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
         temp = Path(tmp) / PurePosixPath(file.path).name
         temp.write_bytes(file.data)
         with _naming(doc_id, temp):
-            document = extract(temp, heading_dialect=source.heading_dialect)
+            document = extract(temp, heading_dialect=source.heading_dialect, progress=progress)
             chunks = chunk(document, source.strategy, qa_markers=markers)
     _check_fragments(doc_id, source, len(chunks))
     title = meta.title or document.title
