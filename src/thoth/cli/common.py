@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from thoth.cli import render
-from thoth.errors import ThothError
+from thoth.errors import ThothError, file_access_error
 
 out = Console()
 err = Console(stderr=True)
@@ -57,13 +57,21 @@ def report_error(
     return exc.exit_code
 
 
+def as_thoth_error(exc: ThothError | OSError) -> ThothError:
+    """An operating-system failure that no layer below turned into a ThothError (a permission
+    denied, a file where a directory belongs) is reported like one: with its path and code
+    `file_access`, never as a traceback."""
+    return exc if isinstance(exc, ThothError) else file_access_error(exc)
+
+
 @contextmanager
 def errors(as_json: bool) -> Iterator[None]:
-    """Turn any Thoth error into a readable message (or JSON) and its exit code."""
+    """Turn any Thoth error, and any operating-system error naming a path, into a readable
+    message (or JSON) and its exit code."""
     try:
         yield
-    except ThothError as exc:
-        raise typer.Exit(report_error(exc, as_json)) from exc
+    except (ThothError, OSError) as exc:
+        raise typer.Exit(report_error(as_thoth_error(exc), as_json)) from exc
 
 
 @contextmanager
