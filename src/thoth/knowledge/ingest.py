@@ -27,7 +27,7 @@ from typing import Any, Literal
 from thoth.config import Settings, SourceSettings
 from thoth.documents.chunk import QaMarkers, chunk
 from thoth.documents.extract import DocumentFormat, ExtractProgress, extract
-from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
+from thoth.documents.records import MAX_YEAR, MIN_YEAR, RECORD_DOCUMENT, KnowledgeFragment
 from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
@@ -119,8 +119,8 @@ def _document_meta(file: SourceFile) -> _DocumentMeta:
 
     title, year, knowledge = meta.get("title"), meta.get("year"), meta.get("knowledge")
     title = check("title", isinstance(title, str) and bool(title.strip()), "a text", "title: …")
-    year_ok = isinstance(year, int) and not isinstance(year, bool) and 1900 <= year <= 2099
-    year = check("year", year_ok, "a year between 1900 and 2099", "year: 2024")
+    year_ok = isinstance(year, int) and not isinstance(year, bool) and MIN_YEAR <= year <= MAX_YEAR
+    year = check("year", year_ok, f"a year between {MIN_YEAR} and {MAX_YEAR}", "year: 2024")
     knowledge = check("knowledge", isinstance(knowledge, bool), "true or false", "knowledge: false")
     if problems:
         raise ProblemsError(f"cannot read the front matter of {file.doc_id}", problems)
