@@ -163,6 +163,11 @@ def test_an_unreadable_generation_directory_is_an_outcome(synced: Path) -> None:
                     assert out["code"] in ("file_access", "index_unavailable"), out
     finally:
         generation.chmod(0o755)
+    # The refused asks are in the answer log, as failures naming the path.
+    code, log = tht("answers", "log", "--limit", "2", "-w", str(synced))
+    assert code == exitcodes.OK
+    assert [a["status"] for a in log["answers"]] == ["failed", "failed"], log
+    assert str(generation) in json.dumps(log["answers"][0])
 
 
 # ---------------------------------------------------------------------- values out of range
