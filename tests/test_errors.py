@@ -198,3 +198,22 @@ def test_cli_embedder_error_lists_the_problem(make_workspace: Make) -> None:
     assert problem["code"] == "embedder_failed" and "500" in problem["message"]
     assert text_code == exitcodes.FAILED
     assert "500" in err and "Traceback" not in err
+
+
+def test_an_os_error_becomes_a_file_access_error_naming_the_path() -> None:
+    import errno
+
+    from thoth.errors import FileAccessError, file_access_error
+
+    denied = file_access_error(PermissionError(errno.EACCES, "Permission denied", "/x/gen"))
+    assert isinstance(denied, FileAccessError) and denied.code == "file_access"
+    assert denied.exit_code == exitcodes.FAILED
+    [problem] = denied.problems
+    assert problem.where == "/x/gen" and problem.message == "Permission denied"
+    assert problem.hint is not None and "access" in problem.hint
+    assert denied.message_text() == "cannot use /x/gen: Permission denied"
+    assert problem.hint in str(denied)
+    exists = file_access_error(FileExistsError(errno.EEXIST, "File exists", "/x/index"))
+    assert exists.problems[0].hint is not None and "directory belongs" in exists.problems[0].hint
+    bare = file_access_error(OSError("no path"))
+    assert bare.problems[0].where == "" and "no path" in bare.message_text()

@@ -71,6 +71,12 @@ class IndexSettings(_Strict):
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
+# Bounded input, per source (docs/answers.md, "Limits"). Measured on the SEC 10-Q filings of
+# the shared data set: 0.26-3.6 MB and 69-183 fragments per PDF; the defaults leave about ten
+# times that. A 50 MB text file made 46,029 fragments; a 100,000-row spreadsheet 2,993.
+DEFAULT_MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_DOCUMENT_FRAGMENTS = 2_000
+
 
 class QaMarkerSettings(_Strict):
     """Line prefixes that open a question and an answer in a Q&A document."""
@@ -104,6 +110,11 @@ class SourceSettings(_Strict):
     qa_markers: QaMarkerSettings = QaMarkerSettings()
     heading_dialect: Literal["markdown", "numbered", "bold"] = "markdown"
     year_expected: bool = False
+    # A file larger than this is refused before it is read (its size comes from Git), and a
+    # file that becomes more fragments than this is refused after extraction: the sync stops,
+    # names the file and the limit, and nothing is indexed.
+    max_document_bytes: int = Field(default=DEFAULT_MAX_DOCUMENT_BYTES, gt=0)
+    max_document_fragments: int = Field(default=DEFAULT_MAX_DOCUMENT_FRAGMENTS, gt=0)
     # Wiki pages: headings whose section declares the page's caveats.
     caveat_headings: list[str] = Field(default_factory=lambda: ["Avvertenze", "Caveats"])
 
@@ -308,6 +319,10 @@ answerer = "extractive"
 # include = ["documents/**/*.pdf", "documents/**/*.docx"]
 # channel = "clinica"
 # labels = ["internal"]
+# # Bounded input (defaults): files over 32 MiB, or that become over 2,000 fragments, stop
+# # the sync; raise them for this source, or split the file.
+# max_document_bytes = 33554432
+# max_document_fragments = 2000
 #
 # [[sources]]
 # name = "wiki"

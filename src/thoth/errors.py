@@ -7,6 +7,7 @@ ones given, or a single Problem built from the message. The CLI renders any of t
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -118,3 +119,51 @@ class ConfigError(ThothError):
 
     exit_code = 4
     code = "config"
+
+
+class FileAccessError(ThothError):
+    """A file or directory Thoth needs could not be used as it must be (permission denied, a
+    file where a directory belongs, no space left): the problem names the path."""
+
+    code = "file_access"
+
+    def __init__(self, where: str, cause: str, hint: str) -> None:
+        self.summary = f"cannot use {where}: {cause}" if where else cause
+        super().__init__(
+            f"{self.summary} -> {hint}",
+            where=where,
+            problems=[Problem(where, cause, hint=hint, code=self.code)],
+        )
+
+    def message_text(self) -> str:
+        return self.summary
+
+
+# errno -> what to do about it; anything else gets the generic advice.
+_OS_HINTS: dict[int, str] = {
+    errno.EACCES: "give the user running tht access to it (read, and write under .thoth/), or "
+    "run tht as its owner",
+    errno.EPERM: "give the user running tht access to it, or run tht as its owner",
+    errno.ENOTDIR: "a file stands where a directory belongs: move it away (Thoth recreates "
+    "what is under .thoth/)",
+    errno.EEXIST: "a file stands where a directory belongs: move it away (Thoth recreates "
+    "what is under .thoth/)",
+    errno.EISDIR: "a directory stands where a file belongs: move it away",
+    errno.ENOSPC: "free disk space, then run the command again",
+    errno.EROFS: "the file system is read-only: point the workspace (or [index].path, "
+    "[state].url) at a writable place",
+}
+
+
+def file_access_error(exc: OSError) -> FileAccessError:
+    """The ThothError of an operating-system failure that reached a command: the path, the
+    system's reason and what to do."""
+    path = exc.filename
+    where = str(path) if path is not None else ""
+    cause = exc.strerror or type(exc).__name__
+    if exc.filename2 is not None:
+        cause += f" (and {exc.filename2})"
+    if not where:
+        cause = f"{cause}: {exc}"
+    hint = _OS_HINTS.get(exc.errno or 0, "check the path, its type and its permissions")
+    return FileAccessError(where, cause, hint)

@@ -98,6 +98,18 @@ def test_parse_request_accepts_labels_and_rejects_unknown_fields_and_types() -> 
         parse_request({"labels": "public"})  # a string would split into characters
 
 
+@pytest.mark.parametrize("year", [1899, 2100, -5, 99_999_999_999])
+def test_a_year_no_document_can_carry_is_refused_with_the_range(year: int) -> None:
+    """A number past the engine's integer range once failed inside the index as
+    index_unavailable; any year outside 1900-2099 can match nothing."""
+    with pytest.raises(SearchRequestError, match="accepted 1900 to 2099") as info:
+        parse_request({"year": year})
+    [problem] = info.value.problems
+    assert problem.field == "year" and problem.code == "out_of_range"
+    assert parse_request({"year": 1900}) == {"year": 1900}
+    assert parse_request({"year": 2099}) == {"year": 2099}
+
+
 def test_unknown_label_is_an_error_even_with_the_index_missing(tmp_path: Path) -> None:
     state = open_state(tmp_path)  # no generation at all
     ks = KnowledgeSearch(settings(), state, EdgeBackend(tmp_path / "none"), StemEmbedder())

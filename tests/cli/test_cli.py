@@ -149,3 +149,13 @@ def test_phase_bars_are_none_when_disabled_and_take_ticks_per_phase() -> None:
         tick("embed", 1, 4)
         tick("embed", 4, 8)  # a phase's total may grow between calls
         tick("index", 2, 2)
+
+
+def test_phase_bars_keep_one_bar_per_phase_and_show_the_file() -> None:
+    """`extract <doc id>` ticks share the extract bar; a doc id is shown as text, never read
+    as Rich markup (a path may contain `[/]`)."""
+    with phase_bars(True) as tick:
+        assert tick is not None
+        tick("extract manuali:docs/[/]strano.pdf", 1, 5)
+        tick("extract manuali:docs/b.md", 1, 1)
+        tick("embed", 32, 64)

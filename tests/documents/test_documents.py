@@ -865,3 +865,33 @@ def test_blocks_validate_their_content() -> None:
         Block("table", "| a |")
     with pytest.raises(ValueError):
         ChunkLimits(min_chars=50, floor_chars=100)
+
+
+# --------------------------------------------------------------------------------------------
+# Progress of long extractions
+
+
+def test_extraction_progress_follows_pdf_pages_and_workbook_rows(tmp_path: Path) -> None:
+    pages = [paragraphs_page([[f"Pagina {n} del manuale operativo."]]) for n in range(3)]
+    pdf = write(tmp_path / "manuale.pdf", build_pdf(pages))
+    ticks: list[tuple[int, int]] = []
+    extract(pdf, progress=lambda done, total: ticks.append((done, total)))
+    assert ticks == [(1, 3), (2, 3), (3, 3)]
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.append(["Codice", "Valore"])
+    for n in range(2499):
+        sheet.append([f"C{n}", n])
+    workbook.save(tmp_path / "righe.xlsx")
+    ticks.clear()
+    extract(tmp_path / "righe.xlsx", progress=lambda done, total: ticks.append((done, total)))
+    assert ticks == [(1000, 2500), (2000, 2500), (2500, 2500)]
+
+    ticks.clear()
+    extract(
+        write(tmp_path / "nota.md", "# Nota\n\nTesto.\n"),
+        progress=lambda d, t: ticks.append((d, t)),
+    )
+    assert ticks == [(1, 1)]

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tests.conftest import PG_HOST, PG_PORT, WS
 from thoth.config import Settings, StateSettings, render_default_config
+from thoth.errors import ConfigError
 from thoth.state import (
     GENERATION_STATUSES,
     GenerationStatus,
@@ -430,6 +431,23 @@ def test_newer_schema_version_is_refused(url: str) -> None:
 
 
 # ---------------------------------------------------------------------- configuration
+
+
+def test_a_configured_sqlite_url_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    """Opening it would create an empty database wherever a typo points."""
+    missing = tmp_path / "typo" / "state.sqlite"
+    with pytest.raises(ConfigError, match=r"typo, does not exist") as info:
+        state_url(tmp_path, f"sqlite:///{missing}")
+    assert info.value.code == "state_directory_missing"
+    [problem] = info.value.problems
+    assert problem.field == "state.url" and problem.hint is not None
+    assert "create the directory" in problem.hint and "[state].url" in problem.hint
+    (tmp_path / "afile").write_text("x", "utf-8")
+    with pytest.raises(ConfigError, match="is not a directory"):
+        state_url(tmp_path, f"sqlite:///{tmp_path / 'afile' / 'state.sqlite'}")
+    assert not missing.parent.exists()
+    (tmp_path / "typo").mkdir()
+    assert state_url(tmp_path, f"sqlite:///{missing}") == f"sqlite:///{missing}"
 
 
 def test_state_url_defaults_to_sqlite_in_the_workspace(tmp_path: Path) -> None:

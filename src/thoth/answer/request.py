@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from types import NoneType, UnionType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from thoth.errors import RequestError
+from thoth.documents.records import MAX_YEAR, MIN_YEAR
+from thoth.errors import Problem, RequestError
 
 
 class SearchRequestError(RequestError):
@@ -30,7 +31,9 @@ class SearchRequest(BaseModel):
     channel: str | None = None
     labels: Sequence[str] | None = None
     source: str | None = None
-    year: int | None = None
+    # Only the years a document can carry: anything else could never match, and a number
+    # past the engine's integer range failed inside it.
+    year: int | None = Field(default=None, ge=MIN_YEAR, le=MAX_YEAR)
     doc_format: str | None = None
 
 
@@ -54,8 +57,33 @@ def parse_request(data: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in data.items():
         if value is None:
             continue
-        parsed[name] = _typed(name, value, hints[name])
+        parsed[name] = _in_range(name, _typed(name, value, hints[name]))
     return parsed
+
+
+def _in_range(name: str, value: Any) -> Any:
+    """The bounds SearchRequest declares for a number (`ge`, `le`), checked before anything is
+    read; the error names the field and the accepted range."""
+    low = high = None
+    for bound in SearchRequest.model_fields[name].metadata:  # annotated-types' Ge and Le
+        low = getattr(bound, "ge", low)
+        high = getattr(bound, "le", high)
+    if (low is None or value >= low) and (high is None or value <= high):
+        return value
+    accepted = f"{low} to {high}" if low is not None and high is not None else f"{low or high}"
+    message = f"{name} {value} is out of range: accepted {accepted}"
+    raise SearchRequestError(
+        message,
+        problems=[
+            Problem(
+                "",
+                message,
+                field=name,
+                hint=f"give a {name} from {accepted}, or leave the filter out",
+                code="out_of_range",
+            )
+        ],
+    )
 
 
 def _typed(name: str, value: Any, annotation: Any) -> Any:

@@ -31,7 +31,7 @@ from thoth.answer.seams import AnalyticsBranch, NoPseudonymizer, Pseudonymizer
 from thoth.answer.sources import Source
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
-from thoth.errors import ThothError
+from thoth.errors import ThothError, file_access_error
 from thoth.state import StateStore
 
 log = logging.getLogger("thoth.answer")
@@ -105,18 +105,24 @@ class AnswerService:
     def ask(self, question: str, *, instructions: str | None = None, **filters: Any) -> Answer:
         """Answer one question; every call is logged in the state store's answer_log.
 
-        Raises SearchRequestError (bad request) and AnswerModelError (the model failed), both
-        logged as failed first; a failed search is an Answer with status "failed"."""
+        Raises SearchRequestError (bad request), AnswerModelError (the model failed) and
+        FileAccessError (the operating system refused a path), all logged as failed first; a
+        failed search is an Answer with status "failed"."""
         attempt = _Attempt(new_answer_id(), question)
         request: dict[str, Any] = {"instructions": instructions, **filters}
         try:
             answer = self._answer(attempt, instructions, filters)
-        except ThothError as exc:
-            code = BAD_REQUEST if isinstance(exc, SearchRequestError) else ANSWER_FAILED
-            log.error("answer %s failed [%s]: %s", attempt.id, code, exc)
+        except (ThothError, OSError) as exc:
+            # An OSError no layer below worded (a permission denied under .thoth/) is logged
+            # and raised as the FileAccessError that names its path.
+            error = exc if isinstance(exc, ThothError) else file_access_error(exc)
+            code = BAD_REQUEST if isinstance(error, SearchRequestError) else ANSWER_FAILED
+            log.error("answer %s failed [%s]: %s", attempt.id, code, error)
             # A log failure is reported by _log and never replaces the error being raised.
-            self._log(attempt.failure(str(exc), code, self._answerer.name), _storable(request))
-            raise
+            self._log(attempt.failure(str(error), code, self._answerer.name), _storable(request))
+            if error is exc:
+                raise
+            raise error from exc
         self._log(answer, request)
         return answer
 

@@ -6,6 +6,7 @@ search or the answer model failed; 2 bad request (unknown field, label, channel 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from thoth.answer.request import SearchRequestError, parse_request
 from thoth.answer.service import Answer
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
@@ -74,6 +76,7 @@ def ask_cmd(
     }
     request = {name: given[name] for name in REQUEST_OPTIONS}
     with errors(as_json):
+        check_options(request)  # before anything is opened or read
         service = open_answer_service(Workspace.open(workspace))
         try:
             # The service validates the request with parse_request and logs a refusal too.
@@ -85,6 +88,22 @@ def ask_cmd(
     else:
         print_answer(out, answer, diagnostics)
     raise typer.Exit(exitcodes.FAILED if answer.status == "failed" else exitcodes.OK)
+
+
+def check_options(request: dict[str, Any]) -> None:
+    """The request's fields checked as the service will check them, before anything is opened;
+    an error about a field names the option that set it (`--year`)."""
+    try:
+        parse_request(request)
+    except SearchRequestError as exc:
+        fields = [p.field for p in exc.problems if p.field in REQUEST_OPTIONS]
+        if not fields:
+            raise
+        option = REQUEST_OPTIONS[str(fields[0])]
+        raise SearchRequestError(
+            f"{option}: {exc.message_text()}",
+            problems=[replace(p, where=option) for p in exc.problems],
+        ) from exc
 
 
 def print_answer(console: Console, answer: Answer, diagnostics: bool = False) -> None:

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from thoth.cli import render
-from thoth.errors import ThothError
+from thoth.errors import ThothError, file_access_error
 
 out = Console()
 err = Console(stderr=True)
@@ -57,13 +57,21 @@ def report_error(
     return exc.exit_code
 
 
+def as_thoth_error(exc: ThothError | OSError) -> ThothError:
+    """An operating-system failure that no layer below turned into a ThothError (a permission
+    denied, a file where a directory belongs) is reported like one: with its path and code
+    `file_access`, never as a traceback."""
+    return exc if isinstance(exc, ThothError) else file_access_error(exc)
+
+
 @contextmanager
 def errors(as_json: bool) -> Iterator[None]:
-    """Turn any Thoth error into a readable message (or JSON) and its exit code."""
+    """Turn any Thoth error, and any operating-system error naming a path, into a readable
+    message (or JSON) and its exit code."""
     try:
         yield
-    except ThothError as exc:
-        raise typer.Exit(report_error(exc, as_json)) from exc
+    except (ThothError, OSError) as exc:
+        raise typer.Exit(report_error(as_thoth_error(exc), as_json)) from exc
 
 
 @contextmanager
@@ -93,8 +101,10 @@ def progress_bar(
 
 @contextmanager
 def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """One bar per phase (prepare, embed, index) on stderr, fed with (phase, done, total);
-    None when disabled."""
+    """One bar per phase (prepare, extract, embed, index) on stderr, fed with (phase, done,
+    total); None when disabled. A phase may name what it works on after a space ("extract
+    manuali:docs/report.pdf"): the phase's one bar then shows it, so extracting many files
+    does not stack a bar per file."""
     if not enabled:
         yield None
         return
@@ -103,15 +113,17 @@ def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[detail]}"),
         console=err,
         transient=True,
     )
     tasks: dict[str, Any] = {}
 
     def tick(phase: str, done: int, total: int) -> None:
-        if phase not in tasks:
-            tasks[phase] = bar.add_task("", total=total, phase=phase)
-        bar.update(tasks[phase], completed=done, total=total)
+        name, _, detail = phase.partition(" ")
+        if name not in tasks:
+            tasks[name] = bar.add_task("", total=total, phase=name, detail=escape(detail))
+        bar.update(tasks[name], completed=done, total=total, detail=escape(detail))
 
     with bar:
         yield tick

@@ -14,7 +14,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from thoth.cli import exitcodes
-from thoth.cli.common import JsonOpt, emit_json, err, errors, out, phase_bars, report_error
+from thoth.cli.common import (
+    JsonOpt,
+    as_thoth_error,
+    emit_json,
+    err,
+    errors,
+    out,
+    phase_bars,
+    report_error,
+)
 from thoth.errors import PreconditionError, ThothError
 from thoth.gitrepo import default_run_by
 from thoth.knowledge.sync import DocsSync, SyncReport
@@ -57,8 +66,8 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
         sync = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, progress=tick)
         try:
             report = sync.run(full=full)
-        except ThothError as exc:
-            _failed(exc, sync, as_json)
+        except (ThothError, OSError) as exc:
+            _failed(as_thoth_error(exc), sync, as_json)
     if as_json:
         emit_json({"ok": True, **report.as_dict()})
     else:

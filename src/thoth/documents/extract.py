@@ -47,6 +47,10 @@ _FORMATS: dict[str, DocumentFormat] = {
     ".csv": "csv",
 }
 SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(sorted(_FORMATS))
+# (done, total) while one file is extracted: pages of a PDF, rows of a workbook; formats read
+# in one step report (1, 1) when they are done.
+ExtractProgress = Callable[[int, int], None]
+_XLSX_TICK_ROWS = 1000
 
 
 class ExtractionError(ProblemsError):
@@ -598,13 +602,13 @@ def _read_html(path: Path) -> Document:
 # PDF
 
 
-def _read_pdf(path: Path) -> Document:
+def _read_pdf(path: Path, progress: ExtractProgress | None = None) -> Document:
     """Pages read by `thoth.documents.pdf` (pdfplumber): paragraphs and tables, page by page."""
     from thoth.documents.pdf import PdfReadError, PdfTable, read_pdf
 
     data = _read_bytes(path)
     try:
-        content = read_pdf(data)
+        content = read_pdf(data, progress)
     except PdfReadError as exc:
         raise _error(path, exc.cause, exc.hint, code=exc.code) from exc
     builder = _Builder()
@@ -755,7 +759,7 @@ def _captions_and_table(rows: list[list[str]]) -> tuple[list[str], list[list[str
     return captions, rows
 
 
-def _read_xlsx(path: Path) -> Document:
+def _read_xlsx(path: Path, progress: ExtractProgress | None = None) -> Document:
     import openpyxl
 
     _read_bytes(path)
@@ -768,6 +772,9 @@ def _read_xlsx(path: Path) -> Document:
         formulas = openpyxl.load_workbook(path, read_only=True, data_only=False)
     try:
         title = (values.properties.title or "").strip()
+        # Rows as the workbook declares its dimensions (read-only mode reads no further).
+        total = sum(getattr(sheet, "max_row", None) or 0 for sheet in values.worksheets)
+        done = 0
         for sheet, formula_sheet in zip(values.worksheets, formulas.worksheets, strict=True):
             name = sheet.title
             raw: list[list[str]] = []
@@ -781,6 +788,9 @@ def _read_xlsx(path: Path) -> Document:
                             missing.append(str(getattr(formula_cell, "coordinate", "?")))
                         cells.append(_format_value(value, getattr(cell, "number_format", "")))
                     raw.append(cells)
+                    done += 1
+                    if progress is not None and done % _XLSX_TICK_ROWS == 0:
+                        progress(done, max(total, done))
             if missing:
                 shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
                 raise _error(
@@ -802,6 +812,8 @@ def _read_xlsx(path: Path) -> Document:
     finally:
         values.close()
         formulas.close()
+    if progress is not None:
+        progress(done, done)
     return Document(path, "xlsx", title or path.stem, tuple(builder.blocks), notes=tuple(notes))
 
 
@@ -845,10 +857,13 @@ def _read_csv(path: Path) -> Document:
 
 _READERS: dict[DocumentFormat, Callable[[Path], Document]] = {
     "html": _read_html,
-    "pdf": _read_pdf,
     "docx": _read_docx,
-    "xlsx": _read_xlsx,
     "csv": _read_csv,
+}
+# Readers of formats whose extraction takes long enough on a large file to report progress.
+_PAGED_READERS: dict[DocumentFormat, Callable[[Path, ExtractProgress | None], Document]] = {
+    "pdf": _read_pdf,
+    "xlsx": _read_xlsx,
 }
 
 _EMPTY_HINT: dict[DocumentFormat, str] = {
@@ -857,11 +872,16 @@ _EMPTY_HINT: dict[DocumentFormat, str] = {
 }
 
 
-def extract(path: Path, heading_dialect: HeadingDialect = "markdown") -> Document:
+def extract(
+    path: Path,
+    heading_dialect: HeadingDialect = "markdown",
+    progress: ExtractProgress | None = None,
+) -> Document:
     """Read one file into a `Document`, or raise `ExtractionError` naming the file and cause.
 
     `heading_dialect` says how a Markdown or plain-text source marks its headings; other
-    formats ignore it.
+    formats ignore it. `progress(done, total)` follows the extraction: after every page of a
+    PDF and every thousand rows of a workbook; other formats report (1, 1) once read.
     """
     if heading_dialect not in HEADING_DIALECTS:
         raise ValueError(f"unknown heading dialect {heading_dialect!r}: use {HEADING_DIALECTS}")
@@ -878,12 +898,17 @@ def extract(path: Path, heading_dialect: HeadingDialect = "markdown") -> Documen
         raise _error(
             path, "does not exist or is not a regular file", "check the source path and glob"
         )
-    if fmt == "markdown":
-        document = _read_markdown(path, heading_dialect)
-    elif fmt == "text":
-        document = _read_plain(path, heading_dialect)
+    if fmt in _PAGED_READERS:
+        document = _PAGED_READERS[fmt](path, progress)
     else:
-        document = _READERS[fmt](path)
+        if fmt == "markdown":
+            document = _read_markdown(path, heading_dialect)
+        elif fmt == "text":
+            document = _read_plain(path, heading_dialect)
+        else:
+            document = _READERS[fmt](path)
+        if progress is not None:
+            progress(1, 1)
     if not document.blocks:
         raise _error(
             path,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import re
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -507,8 +507,9 @@ def page_items(page: Any) -> list[PdfItem]:
     return [item for _, item in placed]
 
 
-def read_pdf(data: bytes) -> PdfContent:
-    """Every page of a PDF as paragraphs and tables; raises `PdfReadError` naming the stage."""
+def read_pdf(data: bytes, progress: Callable[[int, int], None] | None = None) -> PdfContent:
+    """Every page of a PDF as paragraphs and tables; raises `PdfReadError` naming the stage.
+    `progress(pages done, pages)` is called after every page."""
     import pdfplumber
     from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
     from pdfplumber.utils.exceptions import PdfminerException
@@ -545,4 +546,6 @@ def read_pdf(data: bytes) -> PdfContent:
             finally:
                 page.close()  # frees the page's parsed objects: long PDFs stay small in memory
             out.append(PdfPage(number, tuple(items)))
+            if progress is not None:
+                progress(number, len(pages))
     return PdfContent(tuple(out), title.strip() if isinstance(title, str) else "")

@@ -31,6 +31,8 @@ __all__ = [
     "ANSWER_KINDS",
     "CURATED_KINDS",
     "FILTER_FIELDS",
+    "MAX_YEAR",
+    "MIN_YEAR",
     "PIPELINE_VERSION",
     "RECORD_DOCUMENT",
     "RECORD_EVIDENCE",
@@ -45,6 +47,11 @@ __all__ = [
 # Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
 # fragment and its report counts the fragments still built by an older version (must be 0).
 PIPELINE_VERSION: Final = 1
+
+# The years a document or page can carry (front matter `year`, or 19xx/20xx in the file
+# name): the `year` filter of a request accepts the same range, and nothing else can match.
+MIN_YEAR: Final = 1900
+MAX_YEAR: Final = 2099
 
 RecordKind = Literal["document", "wiki"]
 

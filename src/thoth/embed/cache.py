@@ -15,12 +15,37 @@ from pathlib import Path
 import numpy as np
 
 from thoth.embed.base import Embedder, EmbedderError, Vectors
+from thoth.errors import Problem
 from thoth.sqlitewal import enable_wal
 
 BUSY_TIMEOUT_SECONDS = 60.0
 _LOOKUP_CHUNK = 500  # bound parameters per SELECT, well under SQLite's limit
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INT, data BLOB)"
 _DTYPE = np.dtype("<f4")  # fixed byte order: the file may move between machines
+
+
+class EmbeddingCacheError(EmbedderError):
+    """The cache file cannot be opened, read or written. It only saves embedding work, so the
+    way out of a damaged file is to delete it; the problem names the file."""
+
+    code = "embedding_cache_unreadable"
+
+    def __init__(self, path: Path, cause: str, hint: str, code: str) -> None:
+        self.summary = f"embedding cache {path}: {cause}"
+        super().__init__(
+            f"{self.summary} -> {hint}",
+            code=code,
+            problems=[Problem(str(path), cause, hint=hint, code=code)],
+        )
+
+    def message_text(self) -> str:
+        return self.summary
+
+
+_REBUILD_HINT = (
+    "the cache only saves embedding work: delete {path} (and {path}-wal, {path}-shm if they "
+    "exist) and run the command again, it is rebuilt as texts are embedded"
+)
 
 
 def cache_key(identity: str, kind: str, text: str) -> str:
@@ -49,7 +74,9 @@ class CachedEmbedder:
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:
             raise self._fail(
-                f"cannot open the cache ({exc})", "check the path and its permissions"
+                f"cannot open the cache ({exc})",
+                "check the file's permissions; if it is damaged ('file is not a database'), "
+                + _REBUILD_HINT.format(path=path),
             ) from exc
         if str(mode).lower() != "wal":
             raise self._fail(
@@ -87,6 +114,7 @@ class CachedEmbedder:
                     f"{self.inner.identity} returned shape {vectors.shape} for "
                     f"{len(missing)} texts of dimension {self.inner.dim}",
                     "this is a bug in that embedder; nothing was cached",
+                    code=EmbedderError.code,
                 )
             fresh = dict(zip(missing, vectors, strict=True))
             self._store(fresh)
@@ -112,8 +140,8 @@ class CachedEmbedder:
 
     # -- storage ----------------------------------------------------------------------
 
-    def _fail(self, cause: str, hint: str) -> EmbedderError:
-        return EmbedderError(f"embedding cache {self.path}: {cause} -> {hint}")
+    def _fail(self, cause: str, hint: str, code: str | None = None) -> EmbeddingCacheError:
+        return EmbeddingCacheError(self.path, cause, hint, code or EmbeddingCacheError.code)
 
     def _load(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
         found: dict[str, tuple[int, bytes]] = {}
@@ -127,9 +155,7 @@ class CachedEmbedder:
                 for key, dim, data in rows:
                     found[key] = (dim, data)
         except sqlite3.Error as exc:
-            raise self._fail(
-                f"cannot read ({exc})", "if the file is damaged, delete it to rebuild the cache"
-            ) from exc
+            raise self._fail(f"cannot read ({exc})", _REBUILD_HINT.format(path=self.path)) from exc
         return found
 
     def _store(self, vectors: dict[str, Vectors]) -> None:
@@ -153,6 +179,7 @@ class CachedEmbedder:
             raise self._fail(
                 f"cannot write {len(rows)} vectors ({exc})",
                 "check disk space and permissions; another process may hold the lock",
+                code="embedding_cache_unwritable",
             ) from exc
 
     def _decode(self, key: str, entry: tuple[int, bytes], dim: int) -> Vectors:
@@ -163,5 +190,6 @@ class CachedEmbedder:
                 f"{self.inner.identity} returns dimension {dim}: the model changed under the "
                 "same identity",
                 "delete the cache file and rebuild the index",
+                code="embedding_cache_stale",
             )
         return np.frombuffer(data, dtype=_DTYPE).astype(np.float32)

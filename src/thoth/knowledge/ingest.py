@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from thoth.config import Settings
+from thoth.config import Settings, SourceSettings
 from thoth.documents.chunk import QaMarkers, chunk
-from thoth.documents.extract import DocumentFormat, extract
-from thoth.documents.records import RECORD_DOCUMENT, KnowledgeFragment
+from thoth.documents.extract import DocumentFormat, ExtractProgress, extract
+from thoth.documents.records import MAX_YEAR, MIN_YEAR, RECORD_DOCUMENT, KnowledgeFragment
 from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
@@ -119,8 +119,8 @@ def _document_meta(file: SourceFile) -> _DocumentMeta:
 
     title, year, knowledge = meta.get("title"), meta.get("year"), meta.get("knowledge")
     title = check("title", isinstance(title, str) and bool(title.strip()), "a text", "title: …")
-    year_ok = isinstance(year, int) and not isinstance(year, bool) and 1900 <= year <= 2099
-    year = check("year", year_ok, "a year between 1900 and 2099", "year: 2024")
+    year_ok = isinstance(year, int) and not isinstance(year, bool) and MIN_YEAR <= year <= MAX_YEAR
+    year = check("year", year_ok, f"a year between {MIN_YEAR} and {MAX_YEAR}", "year: 2024")
     knowledge = check("knowledge", isinstance(knowledge, bool), "true or false", "knowledge: false")
     if problems:
         raise ProblemsError(f"cannot read the front matter of {file.doc_id}", problems)
@@ -227,9 +227,35 @@ def _year(meta: _DocumentMeta, path: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
+def _check_fragments(doc_id: str, source: SourceSettings, count: int) -> None:
+    """Bounded input: a file that becomes more fragments than its source allows is refused
+    before anything is embedded (a 50 MB text file once became 46,029 fragments)."""
+    limit = source.max_document_fragments
+    if count <= limit:
+        return
+    raise ProblemsError(
+        f"{doc_id}: {count:,} fragments, over the limit of source {source.name!r}; nothing "
+        "was indexed",
+        [
+            Problem(
+                doc_id,
+                f"{count:,} fragments; the limit of source {source.name!r} is {limit:,}",
+                field="max_document_fragments",
+                hint=f"split the file, or raise max_document_fragments in the [[sources]] "
+                f"entry {source.name!r} of thoth.toml (at least {count})",
+                code="too_many_fragments",
+            )
+        ],
+        code="too_many_fragments",
+    )
+
+
+def prepare_document(
+    file: SourceFile, settings: Settings, progress: ExtractProgress | None = None
+) -> PreparedDocument:
     """Extract and chunk one document of a `documents` source into its fragments, with the
-    source's heading dialect, strategy, channel and labels."""
+    source's heading dialect, strategy, channel and labels. `progress(done, total)` follows
+    the extraction (pages of a PDF, rows of a workbook)."""
     source = settings.source(file.source.name)
     doc_id = file.doc_id
     meta = _document_meta(file)
@@ -258,8 +284,9 @@ def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
         temp = Path(tmp) / PurePosixPath(file.path).name
         temp.write_bytes(file.data)
         with _naming(doc_id, temp):
-            document = extract(temp, heading_dialect=source.heading_dialect)
+            document = extract(temp, heading_dialect=source.heading_dialect, progress=progress)
             chunks = chunk(document, source.strategy, qa_markers=markers)
+    _check_fragments(doc_id, source, len(chunks))
     title = meta.title or document.title
     fragments = tuple(
         KnowledgeFragment(
@@ -301,6 +328,8 @@ def prepare_document(file: SourceFile, settings: Settings) -> PreparedDocument:
 def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
     """One wiki page: front matter checked, body chunked, caveats on every fragment."""
     page = parse_page(file, settings)
+    fragments = tuple(page_fragments(page, settings))
+    _check_fragments(page.doc_id, settings.source(file.source.name), len(fragments))
     return PreparedDocument(
         doc_id=page.doc_id,
         source=page.source,
@@ -312,7 +341,7 @@ def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
         year=page.year,
         sha256=page.sha256,
         revision=page.revision,
-        fragments=tuple(page_fragments(page, settings)),
+        fragments=fragments,
     )
 
 

@@ -19,6 +19,7 @@ fragments to 6 while reporting "all ok"):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -63,9 +64,19 @@ from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
 # Source settings that do not change how a file is prepared: labels and channel are compared
-# on their own (a change is reported by name), the rest only selects files.
+# on their own (a change is reported by name), the rest only selects files or bounds them.
 _NOT_PREPARATION: Final = frozenset(
-    ("name", "repo", "include", "exclude", "not_knowledge", "labels", "channel")
+    (
+        "name",
+        "repo",
+        "include",
+        "exclude",
+        "not_knowledge",
+        "labels",
+        "channel",
+        "max_document_bytes",
+        "max_document_fragments",
+    )
 )
 
 SyncOutcome = Literal["activated", "unchanged", "failed"]
@@ -550,10 +561,13 @@ class DocsSync:
         secrets: list[Problem] = []
         total = len(plan.build)
         for n, (adm, file) in enumerate(plan.build, 1):
+            # One bar follows the file being extracted (pages, rows), phase "extract <doc id>".
+            phase = f"extract {adm.doc_id}"
             if adm.kind == RECORD_WIKI:
                 doc = prepare_page(file, self.settings)
+                self.progress(phase, 1, 1)
             else:
-                doc = prepare_document(file, self.settings)
+                doc = prepare_document(file, self.settings, functools.partial(self.progress, phase))
             _check_prepared(adm, doc)
             secrets += credential_problems(file, doc)
             prepared.append(doc)

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
 
-from thoth.errors import ThothError
+from thoth.errors import ConfigError, Problem, ThothError
 from thoth.sqlitewal import enable_wal
 
 DEFAULT_SQLITE_PATH: Final = Path(".thoth") / "state.sqlite"
@@ -58,10 +58,50 @@ class StateError(ThothError):
 
 
 def state_url(workspace_root: Path, configured: str | None) -> str:
-    """The URL to open: `[state].url` when set, else SQLite in `<workspace>/.thoth/`."""
+    """The URL to open: `[state].url` when set, else SQLite in `<workspace>/.thoth/`.
+
+    A configured SQLite file must be in a directory that exists: opening it would otherwise
+    create an empty database wherever a typo points (and serve nothing of what was published),
+    so the directory is never created for it. The default one, under `.thoth/`, is Thoth's."""
     if configured:
+        _check_sqlite_directory(configured)
         return configured
     return f"sqlite:///{(workspace_root / DEFAULT_SQLITE_PATH).resolve()}"
+
+
+def _check_sqlite_directory(url: str) -> None:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return  # not a URL: create_state_engine says so, naming it
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return
+    if database.startswith("file:"):
+        return  # a URI filename: SQLite resolves it
+    directory = Path(database).parent.absolute()  # relative: to the working directory
+    if directory.is_dir():
+        return
+    what = "is not a directory" if directory.exists() else "does not exist"
+    message = f"the directory of the state database, {directory}, {what}"
+    hint = (
+        f"create the directory (mkdir -p {directory}) if the database belongs there, or fix "
+        "[state].url in thoth.toml; Thoth never creates it, so a typo cannot start an empty "
+        "state database"
+    )
+    raise ConfigError(
+        f"[state].url {redact_url(url)}: {message}",
+        code="state_directory_missing",
+        problems=[
+            Problem(
+                "thoth.toml",
+                message,
+                field="state.url",
+                hint=hint,
+                code="state_directory_missing",
+            )
+        ],
+    )
 
 
 def redact_url(url: str) -> str:

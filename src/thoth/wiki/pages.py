@@ -17,7 +17,14 @@ from pathlib import Path, PurePosixPath
 from thoth.config import Settings
 from thoth.documents.chunk import chunk_blocks
 from thoth.documents.extract import Block, Document, markdown_document
-from thoth.documents.records import RECORD_WIKI, KnowledgeFragment, caveats_for, doc_identifier
+from thoth.documents.records import (
+    MAX_YEAR,
+    MIN_YEAR,
+    RECORD_WIKI,
+    KnowledgeFragment,
+    caveats_for,
+    doc_identifier,
+)
 from thoth.documents.sources import SourceFile
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
@@ -176,12 +183,12 @@ def section_caveats(document: Document, headings: Sequence[str]) -> list[str]:
 
 
 def _year(value: object, doc_id: str, problems: list[Problem]) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and 1900 <= value <= 2099:
+    if isinstance(value, int) and not isinstance(value, bool) and MIN_YEAR <= value <= MAX_YEAR:
         return value
     problems.append(
         Problem(
             doc_id,
-            f"year must be a year between 1900 and 2099, got {value!r}",
+            f"year must be a year between {MIN_YEAR} and {MAX_YEAR}, got {value!r}",
             field="year",
             hint="write it as a number, e.g. `year: 2024`",
         )
