@@ -114,6 +114,19 @@ def test_empty_question_is_a_usage_error(make_workspace: Make, fake: FakeEmbeddi
     assert result.exit_code == exitcodes.USAGE
 
 
+def _killed_before_its_gate(ws: Workspace) -> str:
+    """What a build killed between sealing and evaluation leaves: sealed data, a candidate
+    row, no evaluation. Returns the generation id."""
+    with open_runtime(Workspace.open(ws.root)) as rt:
+        name = rt.ws.settings.workspace
+        revision = rt.state.active_revision(name)
+        assert revision is not None
+        orphan = rt.state.create_generation(name, revision, {"embedder": rt.embedder.identity})
+        rt.backend.seal(orphan, rt.backend.create(orphan, rt.embedder.dim))
+        rt.state.mark_generation(orphan, "candidate", {"labels": []})
+    return orphan
+
+
 def test_a_candidate_whose_build_was_killed_before_its_gate_cannot_be_activated(
     make_workspace: Make, fake: FakeEmbeddingServer
 ) -> None:
@@ -125,15 +138,7 @@ def test_a_candidate_whose_build_was_killed_before_its_gate_cannot_be_activated(
     code, data = tht("workspace", "preprocess", "evidence", root)
     assert code == exitcodes.OK
     first = data["generation"]
-    with open_runtime(Workspace.open(ws.root)) as rt:
-        # What the killed build left: sealed data, a candidate row, no evaluation.
-        name = rt.ws.settings.workspace
-        revision = rt.state.active_revision(name)
-        assert revision is not None
-        orphan = rt.state.create_generation(name, revision, {"embedder": rt.embedder.identity})
-        store = rt.backend.create(orphan, rt.embedder.dim)
-        rt.backend.seal(orphan, store)
-        rt.state.mark_generation(orphan, "candidate", {"labels": []})
+    orphan = _killed_before_its_gate(ws)
 
     code, data = tht("evidence", "activate", "--generation", orphan, "-w", root)
     assert code == exitcodes.PRECONDITION
@@ -160,13 +165,7 @@ def test_generations_cleanup_abandons_a_candidate_never_evaluated(
     code, data = tht("workspace", "preprocess", "evidence", root)
     assert code == exitcodes.OK
     first = data["generation"]
-    with open_runtime(Workspace.open(ws.root)) as rt:
-        name = rt.ws.settings.workspace
-        revision = rt.state.active_revision(name)
-        assert revision is not None
-        orphan = rt.state.create_generation(name, revision, {"embedder": rt.embedder.identity})
-        rt.backend.seal(orphan, rt.backend.create(orphan, rt.embedder.dim))
-        rt.state.mark_generation(orphan, "candidate", {"labels": []})
+    orphan = _killed_before_its_gate(ws)
 
     code, data = tht("evidence", "generations", "--cleanup", "-w", root)
     assert code == exitcodes.OK and data["cleaned_up"] == [orphan]

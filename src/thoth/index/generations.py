@@ -77,7 +77,14 @@ class EdgeBackend:
 
     def open(self, gen_id: str, sealed: Mapping[str, Any] | None = None) -> IndexStore:
         path = self.root / gen_id
-        if not path.is_dir():
+        try:
+            present = path.is_dir()
+        except OSError as exc:
+            raise IndexUnavailable(
+                f"{path}: generation {gen_id} cannot be inspected: {exc} -> check the "
+                "permissions of the index directory"
+            ) from exc
+        if not present:
             raise IndexUnavailable(
                 f"{path}: generation {gen_id} has no index directory (deleted or never sealed)"
             )

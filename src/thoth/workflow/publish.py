@@ -86,13 +86,7 @@ class Publisher:
         "evidence", the same partial unique index `tht docs sync` takes — so a sync and a
         publication never build from the same active generation nor clean up each other's
         unsealed builds."""
-        lock = RunLock(
-            self.state,
-            self.name,
-            kind="evidence",
-            run_by=run_by or default_run_by(self.ws.root),
-            pipeline_version=PIPELINE_VERSION,
-        )
+        lock = self._lock(run_by)
         with lock:
             report = self._preprocess()
             lock.closing = lambda _failure: RunRow(
@@ -129,13 +123,7 @@ class Publisher:
         build (so a live build's candidate is never touched): remove unsealed data, mark
         candidates whose build died before its gate 'abandoned' and drop their data. Returns
         the generation ids removed."""
-        lock = RunLock(
-            self.state,
-            self.name,
-            kind="evidence",
-            run_by=run_by or default_run_by(self.ws.root),
-            pipeline_version=PIPELINE_VERSION,
-        )
+        lock = self._lock(run_by)
         with lock:
             builder = GenerationBuilder(self.state, self.backend, self.name, self.embedder)
             removed = builder.discard_crashed()
@@ -143,6 +131,15 @@ class Publisher:
                 message=f"cleanup: removed {', '.join(removed) or 'nothing'}"
             )
         return removed
+
+    def _lock(self, run_by: str | None) -> RunLock:
+        return RunLock(
+            self.state,
+            self.name,
+            kind="evidence",
+            run_by=run_by or default_run_by(self.ws.root),
+            pipeline_version=PIPELINE_VERSION,
+        )
 
     def _preprocess(self) -> PublishReport:
         started = time.perf_counter()
