@@ -167,7 +167,9 @@ def test_corrupt_index_directory(rt: Runtime) -> None:
         if path.is_file():
             path.write_bytes(b"\x00garbage")
     outcome = rt.search().search("ricovero", "disambiguation")
-    assert outcome.status == "unavailable" and outcome.code == "index_unavailable"
+    assert (
+        outcome.status == "unavailable" and outcome.code == "index_corrupt"
+    )  # not the files sealed
 
 
 def test_embedder_failure(rt: Runtime, fake: FakeEmbeddingServer) -> None:
