@@ -43,7 +43,7 @@ from thoth.embed.base import Embedder
 from thoth.errors import ConfigError, PreconditionError, Problem, ThothError
 from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
-from thoth.index.base import IndexRecord
+from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
 from thoth.index.generations import IndexBackend
@@ -216,6 +216,7 @@ class DocsSync:
         self.recorded = False  # whether the run row was closed with the run's outcome
         self._fingerprints = {s.name: preparation_fingerprint(s) for s in ws.settings.sources}
         self._builder = GenerationBuilder(state, backend, self.name, embedder, self.progress)
+        self._active_store: IndexStore | None = None  # the active generation, once read
 
     def run(self, full: bool = False, run_by: str | None = None) -> SyncReport:
         """Sync every declared source; raises (after recording the run as failed) on error."""
@@ -265,6 +266,21 @@ class DocsSync:
         )
 
     def _sync(self, report: SyncReport) -> None:
+        try:
+            self._sync_steps(report)
+        finally:
+            store, self._active_store = self._active_store, None
+            if store is not None:
+                store.close()
+
+    def _reading(self, active: Generation) -> IndexStore:
+        """The active generation, opened once per run: each open is a verified private copy
+        of the shard (thoth.index.reader.open_generation)."""
+        if self._active_store is None:
+            self._active_store = open_generation(self.backend, active)
+        return self._active_store
+
+    def _sync_steps(self, report: SyncReport) -> None:
         self._builder.discard_crashed()
         active = self.state.active_generation(self.name)
         report.previous_generation = active.id if active else None
@@ -371,40 +387,37 @@ class DocsSync:
     def _held(self, active: Generation) -> dict[str, _Held]:
         """Documents and pages of the active generation; checks that the embedder fits it."""
         expected = active.config.get("embedder")
-        store = open_generation(self.backend, active)
-        try:
-            if store.dim != self.embedder.dim or (expected and expected != self.embedder.identity):
-                raise SyncError(
-                    f"the active generation {active.id} was embedded with "
-                    f"{expected or 'an unrecorded model'} (dimension {store.dim}), this sync uses "
-                    f"{self.embedder.identity} (dimension {self.embedder.dim}): records of every "
-                    "kind share one collection, so `--full` is not enough -> restore the "
-                    "[embedding] settings of the active generation; a different model needs a "
-                    "rebuild of every kind (Evidence, documents, pages) into a new collection"
+        store = self._reading(active)
+        if store.dim != self.embedder.dim or (expected and expected != self.embedder.identity):
+            raise SyncError(
+                f"the active generation {active.id} was embedded with "
+                f"{expected or 'an unrecorded model'} (dimension {store.dim}), this sync uses "
+                f"{self.embedder.identity} (dimension {self.embedder.dim}): records of every "
+                "kind share one collection, so `--full` is not enough -> restore the "
+                "[embedding] settings of the active generation; a different model needs a "
+                "rebuild of every kind (Evidence, documents, pages) into a new collection"
+            )
+        held: dict[str, _Held] = {}
+        for rec in store.scroll({"record_kind": list(DOC_KINDS)}):
+            p = parse_payload(rec.payload, rec.id)
+            if not isinstance(p, FragmentPayload):  # the filter keeps other kinds out
+                raise SyncError(f"point {rec.id}: a {p.record_kind} record among documents")
+            entry = held.get(p.doc_id)
+            if entry is None:
+                entry = held[p.doc_id] = _Held(
+                    kind=p.record_kind,
+                    source=p.source,
+                    sha256=p.content_sha256,
+                    labels=_labels(p.labels),
+                    channel=p.channel,
+                    title=p.title,
+                    source_config=p.source_config,
+                    avg_len=p.bm25_avg_len,
                 )
-            held: dict[str, _Held] = {}
-            for rec in store.scroll({"record_kind": list(DOC_KINDS)}):
-                p = parse_payload(rec.payload, rec.id)
-                if not isinstance(p, FragmentPayload):  # the filter keeps other kinds out
-                    raise SyncError(f"point {rec.id}: a {p.record_kind} record among documents")
-                entry = held.get(p.doc_id)
-                if entry is None:
-                    entry = held[p.doc_id] = _Held(
-                        kind=p.record_kind,
-                        source=p.source,
-                        sha256=p.content_sha256,
-                        labels=_labels(p.labels),
-                        channel=p.channel,
-                        title=p.title,
-                        source_config=p.source_config,
-                        avg_len=p.bm25_avg_len,
-                    )
-                entry.fragments += 1
-                if p.pipeline_version < PIPELINE_VERSION:
-                    entry.stale += 1
-            return held
-        finally:
-            store.close()
+            entry.fragments += 1
+            if p.pipeline_version < PIPELINE_VERSION:
+                entry.stale += 1
+        return held
 
     def _check_empty_sources(
         self, snapshots: Sequence[SourceSnapshot], held: dict[str, _Held], report: SyncReport
@@ -534,16 +547,13 @@ class DocsSync:
         when published; when thoth.toml changed them since, the sync restamps the carried
         records (same ids and vectors) so the labels served are the declared ones."""
         labels, channel = self._evidence_stamp()
-        store = open_generation(self.backend, active)
-        try:
-            for rec in store.scroll({"record_kind": EVIDENCE_KIND}):
-                p = rec.payload
-                unit = str(p.get("evidence_id") or p.get("doc_id") or rec.id)
-                old = (_labels(p.get("labels") or []), str(p.get("channel") or ""))
-                if old != (labels, channel) and unit not in plan.evidence:
-                    plan.evidence[unit] = old
-        finally:
-            store.close()
+        store = self._reading(active)
+        for rec in store.scroll({"record_kind": EVIDENCE_KIND}):
+            p = rec.payload
+            unit = str(p.get("evidence_id") or p.get("doc_id") or rec.id)
+            old = (_labels(p.get("labels") or []), str(p.get("channel") or ""))
+            if old != (labels, channel) and unit not in plan.evidence:
+                plan.evidence[unit] = old
         for unit, (old_labels, old_channel) in sorted(plan.evidence.items()):
             report.labels_changed.append(
                 _label_change(unit, old_labels, labels, old_channel, channel)
@@ -723,11 +733,8 @@ class DocsSync:
     def _other_records(self, active: Generation | None) -> int:
         if active is None:
             return 0
-        store = open_generation(self.backend, active)
-        try:
-            return store.count() - store.count({"record_kind": list(DOC_KINDS)})
-        finally:
-            store.close()
+        store = self._reading(active)
+        return store.count() - store.count({"record_kind": list(DOC_KINDS)})
 
 
 def _labels(labels: Sequence[Any]) -> tuple[str, ...]:
