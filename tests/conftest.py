@@ -7,6 +7,7 @@ import secrets
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import psycopg
 import pytest
@@ -29,6 +30,14 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
         "GIT_CONFIG_GLOBAL": os.devnull,
     }.items():
         monkeypatch.setenv(var, value)
+
+
+def skip_unless_ci(reason: str, why_ci_runs_it: str) -> NoReturn:
+    """Skip on a user's machine that lacks what the test needs, with `reason`; under CI
+    (CI set) fail instead: CI has it, so the test must run there."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: {why_ci_runs_it})")
+    pytest.skip(reason)
 
 
 def git(root: Path, *args: str) -> str:
@@ -139,10 +148,10 @@ def pg_user() -> str:
             errors.append(f"user {user} may not create databases")
         except psycopg.Error as exc:
             errors.append(f"user {user}: {str(exc).strip().splitlines()[0]}")
-    reason = f"PostgreSQL not reachable at {PG_HOST}:{PG_PORT}: {'; '.join(errors)}"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set: the PostgreSQL tests must run)")
-    pytest.skip(reason)
+    skip_unless_ci(
+        f"PostgreSQL not reachable at {PG_HOST}:{PG_PORT}: {'; '.join(errors)}",
+        "the PostgreSQL tests must run",
+    )
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import commit_all
+from tests.conftest import commit_all, skip_unless_ci
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.knowledge.test_sync import docs_workspace
 from thoth.cli import exitcodes
@@ -140,7 +140,11 @@ def _denied_child(command: list[str]) -> list[str]:
         return command
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("running as root, where chmod does not deny, and setpriv is not installed")
+        skip_unless_ci(
+            "running as root, where chmod does not deny, and setpriv (util-linux) is not "
+            "installed to drop that privilege -> install util-linux to run this test",
+            "Debian's util-linux ships setpriv on every CI machine",
+        )
     caps = "-dac_override,-dac_read_search"
     return [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}", *command]
 
