@@ -3,6 +3,7 @@
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -114,6 +115,19 @@ def test_empty_question_is_a_usage_error(make_workspace: Make, fake: FakeEmbeddi
     assert result.exit_code == exitcodes.USAGE
 
 
+def _published_with_a_killed_candidate(
+    make_workspace: Make, fake: FakeEmbeddingServer
+) -> tuple[str, str, str]:
+    """A workspace with an active published generation and the candidate a build killed
+    before its gate left: (root, active generation, candidate)."""
+    ws = prepared_workspace(make_workspace, fake.url)
+    root = str(ws.root)
+    tht("workspace", "activate", root)
+    code, data = tht("workspace", "preprocess", "evidence", root)
+    assert code == exitcodes.OK
+    return root, str(data["generation"]), _killed_before_its_gate(ws)
+
+
 def _killed_before_its_gate(ws: Workspace) -> str:
     """What a build killed between sealing and evaluation leaves: sealed data, a candidate
     row, no evaluation. Returns the generation id."""
@@ -132,13 +146,7 @@ def test_a_candidate_whose_build_was_killed_before_its_gate_cannot_be_activated(
 ) -> None:
     """A build killed between sealing and evaluation leaves a sealed 'candidate': it never
     passed its gate, so `tht evidence activate` refuses it, and the next build abandons it."""
-    ws = prepared_workspace(make_workspace, fake.url)
-    root = str(ws.root)
-    tht("workspace", "activate", root)
-    code, data = tht("workspace", "preprocess", "evidence", root)
-    assert code == exitcodes.OK
-    first = data["generation"]
-    orphan = _killed_before_its_gate(ws)
+    root, first, orphan = _published_with_a_killed_candidate(make_workspace, fake)
 
     code, data = tht("evidence", "activate", "--generation", orphan, "-w", root)
     assert code == exitcodes.PRECONDITION
@@ -152,20 +160,14 @@ def test_a_candidate_whose_build_was_killed_before_its_gate_cannot_be_activated(
     code, data = tht("evidence", "generations", "-w", root)
     statuses = {g["id"]: g["status"] for g in data["generations"]}  # type: ignore[attr-defined]
     assert statuses[orphan] == "abandoned"
-    with open_runtime(Workspace.open(ws.root)) as rt:
+    with open_runtime(Workspace.open(Path(root))) as rt:
         assert orphan not in rt.backend.sealed(), "its data is dropped"
 
 
 def test_generations_cleanup_abandons_a_candidate_never_evaluated(
     make_workspace: Make, fake: FakeEmbeddingServer
 ) -> None:
-    ws = prepared_workspace(make_workspace, fake.url)
-    root = str(ws.root)
-    tht("workspace", "activate", root)
-    code, data = tht("workspace", "preprocess", "evidence", root)
-    assert code == exitcodes.OK
-    first = data["generation"]
-    orphan = _killed_before_its_gate(ws)
+    root, first, orphan = _published_with_a_killed_candidate(make_workspace, fake)
 
     code, data = tht("evidence", "generations", "--cleanup", "-w", root)
     assert code == exitcodes.OK and data["cleaned_up"] == [orphan]
