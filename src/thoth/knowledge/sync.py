@@ -764,8 +764,9 @@ def _after_failure(report: SyncReport) -> str:
     if report.outcome == "activated":
         return f"generation {report.generation} was activated before the error and is serving"
     where = (
-        "nothing was activated: the active generation "
-        f"{report.previous_generation or 'none'} is unchanged"
+        f"nothing was activated: the active generation {report.previous_generation} is unchanged"
+        if report.previous_generation
+        else "nothing was activated: no generation serves yet"
     )
     if report.abandoned_generation:
         where += f"; the build of generation {report.abandoned_generation} was abandoned"
