@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -70,6 +71,78 @@ class IndexSettings(_Strict):
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+# What a column holds, for privacy (seed 004: identities never leave in clear; amounts, dates
+# and quantities always may). Sample values are read only for the kinds in SAMPLED_KINDS: an
+# identity, free text and a column nobody classified ("unknown") are never sampled.
+ColumnKind = Literal[
+    "identity", "free_text", "unknown", "category", "code", "amount", "quantity", "date"
+]
+SAMPLED_KINDS: frozenset[str] = frozenset({"category", "code", "amount", "quantity", "date"})
+
+
+class PrivacySettings(_Strict):
+    """How columns are classified (`[database.privacy]`). A column's kind comes from, in
+    order: `columns` here, the reviewed descriptions file, its SQL type (numbers are
+    quantities, dates are dates), then `default_kind`."""
+
+    # "unknown" (never sampled) unless the database holds no personal data at all.
+    default_kind: ColumnKind = "unknown"
+    # "schema.table.column" -> kind, e.g. {"clinical.patient.tax_code" = "identity"}.
+    columns: dict[str, ColumnKind] = {}
+
+
+class DatabaseSettings(_Strict):
+    """The database question->SQL sessions ask about (`[database]`), always opened read-only
+    (thoth.database). SQLite: `files` maps each schema name to a file (relative to the
+    workspace root), attached read-only under that name. PostgreSQL: the connection URL is
+    read from the environment variable `url_env` (never from this file), and `schemas` lists
+    the schemas Thoth may see."""
+
+    dialect: Literal["sqlite", "postgresql"]
+    files: dict[str, str] = {}
+    url_env: str | None = None
+    schemas: list[str] = []
+    statement_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    row_limit: int = Field(default=1000, ge=1, le=1_000_000)
+    # Reviewed descriptions of tables and columns (<schema>.<table>.yaml or .csv), relative
+    # to the workspace root.
+    descriptions: str = "schema"
+    sample_values: int = Field(default=10, ge=0, le=100)
+    # Optional: one read-only query returning the date the data is current to (e.g. the last
+    # load); `tht session run` records it with each run.
+    data_date_sql: str | None = None
+    privacy: PrivacySettings = PrivacySettings()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DatabaseSettings:
+        if self.dialect == "sqlite":
+            if not self.files:
+                raise ValueError('database.files: a SQLite database needs { schema = "file" }')
+            if self.url_env or self.schemas:
+                raise ValueError(
+                    "database: url_env and schemas are PostgreSQL settings; a SQLite "
+                    "database lists its schemas as the keys of files"
+                )
+        else:
+            if not self.url_env:
+                raise ValueError(
+                    "database.url_env: name the environment variable that holds the "
+                    "PostgreSQL URL (credentials never go in thoth.toml)"
+                )
+            if self.files:
+                raise ValueError("database.files is a SQLite setting")
+            if not self.schemas:
+                raise ValueError("database.schemas: list the schemas Thoth may read")
+        for name in self.schema_names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
+                raise ValueError(f"database schema name {name!r}: letters, digits and _ only")
+        return self
+
+    @property
+    def schema_names(self) -> list[str]:
+        return list(self.files) if self.dialect == "sqlite" else list(self.schemas)
+
 
 # Bounded input, per source (docs/answers.md, "Limits"). Measured on the SEC 10-Q filings of
 # the shared data set: 0.26-3.6 MB and 69-183 fragments per PDF; the defaults leave about ten
@@ -181,6 +254,7 @@ class Settings(_Strict):
     answers: AnswersSettings = AnswersSettings()
     sources: list[SourceSettings] = []
     channels: list[ChannelSettings] = []
+    database: DatabaseSettings | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
