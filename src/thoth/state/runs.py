@@ -26,7 +26,7 @@ from thoth.state.schema import BUILD_OUTCOMES, SYNC_STATUSES, builds, generation
 
 BuildOutcome = Literal["activated", "gate_failed", "failed", "interrupted"]
 SyncStatus = Literal["running", "succeeded", "failed", "interrupted"]
-RunKind = Literal["docs", "evidence"]
+RunKind = Literal["docs", "evidence", "schema"]
 
 
 class SyncRunConflict(StateError):

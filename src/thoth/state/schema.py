@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0005"
+HEAD_REVISION: Final = "0006"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -123,7 +123,7 @@ builds = Table(
 )
 
 SYNC_STATUSES: Final = ("running", "succeeded", "failed", "interrupted")
-RUN_KINDS: Final = ("docs", "evidence")
+RUN_KINDS: Final = ("docs", "evidence", "schema")
 
 # The registry of `tht docs sync` runs: what was read (revisions per source), with which
 # pipeline, what changed by name, who ran it and how it ended. JSON documents as text.
