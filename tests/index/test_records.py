@@ -29,8 +29,10 @@ def test_point_ids_are_the_ones_already_stored() -> None:
     assert point_id(RECORD_DOCUMENT, "src:a.md", 0) == str(uuid.uuid5(documents, "src:a.md#0"))
     assert point_id(RECORD_WIKI, "w:p.md", 1) == str(uuid.uuid5(documents, "w:p.md#1"))
     assert point_id(RECORD_MEMORY, "memory:mem-0001") == str(uuid.uuid5(memory, "memory:mem-0001"))
-    with pytest.raises(ValueError, match="schema_table"):
-        point_id("schema_table", "public.t")
+    with pytest.raises(ValueError, match="solved_question"):
+        point_id("solved_question", "q1")
+    # The schema kinds have namespaces of their own: a table and a column never share an id.
+    assert point_id("schema_table", "public.t") != point_id("schema_column", "public.t")
 
 
 def _fragment(**changes: object) -> dict[str, object]:

@@ -7,8 +7,8 @@ half-read dict). Point ids come from `point_id`, and the payload indexes every g
 creates are derived from the models' fields marked `indexed`: a new filter field is one line
 in one model.
 
-Adding a kind (a database table or column, say): a model with a `record_kind` literal, an entry
-in `RecordPayload`, a point-id namespace in `_NAMESPACES`.
+Adding a kind: a model with a `record_kind` literal, an entry in `RecordPayload`, a point-id
+namespace in `_NAMESPACES` (the schema kinds were added so).
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ RECORD_EVIDENCE: Final = "evidence"  # a published Evidence Unit fragment
 RECORD_DOCUMENT: Final = "document"  # a raw chunk of a declared document source (verbatim)
 RECORD_WIKI: Final = "wiki"  # a fragment of a curated wiki page
 RECORD_MEMORY: Final = "memory"  # a memory promoted from a session
+RECORD_SCHEMA_TABLE: Final = "schema_table"  # a table or view of the session database
+RECORD_SCHEMA_COLUMN: Final = "schema_column"  # a column of one
 
 DOCUMENT_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI)  # built by `tht docs sync`
 ANSWER_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE)  # read by `tht ask`
 CURATED_KINDS: Final = (RECORD_WIKI, RECORD_EVIDENCE)  # weighted up by the answer engine
+SCHEMA_KINDS: Final = (RECORD_SCHEMA_TABLE, RECORD_SCHEMA_COLUMN)  # built by `tht schema sync`
 
 # Point-id namespaces, one per kind. They predate this module (ids already stored in
 # generations and memory shards must stay the same), hence one uuid per kind, not one in all.
@@ -37,6 +40,8 @@ _NAMESPACES: Final[dict[str, uuid.UUID]] = {
     RECORD_DOCUMENT: uuid.UUID("3b0f9a52-2c7e-4d4e-8f0e-5a9d1c7b6e21"),
     RECORD_WIKI: uuid.UUID("3b0f9a52-2c7e-4d4e-8f0e-5a9d1c7b6e21"),  # doc ids never collide
     RECORD_MEMORY: uuid.UUID("3b9d7c52-8e0a-4f61-a2d4-5c7e9f1b0a86"),
+    RECORD_SCHEMA_TABLE: uuid.UUID("9d4e2b71-0c3a-4f8e-b6d5-2a7c1e9f4b08"),
+    RECORD_SCHEMA_COLUMN: uuid.UUID("5a8f3c26-7e1d-4b9a-8c04-6f2e9d1b3a75"),
 }
 
 
@@ -138,12 +143,70 @@ class MemoryPayload(_Payload):
     decision_seq: int
 
 
+class _SchemaRecord(_Payload):
+    """Fields of both schema kinds. No labels: schema records are never served by `tht ask`;
+    only the session's schema linking reads them. No `vector_generation`: nothing filters
+    them by generation, so a carried record never needs restamping."""
+
+    workspace_id: str = Field(json_schema_extra=_indexed())
+    table: str = Field(json_schema_extra=_indexed())  # schema.table, quoted as SQL writes it
+    schema_name: str = Field(json_schema_extra=_indexed())
+    text: str  # the embedded text (BM25 and dense)
+    description: str = ""
+    # Of the table's snapshot and reviewed description: a table whose hash is unchanged is
+    # carried into the next generation, not embedded again.
+    content_sha256: str
+    bm25_avg_len: float
+
+
+class SchemaTablePayload(_SchemaRecord):
+    """A table or view of the session database."""
+
+    record_kind: Literal["schema_table"] = "schema_table"
+    name: str
+    table_kind: Literal["table", "view"] = "table"
+    columns: tuple[str, ...]  # column names, in the table's order
+    primary_key: tuple[str, ...] = ()
+    # Each foreign key as {"columns": [...], "ref_table": "schema.table", "ref_columns": [...]}.
+    foreign_keys: tuple[dict[str, Any], ...] = ()
+
+
+class SchemaColumnPayload(_SchemaRecord):
+    """A column of a table or view of the session database."""
+
+    record_kind: Literal["schema_column"] = "schema_column"
+    column: str = Field(json_schema_extra=_indexed())  # schema.table.column
+    name: str
+    ordinal: int
+    type: str
+    nullable: bool = True
+    primary_key: bool = False
+    references: tuple[str, ...] = ()  # schema.table.column this column is a foreign key to
+    # What the column holds, for privacy (config.ColumnKind); samples are never read for an
+    # identity, free text or an unclassified column.
+    privacy_kind: str
+    values: str = ""  # the reviewed description of its values (codes and what they mean)
+    samples: tuple[str, ...] = ()
+
+
 AnswerPayload = EvidencePayload | FragmentPayload
+SchemaPayload = SchemaTablePayload | SchemaColumnPayload
 RecordPayload = Annotated[
-    EvidencePayload | FragmentPayload | MemoryPayload, Field(discriminator="record_kind")
+    EvidencePayload
+    | FragmentPayload
+    | MemoryPayload
+    | SchemaTablePayload
+    | SchemaColumnPayload,
+    Field(discriminator="record_kind"),
 ]
 _ADAPTER: Final[TypeAdapter[RecordPayload]] = TypeAdapter(RecordPayload)
-_MODELS: Final = (EvidencePayload, FragmentPayload, MemoryPayload)
+_MODELS: Final = (
+    EvidencePayload,
+    FragmentPayload,
+    MemoryPayload,
+    SchemaTablePayload,
+    SchemaColumnPayload,
+)
 
 
 def caveats_for(text: str, caveats: Sequence[str]) -> tuple[str, ...]:
@@ -204,4 +267,4 @@ FILTER_FIELDS: Final = (
 
 # What every generation indexes: the fields of the kinds a generation holds (memories live in
 # their own collection, with their own indexes).
-GENERATION_INDEXES: Final = payload_indexes(*ANSWER_KINDS)
+GENERATION_INDEXES: Final = payload_indexes(*ANSWER_KINDS, *SCHEMA_KINDS)
