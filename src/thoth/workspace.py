@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thoth.config import Settings, load_settings
+from thoth.errors import PreconditionError
+from thoth.gitrepo import head_revision
+from thoth.state import Generation, StateStore
 
 
 @dataclass(frozen=True)
@@ -30,3 +33,18 @@ class Workspace:
     def open(cls, root: Path) -> Workspace:
         root = root.resolve()
         return cls(root=root, settings=load_settings(root))
+
+
+def generation_revision(ws: Workspace, state: StateStore, active: Generation | None) -> str:
+    """The workspace revision a new generation is stamped with: the active generation's (the
+    Evidence reader requires it to be the activated one), else the activated revision, else
+    the workspace's Git HEAD."""
+    if active is not None:
+        return active.revision
+    revision = state.active_revision(ws.settings.workspace) or head_revision(ws.root)
+    if revision is None:
+        raise PreconditionError(
+            f"{ws.root}: no activated revision and no Git commit to stamp the generation "
+            "with -> commit the workspace (git init, git commit) first"
+        )
+    return revision

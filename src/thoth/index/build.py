@@ -354,8 +354,9 @@ class GenerationBuild:
 
     def carry(self, keep: Keep) -> dict[str, int]:
         """Copy into the new generation what `keep` returns for each record of the source
-        generation (same id; the caller may change the payload). Every carried vector must
-        have the new generation's dimension. Returns how many were carried, per kind."""
+        generation (same id; the caller may change the payload), restamped with the new
+        generation's id where the record carries one. Every carried vector must have the new
+        generation's dimension. Returns how many were carried, per kind."""
         store = self._writable("carry records forward")
         if self.source is None:
             return {}
@@ -381,6 +382,15 @@ class GenerationBuild:
                 kept = keep(rec)
                 if kept is None:
                     continue
+                if "vector_generation" in kept.payload:
+                    # Evidence search filters on it: a record carried under its old
+                    # generation's id would be invisible in the new one, whoever carried it.
+                    kept = IndexRecord(
+                        kept.id,
+                        kept.dense,
+                        kept.sparse,
+                        {**kept.payload, "vector_generation": self.gen_id},
+                    )
                 if len(kept.dense) != store.dim:
                     raise BuildError(
                         f"generation {self.source}: record {kept.id} ({_kind(kept) or 'no kind'})"

@@ -40,7 +40,7 @@ from thoth.documents.records import (
 )
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
-from thoth.errors import ConfigError, PreconditionError, Problem, ThothError
+from thoth.errors import ConfigError, Problem, ThothError
 from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord, IndexStore
@@ -61,7 +61,7 @@ from thoth.knowledge.ingest import (
 )
 from thoth.state import Generation, StateStore
 from thoth.wiki import WikiPage, parse_page
-from thoth.workspace import Workspace
+from thoth.workspace import Workspace, generation_revision
 
 # Source settings that do not change how a file is prepared: labels and channel are compared
 # on their own (a change is reported by name), the rest only selects files or bounds them.
@@ -614,7 +614,7 @@ class DocsSync:
         vectors = embed_passages(self.embedder, texts, self.progress)
         report.chunk_stats = chunk_stats([_as_chunk(f) for f in fragments])
 
-        revision = self._revision(active)
+        revision = generation_revision(self.ws, self.state, active)
         docs_config = {
             "pipeline_version": PIPELINE_VERSION,
             "bm25": bm25.config(),
@@ -634,7 +634,7 @@ class DocsSync:
         seen = _Seen()
         try:
             with build:
-                build.carry(self._keep(gen_id, plan))
+                build.carry(self._keep(plan))
                 build.write(
                     [
                         IndexRecord(
@@ -680,27 +680,14 @@ class DocsSync:
                 return kept[0][0]
         return average_length(texts)
 
-    def _revision(self, active: Generation | None) -> str:
-        """The workspace revision the generation is stamped with: unchanged when one is active
-        (Evidence search requires it), else the activated one, else the workspace HEAD."""
-        if active is not None:
-            return active.revision
-        revision = self.state.active_revision(self.name) or head_revision(self.ws.root)
-        if revision is None:
-            raise PreconditionError(
-                f"{self.ws.root}: no activated revision and no Git commit to stamp the "
-                "generation with -> commit the workspace (git init, git commit) first"
-            )
-        return revision
-
     def _payload(self, f: KnowledgeFragment, gen_id: str, avg_len: float) -> dict[str, Any]:
         return f.record(self.name, gen_id, self._fingerprints[f.source], avg_len).to_payload()
 
-    def _keep(self, gen_id: str, plan: _Plan) -> Keep:
+    def _keep(self, plan: _Plan) -> Keep:
         """What is carried from the active generation: records of other kinds, and the
-        documents and pages in `plan.carry`, with the same ids, vectors and payloads, restamped
-        with the new generation (Evidence search filters on `vector_generation`), and with the
-        labels and channel declared now where `plan` says so."""
+        documents and pages in `plan.carry`, with the same ids, vectors and payloads (the
+        builder restamps their generation), and with the labels and channel declared now where
+        `plan` says so."""
         stamp_now = evidence_stamp(self.settings.answers)  # as a publication writes it
 
         def keep(rec: IndexRecord) -> IndexRecord | None:
@@ -718,8 +705,6 @@ class DocsSync:
                     stamp = stamp_now
             if stamp is not None:
                 payload = {**payload, "labels": list(stamp[0]), "channel": stamp[1]}
-            if "vector_generation" in payload:
-                payload = {**payload, "vector_generation": gen_id}
             return IndexRecord(rec.id, rec.dense, rec.sparse, payload)
 
         return keep
