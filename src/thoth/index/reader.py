@@ -36,6 +36,7 @@ INDEX_CORRUPT = "index_corrupt"
 EMBEDDER_FAILED = "embedder_failed"
 EMBEDDER_MISMATCH = "embedder_mismatch"
 STATE_UNAVAILABLE = "state_unavailable"
+SCHEMA_NOT_SYNCED = "schema_not_synced"  # the active generation holds no schema records
 
 # The key of a generation's config that an Evidence publication writes, and docs sync carries
 # forward: without it the generation holds no gated Evidence.
