@@ -276,3 +276,18 @@ def kind_data(unit: UnitBase) -> BaseModel:
     kind: str = getattr(unit, "kind")  # noqa: B009 - every concrete unit has it
     data: BaseModel = getattr(unit, kind)
     return data
+
+
+def schema_names(unit: UnitBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every table and every column a unit names, in its order: `applies_to` and its kind's
+    own fields (a formula's columns, an enum's column, a mapping's tables and columns, a
+    normalization's columns). A column names its table too."""
+    tables: list[str] = list(unit.applies_to.tables)
+    columns: list[str] = list(unit.applies_to.columns)
+    data = kind_data(unit)
+    for name in ("tables", "columns", "column"):
+        value = getattr(data, name, None)
+        values = [value] if isinstance(value, str) else list(value or [])
+        (tables if name == "tables" else columns).extend(values)
+    tables += [c.rsplit(".", 1)[0] for c in columns if c.count(".") >= 2]
+    return tuple(dict.fromkeys(tables)), tuple(dict.fromkeys(columns))

@@ -28,6 +28,7 @@ from thoth.index.records import (
     SchemaTablePayload,
     parse_payload,
 )
+from thoth.schema.catalog import norm
 
 DEFAULT_PROPOSAL_COLUMNS: Final = 20  # columns the stage proposes, join columns aside
 CANDIDATE_COLUMNS: Final = 60  # columns ranked (recall@k is measured over them)
@@ -37,11 +38,6 @@ _RRF_K: Final = 60
 # column's own match (each a reciprocal rank, like RRF).
 TABLE_WEIGHT: Final = 1.0
 EVIDENCE_WEIGHT: Final = 1.0
-
-
-def _norm(name: str) -> str:
-    """A schema name compared as SQL compares it: case and quotes aside."""
-    return name.replace('"', "").lower()
 
 
 @dataclass(frozen=True)
@@ -201,7 +197,7 @@ class SchemaLinker:
         for rec in readable.store.scroll({"record_kind": RECORD_SCHEMA_TABLE}):
             payload = parse_payload(rec.payload, rec.id)
             if isinstance(payload, SchemaTablePayload):
-                tables[_norm(payload.table)] = payload
+                tables[norm(payload.table)] = payload
         if not tables:
             raise Unreadable(
                 SCHEMA_NOT_SYNCED,
@@ -212,7 +208,7 @@ class SchemaLinker:
         edges: dict[str, list[tuple[str, tuple[str, ...], tuple[str, ...]]]] = {}
         for name, t in tables.items():
             for fk in t.foreign_keys:
-                ref = _norm(str(fk["ref_table"]))
+                ref = norm(str(fk["ref_table"]))
                 if ref not in tables:
                     continue
                 own = tuple(str(c) for c in fk["columns"])
@@ -233,8 +229,8 @@ class SchemaLinker:
         found: dict[str, SchemaColumnPayload] = {}
         for rec in readable.store.scroll({"record_kind": RECORD_SCHEMA_COLUMN, "table": tables}):
             payload = parse_payload(rec.payload, rec.id)
-            if isinstance(payload, SchemaColumnPayload) and _norm(payload.column) in wanted:
-                found[_norm(payload.column)] = payload
+            if isinstance(payload, SchemaColumnPayload) and norm(payload.column) in wanted:
+                found[norm(payload.column)] = payload
         return found
 
 
@@ -246,7 +242,7 @@ def _columns(hits: Sequence[Hit]) -> dict[str, SchemaColumnPayload]:
     for hit in hits:
         payload = parse_payload(hit.payload, hit.id)
         if isinstance(payload, SchemaColumnPayload):
-            out[_norm(payload.column)] = payload
+            out[norm(payload.column)] = payload
     return out
 
 
@@ -255,7 +251,7 @@ def _table_ranks(hits: Sequence[Hit]) -> dict[str, int]:
     for hit in hits:
         payload = parse_payload(hit.payload, hit.id)
         if isinstance(payload, SchemaTablePayload):
-            ranks.setdefault(_norm(payload.table), len(ranks) + 1)
+            ranks.setdefault(norm(payload.table), len(ranks) + 1)
     return ranks
 
 
@@ -267,10 +263,10 @@ def _evidence_ranks(
     tables: dict[str, list[str]] = {}
     for hint in sorted(evidence, key=lambda h: h.rank):
         for c in hint.columns:
-            columns.setdefault(_norm(c), []).append(hint.evidence_id)
-            tables.setdefault(_norm(c).rsplit(".", 1)[0], []).append(hint.evidence_id)
+            columns.setdefault(norm(c), []).append(hint.evidence_id)
+            tables.setdefault(norm(c).rsplit(".", 1)[0], []).append(hint.evidence_id)
         for t in hint.tables:
-            tables.setdefault(_norm(t), []).append(hint.evidence_id)
+            tables.setdefault(norm(t), []).append(hint.evidence_id)
     return (
         {k: tuple(dict.fromkeys(v)) for k, v in columns.items()},
         {k: tuple(dict.fromkeys(v)) for k, v in tables.items()},
@@ -290,7 +286,7 @@ def _rank(
     ev_table_order = {name: n for n, name in enumerate(ev_tables, start=1)}
     scored: list[ProposedColumn] = []
     for name, payload in columns.items():
-        table = _norm(payload.table)
+        table = norm(payload.table)
         score = 1.0 / (_RRF_K + own[name])
         if table in table_ranks:
             score += TABLE_WEIGHT / (_RRF_K + table_ranks[table])
@@ -350,7 +346,7 @@ def _connect(
     joins that connect them and the normalised names of the join columns."""
     best: dict[str, float] = {}
     for c in top:
-        t = _norm(c.table)
+        t = norm(c.table)
         best[t] = max(best.get(t, 0.0), c.score)
     chosen = [t for t in sorted(best, key=lambda t: -best[t]) if t in schema.tables]
     joins: list[Join] = []
@@ -365,8 +361,8 @@ def _connect(
                 continue
             joins.append(Join(left, right))
             for col in (left, right):
-                if _norm(col) not in join_cols:
-                    join_cols.append(_norm(col))
+                if norm(col) not in join_cols:
+                    join_cols.append(norm(col))
 
     for i, a in enumerate(chosen):
         for b in chosen[i + 1 :]:

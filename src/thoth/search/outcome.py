@@ -75,6 +75,9 @@ class EvidenceResult:
     document: str  # the full unit: path inside the workspace at `revision`
     revision: str
     citation: str
+    # The tables and columns the unit names (schema linking lifts them).
+    tables: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

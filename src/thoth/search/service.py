@@ -17,7 +17,7 @@ from typing import Any
 
 from thoth.embed.base import Embedder
 from thoth.evidence.document import parse_unit
-from thoth.evidence.model import PURPOSES, Unit
+from thoth.evidence.model import PURPOSES, Unit, schema_names
 from thoth.index.base import Hit, Where
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import (
@@ -220,6 +220,8 @@ class EvidenceSearch:
                     revision=revision,
                     citation=f"{unit.title} — evidence/{unit_path} @ {revision[:12]} "
                     f"(source: evidence/{unit.provenance.source_file})",
+                    tables=schema_names(unit)[0],
+                    columns=schema_names(unit)[1],
                 )
             )
         return results
