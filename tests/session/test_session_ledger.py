@@ -257,6 +257,7 @@ def test_every_type_is_known_and_classified() -> None:
         *MEMORY_MARKER_TYPES,
         *CONTROL_TYPES,
         "evidence_receipt",
+        "sql_run",
     }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -65,11 +65,14 @@ MEMORY_MARKER_TYPES: Final[tuple[str, ...]] = (
 # this (memory builds on sessions, never the reverse).
 REUSABLE_TYPES: Final[frozenset[str]] = frozenset({"concept_clarified"})
 RECEIPT_TYPE: Final = "evidence_receipt"
+# A run of the approved final SQL (`tht session run`): what ran and what came back, never rows.
+SQL_RUN_TYPE: Final = "sql_run"
 CONTROL_TYPES: Final[tuple[str, ...]] = ("retraction", "reopen", "rollback")
 ENTRY_TYPES: Final[tuple[str, ...]] = (
     *DECISION_TYPES,
     *MEMORY_MARKER_TYPES,
     RECEIPT_TYPE,
+    SQL_RUN_TYPE,
     *CONTROL_TYPES,
 )
 
@@ -90,6 +93,7 @@ _TYPE_STAGE: Final[Mapping[str, str]] = {
     "synthesis_approved": "synthesis",
     "cte_plan_approved": "cte",
     "final_sql_approved": "final_sql",
+    SQL_RUN_TYPE: "final_sql",
 }
 _REFERS_TO_CONCEPT: Final = frozenset({"memory_promoted", "memory_promotion_declined"})
 # What a retraction may not withdraw, and why.
@@ -98,6 +102,7 @@ _NOT_RETRACTABLE: Final[Mapping[str, str]] = {
     "reopen": "reopen and rollback are permanent; record a new reopen or rollback instead",
     "rollback": "reopen and rollback are permanent; record a new reopen or rollback instead",
     RECEIPT_TYPE: "a receipt records a search that happened, not a decision",
+    SQL_RUN_TYPE: "a run receipt records a query that ran, not a decision",
     "memory_promoted": (
         "the memory is already in the global registry and withdrawing the marker would not "
         "remove it from there"
@@ -125,6 +130,26 @@ class EvidenceReceipt(BaseModel):
     evidence_ids: tuple[str, ...] = ()
 
 
+class SqlRunReceipt(BaseModel):
+    """What one run of the approved final SQL did, without any row: the statement's hash and
+    the decision it came from, how it ended, and what came back (names and counts only)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    final_sql_seq: int = Field(ge=1)  # the final_sql_approved decision that was run
+    statement_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    status: Literal["succeeded", "failed"]
+    dialect: str
+    duration_ms: float = Field(ge=0)
+    row_count: int = Field(default=0, ge=0)
+    truncated: bool = False  # more rows existed than the row limit
+    row_limit: int = Field(ge=1)
+    columns: tuple[str, ...] = ()
+    data_date: str | None = None  # what [database] data_date_sql returned, if declared
+    reason: str = ""  # why it failed (the database's message)
+    code: str = ""  # the failure's stable code
+
+
 class Entry(BaseModel):
     """One ledger line. `refs` is the seq of the entry this one is about (the decision a
     retraction withdraws, the clarification a memory marker concerns); `receipt` is set on
@@ -142,6 +167,7 @@ class Entry(BaseModel):
     rationale: str
     refs: int | None = Field(default=None, ge=1)
     receipt: EvidenceReceipt | None = None
+    run: SqlRunReceipt | None = None
 
     @field_validator("timestamp")
     @classmethod
@@ -195,6 +221,10 @@ def _entry_issues(e: Entry) -> list[LineIssue]:
         issues.append(
             _issue("receipt", f"only an {RECEIPT_TYPE} carries a receipt, not a {e.type}")
         )
+    if e.type == SQL_RUN_TYPE and e.run is None:
+        issues.append(_issue("run", f"a {SQL_RUN_TYPE} needs its run receipt"))
+    elif e.type != SQL_RUN_TYPE and e.run is not None:
+        issues.append(_issue("run", f"only a {SQL_RUN_TYPE} carries a run receipt, not a {e.type}"))
     return issues
 
 
@@ -252,6 +282,16 @@ class _History:
 
     def issues(self, e: Entry) -> list[LineIssue]:
         """Rules about what `e` refers to; `e` is not yet part of the history."""
+        if e.run is not None:
+            ran = self.by_seq.get(e.run.final_sql_seq)
+            if ran is None or ran.type != "final_sql_approved":
+                return [
+                    _issue(
+                        "run.final_sql_seq",
+                        f"seq {e.run.final_sql_seq} is not a final_sql_approved decision",
+                        "a run receipt names the approved final SQL that ran",
+                    )
+                ]
         if e.refs is None:
             return []
         target = self.by_seq.get(e.refs)
@@ -331,6 +371,7 @@ class Ledger:
         rationale: str = "",
         refs: int | None = None,
         receipt: EvidenceReceipt | None = None,
+        run: SqlRunReceipt | None = None,
     ) -> Entry:
         """Number, check, write and fsync one entry; EntryRefused (nothing written) when it
         breaks a rule, LedgerCorrupted when the ledger it would extend is damaged."""
@@ -347,6 +388,7 @@ class Ledger:
                 "rationale": rationale,
                 "refs": refs,
                 "receipt": receipt,
+                "run": run,
             }
             where = f"session {self.session_id}"
             try:

@@ -30,7 +30,14 @@ from thoth.session.effective import (
     memory_markers,
     withdrawals,
 )
-from thoth.session.ledger import Entry, EntryRefused, EvidenceReceipt, Ledger
+from thoth.session.ledger import (
+    SQL_RUN_TYPE,
+    Entry,
+    EntryRefused,
+    EvidenceReceipt,
+    Ledger,
+    SqlRunReceipt,
+)
 from thoth.storage import check_utc_timestamp, fsync_dir, validation_problems, write_durably
 
 SESSION_ID_RE: Final = re.compile(r"s-\d{8}-\d{6}-[0-9a-f]{6}")
@@ -100,6 +107,7 @@ class Session:
         rationale: str = "",
         refs: int | None = None,
         receipt: EvidenceReceipt | None = None,
+        run: SqlRunReceipt | None = None,
     ) -> Entry:
         return self.ledger.append(
             stage=stage,
@@ -109,6 +117,21 @@ class Session:
             rationale=rationale,
             refs=refs,
             receipt=receipt,
+            run=run,
+        )
+
+    def record_run(self, run: SqlRunReceipt) -> Entry:
+        """Keep the receipt of a run of the approved final SQL (no rows, ever)."""
+        outcome = (
+            f"{run.row_count} row(s){' (truncated)' if run.truncated else ''}"
+            if run.status == "succeeded"
+            else f"failed [{run.code}]"
+        )
+        return self.append(
+            "final_sql",
+            SQL_RUN_TYPE,
+            subject=f"final SQL of seq {run.final_sql_seq} run: {outcome}",
+            run=run,
         )
 
     def retract(self, seq: int, *, rationale: str) -> Entry:
