@@ -3,6 +3,8 @@ database itself (a read-only PostgreSQL transaction with a statement timeout; a 
 SQLite URI with an authorizer). One layer shared by sessions (schema index, SQL runs) and the
 analytics catalog."""
 
+from thoth.database.base import ReadOnlyDatabase
+from thoth.database.connect import open_database
 from thoth.database.model import (
     ColumnInfo,
     DatabaseError,
@@ -16,6 +18,7 @@ from thoth.database.model import (
     qualified,
     quote_ident,
 )
+from thoth.database.statements import check_statement
 
 __all__ = [
     "ColumnInfo",
@@ -24,9 +27,12 @@ __all__ = [
     "Dialect",
     "ForeignKey",
     "QueryResult",
+    "ReadOnlyDatabase",
     "SchemaSnapshot",
     "StatementRefused",
     "TableInfo",
+    "check_statement",
+    "open_database",
     "qualified",
     "quote_ident",
 ]
