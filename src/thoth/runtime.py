@@ -14,12 +14,15 @@ from thoth.answer.answerers import make_answerer
 from thoth.answer.retrieval import KnowledgeSearch
 from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.service import AnswerService
+from thoth.database import ReadOnlyDatabase, open_database
 from thoth.embed import make_embedder
 from thoth.embed.base import Embedder
 from thoth.errors import ConfigError
 from thoth.index.base import IndexUnavailable
 from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
 from thoth.index.live import EdgeLiveCollection, LiveCollection, ServerLiveCollection
+from thoth.index.reader import GenerationReader
+from thoth.schema import require_database
 from thoth.search.service import EvidenceSearch
 from thoth.state import StateStore, state_url
 from thoth.workspace import Workspace
@@ -121,6 +124,20 @@ class Runtime:
             self.embedder,
             prefetch_limit=self.ws.settings.index.prefetch_limit,
         )
+
+    def reader(self) -> GenerationReader:
+        """A reader of this workspace's generations (close it when done)."""
+        return GenerationReader(
+            self.ws.settings.workspace,
+            self.state,
+            self.backend,
+            self.embedder,
+            self.ws.settings.language,
+        )
+
+    def database(self) -> ReadOnlyDatabase:
+        """The session database of [database], opened read-only (close it when done)."""
+        return open_database(require_database(self.ws), self.ws.root)
 
     def close(self) -> None:
         self.backend.close()

@@ -12,6 +12,7 @@ from thoth.cli import channels as channels_cli
 from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
 from thoth.cli import index as index_cli
+from thoth.cli import schema as schema_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.evidence.layout import init_workspace
 from thoth.evidence.migrate import import_formulas
@@ -32,6 +33,7 @@ channels_cli.register(app)
 docs_cli.register(app)
 evaluate_cli.register(app)
 index_cli.register(app)
+schema_cli.register(app)
 
 
 @app.command("init")

@@ -135,6 +135,15 @@ class SchemaLinker:
         self.reader = reader
         self._schemas: dict[str, _Schema] = {}
 
+    def close(self) -> None:
+        self.reader.close()
+
+    def __enter__(self) -> SchemaLinker:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def propose(
         self,
         question: str,

@@ -33,8 +33,11 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from thoth.database import DatabaseUnavailable
 from thoth.errors import PreconditionError, ThothError
+from thoth.index.reader import Unreadable
 from thoth.runtime import Runtime
+from thoth.schema import EvidenceHint, SchemaLinker, SchemaProposal
 from thoth.search.outcome import EvidenceResult, EvidenceSearchContext
 from thoth.session.ledger import Entry
 from thoth.session.session import Session
@@ -67,17 +70,25 @@ class StageBlocked(ThothError):
 
     retryable = True
 
-    def __init__(self, session_id: str, stage: str, purpose: str, code: str, message: str) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        stage: str,
+        purpose: str,
+        code: str,
+        message: str,
+        what: str | None = None,
+    ) -> None:
         self.session_id = session_id
         self.stage = stage
         self.purpose = purpose
         self.code = code
         self.message = message
         super().__init__(
-            f"session {session_id}, stage {stage}: Evidence search ({purpose}) is unavailable "
-            f"[{code}]: {message} -> the stage is blocked and nothing was recorded; fix the "
-            f"cause, then retry `tht session consult {session_id} --stage {stage}` "
-            "(no older revision or other purpose is tried in its place)"
+            f"session {session_id}, stage {stage}: {what or f'Evidence search ({purpose})'} "
+            f"is unavailable [{code}]: {message} -> the stage is blocked and nothing was "
+            f"recorded; fix the cause, then retry `tht session consult {session_id} --stage "
+            f"{stage}` (no older revision or other purpose is tried in its place)"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -114,9 +125,12 @@ class Consultation:
     revision: str
     results: tuple[EvidenceResult, ...]
     receipt: Entry
+    # schema_linking with a [database]: the tables and columns proposed for the question.
+    schema: SchemaProposal | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "schema": self.schema.as_dict() if self.schema is not None else None,
             "ok": True,
             "status": "available",
             "session": self.session_id,
@@ -176,8 +190,14 @@ class SessionWorkflow:
         )
 
     def consult(self, stage: str) -> Consultation:
-        """One Evidence search for `stage`; its receipt is recorded when it is available."""
+        """One Evidence search for `stage`; its receipt is recorded when it is available.
+        schema_linking with a [database] also proposes tables and columns: the database must
+        answer and the schema index be readable, or the stage is blocked before anything is
+        recorded."""
         inputs = self.inputs(stage)
+        linking = stage == "schema_linking" and self.runtime.ws.settings.database is not None
+        if linking:
+            self._reach_database(stage, inputs.purpose)
         search = self.runtime.search()
         try:
             outcome = search.search(inputs.query, inputs.purpose, inputs.context, stage=stage)
@@ -198,6 +218,7 @@ class SessionWorkflow:
                 f"session {self.session.id}, stage {stage}: the {inputs.purpose} search "
                 "answered available without a receipt; nothing was recorded -> report this bug"
             )
+        schema = self._propose(inputs, outcome.results) if linking else None
         entry = self.session.record_receipt(outcome.receipt)
         return Consultation(
             session_id=self.session.id,
@@ -208,7 +229,37 @@ class SessionWorkflow:
             revision=outcome.revision,
             results=outcome.results,
             receipt=entry,
+            schema=schema,
         )
+
+    def _reach_database(self, stage: str, purpose: str) -> None:
+        try:
+            with self.runtime.database() as db:
+                db.ping()
+        except DatabaseUnavailable as exc:
+            raise StageBlocked(
+                self.session.id, stage, purpose, exc.code, str(exc), what="the database"
+            ) from exc
+
+    def _propose(self, inputs: StageInputs, results: tuple[EvidenceResult, ...]) -> SchemaProposal:
+        linker = SchemaLinker(self.runtime.reader())
+        try:
+            return linker.propose(
+                inputs.query,
+                inputs.context.concepts,
+                [EvidenceHint(r.evidence_id, r.rank, r.tables, r.columns) for r in results],
+            )
+        except Unreadable as exc:
+            raise StageBlocked(
+                self.session.id,
+                inputs.stage,
+                inputs.purpose,
+                exc.code,
+                str(exc),
+                what="schema linking",
+            ) from exc
+        finally:
+            linker.close()
 
     # -------------------------------------------------------------- internals
 

@@ -51,6 +51,7 @@ from thoth.memory.markers import (
 )
 from thoth.memory.promotion import decline, preview, save_one
 from thoth.memory.recall import choose, search_memories
+from thoth.runtime import Runtime
 from thoth.session.decisions import STAGE_DECISIONS, decide
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.ledger import Entry
@@ -58,6 +59,7 @@ from thoth.session.proposals import Proposal, ProposalBook, ProposalDraft
 from thoth.session.session import Session
 from thoth.session.stages import CONSULTING_STAGES, DISPLAY_CODES, STAGES, stage_index
 from thoth.workflow.consult import Consultation, SessionWorkflow
+from thoth.workflow.sql import check_decision, read_catalog
 from thoth.workflow.stores import MemoryStores
 
 TOOL_NAME: Final = "propose_decision"
@@ -92,7 +94,10 @@ TYPE_GUIDE: Final[dict[str, str]] = {
     ),
     "synthesis_approved": "subject: a one-line summary; detail: the verified schema linking",
     "cte_plan_approved": "subject: a one-line summary; detail: the plan of CTEs, one per line",
-    "final_sql_approved": "subject: a one-line summary; detail: the final SQL statement",
+    "final_sql_approved": (
+        "subject: a one-line summary; detail: the final SQL: exactly one SELECT (or WITH ... "
+        "SELECT) statement in the database's dialect, without comments"
+    ),
     PROMOTED: (
         "the candidate is worth reusing in other sessions: subject: the candidate's subject; "
         "detail: seq:N, the candidate's seq"
@@ -123,8 +128,11 @@ Decision types allowed in this stage:
 _EVIDENCE_SOURCES: Final = """\
 Evidence results are candidates, not truths: cite the evidence ids you relied on in the
 rationale, and say when the Evidence does not settle something instead of guessing.
-The user message is a JSON object with the question, the decisions that stand so far, and
-the Evidence found for this stage (null when the stage does not consult Evidence)."""
+The user message is a JSON object with the question, the decisions that stand so far, the
+Evidence found for this stage (null when the stage does not consult Evidence) and, when a
+database is declared, `database`: its dialect and the tables and columns proposed (schema
+linking) or promoted (cte, final_sql). Name only tables and columns listed there, exactly as
+written."""
 
 _MEMORY_SOURCES: Final[dict[str, str]] = {
     RECALL_STAGE: """\
@@ -269,6 +277,7 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
                 for e in decisions
             ],
             "evidence": _evidence(consultation),
+            **_database(workflow, stage, consultation),
         },
         ensure_ascii=False,
         indent=2,
@@ -421,10 +430,19 @@ def _check_offered(
     )
 
 
-def accept_proposal(session: Session, no: int, *, note: str = "", stores: MemoryStores) -> Entry:
+def accept_proposal(
+    session: Session,
+    no: int,
+    *,
+    note: str = "",
+    stores: MemoryStores,
+    runtime: Runtime | None = None,
+) -> Entry:
     """The reviewer accepts proposal `no`. A memory-stage proposal is applied by the memory
     code: F2 by `recall.choose` (the clarification recorded is the memory's, citing it), F8 by
-    `promotion.save_one` or `promotion.decline` (registry, index, marker in their order)."""
+    `promotion.save_one` or `promotion.decline` (registry, index, marker in their order). Any
+    other is decided like a reviewer's own decision: with `runtime`, after the database had
+    its say (`thoth.workflow.sql.check_decision`: names in the schema, SQL explained)."""
 
     def apply(proposal: Proposal, rationale: str) -> Entry:
         if proposal.stage == RECALL_STAGE:
@@ -453,6 +471,10 @@ def accept_proposal(session: Session, no: int, *, note: str = "", stores: Memory
                     rationale=rationale,
                 ).marker
             return decline(session, seq, registry=stores.registry, rationale=rationale).marker
+        if runtime is not None:
+            check_decision(
+                runtime, session, proposal.stage, proposal.type, proposal.subject, proposal.detail
+            )
         return decide(
             session,
             proposal.stage,
@@ -463,6 +485,49 @@ def accept_proposal(session: Session, no: int, *, note: str = "", stores: Memory
         )
 
     return ProposalBook(session).accept(no, note=note, apply=apply)
+
+
+def _database(
+    workflow: SessionWorkflow, stage: str, consultation: Consultation | None
+) -> dict[str, Any]:
+    """What the model sees of the database: at schema_linking the proposed tables and
+    columns; at cte and final_sql the promoted tables with every column. Nothing without a
+    [database]."""
+    settings = workflow.runtime.ws.settings.database
+    if settings is None:
+        return {}
+    if consultation is not None and consultation.schema is not None:
+        return {"database": {"dialect": settings.dialect, **consultation.schema.as_dict()}}
+    if stage not in ("cte", "final_sql"):
+        return {}
+    where = f"session {workflow.session.id}, stage {stage}"
+    catalog = read_catalog(workflow.runtime, where)
+    promoted = [e.subject for e in workflow.session.effective() if e.type == "table_promoted"]
+    tables = []
+    for name in promoted:
+        table = catalog.table(name)
+        if table is None:
+            continue
+        columns = [c for c in catalog.columns.values() if c.table == table.table]
+        tables.append(
+            {
+                "table": table.table,
+                "description": table.description,
+                "primary_key": list(table.primary_key),
+                "foreign_keys": list(table.foreign_keys),
+                "columns": [
+                    {
+                        "column": c.column,
+                        "type": c.type,
+                        "description": c.description,
+                        "values": c.values,
+                        "samples": list(c.samples),
+                    }
+                    for c in sorted(columns, key=lambda c: c.ordinal)
+                ],
+            }
+        )
+    return {"database": {"dialect": settings.dialect, "tables": tables}}
 
 
 def _evidence(consultation: Consultation | None) -> dict[str, Any] | None:

@@ -1,0 +1,213 @@
+"""`tht schema sync | show | link`: the session database's schema in the index.
+
+- `sync` introspects the [database] read-only and builds the schema records (only changed
+  tables are embedded; every change by name in the report and in `tht docs runs`);
+- `show` lists the tables and columns of the active generation's snapshot;
+- `link "question"` shows what schema linking proposes for a question, outside any session.
+
+Exit codes: 0 done; 1 failed; 4 refused to start (no [database], database unreachable, no
+schema synced).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from thoth.cli import exitcodes
+from thoth.cli.common import JsonOpt, emit_json, err, errors, out, phase_bars
+from thoth.errors import PreconditionError, ThothError
+from thoth.index.reader import Unreadable
+from thoth.runtime import open_runtime
+from thoth.schema import DEFAULT_PROPOSAL_COLUMNS, SchemaLinker, SchemaProposal, SchemaSync
+from thoth.schema.catalog import SchemaCatalog
+from thoth.schema.sync import SchemaSyncReport
+from thoth.workspace import Workspace
+
+WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+
+def register(app: typer.Typer) -> None:
+    schema_app = typer.Typer(
+        no_args_is_help=True, help="The session database's schema: sync, show, link."
+    )
+    app.add_typer(schema_app, name="schema")
+    schema_app.command("sync")(sync_cmd)
+    schema_app.command("show")(show_cmd)
+    schema_app.command("link")(link_cmd)
+
+
+def _unreadable(exc: Unreadable) -> ThothError:
+    return PreconditionError(str(exc), code=exc.code)
+
+
+def sync_cmd(
+    full: Annotated[
+        bool, typer.Option("--full", help="Embed every table again, changed or not.")
+    ] = False,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Introspect the [database] read-only and index its tables and columns.
+
+    Exit 0 synced (or unchanged), 1 failed (the active generation is untouched), 4 refused to
+    start (no [database], database unreachable, another sync running)."""
+    with (
+        errors(as_json),
+        open_runtime(Workspace.open(workspace)) as rt,
+        rt.database() as db,
+        phase_bars(not as_json and err.is_terminal) as tick,
+    ):
+        report = SchemaSync(rt.ws, rt.state, rt.backend, rt.embedder, db, progress=tick).run(
+            full=full
+        )
+    if as_json:
+        emit_json({"ok": True, **report.as_dict()})
+    else:
+        render_sync(out, report)
+    raise typer.Exit(exitcodes.OK)
+
+
+def render_sync(console: Console, report: SchemaSyncReport) -> None:
+    console.print(
+        f"Schema sync run [bold]{report.run_id}[/] ({report.dialect}) by "
+        f"{escape(report.run_by)}{' (--full)' if report.full else ''}, "
+        f"{report.duration_s:.1f}s: {escape(report.message)}"
+    )
+    counts = Table(title="counts", show_header=False)
+    counts.add_column("what")
+    counts.add_column("n", justify="right")
+    for key, value in report.counts.items():
+        counts.add_row(key.replace("_", " "), str(value))
+    console.print(counts)
+    for title, rows, colour in (
+        ("tables created", report.tables_created, "green"),
+        ("tables changed", report.tables_changed, "yellow"),
+        ("tables dropped", report.tables_dropped, "red"),
+        ("columns created", report.columns_created, "green"),
+        ("columns changed", report.columns_changed, "yellow"),
+        ("columns dropped", report.columns_dropped, "red"),
+    ):
+        if rows:
+            console.print(f"[bold {colour}]{title}[/] ({len(rows)}): " + escape(", ".join(rows)))
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def show_cmd(
+    table: Annotated[str | None, typer.Argument(help="Only this table (schema.table).")] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """List the tables and columns of the schema index (the active generation's snapshot)."""
+    with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
+        reader = rt.reader()
+        try:
+            catalog = SchemaCatalog.read(reader)
+        except Unreadable as exc:
+            raise _unreadable(exc) from exc
+        finally:
+            reader.close()
+        tables = sorted(catalog.tables.values(), key=lambda t: t.table)
+        if table is not None:
+            problem = catalog.unknown_table(table)
+            if problem is not None:
+                raise ThothError(problem, code="unknown_name")
+            tables = [t for t in tables if t.table == catalog.tables[table.lower()].table]
+        columns = sorted(catalog.columns.values(), key=lambda c: (c.table, c.ordinal))
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "generation": catalog.generation,
+                "tables": [
+                    {
+                        **t.to_payload(),
+                        "columns": [c.to_payload() for c in columns if c.table == t.table],
+                    }
+                    for t in tables
+                ],
+            }
+        )
+        return
+    for t in tables:
+        out.print(
+            f"[bold]{escape(t.table)}[/] ({t.table_kind}) {escape(t.description)}",
+            highlight=False,
+        )
+        grid = Table(show_header=True, box=None, pad_edge=False)
+        for name in ("column", "type", "kind", "key", "description", "samples"):
+            grid.add_column(name)
+        for c in columns:
+            if c.table != t.table:
+                continue
+            key = "PK" if c.primary_key else ""
+            if c.references:
+                key += ("," if key else "") + "FK " + ", ".join(c.references)
+            grid.add_row(
+                escape(c.name),
+                escape(c.type),
+                c.privacy_kind,
+                escape(key),
+                escape(" ".join(filter(None, (c.description, c.values)))[:120]),
+                escape(", ".join(c.samples[:5])),
+            )
+        out.print(grid)
+
+
+def link_cmd(
+    question: Annotated[str, typer.Argument(help="The question to link to the schema.")],
+    size: Annotated[
+        int, typer.Option("--size", min=1, max=200, help="Columns proposed, join keys aside.")
+    ] = DEFAULT_PROPOSAL_COLUMNS,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """What schema linking proposes for a question (no session, no Evidence)."""
+    with (
+        errors(as_json),
+        open_runtime(Workspace.open(workspace)) as rt,
+        SchemaLinker(rt.reader()) as linker,
+    ):
+        try:
+            proposal = linker.propose(question, size=size)
+        except Unreadable as exc:
+            raise _unreadable(exc) from exc
+    if as_json:
+        emit_json({"ok": True, **proposal.as_dict()})
+        return
+    render_proposal(out, proposal)
+
+
+def render_proposal(console: Console, proposal: SchemaProposal) -> None:
+    """Proposed tables, then columns (join columns marked), with what the reviewer needs."""
+    console.print(
+        "[bold]Proposed tables[/]: "
+        + ", ".join(
+            escape(t.qualified) + (" [dim](bridge)[/]" if t.bridge else "") for t in proposal.tables
+        )
+    )
+    grid = Table(title="Proposed columns", show_header=True)
+    for name in ("column", "type", "description", "samples", "evidence"):
+        grid.add_column(name)
+    for c in proposal.proposed():
+        label = escape(c.qualified) + (" [dim](join)[/]" if c.join else "")
+        grid.add_row(
+            label,
+            escape(c.type),
+            escape(" ".join(filter(None, (c.description, c.values)))[:100]),
+            escape(", ".join(c.samples[:4])),
+            escape(", ".join(c.evidence_ids)),
+        )
+    console.print(grid)
+    if proposal.joins:
+        console.print(
+            "[bold]Joins[/]: "
+            + "; ".join(f"{escape(j.left)} = {escape(j.right)}" for j in proposal.joins),
+            highlight=False,
+        )
