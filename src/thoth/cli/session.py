@@ -10,15 +10,18 @@ stable code); 4 not ready (a stage's inputs are not decided yet) or misconfigure
 
 from __future__ import annotations
 
+import csv
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
 from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
+from thoth.cli.schema import render_proposal
 from thoth.llm import tool_client
 from thoth.memory.projection import summarize
 from thoth.runtime import open_runtime, sessions_dir
@@ -28,6 +31,7 @@ from thoth.session.proposals import ProposalBook, ProposalView, dump
 from thoth.workflow.consult import SessionWorkflow, StageBlocked
 from thoth.workflow.driver import accept_proposal, drive
 from thoth.workflow.formulas import import_proposals
+from thoth.workflow.sql import NAME_CHECKED, SQL_CHECKED, RunFailed, decide_checked, run_final_sql
 from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
 
@@ -54,6 +58,7 @@ def register(app: typer.Typer, evidence_app: typer.Typer) -> None:
         ("drive", drive_cmd),
         ("accept", accept_cmd),
         ("reject", reject_cmd),
+        ("run", run_cmd),
     ):
         session_app.command(name)(command)
     evidence_app.command("import-proposals")(import_proposals_cmd)
@@ -230,7 +235,68 @@ def consult_cmd(
             results=found.results,
         ),
     )
+    if found.schema is not None:
+        render_proposal(out, found.schema)
     out.print(f"Receipt recorded: seq {found.receipt.seq} ({found.stage}, {found.purpose}).")
+
+
+def run_cmd(
+    session_id: IdArg,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Fewer rows than database.row_limit."),
+    ] = None,
+    csv_file: Annotated[
+        Path | None, typer.Option("--csv", help="Also write the rows to this CSV file.")
+    ] = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the approved final SQL read-only and record its receipt (never its rows).
+
+    Exit 0 ran; 1 the database refused it (recorded as a failed run); 4 not ready (no single
+    approved final SQL) or the database cannot be reached (nothing recorded)."""
+    failed: RunFailed | None = None
+    with errors(as_json):
+        ws, session = open_session(workspace, session_id)
+        with open_runtime(ws) as rt:
+            try:
+                done = run_final_sql(rt, session, limit)
+            except RunFailed as exc:
+                failed = exc
+    if failed is not None:
+        if as_json:
+            emit_json({**failed.run.as_dict(), "code": failed.code, "message": str(failed)})
+        else:
+            err.print(f"[red]{escape(str(failed))}[/]", highlight=False)
+        raise typer.Exit(exitcodes.FAILED)
+    if csv_file is not None and done.result is not None:
+        with csv_file.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(done.result.columns)
+            writer.writerows(done.result.rows)
+    if as_json:
+        emit_json(done.as_dict())
+        return
+    result = done.result
+    assert result is not None
+    grid = Table(show_header=True)
+    for column in result.columns:
+        grid.add_column(escape(column))
+    for row in result.rows:
+        grid.add_row(*("" if v is None else escape(str(v)) for v in row))
+    out.print(grid)
+    receipt = done.receipt
+    out.print(
+        f"{receipt.row_count} row(s){' (truncated)' if receipt.truncated else ''} in "
+        f"{receipt.duration_ms:.1f} ms; data date {receipt.data_date or 'not declared'}; "
+        f"receipt recorded: seq {done.entry.seq} (statement sha256 "
+        f"{receipt.statement_sha256[:12]})."
+    )
+    for note in done.notes:
+        out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    if csv_file is not None:
+        out.print(f"Rows written to {escape(str(csv_file))}.")
 
 
 def decide_cmd(
@@ -249,10 +315,20 @@ def decide_cmd(
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Record a decision of a stage."""
+    """Record a decision of a stage. With a [database]: tables and columns must exist in the
+    schema index, and a final SQL (or a CTE plan written as SQL) must pass the database's
+    EXPLAIN, read-only."""
     with errors(as_json):
-        _, session = open_session(workspace, session_id)
-        entry = decide(session, stage, type, subject=subject, detail=detail, rationale=rationale)
+        ws, session = open_session(workspace, session_id)
+        if ws.settings.database is not None and (type in NAME_CHECKED or type in SQL_CHECKED):
+            with open_runtime(ws) as rt:
+                entry = decide_checked(
+                    rt, session, stage, type, subject=subject, detail=detail, rationale=rationale
+                )
+        else:
+            entry = decide(
+                session, stage, type, subject=subject, detail=detail, rationale=rationale
+            )
     _written(session, entry, as_json, f"{type} recorded")
 
 
@@ -346,8 +422,8 @@ def accept_cmd(
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
         # Memory-stage proposals are applied through the memory registry (opened when needed).
-        with MemoryStores(ws) as stores:
-            entry = accept_proposal(session, no, note=note, stores=stores)
+        with MemoryStores(ws) as stores, open_runtime(ws) as rt:
+            entry = accept_proposal(session, no, note=note, stores=stores, runtime=rt)
     _written(session, entry, as_json, f"proposal {no} accepted")
 
 

@@ -3,8 +3,10 @@ repository next to the Evidence (`[database] descriptions`, default `schema/`).
 
 One file per table, named `<schema>.<table>.yaml` or `<schema>.<table>.csv`:
 
-- YAML: `table`, `description`, and `columns: {name: {description, kind, values}}`; `values`
-  is a text or a mapping code -> meaning; `kind` is a privacy kind (config.ColumnKind).
+- YAML: `table`, `description`, and `columns: {name: {description, kind, values,
+  references}}`; `values` is a text or a mapping code -> meaning; `kind` is a privacy kind
+  (config.ColumnKind); `references` a `schema.table.column` the column joins to when the
+  database cannot declare it (a SQLite file per schema cannot reference another file).
 - CSV: BIRD's `database_description` format, one row per column, header
   `original_column_name,column_name,column_description,data_format,value_description`, plus an
   optional `kind` column.
@@ -41,6 +43,7 @@ class ColumnDescription:
     description: str = ""
     values: str = ""
     kind: str | None = None  # None: not classified here
+    references: tuple[str, ...] = ()  # schema.table.column joins the database does not declare
 
 
 @dataclass(frozen=True)
@@ -156,16 +159,29 @@ def _from_yaml(
         if not isinstance(spec, dict):
             issues.append(Problem(rel, "must be a text or a mapping", field=where))
             continue
-        extra = sorted(set(spec) - {"description", "kind", "values"})
+        extra = sorted(set(spec) - {"description", "kind", "values", "references"})
         if extra:
             issues.append(Problem(rel, f"unknown key(s) {', '.join(map(str, extra))}", where))
         values = spec.get("values") or ""
         if isinstance(values, dict):
             values = "; ".join(f"{k} = {v}" for k, v in values.items())
+        refs = spec.get("references") or []
+        refs = [refs] if isinstance(refs, str) else refs
+        bad = [r for r in refs if not isinstance(r, str) or r.count(".") != 2]
+        if bad or not isinstance(refs, list):
+            issues.append(
+                Problem(
+                    rel,
+                    f"references {bad or refs!r}: each must be schema.table.column",
+                    field=f"{where}.references",
+                )
+            )
+            refs = []
         columns[str(name)] = ColumnDescription(
             description=str(spec.get("description") or "").strip(),
             values=str(values).strip(),
             kind=_kind(rel, f"{where}.kind", spec.get("kind"), issues),
+            references=tuple(str(r) for r in refs),
         )
     return TableDescription(rel, schema, table, str(data.get("description") or "").strip(), columns)
 

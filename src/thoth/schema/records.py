@@ -112,6 +112,21 @@ def table_records(
         for fk in info.foreign_keys
     )
     references: dict[str, list[str]] = {}
+    reviewed = [
+        {
+            "columns": [name],
+            "ref_table": ref.rsplit(".", 1)[0],
+            "ref_columns": [ref.rsplit(".", 1)[1]],
+        }
+        for name, desc in descriptions.items()
+        if name in {c.name for c in info.columns}
+        for ref in desc.references
+    ]
+    fks = fks + tuple(fk for fk in reviewed if fk not in fks)
+    for rev in reviewed:
+        references.setdefault(rev["columns"][0], []).append(
+            f"{rev['ref_table']}.{rev['ref_columns'][0]}"
+        )
     for fk in info.foreign_keys:
         for name, ref in zip(fk.columns, fk.ref_columns, strict=False):
             references.setdefault(name, []).append(qualified(fk.ref_schema, fk.ref_table, ref))
