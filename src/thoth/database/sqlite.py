@@ -234,7 +234,9 @@ class SqliteDatabase(ReadOnlyDatabase):
         lowered = message.lower()
         statement = _short(sql)
         if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in lowered:
-            return refused(f"more than one statement refused ({statement})", message, MULTIPLE_STATEMENTS)
+            return refused(
+                f"more than one statement refused ({statement})", message, MULTIPLE_STATEMENTS
+            )
         if self._denied is not None:
             return refused(f"SQLite refused {self._denied} ({statement})", message, READ_ONLY)
         if "interrupted" in lowered and time.monotonic() > self._deadline:

@@ -106,7 +106,7 @@ def _check_sqlite(sql: str) -> SqlVerdict:
     return SqlVerdict(tuple(dict.fromkeys(reasons)))
 
 
-def _node_reasons(node: exp.Expression) -> list[SqlReason]:
+def _node_reasons(node: exp.Expr) -> list[SqlReason]:
     if isinstance(node, _NOT_READS):
         cte = node.find_ancestor(exp.CTE)
         verb = type(node).__name__.upper()
