@@ -83,7 +83,7 @@ class PostgresDatabase(ReadOnlyDatabase):
                 f"export {var}=postgresql://<role>:<password>@<host>:<port>/<database> with a "
                 f"read-only role ({ROLE_RECIPE})"
             )
-        self._conninfo = ""
+        self._conninfo = self._target = self._password = ""
         self._conn: psycopg.Connection[tuple[object, ...]] | None = self._connect(url)
         try:
             self._check_role()
@@ -151,11 +151,16 @@ class PostgresDatabase(ReadOnlyDatabase):
         if row is None:  # pg_roles always lists the current user
             raise DatabaseUnavailable(f"{self._setting}: PostgreSQL did not describe the role")
         role, superuser, *members = row
-        unsafe = (["a superuser"] if superuser else []) + [
-            f"a member of {name}"
-            for name, member in zip(UNSAFE_ROLES, members, strict=True)
-            if member
-        ]
+        # A superuser is a member of every role: saying so once is enough.
+        unsafe = (
+            ["a superuser"]
+            if superuser
+            else [
+                f"a member of {name}"
+                for name, member in zip(UNSAFE_ROLES, members, strict=True)
+                if member
+            ]
+        )
         if unsafe:
             raise DatabaseUnavailable(
                 f"{self._setting}: the role {role} is {' and '.join(unsafe)}; a read-only "

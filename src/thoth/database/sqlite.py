@@ -141,7 +141,6 @@ class SqliteDatabase(ReadOnlyDatabase):
                 _uri(main) if main else "file::memory:",
                 uri=True,
                 isolation_level=None,
-                check_same_thread=False,
             )
         except sqlite3.Error as exc:
             raise self._unavailable("main", exc) from exc

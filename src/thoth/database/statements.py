@@ -140,6 +140,14 @@ def _node_reasons(node: exp.Expr) -> list[SqlReason]:
             ]
     if isinstance(node, exp.Func):
         name = _function_name(node)
+        if name.startswith("pragma_"):
+            return [
+                SqlReason(
+                    "system_catalog",
+                    f"`{name}` is a SQLite PRAGMA function: Thoth's SQL reads the database's "
+                    "own tables only",
+                )
+            ]
         why = _FUNCTIONS_REFUSED.get(name)
         if why is not None:
             return [
@@ -152,11 +160,10 @@ def _node_reasons(node: exp.Expr) -> list[SqlReason]:
 
 
 def _function_name(node: exp.Func) -> str:
+    """The function's name as SQLite spells it (sqlglot types many: random() is Rand)."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
-    if isinstance(node, exp.Rand):
-        return "random"
-    return node.sql_name().lower()
+    return node.sql(dialect="sqlite").split("(", 1)[0].strip().lower()
 
 
 def _leading_words(text: str) -> str:
