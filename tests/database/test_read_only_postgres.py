@@ -141,6 +141,13 @@ def test_every_statement_is_rolled_back(warehouse: Warehouse) -> None:
             assert caught.value.code == "statement_invalid"
             assert "rolled back" in str(caught.value)
         assert db.run("SHOW search_path", limit=1).rows == before
+        # a session-level advisory lock outlives a rollback: Thoth releases it too
+        db.run("SELECT pg_advisory_lock(424242)", limit=1)
+        with warehouse.admin_connection() as admin:
+            held = admin.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 424242"
+            ).fetchone()
+        assert held == (0,)
         assert db.run("SHOW transaction_read_only", limit=1).rows == (("on",),)
         with pytest.raises(StatementRefused) as caught:
             db.run("SELECT pg_sleep(3)", limit=1)

@@ -97,6 +97,14 @@ def test_reads_both_schemas_with_a_limit(settings: DatabaseSettings, root: Path)
         assert recursive.rows == ((15,),)
         plan = db.explain("SELECT * FROM patient WHERE tax_code = 'X'")
         assert plan and any("patient" in line for line in plan)
+        # sorting, DISTINCT and automatic indexes write only SQLite's own ephemeral tables
+        for query in (
+            "SELECT DISTINCT ward_code FROM patient ORDER BY tax_code DESC LIMIT 2",
+            "SELECT p.id FROM patient p JOIN adt.admission a ON a.patient_id = p.id ORDER BY 1",
+            "SELECT ward_code, count(*) FROM patient GROUP BY ward_code",
+        ):
+            assert db.explain(query), query
+            assert db.run(query, limit=10).rows, query
 
 
 @pytest.mark.parametrize("method", ["run", "explain"])

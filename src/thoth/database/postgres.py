@@ -197,12 +197,14 @@ class PostgresDatabase(ReadOnlyDatabase):
             raise self._refusal(what, exc) from exc
 
     def _end_transaction(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
-        """ROLLBACK; a session a statement left busy (a COPY … TO STDOUT still streaming) is
+        """ROLLBACK, and release advisory locks; a session a statement left busy (a COPY … TO STDOUT still streaming) is
         replaced by a new one rather than nursed back, so nothing of it can carry over."""
         if conn.closed or conn.broken:
             return
         if conn.info.transaction_status != pq.TransactionStatus.ACTIVE:
-            conn.execute("ROLLBACK")
+            # Our own fixed text, in one round trip (simple protocol): a session-level
+            # advisory lock is the one thing a read-only statement can leave behind a rollback.
+            conn.execute("ROLLBACK; SELECT pg_advisory_unlock_all()")
             return
         conn.close()  # the server ends the session and rolls its transaction back
         self._conn = self._open_connection()
