@@ -197,8 +197,9 @@ class PostgresDatabase(ReadOnlyDatabase):
             raise self._refusal(what, exc) from exc
 
     def _end_transaction(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
-        """ROLLBACK, and release advisory locks; a session a statement left busy (a COPY … TO STDOUT still streaming) is
-        replaced by a new one rather than nursed back, so nothing of it can carry over."""
+        """ROLLBACK, and release advisory locks; a session a statement left busy (a COPY …
+        TO STDOUT still streaming) is replaced by a new one rather than nursed back, so
+        nothing of it can carry over."""
         if conn.closed or conn.broken:
             return
         if conn.info.transaction_status != pq.TransactionStatus.ACTIVE:
