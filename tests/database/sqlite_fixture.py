@@ -25,6 +25,7 @@ def make_sqlite_workspace(root: Path) -> DatabaseSettings:
                 ward_code TEXT REFERENCES ward(code),
                 "Birth Date" date
             );
+            CREATE TABLE bed (n INTEGER, ward TEXT REFERENCES ward);
             CREATE VIEW patient_ward AS
                 SELECT p.id, w.label FROM patient p JOIN ward w ON w.code = p.ward_code;
             INSERT INTO ward VALUES ('CAR', 'Cardiologia'), ('PED', 'Pediatria');

@@ -14,9 +14,15 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_outcomes import _denied_child
+from tests.database.sqlite_fixture import (
+    ADMISSIONS,
+    MAIN_ROWS,
+    fingerprint,
+    make_sqlite_workspace,
+    sqlite_settings,
+)
 from thoth.config import DatabaseSettings
 from thoth.database import DatabaseUnavailable, StatementRefused, open_database
-from tests.database.sqlite_fixture import ADMISSIONS, MAIN_ROWS, fingerprint, make_sqlite_workspace, sqlite_settings
 
 # statement -> the code its refusal carries
 REFUSED = {
@@ -79,7 +85,10 @@ def test_reads_both_schemas_with_a_limit(settings: DatabaseSettings, root: Path)
         assert result.rows == ((1, "RSSMRA80A01H501U"), (2, "VRDLGU75B02F205X"))
         assert result.truncated
         assert result.duration_ms >= 0
-        whole = db.run("SELECT count(*) AS n FROM adt.admission a JOIN main.patient p ON p.id = a.patient_id", limit=10)
+        whole = db.run(
+            "SELECT count(*) AS n FROM adt.admission a JOIN main.patient p ON p.id = a.patient_id",
+            limit=10,
+        )
         assert whole.rows == ((ADMISSIONS,),) and not whole.truncated
         recursive = db.run(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) SELECT sum(i) FROM n",
@@ -88,6 +97,14 @@ def test_reads_both_schemas_with_a_limit(settings: DatabaseSettings, root: Path)
         assert recursive.rows == ((15,),)
         plan = db.explain("SELECT * FROM patient WHERE tax_code = 'X'")
         assert plan and any("patient" in line for line in plan)
+        # sorting, DISTINCT and automatic indexes write only SQLite's own ephemeral tables
+        for query in (
+            "SELECT DISTINCT ward_code FROM patient ORDER BY tax_code DESC LIMIT 2",
+            "SELECT p.id FROM patient p JOIN adt.admission a ON a.patient_id = p.id ORDER BY 1",
+            "SELECT ward_code, count(*) FROM patient GROUP BY ward_code",
+        ):
+            assert db.explain(query), query
+            assert db.run(query, limit=10).rows, query
 
 
 @pytest.mark.parametrize("method", ["run", "explain"])
@@ -125,8 +142,7 @@ def test_a_long_recursive_query_stops_at_the_statement_timeout(
     settings: DatabaseSettings, root: Path
 ) -> None:
     endless = (
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
-        "SELECT count(*) FROM n"
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
     )
     with open_database(settings, root) as db:
         started = time.monotonic()
@@ -184,7 +200,10 @@ def test_files_the_user_may_not_write_open(root: Path) -> None:
     try:
         done = subprocess.run(
             _denied_child([sys.executable, "-c", script, str(root)]),
-            capture_output=True, text=True, env=env, timeout=60,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
         )
     finally:
         (root / "data").chmod(0o755)

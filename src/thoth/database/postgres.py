@@ -83,6 +83,7 @@ class PostgresDatabase(ReadOnlyDatabase):
                 f"export {var}=postgresql://<role>:<password>@<host>:<port>/<database> with a "
                 f"read-only role ({ROLE_RECIPE})"
             )
+        self._conninfo = self._target = self._password = ""
         self._conn: psycopg.Connection[tuple[object, ...]] | None = self._connect(url)
         try:
             self._check_role()
@@ -113,20 +114,23 @@ class PostgresDatabase(ReadOnlyDatabase):
             params.get("dbname", "<default database>"),
         )
         options = f"{params.get('options') or ''} -c default_transaction_read_only=on".strip()
+        self._conninfo = make_conninfo(
+            url,
+            options=options,
+            application_name="thoth",
+            connect_timeout=_connect_timeout(self._settings.statement_timeout_seconds),
+        )
+        self._password = password
+        return self._open_connection()
+
+    def _open_connection(self) -> psycopg.Connection[tuple[object, ...]]:
         try:
-            return psycopg.connect(
-                make_conninfo(
-                    url,
-                    options=options,
-                    application_name="thoth",
-                    connect_timeout=_connect_timeout(self._settings.statement_timeout_seconds),
-                ),
-                autocommit=True,  # Thoth opens (and always rolls back) each transaction
-            )
+            # autocommit: Thoth opens (and always rolls back) each transaction itself
+            return psycopg.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
             detail = " ".join(str(exc).split())
-            if password:
-                detail = detail.replace(password, "***")
+            if self._password:
+                detail = detail.replace(self._password, "***")
             raise DatabaseUnavailable(
                 f"{self._setting}: cannot connect to PostgreSQL as {self._target}: {detail} -> "
                 f"check that the server runs and that the URL in {self._settings.url_env} "
@@ -137,7 +141,7 @@ class PostgresDatabase(ReadOnlyDatabase):
         def check(cur: Cursor) -> tuple[object, ...] | None:
             cur.execute(
                 "SELECT current_user::text, rolsuper, "
-                + ", ".join(f"pg_has_role(current_user, %s, 'MEMBER')" for _ in UNSAFE_ROLES)
+                + ", ".join("pg_has_role(current_user, %s, 'MEMBER')" for _ in UNSAFE_ROLES)
                 + " FROM pg_roles WHERE rolname = current_user",
                 UNSAFE_ROLES,
             )
@@ -147,10 +151,16 @@ class PostgresDatabase(ReadOnlyDatabase):
         if row is None:  # pg_roles always lists the current user
             raise DatabaseUnavailable(f"{self._setting}: PostgreSQL did not describe the role")
         role, superuser, *members = row
-        unsafe = (["a superuser"] if superuser else []) + [
-            f"a member of {name}" for name, member in zip(UNSAFE_ROLES, members, strict=True)
-            if member
-        ]
+        # A superuser is a member of every role: saying so once is enough.
+        unsafe = (
+            ["a superuser"]
+            if superuser
+            else [
+                f"a member of {name}"
+                for name, member in zip(UNSAFE_ROLES, members, strict=True)
+                if member
+            ]
+        )
         if unsafe:
             raise DatabaseUnavailable(
                 f"{self._setting}: the role {role} is {' and '.join(unsafe)}; a read-only "
@@ -182,10 +192,23 @@ class PostgresDatabase(ReadOnlyDatabase):
                     )
                     return work(cur)
             finally:
-                if not conn.closed and not conn.broken:
-                    conn.execute("ROLLBACK")
+                self._end_transaction(conn)
         except psycopg.Error as exc:
             raise self._refusal(what, exc) from exc
+
+    def _end_transaction(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """ROLLBACK, and release advisory locks; a session a statement left busy (a COPY …
+        TO STDOUT still streaming) is replaced by a new one rather than nursed back, so
+        nothing of it can carry over."""
+        if conn.closed or conn.broken:
+            return
+        if conn.info.transaction_status != pq.TransactionStatus.ACTIVE:
+            # Our own fixed text, in one round trip (simple protocol): a session-level
+            # advisory lock is the one thing a read-only statement can leave behind a rollback.
+            conn.execute("ROLLBACK; SELECT pg_advisory_unlock_all()")
+            return
+        conn.close()  # the server ends the session and rolls its transaction back
+        self._conn = self._open_connection()
 
     def _refusal(self, what: str, exc: psycopg.Error) -> StatementRefused | DatabaseUnavailable:
         if isinstance(exc, psycopg.OperationalError) and (
@@ -195,8 +218,16 @@ class PostgresDatabase(ReadOnlyDatabase):
                 f"{self._setting}: lost the connection to PostgreSQL {self._target} while "
                 f"{what}: {' '.join(str(exc).split())} -> check the server, then retry"
             )
-        diag = exc.diag.message_primary if exc.sqlstate else None
-        reason = diag or " ".join(str(exc).split())
+        if (
+            isinstance(exc, psycopg.ProgrammingError) and exc.sqlstate is None
+        ):  # psycopg's own: the statement returned no rows
+            return refused(
+                f"{what}: not a query (PostgreSQL ran it in a read-only transaction, then it was "
+                "rolled back)",
+                " ".join(str(exc).split()),
+                STATEMENT_INVALID,
+            )
+        reason = exc.diag.message_primary or " ".join(str(exc).split())
         code = _SQLSTATE_CODES.get(exc.sqlstate or "", STATEMENT_INVALID)
         if exc.sqlstate == "42601" and "multiple commands" in reason:
             code = MULTIPLE_STATEMENTS
@@ -222,18 +253,30 @@ class PostgresDatabase(ReadOnlyDatabase):
 
     def explain(self, sql_text: str) -> tuple[str, ...]:
         what = f"the plan of {_short(sql_text)}"
-        lines = self._transaction(
-            what, lambda cur: tuple(str(r[0]) for r in cur.stream("EXPLAIN " + sql_text))
-        )
-        for line in lines:
-            node = line.strip().removeprefix("->").strip()
-            if node.startswith(_WRITE_NODES):
+
+        def work(cur: Cursor) -> tuple[str, ...]:
+            lines = tuple(str(r[0]) for r in cur.stream("EXPLAIN " + sql_text))
+            for line in lines:
+                node = line.strip().removeprefix("->").strip()
+                if node.startswith(_WRITE_NODES):
+                    raise refused(
+                        f"{what}: a statement that writes", f"the plan writes: {node}", READ_ONLY
+                    )
+            # EXPLAIN plans what it does not run (CREATE TABLE … AS, SELECT … INTO); a cursor
+            # is declared for one read-only query only, so PostgreSQL itself says whether the
+            # statement is one. Nothing runs: the cursor is only declared, then rolled back.
+            try:
+                cur.execute("DECLARE thoth_explained NO SCROLL CURSOR FOR " + sql_text)
+            except psycopg.Error as exc:
+                reason = exc.diag.message_primary or " ".join(str(exc).split())
                 raise refused(
-                    f"{what}: a statement that writes",
-                    f"the plan writes: {node}",
+                    f"{what}: not one read-only query (PostgreSQL declares no cursor for it)",
+                    reason,
                     READ_ONLY,
-                )
-        return lines
+                ) from exc
+            return lines
+
+        return self._transaction(what, work)
 
     def run(self, sql_text: str, *, limit: int) -> QueryResult:
         def work(cur: Cursor) -> QueryResult:
@@ -322,7 +365,8 @@ def _short(sql_text: str) -> str:
 
 
 _RELATIONS = """
-SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'), coalesce(obj_description(c.oid, 'pg_class'), '')
+SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'),
+       coalesce(obj_description(c.oid, 'pg_class'), '')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = ANY(%s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND has_table_privilege(c.oid, 'SELECT')
@@ -391,4 +435,3 @@ def _read_catalog(cur: Cursor, schemas: list[str]) -> list[TableInfo]:
 
 def _strings(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
-

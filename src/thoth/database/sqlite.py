@@ -67,11 +67,12 @@ _READS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.S
 _REFUSED_FUNCTIONS: Final = frozenset({"load_extension", "fts3_tokenizer"})
 # Read-only PRAGMAs, allowed only while Thoth itself introspects.
 _INTROSPECTION_PRAGMAS: Final = frozenset({"table_xinfo", "foreign_key_list"})
-# Opcodes of a compiled program that change a database file.
+# Opcodes that change a database file. Not Insert, Delete, IdxInsert: a read uses them on its
+# own ephemeral tables (ORDER BY, DISTINCT, automatic indexes). What writes starts a write
+# transaction (Transaction with P2 != 0), which is checked besides.
 _WRITE_OPCODES: Final = frozenset(
-    {"Vacuum", "OpenWrite", "Insert", "Delete", "IdxInsert", "IdxDelete", "Destroy", "Clear",
-     "CreateBtree", "SetCookie", "ParseSchema", "DropTable", "DropIndex", "DropTrigger",
-     "JournalMode"}
+    {"Vacuum", "OpenWrite", "CreateBtree", "Destroy", "Clear", "SetCookie", "DropTable",
+     "DropIndex", "DropTrigger", "JournalMode"}
 )  # fmt: skip
 # How often (in virtual-machine instructions) the deadline is checked: well under 1 ms.
 _PROGRESS_STEPS: Final = 10_000
@@ -141,7 +142,6 @@ class SqliteDatabase(ReadOnlyDatabase):
                 _uri(main) if main else "file::memory:",
                 uri=True,
                 isolation_level=None,
-                check_same_thread=False,
             )
         except sqlite3.Error as exc:
             raise self._unavailable("main", exc) from exc
@@ -234,7 +234,9 @@ class SqliteDatabase(ReadOnlyDatabase):
         lowered = message.lower()
         statement = _short(sql)
         if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in lowered:
-            return refused(f"more than one statement refused ({statement})", message, MULTIPLE_STATEMENTS)
+            return refused(
+                f"more than one statement refused ({statement})", message, MULTIPLE_STATEMENTS
+            )
         if self._denied is not None:
             return refused(f"SQLite refused {self._denied} ({statement})", message, READ_ONLY)
         if "interrupted" in lowered and time.monotonic() > self._deadline:

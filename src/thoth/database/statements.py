@@ -106,7 +106,7 @@ def _check_sqlite(sql: str) -> SqlVerdict:
     return SqlVerdict(tuple(dict.fromkeys(reasons)))
 
 
-def _node_reasons(node: exp.Expression) -> list[SqlReason]:
+def _node_reasons(node: exp.Expr) -> list[SqlReason]:
     if isinstance(node, _NOT_READS):
         cte = node.find_ancestor(exp.CTE)
         verb = type(node).__name__.upper()
@@ -140,6 +140,14 @@ def _node_reasons(node: exp.Expression) -> list[SqlReason]:
             ]
     if isinstance(node, exp.Func):
         name = _function_name(node)
+        if name.startswith("pragma_"):
+            return [
+                SqlReason(
+                    "system_catalog",
+                    f"`{name}` is a SQLite PRAGMA function: Thoth's SQL reads the database's "
+                    "own tables only",
+                )
+            ]
         why = _FUNCTIONS_REFUSED.get(name)
         if why is not None:
             return [
@@ -152,11 +160,10 @@ def _node_reasons(node: exp.Expression) -> list[SqlReason]:
 
 
 def _function_name(node: exp.Func) -> str:
+    """The function's name as SQLite spells it (sqlglot types many: random() is Rand)."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
-    if isinstance(node, exp.Rand):
-        return "random"
-    return node.sql_name().lower()
+    return node.sql(dialect="sqlite").split("(", 1)[0].strip().lower()
 
 
 def _leading_words(text: str) -> str:
