@@ -5,9 +5,13 @@ or a query may name. Unknown names are refused with the closest existing names a
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from thoth.errors import Problem
+from thoth.evidence.corpus import UnitFile
+from thoth.evidence.model import schema_names
 from thoth.index.reader import SCHEMA_NOT_SYNCED, GenerationReader, Unreadable
 from thoth.index.records import (
     SCHEMA_KINDS,
@@ -84,3 +88,24 @@ class SchemaCatalog:
         if not close:
             return " (none is close: `tht schema show` lists them)"
         return f" (closest: {', '.join(shown[c] for c in close)})"
+
+
+def unit_problems(catalog: SchemaCatalog, files: Sequence[UnitFile]) -> list[Problem]:
+    """Every table and column an Evidence unit names that the schema snapshot lacks: a unit
+    about a renamed or dropped column would mislead schema linking and the SQL it feeds."""
+    problems: list[Problem] = []
+    for f in files:
+        tables, columns = schema_names(f.unit)
+        for table in tables:
+            why = catalog.unknown_table(table)
+            if why is not None:
+                problems.append(
+                    Problem(f"evidence/{f.rel}", why, field="tables", code="unknown_name")
+                )
+        for column in columns:
+            why = catalog.unknown_column(column)
+            if why is not None:
+                problems.append(
+                    Problem(f"evidence/{f.rel}", why, field="columns", code="unknown_name")
+                )
+    return problems
