@@ -944,6 +944,8 @@ class Generator:
         """One admission (ordinary or day hospital) with its episode, stays, coding, lab tests
         and drugs. Returns the discharge time, None while still open on DATA_DATE."""
         rng = self.rng
+        if start > DATA_END:
+            raise ValueError(f"admission of patient {patient.patient_id} after DATA_DATE: {start}")
         episode_id = visit.episode_id if visit else self.episode(patient, "RIC", start)
         ward = WARD[case.ward]
         if (
@@ -1514,9 +1516,9 @@ class Generator:
                 rng.choice("PR"),
                 rng.sample(("HB", "WBC", "PLT", "CREA", "NA", "K", "GLU", "PCR"), 3),
             )
-            end = when + timedelta(hours=rng.randint(3, 8))
-            self.close_episode(episode_id, "AMB", min(end, DATA_END))
-            return end
+            done = when + timedelta(hours=rng.randint(3, 8))
+            self.close_episode(episode_id, "AMB", min(done, DATA_END))
+            return done
         cases = self.eligible(patient, day)
         if kind == "ed" or not cases:
             visit = self.ed_visit(patient, self.arrival_time(day), None)
@@ -1568,6 +1570,8 @@ class Generator:
             elif choice == "ro":
                 end = None
                 for _ in range(rng.randint(2, 4)):
+                    if day > DATA_DATE:
+                        return None
                     end = self.admission(patient, ONCO_RO, self.at(day, 7, 9))
                     if end is None:
                         return None
