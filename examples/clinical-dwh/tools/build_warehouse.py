@@ -1813,6 +1813,9 @@ def write(target: Path, rows: dict[str, list[tuple[object, ...]]]) -> dict[str, 
         connection = sqlite3.connect(partial)
         try:
             connection.execute("PRAGMA foreign_keys = ON")
+            # A fresh file renamed into place once complete: no journal needed.
+            connection.execute("PRAGMA journal_mode = OFF")
+            connection.execute("PRAGMA synchronous = OFF")
             connection.executescript(DDL[schema])
             tables = [
                 r[0]
