@@ -1,5 +1,6 @@
 """`tht demo` / `make demo`: the embedded default end to end on the bundled clinical workspace:
-copy it into a fresh Git repository, import legacy formulas, prepare, validate, show the review
+copy it into a fresh Git repository (building its synthetic SQLite clinical warehouse with the
+workspace's tools/build_warehouse.py), import legacy formulas, prepare, validate, show the review
 items and the diff, resolve the doubts as caveats, publish an evaluated generation with the
 bundled embedder and Qdrant Edge, run a few Evidence searches; then index the declared
 documents and wiki pages (`tht docs sync`), answer questions with the offline extractive
@@ -7,9 +8,11 @@ answerer (`tht ask`) and run the answer evaluation (`tht eval run`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -75,12 +78,37 @@ def git(root: Path, *args: str) -> str:
     return done.stdout
 
 
+WAREHOUSE_SCHEMAS = ("adt", "clinical", "lab", "pharmacy", "dwh")
+
+
+def build_warehouse(workspace: Path) -> tuple[int, int]:
+    """Build the workspace's SQLite warehouse (warehouse/<schema>.sqlite, ignored by Git) with
+    the workspace's own tools/build_warehouse.py; returns (tables, rows)."""
+    tool = workspace / "tools" / "build_warehouse.py"
+    name = "thoth_demo_build_warehouse"
+    spec = importlib.util.spec_from_file_location(name, tool)
+    if spec is None or spec.loader is None or not tool.is_file():
+        raise PreconditionError(f"{tool}: warehouse generator not found -> restore the demo files")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file runs
+    try:
+        spec.loader.exec_module(module)
+        paths: dict[str, Path] = module.build(workspace / "warehouse")
+        counts: dict[str, int] = module.row_counts(paths)
+    finally:
+        del sys.modules[name]
+    if sorted(paths) != sorted(WAREHOUSE_SCHEMAS):
+        raise PreconditionError(f"{tool}: built {sorted(paths)}, expected {WAREHOUSE_SCHEMAS}")
+    return len(counts), sum(counts.values())
+
+
 def run_demo(console: Console, keep: Path | None = None) -> Path:
     origin = demo_source()
     target = keep if keep is not None else Path(tempfile.mkdtemp(prefix="thoth-demo-")) / DEMO_NAME
     if target.exists() and any(target.iterdir()):
         raise PreconditionError(f"{target} exists and is not empty -> choose another --keep path")
     shutil.copytree(origin, target, dirs_exist_ok=True)
+    tables, rows = build_warehouse(target)
     git(target, "init", "-q", "-b", "main")
     git(target, "add", "-A")
     git(target, "commit", "-q", "-m", "Demo workspace: sources only")
@@ -91,6 +119,10 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
             "evidence/source/, legacy formulas under formulas/.",
             title="Thoth demo",
         )
+    )
+    console.print(
+        f"Clinical data warehouse: {len(WAREHOUSE_SCHEMAS)} SQLite files under warehouse/ "
+        f"({tables} tables, {rows:,} synthetic rows) built by tools/build_warehouse.py."
     )
 
     ws = Workspace.open(target)
