@@ -199,7 +199,7 @@ def test_every_column_has_a_reviewed_description_and_kind(db: sqlite3.Connection
         assert len(data["description"]) > 40, table
         assert list(data["columns"]) == present[table], table
         for column, spec in data["columns"].items():
-            assert set(spec) <= {"description", "kind", "values"}, (table, column)
+            assert set(spec) <= {"description", "kind", "values", "references"}, (table, column)
             assert spec["description"].strip(), (table, column)
             assert spec["kind"] in kinds, (table, column)
             if "values" in spec:
