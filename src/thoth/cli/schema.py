@@ -85,11 +85,15 @@ def render_sync(console: Console, report: SchemaSyncReport) -> None:
     for key, value in report.counts.items():
         counts.add_row(key.replace("_", " "), str(value))
     console.print(counts)
+    new_tables = set(report.tables_created)
+    # The JSON and the run registry list every column; on screen, the columns of a new table
+    # are implied by the table.
+    columns_created = [c for c in report.columns_created if c.rsplit(".", 1)[0] not in new_tables]
     for title, rows, colour in (
         ("tables created", report.tables_created, "green"),
         ("tables changed", report.tables_changed, "yellow"),
         ("tables dropped", report.tables_dropped, "red"),
-        ("columns created", report.columns_created, "green"),
+        ("columns created", columns_created, "green"),
         ("columns changed", report.columns_changed, "yellow"),
         ("columns dropped", report.columns_dropped, "red"),
     ):
@@ -192,19 +196,19 @@ def render_proposal(console: Console, proposal: SchemaProposal) -> None:
             escape(t.qualified) + (" [dim](bridge)[/]" if t.bridge else "") for t in proposal.tables
         )
     )
-    grid = Table(title="Proposed columns", show_header=True)
-    for name in ("column", "type", "description", "samples", "evidence"):
-        grid.add_column(name)
+    console.print("[bold]Proposed columns[/] (best first; join columns last):")
     for c in proposal.proposed():
-        label = escape(c.qualified) + (" [dim](join)[/]" if c.join else "")
-        grid.add_row(
-            label,
-            escape(c.type),
-            escape(" ".join(filter(None, (c.description, c.values)))[:100]),
-            escape(", ".join(c.samples[:4])),
-            escape(", ".join(c.evidence_ids)),
-        )
-    console.print(grid)
+        about = " ".join(filter(None, (c.description, c.values)))
+        line = f"  [bold]{escape(c.qualified)}[/] {escape(c.type)}"
+        if c.join:
+            line += " [cyan](join)[/]"
+        if about:
+            line += f" [dim]{escape(about[:110])}[/]"
+        if c.samples:
+            line += f" [dim]e.g. {escape(', '.join(c.samples[:4]))}[/]"
+        if c.evidence_ids:
+            line += f" [green]{escape(', '.join(c.evidence_ids))}[/]"
+        console.print(line, highlight=False, soft_wrap=True)
     if proposal.joins:
         console.print(
             "[bold]Joins[/]: "

@@ -373,23 +373,33 @@ def _connect(
                 if norm(col) not in join_cols:
                     join_cols.append(norm(col))
 
-    for i, a in enumerate(chosen):
-        for b in chosen[i + 1 :]:
-            direct = [e for e in schema.edges.get(a, []) if e[0] == b]
-            for _, own, other in direct:
-                link(a, own, b, other)
-            if direct:
-                continue
-            # One bridge table (a many-to-many link, say) joins a and b.
+    # A spanning tree, best table first: each next table joins the tables already connected
+    # through its first declared key (or one bridge table), so the proposal carries the joins
+    # the query needs, not every key between every pair.
+    connected: list[str] = chosen[:1]
+    for b in chosen[1:]:
+        direct = next(
+            ((a, e) for a in connected for e in schema.edges.get(a, []) if e[0] == b), None
+        )
+        if direct is not None:
+            a, (_, own, other) = direct
+            link(a, own, b, other)
+            connected.append(b)
+            continue
+        for a in connected:
+            bridged = False
             for mid, own_a, mid_a in schema.edges.get(a, []):
                 to_b = [e for e in schema.edges.get(mid, []) if e[0] == b]
                 if mid in (a, b) or not to_b:
                     continue
                 link(a, own_a, mid, mid_a)
-                for _, own_m, other_b in to_b:
-                    link(mid, own_m, b, other_b)
+                link(mid, to_b[0][1], b, to_b[0][2])
                 if mid not in chosen and mid not in bridges:
                     bridges.append(mid)
+                bridged = True
+                break
+            if bridged:
+                connected.append(b)
                 break
     tables = [(t, best[t], False) for t in chosen] + [(t, 0.0, True) for t in bridges]
     return tables, tuple(joins), join_cols
