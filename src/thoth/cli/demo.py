@@ -20,11 +20,14 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.table import Table
 
 from thoth.cli import render
 from thoth.cli.ask import print_answer
 from thoth.cli.common import progress_bar
 from thoth.cli.docs import render_sync
+from thoth.cli.schema import render_proposal
+from thoth.cli.schema import render_sync as render_schema_sync
 from thoth.errors import PreconditionError
 from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
 from thoth.evidence.corpus import load_corpus
@@ -35,9 +38,13 @@ from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import diff_summary
 from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_answer_service, open_runtime
+from thoth.runtime import open_answer_service, open_runtime, sessions_dir
+from thoth.schema import SchemaSync
 from thoth.search.outcome import EvidenceSearchContext
+from thoth.session import SessionStore
+from thoth.workflow.consult import SessionWorkflow
 from thoth.workflow.publish import Publisher
+from thoth.workflow.sql import DecisionRefused, decide_checked, run_final_sql
 from thoth.workspace import Workspace
 
 DEMO_NAME = "clinical-dwh"
@@ -232,12 +239,105 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     for case in evaluation.cases:
         if case.verdict != "pass":
             console.print(f"  [red]{case.id}[/]: fails at {case.verdict}")
+    demo_sql_session(console, ws)
     console.print(
         f'\nWorkspace kept at {target}: try `tht ask "..." -w {target}`, '
         f'`tht evidence search "..." --purpose disambiguation -w {target}`, '
         f"`tht verify -w {target}`."
     )
     return target
+
+
+DEMO_SQL_QUESTION = "Quanti ricoveri ordinari sono stati dimessi da ciascun reparto nel 2024?"
+DEMO_REWRITTEN = (
+    "Numero di ricoveri in regime ordinario (care_regime 1) con dimissione nel 2024, per "
+    "reparto di dimissione"
+)
+DEMO_FINAL_SQL = """SELECT w.ward_name AS reparto, count(*) AS ricoveri
+FROM adt.admission a
+JOIN adt.ward w ON w.ward_id = a.discharging_ward_id
+WHERE a.care_regime = '1'
+  AND a.discharge_date >= '2024-01-01' AND a.discharge_date < '2025-01-01'
+GROUP BY w.ward_name
+ORDER BY ricoveri DESC, reparto"""
+
+
+def demo_sql_session(console: Console, ws: Workspace) -> None:
+    """Steps 11-12: the warehouse's schema in the index, then one question→SQL session by
+    hand: schema linking proposes, the reviewer decides (names and SQL checked by the
+    database), the approved SQL runs read-only and leaves a receipt."""
+    console.rule("11. tht schema sync: the warehouse's tables and columns in the index")
+    with open_runtime(ws) as rt:
+        with rt.database() as db, progress_bar(console, "schema") as tick:
+            schema = SchemaSync(ws, rt.state, rt.backend, rt.embedder, db, progress=tick).run(
+                run_by="demo"
+            )
+        render_schema_sync(console, schema)
+
+        console.rule("12. a question→SQL session: schema linking, final SQL explained and run")
+        session = SessionStore(sessions_dir(ws)).create(DEMO_SQL_QUESTION)
+        console.print(f"Session [bold]{session.id}[/]: {escape(DEMO_SQL_QUESTION)}")
+        session.append(
+            "clarification",
+            "concept_clarified",
+            subject="ricovero ordinario",
+            detail="regime di ricovero 1 (non day hospital)",
+            rationale="demo reviewer",
+        )
+        session.append(
+            "rewriting", "question_rewritten", subject=DEMO_REWRITTEN, rationale="demo reviewer"
+        )
+        found = SessionWorkflow(rt, session).consult("schema_linking")
+        assert found.schema is not None
+        console.print(
+            f"[dim]schema_linking: Evidence receipt seq {found.receipt.seq}, "
+            f"{len(found.results)} unit(s): {', '.join(r.evidence_id for r in found.results)}[/]"
+        )
+        render_proposal(console, found.schema)
+        try:
+            decide_checked(rt, session, "schema_linking", "table_promoted", subject="adt.wards")
+        except DecisionRefused as exc:
+            console.print(f"[yellow]A misspelt table is refused:[/] {escape(str(exc))}")
+        for type, subject in (
+            ("table_promoted", "adt.admission"),
+            ("table_promoted", "adt.ward"),
+            ("column_promoted", "adt.admission.care_regime"),
+            ("column_promoted", "adt.admission.discharge_date"),
+            ("column_promoted", "adt.admission.discharging_ward_id"),
+            ("column_promoted", "adt.ward.ward_name"),
+        ):
+            decide_checked(
+                rt, session, "schema_linking", type, subject=subject, rationale="demo reviewer"
+            )
+        decide_checked(
+            rt,
+            session,
+            "final_sql",
+            "final_sql_approved",
+            subject="ricoveri ordinari dimessi nel 2024 per reparto",
+            detail=DEMO_FINAL_SQL,
+            rationale="demo reviewer",
+        )
+        console.print(
+            Panel(
+                DEMO_FINAL_SQL, title="final SQL: one read-only statement, EXPLAINed", expand=False
+            )
+        )
+        run = run_final_sql(rt, session)
+    assert run.result is not None
+    grid = Table(show_header=True)
+    for column in run.result.columns:
+        grid.add_column(column)
+    for row in run.result.rows:
+        grid.add_row(*(str(v) for v in row))
+    console.print(grid)
+    receipt = run.receipt
+    console.print(
+        f"Receipt in the ledger (seq {run.entry.seq}): {receipt.row_count} rows, columns "
+        f"{', '.join(receipt.columns)}, {receipt.duration_ms:.1f} ms, data date "
+        f"{receipt.data_date}, statement sha256 {receipt.statement_sha256[:12]}; no row is "
+        f"stored. Try `tht session show {session.id} -w {ws.root}`."
+    )
 
 
 # (what the question shows, question, request filters)

@@ -141,27 +141,24 @@ def show_cmd(
         return
     for t in tables:
         out.print(
-            f"[bold]{escape(t.table)}[/] ({t.table_kind}) {escape(t.description)}",
+            f"[bold]{escape(t.table)}[/] ({t.table_kind}) [dim]{escape(t.description)}[/]",
             highlight=False,
+            soft_wrap=True,
         )
-        grid = Table(show_header=True, box=None, pad_edge=False)
-        for name in ("column", "type", "kind", "key", "description", "samples"):
-            grid.add_column(name)
         for c in columns:
             if c.table != t.table:
                 continue
-            key = "PK" if c.primary_key else ""
+            line = f"  [bold]{escape(c.name)}[/] {escape(c.type)} [cyan]{c.privacy_kind}[/]"
+            if c.primary_key:
+                line += " PK"
             if c.references:
-                key += ("," if key else "") + "FK " + ", ".join(c.references)
-            grid.add_row(
-                escape(c.name),
-                escape(c.type),
-                c.privacy_kind,
-                escape(key),
-                escape(" ".join(filter(None, (c.description, c.values)))[:120]),
-                escape(", ".join(c.samples[:5])),
-            )
-        out.print(grid)
+                line += f" -> {escape(', '.join(c.references))}"
+            about = " ".join(filter(None, (c.description, c.values)))
+            if about:
+                line += f" [dim]{escape(about[:140])}[/]"
+            if c.samples:
+                line += f" [dim]e.g. {escape(', '.join(c.samples[:5]))}[/]"
+            out.print(line, highlight=False, soft_wrap=True)
 
 
 def link_cmd(

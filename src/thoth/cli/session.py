@@ -27,6 +27,7 @@ from thoth.memory.projection import summarize
 from thoth.runtime import open_runtime, sessions_dir
 from thoth.search.outcome import EvidenceSearchOutcome
 from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore, decide
+from thoth.session.ledger import SQL_RUN_TYPE
 from thoth.session.proposals import ProposalBook, ProposalView, dump
 from thoth.workflow.consult import SessionWorkflow, StageBlocked
 from thoth.workflow.driver import accept_proposal, drive
@@ -147,6 +148,7 @@ def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt =
         gone = session.withdrawals()
         standing = {e.seq for e in effective}
         receipts = [e for e in entries if e.type == "evidence_receipt"]
+        runs = [e for e in entries if e.type == SQL_RUN_TYPE]
         markers = session.memory_markers()
         proposals = ProposalBook(session).views()
         # Computed on read from the ledger (and the registry for memory ids): nothing stored.
@@ -159,6 +161,7 @@ def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt =
                 "effective": [entry_dict(e) for e in effective],
                 "memory_markers": [entry_dict(e) for e in markers],
                 "receipts": [entry_dict(e) for e in receipts],
+                "runs": [entry_dict(e) for e in runs],
                 "withdrawn": [asdict(w) for w in gone.values()],
                 "entries": [entry_dict(e) for e in entries],
                 "proposals": [dump(v) for v in proposals],
@@ -180,6 +183,23 @@ def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt =
         stale = "" if e.seq not in gone else f" [dim](stale: seq {gone[e.seq].by})[/]"
         out.print(
             f"{e.seq:>3}  {e.stage:<16} {r.purpose if r else ''}: {escape(ids)}{stale}",
+            highlight=False,
+        )
+    if runs:
+        out.print("[bold]Runs of the final SQL[/] (receipts: no rows are kept)")
+    for e in runs:
+        run = e.run
+        assert run is not None
+        what = (
+            f"{run.row_count} row(s){' truncated' if run.truncated else ''}, "
+            f"columns {', '.join(run.columns)}"
+            if run.status == "succeeded"
+            else f"[red]failed [{run.code}][/] {escape(run.reason[:200])}"
+        )
+        out.print(
+            f"{e.seq:>3}  {e.timestamp}  seq {run.final_sql_seq} ({run.dialect}, "
+            f"{run.duration_ms:.1f} ms, data date {run.data_date or '-'}, sha256 "
+            f"{run.statement_sha256[:12]}): {what}",
             highlight=False,
         )
     withdrawn = [e for e in entries if e.seq in gone and e.seq not in standing]
