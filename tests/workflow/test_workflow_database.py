@@ -6,18 +6,24 @@ database's EXPLAIN, and the approved final SQL runs read-only with a receipt in 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from tests.fake_embeddings import FakeEmbeddingServer
+from tests.fake_llm import FakeLLMServer, ToolCallScript
 from tests.schema.warehouse import warehouse_runtime
+from thoth.config import LLMSettings
 from thoth.database import DatabaseUnavailable
 from thoth.errors import PreconditionError
+from thoth.llm import tool_client
 from thoth.runtime import Runtime, state_dir
 from thoth.schema import SchemaSync
 from thoth.session import Session, SessionStore
 from thoth.workflow.consult import SessionWorkflow, StageBlocked
+from thoth.workflow.driver import TOOL_NAME, accept_proposal, drive
 from thoth.workflow.sql import (
     DecisionRefused,
     RunFailed,
@@ -25,6 +31,7 @@ from thoth.workflow.sql import (
     decide_checked,
     run_final_sql,
 )
+from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
 
 Make = Callable[..., Workspace]
@@ -173,9 +180,7 @@ def test_run_records_a_receipt_without_rows(rt: Runtime) -> None:
 def test_a_refused_run_is_recorded_as_failed_with_the_reason(rt: Runtime) -> None:
     session = new_session(rt)
     decide_checked(rt, session, "final_sql", "final_sql_approved", subject="s", detail=FINAL)
-    # The table goes away after approval: the run fails, and says why.
-    import sqlite3
-
+    # The column goes away after approval: the run fails, and says why.
     with sqlite3.connect(rt.ws.root / "warehouse" / "clinical.sqlite") as conn:
         conn.execute("ALTER TABLE patient RENAME COLUMN sex TO gender")
     conn.close()
@@ -216,3 +221,40 @@ def test_names_cannot_be_checked_without_a_schema_index(
         assert caught.value.code == "schema_not_synced"
     finally:
         runtime.close()
+
+
+def _call(type: str, subject: str, detail: str = "") -> ToolCallScript:
+    return ToolCallScript(
+        TOOL_NAME, {"type": type, "subject": subject, "detail": detail, "rationale": "schema"}
+    )
+
+
+def test_the_driver_sees_the_proposed_schema_and_accepts_are_checked(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THOTH_TEST_LLM_KEY", "k")
+    session = new_session(rt)
+    with FakeLLMServer() as llm:
+        llm.reply_tool_calls(
+            _call("table_promoted", "adt.admission"),
+            _call("table_promoted", "clinical.patients"),
+        )
+        client = tool_client(
+            LLMSettings(
+                base_url=f"{llm.url}/v1",
+                model="test-model",
+                api_key_env="THOTH_TEST_LLM_KEY",
+                timeout_seconds=5,
+            )
+        )
+        result = drive(SessionWorkflow(rt, session), "schema_linking", client)
+        sent: Any = json.loads(llm.requests[-1].body["messages"][-1]["content"])
+    database = sent["database"]
+    assert database["dialect"] == "sqlite"
+    assert "adt.admission.care_regime" in {c["qualified"] for c in database["columns"]}
+    assert [p.no for p in result.proposals] == [1, 2]
+    with MemoryStores(rt.ws) as stores:
+        accepted = accept_proposal(session, 1, stores=stores, runtime=rt)
+        assert accepted.subject == "adt.admission"
+        with pytest.raises(DecisionRefused, match=r"closest: clinical\.patient"):
+            accept_proposal(session, 2, stores=stores, runtime=rt)

@@ -14,12 +14,17 @@ from thoth.cli import evaluate as evaluate_cli
 from thoth.cli import index as index_cli
 from thoth.cli import schema as schema_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
+from thoth.errors import PreconditionError, Problem
+from thoth.evidence.corpus import load_corpus
 from thoth.evidence.layout import init_workspace
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.resolve import resolve
 from thoth.evidence.restructure import make_restructurer
 from thoth.evidence.validate import validate_workspace
+from thoth.index.reader import Unreadable
+from thoth.runtime import open_runtime
+from thoth.schema.catalog import SchemaCatalog, unit_problems
 from thoth.workspace import Workspace
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -79,10 +84,40 @@ def prepare_cmd(
 
 
 @evidence_app.command("validate")
-def validate_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> None:
+def schema_problems(ws: Workspace) -> list[Problem]:
+    """The units' table and column names the schema index lacks (a PreconditionError naming
+    the cause when there is no schema index to check against)."""
+    files, _ = load_corpus(ws.evidence)  # structural problems are validate's own
+    with open_runtime(ws) as rt:
+        reader = rt.reader()
+        try:
+            catalog = SchemaCatalog.read(reader)
+        except Unreadable as exc:
+            raise PreconditionError(f"--schema: {exc}", code=exc.code) from exc
+        finally:
+            reader.close()
+    return unit_problems(catalog, files)
+
+
+@evidence_app.command("validate")
+def validate_cmd(
+    root: WorkspaceArg,
+    schema: Annotated[
+        bool,
+        typer.Option(
+            "--schema",
+            help="Also check every table and column the units name against the schema index "
+            "(`tht schema sync` first).",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Check the whole corpus. Exit 0 publishable, 3 valid with doubts, 1 invalid."""
     with errors(as_json):
-        report = validate_workspace(Workspace.open(root))
+        ws = Workspace.open(root)
+        report = validate_workspace(ws)
+        if schema:
+            report.problems += schema_problems(ws)
     if as_json:
         emit_json(report.as_dict())
     else:
