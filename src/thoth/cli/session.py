@@ -286,7 +286,7 @@ def run_cmd(
                 failed = exc
     if failed is not None:
         if as_json:
-            emit_json({**failed.run.as_dict(), "code": failed.code, "message": str(failed)})
+            emit_json({**failed.run.as_dict(), "code": failed.code, "error": str(failed)})
         else:
             err.print(f"[red]{escape(str(failed))}[/]", highlight=False)
         raise typer.Exit(exitcodes.FAILED)
