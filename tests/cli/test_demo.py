@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import EXAMPLES, commit_all, git, status
 from tests.fake_llm import FakeLLMServer, ToolCallScript
-from thoth.cli.demo import run_demo
+from thoth.cli.demo import DEMO_SQL_QUESTION, run_demo
 from thoth.cli.main import app
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.migrate import import_formulas
@@ -198,3 +198,27 @@ def test_legacy_formulas_become_formula_units(tmp_path: Path) -> None:
     [incompatible] = [u for u in legacy if u.kind == "example"]
     assert [i.code for i in incompatible.review_items] == ["legacy_formula_incompatible"]
     assert status(root) != ""
+
+
+def test_demo_links_a_question_to_the_warehouse_and_runs_its_sql(
+    demo: tuple[Path, str],
+) -> None:
+    """Issue 10's demo: the warehouse's schema is synced, schema linking proposes tables and
+    columns, a misspelt table is refused, the approved SQL runs and leaves a receipt."""
+    target, text = demo
+    assert "11. tht schema sync" in text and "tables created" in text
+    assert "Proposed columns" in text and "adt.admission.discharging_ward_id" in text
+    assert "no table or view adt.wards" in text and "closest: adt.ward" in text
+    assert "Medicina generale" in text and "Receipt in the ledger" in text
+    shown = _tht("schema", "show", "-w", str(target))
+    assert len(shown["tables"]) == 24
+    [sid] = [
+        s["id"]
+        for s in _tht("session", "list", "-w", str(target))["sessions"]
+        if s["question"] == DEMO_SQL_QUESTION
+    ]
+    runs = _tht("session", "show", sid, "-w", str(target))["runs"]
+    assert [r["run"]["status"] for r in runs] == ["succeeded"]
+    assert runs[0]["run"]["data_date"] == "2025-01-14"
+    validated = CliRunner().invoke(app, ["evidence", "validate", str(target), "--schema"])
+    assert validated.exit_code == 0, validated.output
