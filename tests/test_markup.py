@@ -37,6 +37,7 @@ from thoth.markup import (
     split_front_matter,
     table_cells,
 )
+from thoth.schema import DescriptionsInvalid, load_descriptions
 
 # --------------------------------------------------------------------------------------------
 # Front matter
@@ -300,3 +301,8 @@ def test_anchors_and_aliases_are_refused_by_every_yaml_reader(tmp_path: Path) ->
         _restructure(
             "source/bomba.sql.md", f"---\n{_billion_laughs()}\n---\n# Età\n\n```sql\n1\n```\n"
         )
+    descriptions = tmp_path / "schema"
+    descriptions.mkdir()
+    (descriptions / "adt.admission.yaml").write_text(_billion_laughs(), encoding="utf-8")
+    with pytest.raises(DescriptionsInvalid, match="anchors and aliases"):
+        load_descriptions(tmp_path, "schema")

@@ -27,6 +27,7 @@ import yaml
 
 from thoth.config import ColumnKind
 from thoth.errors import Problem, ProblemsError
+from thoth.markup import load_yaml
 
 _KINDS: Final = frozenset(get_args(ColumnKind))
 _CSV_NAME: Final = "original_column_name"
@@ -127,7 +128,7 @@ def _from_yaml(
     rel: str, schema: str, table: str, text: str, issues: list[Problem]
 ) -> TableDescription:
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)  # the one YAML reader: no anchors or aliases
     except yaml.YAMLError as exc:
         issues.append(Problem(rel, f"not valid YAML: {exc}"))
         return TableDescription(rel, schema, table)
