@@ -57,6 +57,7 @@ def columns(rt: Runtime) -> dict[str, SchemaColumnPayload]:
 
 def test_first_sync_indexes_every_table_and_column_next_to_the_evidence(rt: Runtime) -> None:
     before = rt.state.active_generation(rt.ws.settings.workspace)
+    assert before is not None
     report = sync(rt)
     assert report.outcome == "activated"
     assert report.tables_created == [

@@ -192,11 +192,7 @@ class SchemaColumnPayload(_SchemaRecord):
 AnswerPayload = EvidencePayload | FragmentPayload
 SchemaPayload = SchemaTablePayload | SchemaColumnPayload
 RecordPayload = Annotated[
-    EvidencePayload
-    | FragmentPayload
-    | MemoryPayload
-    | SchemaTablePayload
-    | SchemaColumnPayload,
+    EvidencePayload | FragmentPayload | MemoryPayload | SchemaTablePayload | SchemaColumnPayload,
     Field(discriminator="record_kind"),
 ]
 _ADAPTER: Final[TypeAdapter[RecordPayload]] = TypeAdapter(RecordPayload)
