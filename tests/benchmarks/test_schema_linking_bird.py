@@ -446,3 +446,52 @@ def test_scores_pool_questions_and_gains_are_ratios() -> None:
     pooled.extend(base)
     pooled.extend(prod)
     assert pooled.summary()["n"] == 4
+
+
+# -- the workspace ------------------------------------------------------------------------------
+
+
+def test_hints_become_publishable_units_through_prepare(
+    dbs: dict[str, bird.BirdDatabase], tmp_path: Path
+) -> None:
+    from thoth.evaluation.evidence import load_evaluation
+    from thoth.evidence.corpus import load_corpus
+    from thoth.evidence.prepare import prepare
+    from thoth.evidence.validate import validate_workspace
+
+    db = dbs["debit_card_specializing"]
+    hints = [
+        "SME refers to Segment = 'SME'; paid in EUR refers to Currency = 'EUR'",
+        "Year 2012 can be presented as Between 201201 And 201212",
+        "SME refers to Segment = 'SME'; paid in EUR refers to Currency = 'EUR'",
+        "",
+        "the \"Premium\" stations refer to gasstations.Segment = 'Premium'",
+    ]
+    questions = [
+        bird.BirdQuestion(n, db.name, f"q{n}?", h, "simple", "SELECT 1")
+        for n, h in enumerate(hints)
+    ]
+    ws = bench.build_workspace(db, questions, tmp_path / "ws")
+    assert (ws.root / "data" / f"{db.name}.sqlite").is_file()
+    assert (ws.root / "schema" / "main.yearmonth.csv").is_file()
+    assert bench.git(ws.root, "status", "--porcelain") == ""
+    prepare(ws, bird.BirdHintRestructurer(db))
+    files, problems = load_corpus(ws.evidence)
+    assert problems == []
+    units = {f.unit.provenance.supporting_excerpts[0]: f.unit for f in files}
+    assert len(units) == 3  # the repeated hint is one unit; no unit for an empty hint
+    sme = units[hints[0]]
+    assert sme.kind == "mapping" and "schema_linking" in sme.purposes
+    assert sme.applies_to.columns == ['main.customers."Currency"', 'main.customers."Segment"']
+    assert sme.applies_to.tables == ["main.customers"]
+    premium = units[hints[4]]
+    assert premium.applies_to.columns == ['main.gasstations."Segment"']
+    year = units[hints[1]]
+    assert year.kind == "glossary" and "schema_linking" in year.purposes
+    (ws.evidence / "evaluation.yaml").write_text(
+        bench.evaluation_text([(u.id, hint) for hint, u in units.items()]), "utf-8"
+    )
+    evaluation = load_evaluation(ws.evidence / "evaluation.yaml")
+    assert {q.profile for q in evaluation.questions} == {"lexical", "semantic", "mixed"}
+    assert evaluation.questions[0].question in units
+    assert validate_workspace(ws).publishable
