@@ -246,11 +246,13 @@ def publish_hints(db: BirdDatabase, rt: Runtime) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Ranking:
     """What one system proposes for one question: ranked columns and tables (qualified),
-    and every column it would hand to SQL generation at its default size."""
+    and every column it would hand to SQL generation at its default size (the `size` best
+    ranked, plus join columns for the product)."""
 
     columns: tuple[str, ...]
     tables: tuple[str, ...]
     proposed: frozenset[str]
+    size: int
 
 
 def tables_of(columns: Sequence[str], table_of: dict[str, str]) -> tuple[str, ...]:
@@ -303,6 +305,7 @@ class NaiveLinker:
             columns=tuple(ranked),
             tables=tables_of(ranked, self.table_of),
             proposed=frozenset(ranked[: self.size]),
+            size=self.size,
         )
 
     def bm25_scores(self, question: str) -> npt.NDArray[np.float64]:
@@ -331,6 +334,8 @@ class Scores:
     )
     table_recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in TABLE_KS})
     strict: list[bool] = field(default_factory=list)
+    # Diagnostic: the same with the `size` best ranked columns only (join columns aside).
+    strict_ranked: list[bool] = field(default_factory=list)
     proposed_size: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
@@ -340,6 +345,7 @@ class Scores:
         for k in TABLE_KS:
             self.table_recall[k].append(recall_at(gold.tables, ranking.tables, k))
         self.strict.append(strict(gold.columns, ranking.proposed))
+        self.strict_ranked.append(strict(gold.columns, ranking.columns[: ranking.size]))
         self.proposed_size.append(len(ranking.proposed))
         self.seconds.append(seconds)
 
@@ -349,6 +355,7 @@ class Scores:
         for k in TABLE_KS:
             self.table_recall[k] += other.table_recall[k]
         self.strict += other.strict
+        self.strict_ranked += other.strict_ranked
         self.proposed_size += other.proposed_size
         self.seconds += other.seconds
 
@@ -361,6 +368,7 @@ class Scores:
             **{f"col_recall@{k}": mean(v) for k, v in self.column_recall.items()},
             **{f"table_recall@{k}": mean(v) for k, v in self.table_recall.items()},
             "strict": mean([float(s) for s in self.strict]),
+            "strict_ranked_only": mean([float(s) for s in self.strict_ranked]),
             "proposed_columns_mean": mean([float(n) for n in self.proposed_size]),
             "latency": latency_stats(self.seconds),
         }
@@ -378,7 +386,7 @@ def gains(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | N
             continue
         out[name] = {
             key: (s[key] / base[key] if base[key] else None)
-            for key in [*keys, "strict"]
+            for key in [*keys, "strict", "strict_ranked_only"]
             if s.get(key) is not None and base.get(key) is not None
         }
     return out
@@ -529,6 +537,7 @@ class ThothLinker:
             columns=tuple(c.qualified for c in proposal.columns),
             tables=tuple(t.qualified for t in proposal.tables),
             proposed=frozenset(proposal.all_columns()),
+            size=proposal.size,
         )
 
     def close(self) -> None:
@@ -642,7 +651,7 @@ def print_report(result: dict[str, Any]) -> None:
         table.add_column(f"col R@{k}", justify="right")
     for k in TABLE_KS:
         table.add_column(f"tab R@{k}", justify="right")
-    for col in ("strict", "cols", "p50 ms", "p95 ms"):
+    for col in ("strict", "w/o joins", "cols", "p50 ms", "p95 ms"):
         table.add_column(col, justify="right")
     rows = [*result["databases"].items(), ("overall", result["overall"])]
     for name, r in rows:
@@ -654,6 +663,7 @@ def print_report(result: dict[str, Any]) -> None:
                 *(_f(m[f"col_recall@{k}"]) for k in COLUMN_KS),
                 *(_f(m[f"table_recall@{k}"]) for k in TABLE_KS),
                 _f(m["strict"]),
+                _f(m["strict_ranked_only"]),
                 _f(m["proposed_columns_mean"], 1),
                 _f(m["latency"]["p50_ms"], 1),
                 _f(m["latency"]["p95_ms"], 1),

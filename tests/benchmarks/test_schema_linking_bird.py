@@ -429,8 +429,19 @@ def test_recall_and_strict() -> None:
 
 def test_scores_pool_questions_and_gains_are_ratios() -> None:
     gold = bird.Gold(frozenset({"main.t"}), frozenset({"main.t.a", "main.t.b"}))
-    good = bench.Ranking(("main.t.a", "main.t.b"), ("main.t",), frozenset({"main.t.a", "main.t.b"}))
-    half = bench.Ranking(("main.t.a", "main.u.x"), ("main.u", "main.t"), frozenset({"main.t.a"}))
+    good = bench.Ranking(
+        ("main.t.a", "main.t.b"), ("main.t",), frozenset({"main.t.a", "main.t.b"}), size=2
+    )
+    half = bench.Ranking(
+        ("main.t.a", "main.u.x"), ("main.u", "main.t"), frozenset({"main.t.a"}), size=2
+    )
+    # a join column completes the proposal: strict, but not with the ranked columns alone
+    joined = bench.Ranking(
+        ("main.t.a", "main.u.x", "main.t.b"),
+        ("main.t", "main.u"),
+        frozenset({"main.t.a", "main.u.x", "main.t.b"}),
+        size=2,
+    )
     base, prod = bench.Scores(), bench.Scores()
     base.add(gold, half, 0.010)
     base.add(gold, good, 0.030)
@@ -442,6 +453,9 @@ def test_scores_pool_questions_and_gains_are_ratios() -> None:
     assert p["strict"] == 1.0 and p["latency"]["p50_ms"] == pytest.approx(20.0)
     ratios = bench.gains({"baseline": b, "product": p})["product"]
     assert ratios["strict"] == 2.0 and ratios["col_recall@5"] == pytest.approx(1 / 0.75)
+    j = bench.Scores()
+    j.add(gold, joined, 0.001)
+    assert j.summary()["strict"] == 1.0 and j.summary()["strict_ranked_only"] == 0.0
     pooled = bench.Scores()
     pooled.extend(base)
     pooled.extend(prod)
