@@ -635,7 +635,7 @@ def print_report(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, width=160)
+    console = Console(highlight=False, width=200)
     s = result["settings"]
     console.print(header_line(result["machine"]))
     console.print(
