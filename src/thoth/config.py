@@ -113,6 +113,10 @@ class DatabaseSettings(_Strict):
     # load); `tht session run` records it with each run.
     data_date_sql: str | None = None
     privacy: PrivacySettings = PrivacySettings()
+    # Read through views only (the analytics store): SQLite refuses any read of a table that
+    # is not made through a view; PostgreSQL refuses a role that may read a base table, or
+    # anything outside `schemas`. Set by [analytics]; a session database reads tables.
+    views_only: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> DatabaseSettings:
@@ -142,6 +146,72 @@ class DatabaseSettings(_Strict):
     @property
     def schema_names(self) -> list[str]:
         return list(self.files) if self.dialect == "sqlite" else list(self.schemas)
+
+
+class MetricSettings(_Strict):
+    """One figure of the metrics page: a catalog query and the values of its parameters."""
+
+    query: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    parameters: dict[str, str | int | float] = {}
+    title: str | None = None
+
+
+class AnalyticsSettings(_Strict):
+    """The analytics store (level 3, `[analytics]`): numbers are computed by reviewed catalog
+    queries on views, read-only and through views only (thoth.database). The store is declared
+    with the fields of [database]: SQLite `files` (schema -> file, relative to the workspace
+    root) or PostgreSQL `url_env` + `schemas` (the schemas of the views)."""
+
+    dialect: Literal["sqlite", "postgresql"]
+    files: dict[str, str] = {}
+    url_env: str | None = None
+    schemas: list[str] = []
+    statement_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    row_limit: int = Field(default=200, ge=1, le=100_000)
+    # One read-only query returning the date the data are current to (the last refresh).
+    # Required: a store whose data date cannot be read answers no number.
+    data_date_sql: str = Field(min_length=1)
+    # One reviewed YAML file per query, relative to the workspace root (served from the
+    # activated revision only).
+    catalog: str = "analytics/queries"
+    # Offline routing: the closest query's similarity (description and examples) must reach
+    # this to be chosen; below it the question goes to the text path. Calibrate it with
+    # `tht analytics calibrate` (model-specific: the bundled embedder's scores are compressed).
+    threshold: float = Field(default=0.9, ge=-1.0, le=1.0)
+    # Offline: a question below `threshold` but at or above this one looks like a figure no
+    # query computes; its text answer says the figure is not available. None: never said
+    # offline (with a model, the fallback tool says it).
+    uncovered_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    # `tht analytics metrics-page`: the page (relative to the workspace root) and its figures.
+    metrics_page: str = "wiki/metriche.md"
+    metrics: list[MetricSettings] = []
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AnalyticsSettings:
+        self.store()  # the same rules as [database]
+        if self.uncovered_threshold is not None and self.uncovered_threshold > self.threshold:
+            raise ValueError("analytics.uncovered_threshold must not exceed analytics.threshold")
+        return self
+
+    def store(self) -> DatabaseSettings:
+        """The store as thoth.database opens it: read-only, through views only."""
+        try:
+            return DatabaseSettings(
+                dialect=self.dialect,
+                files=self.files,
+                url_env=self.url_env,
+                schemas=self.schemas,
+                statement_timeout_seconds=self.statement_timeout_seconds,
+                row_limit=self.row_limit,
+                data_date_sql=self.data_date_sql,
+                views_only=True,
+            )
+        except ValidationError as exc:
+            raise ValueError(
+                "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                .replace("database.", "analytics.")
+                .replace("database:", "analytics:")
+            ) from None
 
 
 # Bounded input, per source (docs/answers.md, "Limits"). Measured on the SEC 10-Q filings of
@@ -206,18 +276,19 @@ class RoutingSettings(_Strict):
     # Below this similarity to the closest channel's examples every channel is searched.
     # Calibrate it on labelled questions with `tht channels calibrate`.
     channel_threshold: float = Field(default=0.45, ge=-1.0, le=1.0)
-    # Regular expressions (case-insensitive) that mark a question as numeric: numbers are never
-    # taken from text, and the numeric branch (SQL store) is not available yet.
-    numeric_patterns: list[str] = Field(
-        default_factory=lambda: [
-            # "quanti ricoveri ci sono stati", not "entro quanti minuti deve essere visitato"
-            r"\bquant[ie]\b.*\b(ci sono|sono stat[ie]|risultano|abbiamo|sono attiv[ie])\b",
-            r"\bnumero (di|totale)\b",
-            r"\b(somma|totale|media) (di|del|della|dei|delle)\b",
-            r"\bhow many\b",
-            r"\b(total|sum|average) (of|number)\b",
-        ]
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: object) -> object:
+        # Refused, not ignored: a workspace relying on its patterns must learn they are gone.
+        if isinstance(data, dict) and "numeric_patterns" in data:
+            raise ValueError(
+                "numeric_patterns was removed: the regular expressions misrouted text "
+                "questions; numeric questions are now routed by the analytics catalog "
+                "([analytics], docs/analytics.md) -> delete numeric_patterns from "
+                "[answers.routing]"
+            )
+        return data
 
 
 class AnswersSettings(_Strict):
@@ -255,6 +326,7 @@ class Settings(_Strict):
     sources: list[SourceSettings] = []
     channels: list[ChannelSettings] = []
     database: DatabaseSettings | None = None
+    analytics: AnalyticsSettings | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

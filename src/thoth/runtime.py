@@ -10,10 +10,13 @@ from pathlib import Path
 
 from qdrant_client import QdrantClient
 
+from thoth.analytics import AnalyticsService, AnalyticsStore, ModelRouter, OfflineRouter
 from thoth.answer.answerers import make_answerer
 from thoth.answer.retrieval import KnowledgeSearch
-from thoth.answer.seams import NoPseudonymizer
+from thoth.answer.seams import AnalyticsBranch, NoAnalytics, NoPseudonymizer
 from thoth.answer.service import AnswerService
+from thoth.answer.wording import wording_for
+from thoth.config import AnalyticsSettings
 from thoth.database import ReadOnlyDatabase, open_database
 from thoth.embed import make_embedder
 from thoth.embed.base import Embedder
@@ -22,6 +25,7 @@ from thoth.index.base import IndexUnavailable
 from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
 from thoth.index.live import EdgeLiveCollection, LiveCollection, ServerLiveCollection
 from thoth.index.reader import GenerationReader
+from thoth.llm.client import tool_client
 from thoth.schema import require_database
 from thoth.search.service import EvidenceSearch
 from thoth.state import StateStore, state_url
@@ -169,18 +173,64 @@ def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
     )
 
 
+def require_analytics(ws: Workspace) -> AnalyticsSettings:
+    if ws.settings.analytics is None:
+        raise ConfigError(
+            f"{ws.root}/thoth.toml declares no [analytics] store -> declare one "
+            '(docs/analytics.md, "Declaring the store")'
+        )
+    return ws.settings.analytics
+
+
+def open_analytics_store(ws: Workspace) -> AnalyticsStore:
+    return AnalyticsStore(require_analytics(ws), ws.root)
+
+
+def make_analytics(rt: Runtime) -> AnalyticsService:
+    """The analytics branch `[analytics]` describes: the model's function call routes when
+    `[answers].answerer = "llm"` (the model is configured), similarity offline otherwise."""
+    ws = rt.ws
+    settings = require_analytics(ws)
+    model = (
+        ModelRouter(tool_client(ws.settings.llm)) if ws.settings.answers.answerer == "llm" else None
+    )
+    return AnalyticsService(
+        settings,
+        ws.root,
+        ws.settings.workspace,
+        rt.state,
+        AnalyticsStore(settings, ws.root),
+        OfflineRouter(rt.embedder, settings.threshold, settings.uncovered_threshold),
+        wording_for(ws.settings.language),
+        language=ws.settings.language,
+        model_router=model,
+    )
+
+
 def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> AnswerService:
-    """The answer service `[answers]` and `[llm]` describe. No analytics branch (level 3) yet,
-    and no pseudonymisation: the identity is injected here, the one place that would change."""
+    """The answer service `[answers]`, `[llm]` and `[analytics]` describe. Without
+    `[analytics]` the branch that covers nothing is injected; no pseudonymisation: the
+    identity is injected here, the one place that would change."""
     answerer = make_answerer(ws.settings)  # first: a missing API key opens nothing
     rt = open_runtime(ws, embedder)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    analytics: AnalyticsBranch = NoAnalytics()
+    closers = [rt.close]
+    if ws.settings.analytics is not None:
+        service = make_analytics(rt)
+        analytics = service
+        closers.insert(0, service.close)
+
+    def close() -> None:
+        for closer in closers:
+            closer()
+
     return AnswerService(
         ws.settings,
         search,
         answerer,
         rt.state,
-        analytics=None,
+        analytics=analytics,
         pseudonymizer=NoPseudonymizer(),
-        on_close=rt.close,
+        on_close=close,
     )

@@ -14,10 +14,15 @@ from thoth.answer.routing import (
     ChannelRouter,
     Route,
     calibrate,
-    is_numeric,
     load_calibration_set,
 )
-from thoth.answer.seams import AnalyticsBranch, NoPseudonymizer, NumericAnswer, Pseudonymizer
+from thoth.answer.seams import (
+    AnalyticsBranch,
+    NoAnalytics,
+    NoPseudonymizer,
+    NumericAnswer,
+    Pseudonymizer,
+)
 from thoth.answer.service import Answer, AnswerService
 from thoth.answer.sources import Source, aggregate_sources
 
@@ -30,6 +35,7 @@ __all__ = [
     "Calibration",
     "ChannelRouter",
     "KnowledgeSearch",
+    "NoAnalytics",
     "NoPseudonymizer",
     "NumericAnswer",
     "Pseudonymizer",
@@ -40,7 +46,6 @@ __all__ = [
     "Source",
     "aggregate_sources",
     "calibrate",
-    "is_numeric",
     "load_calibration_set",
     "make_answerer",
     "parse_request",

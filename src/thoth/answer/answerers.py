@@ -20,13 +20,13 @@ from typing import Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
 from thoth.answer.routing import fold
-from thoth.answer.seams import Pseudonymizer
+from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
 from thoth.index.bm25 import Bm25Encoder
 from thoth.llm.client import LLMError, TextClient, text_client
-from thoth.markup import table_cells
+from thoth.markup import markdown_table, table_cells
 
 MAX_SENTENCES = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
@@ -53,6 +53,17 @@ class Answerer(Protocol):
         pseudonymizer: Pseudonymizer,
     ) -> str:
         """The answer text for a context that is found, truncated or nothing_found."""
+        ...
+
+    def answer_figures(
+        self,
+        question: str,
+        numeric: NumericAnswer,
+        *,
+        instructions: str | None,
+        pseudonymizer: Pseudonymizer,
+    ) -> str:
+        """The text of a computed answer (status computed): the figures and their data date."""
         ...
 
 
@@ -91,6 +102,45 @@ class ModelAnswerer:
                 'base_url, api_key_env), or set [answers].answerer = "extractive"'
             ) from exc
         return pseudonymizer.restore(reply)
+
+    def answer_figures(
+        self,
+        question: str,
+        numeric: NumericAnswer,
+        *,
+        instructions: str | None,
+        pseudonymizer: Pseudonymizer,
+    ) -> str:
+        """The model words the figures; they reach it only through `protect_rows` (identities
+        replaced, undeclared columns masked). The data date and the query are then stated by
+        Thoth itself, whatever the model wrote."""
+        w = self._wording
+        names = [c.name for c in numeric.columns]
+        rows = pseudonymizer.protect_rows(names, numeric.rows)
+        header = [c.label + (f" ({c.unit})" if c.unit else "") for c in numeric.columns]
+        table = markdown_table(header, [[str(v) for v in row] for row in rows])
+        dated = w.data_date.format(date=numeric.data_date)
+        system = (
+            (instructions or w.default_instructions)
+            + "\n\n"
+            + w.floor_heading
+            + ("\n" + w.floor_ground)
+        )
+        user = (
+            pseudonymizer.protect(f"{w.question_heading}\n{question}\n\n")
+            + f"{w.numbers_heading}\n{pseudonymizer.protect(numeric.description)} ({dated})"
+            + f"\n\n{table}"
+        )
+        try:
+            reply = self._client.complete_text(pseudonymizer.protect(system), user)
+        except LLMError as exc:
+            raise AnswerModelError(
+                f"answer model {self._client.name} at {self._client.base_url} failed: {exc} "
+                "-> check that the server is up and [llm] in thoth.toml, or set "
+                '[answers].answerer = "extractive"'
+            ) from exc
+        source = numeric.text.rsplit("\n\n", 1)[-1]  # "Calcolato dalla query …"
+        return f"{pseudonymizer.restore(reply).strip()}\n\n({dated}) {source}"
 
 
 @dataclass(frozen=True)
@@ -140,6 +190,17 @@ class ExtractiveAnswerer:
                 )
             )
         return "\n\n".join(parts)
+
+    def answer_figures(
+        self,
+        question: str,
+        numeric: NumericAnswer,
+        *,
+        instructions: str | None,
+        pseudonymizer: Pseudonymizer,
+    ) -> str:
+        # No model: the figures as the analytics branch wrote them, data date included.
+        return numeric.text
 
     def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Sentence]:
         asked = self._terms(question)

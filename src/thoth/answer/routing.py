@@ -1,6 +1,5 @@
-"""Routing: decide a question's nature, then where to look (seed 004).
-
-Numeric questions are recognised by configured patterns and never searched as text. A text
+"""Routing of a text question: where to look (seed 004). Whether a question is one for the
+analytics store is decided before, by the catalog (thoth.analytics: the first fork). A text
 question is compared with a few curated example questions per channel, with the same
 mechanism as search (dense embeddings, query mode on both sides): the closest channel wins if
 it clears a threshold calibrated on labelled questions; below it every channel is searched
@@ -13,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import re
 import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,7 +27,7 @@ from thoth.errors import ConfigError, ThothError
 from thoth.index.bm25 import Bm25Encoder
 from thoth.markup import load_yaml
 
-RouteKind = Literal["text", "numeric"]
+RouteKind = Literal["text"]  # numbers are decided before (thoth.analytics, the first fork)
 ChannelSource = Literal["request", "similarity", "keywords", "all"]
 
 
@@ -38,7 +36,6 @@ class Route:
     """Where a question goes. `channel=None` means every channel."""
 
     kind: RouteKind = "text"
-    numeric_pattern: str | None = None  # the pattern that matched
     channel: str | None = None
     channel_source: ChannelSource = "all"
     scores: dict[str, float] = field(default_factory=dict)  # channel -> best example cosine
@@ -52,21 +49,6 @@ class Route:
         data["scores"] = {k: round(v, 4) for k, v in self.scores.items()}
         data["tied"] = list(self.tied)
         return data
-
-
-def is_numeric(question: str, patterns: Sequence[str]) -> str | None:
-    """The first pattern (case-insensitive regex) the question matches, else None."""
-    for pattern in patterns:
-        try:
-            found = re.search(pattern, question, re.IGNORECASE)
-        except re.error as exc:
-            raise ConfigError(
-                f"answers.routing.numeric_patterns: {pattern!r} is not a valid regular "
-                f"expression ({exc}) -> fix it in thoth.toml"
-            ) from exc
-        if found:
-            return pattern
-    return None
 
 
 def fold(text: str) -> str:

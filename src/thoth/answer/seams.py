@@ -1,30 +1,75 @@
-"""Seams for what this version does not do yet, so that adding it changes no caller.
+"""Seams between the answer service and what the composition root plugs into it.
 
-- `AnalyticsBranch`: level 3, numbers computed by reviewed catalog queries on the SQL store.
-  Not implemented: the service receives None and says numbers are not available.
+- `AnalyticsBranch`: level 3, the first fork. It decides, for every question, whether a
+  reviewed catalog query computes it (`computed`), needs a parameter the question lacks
+  (`needs_parameter`), failed (`failed`), or is not a question for the store (`not_covered`:
+  the text path). Without `[analytics]` the composition root injects `NoAnalytics`, which
+  covers nothing, so the service holds no `if`.
 - `Pseudonymizer`: applied to everything sent to an external model and to its reply. The
   composition root injects `NoPseudonymizer`, an identity, so the hooks hold no `if`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+NumericOutcome = Literal["computed", "needs_parameter", "not_covered", "failed"]
+
+
+@dataclass(frozen=True)
+class FigureColumn:
+    name: str
+    label: str
+    kind: str  # thoth.config.ColumnKind
+    unit: str | None = None
 
 
 @dataclass(frozen=True)
 class NumericAnswer:
-    """A number computed by a reviewed catalog query (level 3)."""
+    """What the analytics branch decided for one question.
 
-    text: str
-    query_id: str  # the reviewed catalog query that produced it
-    data: dict[str, Any] = field(default_factory=dict)
+    computed: `text` states the figures and the data date; `columns`/`rows` are the result,
+    `provenance` how it was computed (query id, catalog revision, parameters as bound, SQL as
+    executed, row count, data date). needs_parameter: `text` names what is missing or not
+    allowed. failed: `error_code` and `text` say why. not_covered: the text path answers;
+    `figure_requested` when the question asks a figure no query computes."""
+
+    outcome: NumericOutcome
+    query_id: str | None = None
+    description: str = ""
+    text: str = ""
+    columns: tuple[FigureColumn, ...] = ()
+    rows: tuple[tuple[Any, ...], ...] = ()
+    provenance: dict[str, Any] | None = None
+    error_code: str | None = None
+    figure_requested: bool = False
+    data_date: str | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    degraded: tuple[str, ...] = ()
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "columns": [
+                {"name": c.name, "label": c.label, "kind": c.kind, "unit": c.unit}
+                for c in self.columns
+            ],
+            "rows": [list(r) for r in self.rows],
+        }
 
 
 class AnalyticsBranch(Protocol):
-    def answer(self, question: str) -> NumericAnswer | None:
-        """The computed answer, or None when no reviewed query covers the question."""
+    def answer(self, question: str) -> NumericAnswer:
+        """The first fork for one question (never raises for a store failure: `failed`)."""
         ...
+
+
+class NoAnalytics:
+    """No analytics store configured: every question takes the text path."""
+
+    def answer(self, question: str) -> NumericAnswer:
+        return NumericAnswer("not_covered", diagnostics={"reason": "no [analytics] store"})
 
 
 class Pseudonymizer(Protocol):
@@ -36,6 +81,13 @@ class Pseudonymizer(Protocol):
         """The model's reply with the replacements turned back."""
         ...
 
+    def protect_rows(
+        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
+    ) -> list[list[object]]:
+        """Rows of a result with identities replaced and unknown columns masked, before they
+        reach an external model."""
+        ...
+
 
 class NoPseudonymizer:
     """The identity: this version sends text as it is (no pseudonymisation configured)."""
@@ -45,3 +97,8 @@ class NoPseudonymizer:
 
     def restore(self, text: str) -> str:
         return text
+
+    def protect_rows(
+        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
+    ) -> list[list[object]]:
+        return [list(row) for row in rows]

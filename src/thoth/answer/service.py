@@ -1,10 +1,13 @@
 """`ask`: one question in, one answer out, logged whatever happened.
 
-Order of work: validate the request (`KnowledgeSearch.validate`, for every branch); a numeric
-question is never searched as text (it goes to the analytics branch, level 3, which this version
-does not have); a text question is searched under the request's one condition; the context is
-assembled under the budget; the answerer writes the text. A technical failure is an answer with
-status "failed" that says so — never one that looks like an empty corpus.
+Order of work: validate the request (`KnowledgeSearch.validate`, for every branch); the first
+fork (`AnalyticsBranch`, level 3): a question a reviewed catalog query computes is answered with
+its figures (status "computed", a `provenance` object, no `sources`: the corpus is not searched),
+one that lacks a parameter is "needs_parameter", and a store that fails is "failed"; every
+other question is a text question, searched under the request's one condition; the context is
+assembled under the budget; the answerer writes the text (saying first that a figure is not
+available when the question asked one no query computes). A technical failure is an answer
+with status "failed" that says so — never one that looks like an empty corpus.
 
 The answer keeps what a reader needs (text, sources, status, and what the search did without:
 `degraded`) apart from what an administrator needs (diagnostics). `sources` is present whenever
@@ -26,8 +29,13 @@ from typing import Any, Literal
 from thoth.answer.answerers import Answerer
 from thoth.answer.context import AssembledContext, assemble_context
 from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError
-from thoth.answer.routing import Route, is_numeric
-from thoth.answer.seams import AnalyticsBranch, NoPseudonymizer, Pseudonymizer
+from thoth.answer.seams import (
+    AnalyticsBranch,
+    NoAnalytics,
+    NoPseudonymizer,
+    NumericAnswer,
+    Pseudonymizer,
+)
 from thoth.answer.sources import Source
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
@@ -36,7 +44,9 @@ from thoth.state import StateStore
 
 log = logging.getLogger("thoth.answer")
 
-AnswerStatus = Literal["not_searched", "nothing_found", "failed", "truncated", "found"]
+AnswerStatus = Literal[
+    "not_searched", "nothing_found", "failed", "truncated", "found", "computed", "needs_parameter"
+]
 BAD_REQUEST = "bad_request"
 ANSWER_FAILED = "answer_failed"  # any other error: above all, the answer model failed
 
@@ -61,6 +71,11 @@ class Answer:
     degraded: list[str] = field(default_factory=list)
     error_code: str | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    # The numeric path: how the figures were computed (always present when status is
+    # "computed": query id, catalog revision, parameters, SQL, row count, data date), and the
+    # figures themselves (columns with label, unit and kind; rows). None elsewhere (absent).
+    provenance: dict[str, Any] | None = None
+    figures: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -71,6 +86,10 @@ class Answer:
         }
         if self.sources is not None:
             data["sources"] = [s.as_dict() for s in self.sources]
+        if self.provenance is not None:
+            data["provenance"] = self.provenance
+        if self.figures is not None:
+            data["figures"] = self.figures
         data.update(
             answerer=self.answerer,
             dropped=dict(self.dropped),
@@ -96,7 +115,7 @@ class AnswerService:
         self._search = search
         self._answerer = answerer
         self._state = state
-        self._analytics = analytics
+        self._analytics: AnalyticsBranch = analytics or NoAnalytics()
         # The composition root passes the identity explicitly; None means the same.
         self._pseudonymizer: Pseudonymizer = pseudonymizer or NoPseudonymizer()
         self._wording: Wording = wording_for(settings.language)
@@ -165,9 +184,9 @@ class AnswerService:
         question = attempt.question
         # Every branch is validated, the numeric one included: before anything is decided.
         request = self._search.validate(question, filters)
-        pattern = is_numeric(question, self.settings.answers.routing.numeric_patterns)
-        if pattern is not None:
-            return self._numeric(attempt.id, question, pattern, request)
+        numeric = self._analytics.answer(question)
+        if numeric.outcome != "not_covered":
+            return self._numeric(attempt.id, question, numeric, request, instructions)
         retrieval = attempt.retrieval = self._search.search(question, **request)
         if retrieval.status == "failed":
             return self._failed(attempt.id, question, retrieval)
@@ -177,6 +196,11 @@ class AnswerService:
         text = self._answerer.answer(
             question, context, instructions=instructions, pseudonymizer=self._pseudonymizer
         )
+        if numeric.figure_requested:
+            # A figure no catalog query computes: said first, never invented from the text.
+            text = f"{self._wording.figure_not_available}\n\n{text}"
+        diagnostics = _diagnostics(retrieval, context)
+        diagnostics["analytics"] = numeric.diagnostics
         return Answer(
             id=attempt.id,
             question=question,
@@ -188,38 +212,50 @@ class AnswerService:
                 "fragments": context.dropped_fragments,
                 "documents": context.dropped_documents,
             },
-            degraded=list(retrieval.degraded),
-            diagnostics=_diagnostics(retrieval, context),
+            degraded=[*retrieval.degraded, *numeric.degraded],
+            diagnostics=diagnostics,
         )
 
     def _numeric(
-        self, answer_id: str, question: str, pattern: str, request: dict[str, Any]
+        self,
+        answer_id: str,
+        question: str,
+        numeric: NumericAnswer,
+        request: dict[str, Any],
+        instructions: str | None,
     ) -> Answer:
-        # Numbers are never taken from text: no search, no model, and no sources key at all.
-        channel = request.get("channel")
-        route = Route(
-            kind="numeric",
-            numeric_pattern=pattern,
-            channel=channel,
-            channel_source="request" if channel else "all",
-            threshold=self.settings.answers.routing.channel_threshold,
-        )
-        # Level 3 seam: no branch in this version (None), and one that does not cover the
-        # question answers None: both say numbers are not available.
-        computed = self._analytics.answer(question) if self._analytics is not None else None
-        diagnostics: dict[str, Any] = {"route": route.as_dict(), "filters": request}
-        if computed is None:
-            text, answerer = self._wording.numeric, "none"
-        else:
-            text, answerer = computed.text, "analytics"
-            diagnostics["analytics"] = {"query_id": computed.query_id, "data": computed.data}
+        # Numbers are never taken from text: no corpus search, and no sources key at all.
+        diagnostics: dict[str, Any] = {"analytics": numeric.diagnostics, "filters": request}
+        if numeric.outcome == "computed":
+            text = self._answerer.answer_figures(
+                question, numeric, instructions=instructions, pseudonymizer=self._pseudonymizer
+            )
+            return Answer(
+                id=answer_id,
+                question=question,
+                text=text,
+                status="computed",
+                sources=None,
+                answerer=self._answerer.name,
+                diagnostics=diagnostics,
+                provenance=numeric.provenance,
+                figures=numeric.figures(),
+            )
+        if numeric.outcome == "failed":
+            log.error(
+                "answer %s: the numeric answer failed [%s]: %s",
+                answer_id,
+                numeric.error_code,
+                numeric.text,
+            )
         return Answer(
             id=answer_id,
             question=question,
-            text=text,
-            status="not_searched",
+            text=numeric.text,
+            status="failed" if numeric.outcome == "failed" else "needs_parameter",
             sources=None,
-            answerer=answerer,
+            answerer="none",
+            error_code=numeric.error_code,
             diagnostics=diagnostics,
         )
 

@@ -16,7 +16,16 @@ class Wording:
     nothing_found: str
     all_dropped: str  # {fragments}: the search found evidence, none fitted the context
     search_failed: str  # {code} {error}
-    numeric: str
+    # The numeric path (level 3): what a computed answer, a missing or invalid parameter and
+    # a figure no catalog query computes say.
+    data_date: str  # {date}
+    computed_by: str  # {query} {parameters}
+    no_parameters: str
+    figure_not_available: str
+    needs_parameter: str  # {query} {names}
+    invalid_parameter: str  # {query} {problems}
+    numeric_failed: str  # {code} {error}
+    numbers_heading: str  # before the figures' table a model reads
     no_overlap: str
     number_warning: str  # prefix of a caveat quoted next to a sentence with its number
     default_instructions: str
@@ -50,12 +59,24 @@ ITALIAN = Wording(
         "La ricerca nelle fonti non è riuscita (codice {code}): questa non è una risposta "
         "vuota, le fonti non sono state consultate. Dettaglio: {error}"
     ),
-    numeric=(
-        "Questa è una domanda numerica. I numeri sono calcolati solo da interrogazioni di "
-        "catalogo revisionate sull'archivio SQL (livello 3), che in questa versione non è "
-        "disponibile; Thoth non prende numeri dal testo dei documenti. Le fonti testuali non "
-        "sono state consultate."
+    data_date="dati aggiornati al {date}",
+    computed_by="Calcolato dalla query di catalogo {query} ({parameters}).",
+    no_parameters="senza parametri",
+    figure_not_available=(
+        "Il dato richiesto non è disponibile: nessuna query del catalogo analitico lo calcola, "
+        "e Thoth non ricava numeri dal testo dei documenti. Dalle fonti testuali:"
     ),
+    needs_parameter=(
+        "Per calcolare questo dato (query {query}) manca: {names}. Ripeti la domanda indicandolo."
+    ),
+    invalid_parameter=(
+        "Non posso calcolare questo dato (query {query}) con i valori indicati: {problems}."
+    ),
+    numeric_failed=(
+        "Il calcolo del dato non è riuscito (codice {code}): nessun numero è stato servito. "
+        "Dettaglio: {error}"
+    ),
+    numbers_heading="Dati calcolati (usa solo questi numeri, con la loro data):",
     no_overlap=(
         "Nessun passo delle fonti trovate contiene i termini della domanda; il passo più vicino è:"
     ),
@@ -111,11 +132,21 @@ ENGLISH = Wording(
         "The search of the sources failed (code {code}): this is not an empty answer, the "
         "sources were not consulted. Details: {error}"
     ),
-    numeric=(
-        "This is a numeric question. Numbers are computed only by reviewed catalog queries on "
-        "the SQL store (level 3), which is not available in this version; Thoth does not take "
-        "numbers from the text of documents. The text sources were not consulted."
+    data_date="data as of {date}",
+    computed_by="Computed by the catalog query {query} ({parameters}).",
+    no_parameters="no parameters",
+    figure_not_available=(
+        "The figure asked for is not available: no query of the analytics catalog computes "
+        "it, and Thoth does not take numbers from the text of documents. From the text sources:"
     ),
+    needs_parameter=(
+        "To compute this figure (query {query}) I need: {names}. Ask again stating it."
+    ),
+    invalid_parameter="I cannot compute this figure (query {query}) with those values: {problems}.",
+    numeric_failed=(
+        "Computing the figure failed (code {code}): no number was served. Details: {error}"
+    ),
+    numbers_heading="Computed figures (use only these numbers, with their date):",
     no_overlap="No passage of the sources found holds the question's terms; the closest is:",
     number_warning="⚠ Warning, figure flagged by the source",
     default_instructions=(

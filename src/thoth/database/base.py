@@ -4,7 +4,7 @@ codes, the sample-value rules, the one way a refusal is worded."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Final
 
@@ -45,6 +45,8 @@ _WHAT_TO_DO: Final = {
 }
 
 MaySample = Callable[[str, str, ColumnInfo], bool]
+# Values of a statement's named parameters (`:name` in the SQL, thoth.database.params).
+Params = Mapping[str, object]
 
 
 def refused(what: str, reason: str, code: str) -> StatementRefused:
@@ -83,13 +85,15 @@ class ReadOnlyDatabase(ABC):
         """Raise DatabaseUnavailable when the database cannot be read any more."""
 
     @abstractmethod
-    def explain(self, sql: str) -> tuple[str, ...]:
+    def explain(self, sql: str, params: Params | None = None) -> tuple[str, ...]:
         """The database's plan of `sql`, one line per element; StatementRefused when the
-        database refuses it."""
+        database refuses it. `params`: the values of its `:name` parameters, bound by the
+        database (never pasted into the text)."""
 
     @abstractmethod
-    def run(self, sql: str, *, limit: int) -> QueryResult:
-        """At most `limit` rows of `sql` (`truncated` when there were more)."""
+    def run(self, sql: str, *, limit: int, params: Params | None = None) -> QueryResult:
+        """At most `limit` rows of `sql` (`truncated` when there were more), its `:name`
+        parameters bound to `params`."""
 
     @abstractmethod
     def introspect(self, *, sample_values: int, may_sample: MaySample) -> SchemaSnapshot:

@@ -30,6 +30,7 @@ from thoth.database.base import (
     STATEMENT_INVALID,
     STATEMENT_TIMEOUT,
     MaySample,
+    Params,
     ReadOnlyDatabase,
     closed,
     refused,
@@ -45,6 +46,7 @@ from thoth.database.model import (
     StatementRefused,
     TableInfo,
 )
+from thoth.database.params import to_pyformat
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[tuple[object, ...]]
@@ -87,6 +89,8 @@ class PostgresDatabase(ReadOnlyDatabase):
         self._conn: psycopg.Connection[tuple[object, ...]] | None = self._connect(url)
         try:
             self._check_role()
+            if settings.views_only:
+                self._check_views_only()
         except BaseException:
             self.close()
             raise
@@ -166,6 +170,25 @@ class PostgresDatabase(ReadOnlyDatabase):
                 f"{self._setting}: the role {role} is {' and '.join(unsafe)}; a read-only "
                 "transaction does not stop it writing the server's files (COPY … TO a file "
                 f"or a program) -> connect as a dedicated read-only role ({ROLE_RECIPE})",
+                code=ROLE_UNSAFE,
+            )
+
+    def _check_views_only(self) -> None:
+        """A views-only store is confined by privileges: the role may read no base table
+        anywhere, and nothing outside `schemas` (a view is read with its owner's rights, so
+        the role reaches the tables only through the views)."""
+
+        def readable(cur: Cursor) -> list[tuple[object, ...]]:
+            return cur.execute(_READABLE_BEYOND_VIEWS, (list(self._settings.schemas),)).fetchall()
+
+        found = self._transaction("checking what the role may read", readable)
+        if found:
+            shown = ", ".join(f"{r[0]}.{r[1]} ({r[2]})" for r in found)
+            raise DatabaseUnavailable(
+                f"{self._setting}: the role may read {shown}; the analytics store must see "
+                f"only the views of {', '.join(self._settings.schemas)} -> revoke those "
+                "privileges, or run the SQL `tht analytics grant-sql` prints for a role of "
+                "its own",
                 code=ROLE_UNSAFE,
             )
 
@@ -251,11 +274,13 @@ class PostgresDatabase(ReadOnlyDatabase):
                 "check the server, then retry"
             ) from exc
 
-    def explain(self, sql_text: str) -> tuple[str, ...]:
+    def explain(self, sql_text: str, params: Params | None = None) -> tuple[str, ...]:
         what = f"the plan of {_short(sql_text)}"
+        # Named parameters are bound by PostgreSQL (extended protocol), never pasted in.
+        query, args = (to_pyformat(sql_text), dict(params)) if params else (sql_text, None)
 
         def work(cur: Cursor) -> tuple[str, ...]:
-            lines = tuple(str(r[0]) for r in cur.stream("EXPLAIN " + sql_text))
+            lines = tuple(str(r[0]) for r in cur.stream("EXPLAIN " + query, args))
             for line in lines:
                 node = line.strip().removeprefix("->").strip()
                 if node.startswith(_WRITE_NODES):
@@ -266,7 +291,7 @@ class PostgresDatabase(ReadOnlyDatabase):
             # is declared for one read-only query only, so PostgreSQL itself says whether the
             # statement is one. Nothing runs: the cursor is only declared, then rolled back.
             try:
-                cur.execute("DECLARE thoth_explained NO SCROLL CURSOR FOR " + sql_text)
+                cur.execute("DECLARE thoth_explained NO SCROLL CURSOR FOR " + query, args)
             except psycopg.Error as exc:
                 reason = exc.diag.message_primary or " ".join(str(exc).split())
                 raise refused(
@@ -278,11 +303,13 @@ class PostgresDatabase(ReadOnlyDatabase):
 
         return self._transaction(what, work)
 
-    def run(self, sql_text: str, *, limit: int) -> QueryResult:
+    def run(self, sql_text: str, *, limit: int, params: Params | None = None) -> QueryResult:
+        query, args = (to_pyformat(sql_text), dict(params)) if params else (sql_text, None)
+
         def work(cur: Cursor) -> QueryResult:
             started = time.perf_counter()
             rows: list[tuple[object, ...]] = []
-            stream: Iterator[tuple[object, ...]] = cur.stream(sql_text, size=_CHUNK)
+            stream: Iterator[tuple[object, ...]] = cur.stream(query, args, size=_CHUNK)
             try:
                 for row in stream:
                     rows.append(row)
@@ -363,6 +390,19 @@ def _short(sql_text: str) -> str:
     text = " ".join(sql_text.split())
     return text if len(text) <= 120 else text[:117] + "..."
 
+
+# What a views-only role may read beyond the views (plain or materialized) of its schemas:
+# base and foreign tables anywhere, any relation outside the declared schemas.
+_READABLE_BEYOND_VIEWS = """
+SELECT n.nspname, c.relname, CASE WHEN c.relkind IN ('v', 'm') THEN 'view' ELSE 'table' END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+  AND (c.relkind NOT IN ('v', 'm') OR NOT n.nspname = ANY(%s))
+  AND has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT')
+ORDER BY 1, 2
+LIMIT 5
+"""
 
 _RELATIONS = """
 SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'),

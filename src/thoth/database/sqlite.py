@@ -25,6 +25,7 @@ from thoth.database.base import (
     STATEMENT_INVALID,
     STATEMENT_TIMEOUT,
     MaySample,
+    Params,
     ReadOnlyDatabase,
     closed,
     refused,
@@ -63,6 +64,8 @@ _ACTIONS: Final = {
     }
 }
 _READS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
+# What a views-only database may still read directly: the catalog (names and DDL, no data).
+_CATALOG_TABLES: Final = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master"})
 # Functions that reach outside the database (load a shared library; swap a tokenizer pointer).
 _REFUSED_FUNCTIONS: Final = frozenset({"load_extension", "fts3_tokenizer"})
 # Read-only PRAGMAs, allowed only while Thoth itself introspects.
@@ -130,6 +133,10 @@ class SqliteDatabase(ReadOnlyDatabase):
         self._deadline = math.inf
         self._denied: str | None = None
         self._introspecting = False
+        self._views_only = settings.views_only
+        self._views: set[tuple[str | None, str]] = set()
+        self._view_reads: frozenset[tuple[str | None, str, str, str]] = frozenset()
+        self._through_views: set[str] = set()
         self._conn: sqlite3.Connection | None = self._open()
 
     # -- opening ---------------------------------------------------------------------------
@@ -155,6 +162,11 @@ class SqliteDatabase(ReadOnlyDatabase):
                     raise self._unavailable(schema, exc) from exc
             # No more files, not even the one VACUUM INTO would attach.
             conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, len(self._paths) - ("main" in self._paths))
+            if self._views_only:
+                try:
+                    self._record_views(conn)
+                except sqlite3.Error as exc:
+                    raise self._unavailable(next(iter(self._paths)), exc) from exc
             conn.set_authorizer(self._authorize)
             conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
             for schema in self._paths:  # reads each file's header and schema now
@@ -178,8 +190,16 @@ class SqliteDatabase(ReadOnlyDatabase):
     # -- enforcement -----------------------------------------------------------------------
 
     def _authorize(
-        self, action: int, arg1: str | None, arg2: str | None, db: str | None, _source: str | None
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, view: str | None
     ) -> int:
+        if action == sqlite3.SQLITE_READ and self._views_only:
+            if self._view_read(arg1 or "", arg2 or "", db, view):
+                return sqlite3.SQLITE_OK
+            if self._denied is None:
+                self._denied = f"reading {'.'.join(p for p in (db, arg1, arg2) if p)} " + (
+                    "outside a view (this store is read through its views only)"
+                )
+            return sqlite3.SQLITE_DENY
         if action in _READS:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in _REFUSED_FUNCTIONS:
@@ -194,6 +214,46 @@ class SqliteDatabase(ReadOnlyDatabase):
             self._denied = _describe(action, arg1, arg2, db)
         return sqlite3.SQLITE_DENY
 
+    def _view_read(self, table: str, column: str, db: str | None, view: str | None) -> bool:
+        """Views-only: may this SQLITE_READ happen? SQLite names the innermost view (or CTE:
+        it reports both the same way) a read goes through. Allowed: the catalog; a view's own
+        columns; a read exactly as one of the store's views makes it (recorded when the store
+        was opened, so a CTE borrowing a view's name reads no more than that view does); and
+        the row count SQLite's count(*) optimisation takes of a table the same statement
+        already reads through a view (it reports that read with no view). Anything else,
+        above all a column of a table named by the statement itself, is refused."""
+        if table.lower() in _CATALOG_TABLES or (db, table) in self._views:
+            return True
+        if view and (db, table, column, view) in self._view_reads:
+            self._through_views.add(table)
+            return True
+        return not column and db is None and view is None and table in self._through_views
+
+    def _record_views(self, conn: sqlite3.Connection) -> None:
+        """The views of every schema, and the reads each makes (compiling it with a recording
+        authorizer): what a views-only statement may read."""
+        reads: set[tuple[str | None, str, str, str]] = set()
+
+        def record(
+            action: int, arg1: str | None, arg2: str | None, db: str | None, view: str | None
+        ) -> int:
+            if action == sqlite3.SQLITE_READ and view:
+                reads.add((db, arg1 or "", arg2 or "", view))
+            return sqlite3.SQLITE_OK
+
+        for schema in self._paths:
+            s = _quote(schema)
+            rows = conn.execute(f"SELECT name FROM {s}.sqlite_master WHERE type = 'view'")
+            names = [str(r[0]) for r in rows.fetchall()]
+            self._views |= {(schema, name) for name in names}
+            conn.set_authorizer(record)
+            try:
+                for name in names:
+                    conn.execute(f"EXPLAIN SELECT * FROM {s}.{_quote(name)}").fetchall()
+            finally:
+                conn.set_authorizer(None)
+        self._view_reads = frozenset(reads)
+
     def _progress(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0
 
@@ -205,7 +265,7 @@ class SqliteDatabase(ReadOnlyDatabase):
     def _execute(
         self,
         sql: str,
-        params: tuple[object, ...] = (),
+        params: tuple[object, ...] | Params = (),
         *,
         fetch: int | None = None,
         label: str | None = None,
@@ -215,6 +275,7 @@ class SqliteDatabase(ReadOnlyDatabase):
         `label` (the statement as the caller sent it; `sql` by default)."""
         conn = self._connection()
         self._denied = None
+        self._through_views = set()
         self._deadline = time.monotonic() + self._timeout
         try:
             cursor = conn.execute(sql, params)
@@ -264,10 +325,11 @@ class SqliteDatabase(ReadOnlyDatabase):
             except StatementRefused as exc:
                 raise self._unavailable(schema, exc) from exc
 
-    def explain(self, sql: str) -> tuple[str, ...]:
+    def explain(self, sql: str, params: Params | None = None) -> tuple[str, ...]:
         # EXPLAIN compiles without running, so the authorizer judges what it can; the compiled
         # program tells the rest (VACUUM and REINDEX take no authorization when compiled).
-        _, program = self._execute("EXPLAIN " + sql, label=sql)
+        bound = dict(params or {})
+        _, program = self._execute("EXPLAIN " + sql, bound, label=sql)
         opcodes = {str(op[1]) for op in program}
         writes = sorted(
             {str(op[1]) for op in program if op[1] in _WRITE_OPCODES}
@@ -280,7 +342,7 @@ class SqliteDatabase(ReadOnlyDatabase):
                 f"the compiled statement {why}",
                 READ_ONLY,
             )
-        _, rows = self._execute("EXPLAIN QUERY PLAN " + sql, label=sql)
+        _, rows = self._execute("EXPLAIN QUERY PLAN " + sql, bound, label=sql)
         depth: dict[object, int] = {0: -1}
         lines: list[str] = []
         for node_id, parent, _unused, detail in rows:
@@ -289,9 +351,9 @@ class SqliteDatabase(ReadOnlyDatabase):
             lines.append("  " * level + str(detail))
         return tuple(lines)
 
-    def run(self, sql: str, *, limit: int) -> QueryResult:
+    def run(self, sql: str, *, limit: int, params: Params | None = None) -> QueryResult:
         started = time.perf_counter()
-        columns, rows = self._execute(sql, fetch=limit + 1)
+        columns, rows = self._execute(sql, dict(params or {}), fetch=limit + 1)
         duration_ms = (time.perf_counter() - started) * 1000
         return QueryResult(
             columns=columns,

@@ -38,7 +38,11 @@ from openai.types.chat import (
     ChatCompletionToolUnionParam,
     completion_create_params,
 )
-from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
+from openai.types.shared_params import (
+    FunctionDefinition,
+    ResponseFormatJSONObject,
+    ResponseFormatJSONSchema,
+)
 
 from thoth.config import LLMSettings
 from thoth.errors import ConfigError, ThothError
@@ -99,6 +103,9 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    # OpenAI's strict mode: the provider holds the arguments to the schema (every property
+    # required, no other). Anthropic takes the schema as it is.
+    strict: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,17 +227,16 @@ class OpenAIChat:
         return self._content(reply, empty_ok=True)
 
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
-        offered: list[ChatCompletionFunctionToolParam] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
+        offered: list[ChatCompletionFunctionToolParam] = []
+        for t in tools:
+            function: FunctionDefinition = {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
             }
-            for t in tools
-        ]
+            if t.strict:
+                function["strict"] = True
+            offered.append({"type": "function", "function": function})
         reply = self._create(system, user, tools=offered)
         if not reply.choices:
             raise LLMError("the model returned no choices")

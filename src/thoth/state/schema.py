@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0006"
+HEAD_REVISION: Final = "0007"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -165,7 +165,15 @@ Index(
     postgresql_where=sync_runs.c.status == "running",
 )
 
-ANSWER_STATUSES: Final = ("not_searched", "nothing_found", "failed", "truncated", "found")
+ANSWER_STATUSES: Final = (
+    "not_searched",
+    "nothing_found",
+    "failed",
+    "truncated",
+    "found",
+    "computed",  # a number computed by a catalog query (the analytics store)
+    "needs_parameter",  # a catalog query covers it, a parameter is missing or not allowed
+)
 
 # One row per `ask`, failures included: what the administrator reviews and what
 # `tht eval add-from-answer` turns into an evaluation question. `answer` is the full

@@ -1,0 +1,261 @@
+"""The analytics branch: route, extract, compute (the answer service's `AnalyticsBranch`).
+
+Per question: the catalog of the activated revision (cached per revision, with its enum values
+and glossary synonyms); the router (the model's one function call, or similarity offline);
+the parameters (validated whoever proposed them); the query run read-only through views with
+the data date. Failures of the store are a `failed` NumericAnswer with the reason, logged —
+never an exception that could look like an empty answer, never a number without its date."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from thoth.analytics.catalog import Catalog, CatalogQuery, CatalogUnreadable, load_catalog_at
+from thoth.analytics.extract import Extraction, Matcher, extract, validate
+from thoth.analytics.glossary import glossary_synonyms
+from thoth.analytics.render import computed_text
+from thoth.analytics.routing import Choice, ModelRouter, OfflineRouter, RoutingFailed
+from thoth.analytics.store import AnalyticsError, AnalyticsStore, Computation
+from thoth.answer.seams import FigureColumn, NumericAnswer
+from thoth.answer.wording import Wording
+from thoth.config import AnalyticsSettings
+from thoth.embed.base import EmbedderError
+from thoth.llm.client import LLMError
+
+log = logging.getLogger("thoth.analytics")
+
+CATALOG_UNREADABLE = "catalog_unreadable"
+NO_ACTIVE_REVISION = "no_active_revision"
+
+
+class RevisionSource(Protocol):
+    def active_revision(self, workspace: str) -> str | None: ...
+
+
+@dataclass
+class ServedCatalog:
+    """The catalog of one revision as it is served: its valid queries, their enum values and
+    synonyms (value -> words)."""
+
+    catalog: Catalog
+    queries: dict[str, CatalogQuery]
+    choices: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
+
+    def enum_values(self) -> dict[str, dict[str, list[str]]]:
+        return {
+            qid: {name: list(values) for name, values in params.items()}
+            for qid, params in self.choices.items()
+        }
+
+
+class AnalyticsService:
+    def __init__(
+        self,
+        settings: AnalyticsSettings,
+        root: Path,
+        workspace: str,
+        revisions: RevisionSource,
+        store: AnalyticsStore,
+        router: OfflineRouter,
+        wording: Wording,
+        *,
+        language: str = "it",
+        model_router: ModelRouter | None = None,
+    ) -> None:
+        self.settings = settings
+        self._root = root
+        self._workspace = workspace
+        self._revisions = revisions
+        self.store = store
+        self._router = router
+        self._model_router = model_router
+        self._wording = wording
+        self._matcher = Matcher(language)
+        self._language = language
+        self._served: ServedCatalog | None = None
+        self._lock = threading.Lock()
+
+    # -- the catalog of the activated revision --------------------------------------------
+
+    def served_catalog(self) -> ServedCatalog:
+        """The activated revision's catalog (AnalyticsError when it cannot be read)."""
+        revision = self._revisions.active_revision(self._workspace)
+        if revision is None:
+            raise AnalyticsError(
+                "no activated revision: only catalog queries of the activated revision are "
+                "served -> `tht workspace activate` a committed revision",
+                code=NO_ACTIVE_REVISION,
+            )
+        with self._lock:
+            if self._served is not None and self._served.catalog.revision == revision:
+                return self._served
+        try:
+            catalog = load_catalog_at(self._root, self.settings.catalog, revision)
+        except CatalogUnreadable as exc:
+            raise AnalyticsError(
+                f"{self.settings.catalog} at {revision[:12]}: {exc}", code=CATALOG_UNREADABLE
+            ) from exc
+        for problem in catalog.problems:
+            # A broken entry is not served; the others are. `tht analytics check` shows it.
+            log.warning("catalog entry not served: %s", problem.render())
+        served = ServedCatalog(catalog, catalog.queries)
+        synonyms = glossary_synonyms(self._root, revision)
+        for qid, query in served.queries.items():
+            for name, param in query.parameters.items():
+                if param.type != "enum":
+                    continue
+                values = (
+                    list(param.values)
+                    if param.values is not None
+                    else self.store.enum_values(param.values_from or "")
+                )
+                words: dict[str, list[str]] = {}
+                for value in values:
+                    words[value] = [
+                        *param.synonyms.get(value, []),
+                        *synonyms.get(_key(value), []),
+                    ]
+                served.choices.setdefault(qid, {})[name] = words
+        with self._lock:
+            self._served = served
+        return served
+
+    # -- the fork -------------------------------------------------------------------------
+
+    def answer(self, question: str) -> NumericAnswer:
+        try:
+            served = self.served_catalog()
+        except AnalyticsError as exc:
+            if exc.code == NO_ACTIVE_REVISION:
+                # Nothing may be served: the text path answers, and says why in diagnostics.
+                return NumericAnswer(
+                    "not_covered", diagnostics={"reason": str(exc)}, degraded=(f"analytics: {exc}",)
+                )
+            return self._failed(question, exc)
+        if not served.queries:
+            return NumericAnswer("not_covered", diagnostics={"reason": "empty catalog"})
+        try:
+            choice = self._choose(question, served)
+        except EmbedderError as exc:
+            # Routing needs the embedder: the text path answers (it degrades to BM25 itself).
+            return NumericAnswer(
+                "not_covered",
+                diagnostics={"reason": f"the embedder did not answer: {exc}"},
+                degraded=(f"analytics routing: the embedder did not answer ({exc})",),
+            )
+        except (RoutingFailed, LLMError) as exc:
+            return self._failed(question, AnalyticsError(str(exc), code=RoutingFailed.code))
+        diagnostics: dict[str, Any] = {
+            "route": choice.as_dict(),
+            "catalog_revision": served.catalog.revision,
+        }
+        if choice.query_id is None:
+            return NumericAnswer(
+                "not_covered", figure_requested=choice.figure_requested, diagnostics=diagnostics
+            )
+        query = served.queries[choice.query_id]
+        choices = served.choices.get(query.id, {})
+        extraction = (
+            validate(query, choice.proposed, choices)
+            if choice.proposed is not None
+            else extract(question, query, choices, self._matcher)
+        )
+        diagnostics["parameters"] = {
+            "values": {k: str(v) for k, v in extraction.values.items()},
+            "origin": extraction.origin,
+            "missing": extraction.missing,
+            "invalid": extraction.invalid,
+        }
+        if not extraction.complete:
+            return self._needs_parameter(query, extraction, diagnostics)
+        try:
+            computation = self.store.execute(query, extraction.values, served.catalog.revision)
+        except AnalyticsError as exc:
+            return self._failed(question, exc, query, diagnostics)
+        return self._computed(query, computation, choice, diagnostics)
+
+    def _choose(self, question: str, served: ServedCatalog) -> Choice:
+        if self._model_router is not None:
+            return self._model_router.route(question, served.queries, served.enum_values())
+        return self._router.route(question, served.queries)
+
+    def _computed(
+        self,
+        query: CatalogQuery,
+        computation: Computation,
+        choice: Choice,
+        diagnostics: dict[str, Any],
+    ) -> NumericAnswer:
+        columns = tuple(
+            FigureColumn(
+                name,
+                spec.label if spec else name,
+                spec.kind if spec else "unknown",  # undeclared: masked by the pseudonymiser
+                spec.unit if spec else None,
+            )
+            for name in computation.columns
+            for spec in [query.result.columns.get(name)]
+        )
+        return NumericAnswer(
+            "computed",
+            query_id=query.id,
+            description=query.description,
+            text=computed_text(query, columns, computation, self._wording, self._language),
+            columns=columns,
+            rows=computation.rows,
+            provenance=computation.provenance(),
+            data_date=computation.data_date,
+            diagnostics=diagnostics | {"duration_ms": round(computation.duration_ms, 2)},
+        )
+
+    def _needs_parameter(
+        self, query: CatalogQuery, extraction: Extraction, diagnostics: dict[str, Any]
+    ) -> NumericAnswer:
+        if extraction.invalid:
+            text = self._wording.invalid_parameter.format(
+                query=query.id,
+                problems="; ".join(f"{why}" for why in extraction.invalid.values()),
+            )
+            code = "invalid_parameter"
+        else:
+            names = ", ".join(
+                f"{name} ({query.parameters[name].description})" for name in extraction.missing
+            )
+            text = self._wording.needs_parameter.format(query=query.id, names=names)
+            code = "missing_parameter"
+        return NumericAnswer(
+            "needs_parameter",
+            query_id=query.id,
+            description=query.description,
+            text=text,
+            error_code=code,
+            diagnostics=diagnostics,
+        )
+
+    def _failed(
+        self,
+        question: str,
+        exc: AnalyticsError,
+        query: CatalogQuery | None = None,
+        diagnostics: Mapping[str, Any] | None = None,
+    ) -> NumericAnswer:
+        log.error("analytics: %r failed [%s]: %s", question[:80], exc.code, exc)
+        return NumericAnswer(
+            "failed",
+            query_id=query.id if query else None,
+            text=self._wording.numeric_failed.format(code=exc.code, error=exc),
+            error_code=exc.code,
+            diagnostics=dict(diagnostics or {}),
+        )
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _key(value: str) -> str:
+    return " ".join(value.casefold().split())

@@ -1,0 +1,255 @@
+"""`tht analytics check`: every catalog entry is held to what the answer path relies on.
+
+For each file: it loads (catalog.py: keys, types, defaults, bounds); its SQL is one read-only
+query in the store's dialect; it reads only views of the store's schemas (every relation
+qualified `schema.view`; a CTE may not hide a table); it uses every declared parameter and no
+other; the store's own EXPLAIN accepts it with typed sample values, on the read-only,
+views-only connection; it returns exactly the columns `result.columns` declares (the
+pseudonymiser masks what a query does not declare); an enum's `values_from` is a column of a
+view, and its default and synonyms name values the column holds. Every problem names the file
+and the field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from thoth.analytics.catalog import Catalog, CatalogEntry, CatalogQuery, Parameter, coerce
+from thoth.database import Dialect, ReadOnlyDatabase, SchemaSnapshot, StatementRefused
+from thoth.database import check_statement as check_read_only
+from thoth.database.params import ParameterSyntaxError, parameter_names, rewrite
+from thoth.errors import Problem
+
+_SQLGLOT = {"sqlite": "sqlite", "postgresql": "postgres"}
+
+
+@dataclass
+class CheckReport:
+    files: int
+    queries: list[str] = field(default_factory=list)  # ids of the entries that passed
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "ok": self.ok,
+            "files": self.files,
+            "passed": list(self.queries),
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+def sample_value(param: Parameter) -> object:
+    """A typed value for EXPLAIN: the default, else the lower bound, else a plain one."""
+    if param.default is not None:
+        return coerce(param, param.default)
+    if param.min is not None:
+        return coerce(param, param.min)
+    return {
+        "integer": 1,
+        "decimal": Decimal("1"),
+        "year": date.today().year,
+        "date": date.today(),
+    }.get(param.type, (param.values or ["x"])[0])
+
+
+def relations(sql: str, dialect: Dialect) -> tuple[list[tuple[str | None, str]], str | None]:
+    """The relations a query reads (schema or None, name), CTE names left out; or the parse
+    error."""
+    text = rewrite(sql, dialect, lambda _: "NULL")
+    try:
+        tree = sqlglot.parse_one(text, read=_SQLGLOT[dialect])
+    except SqlglotError as exc:
+        return [], " ".join(str(exc).split())
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    found: list[tuple[str | None, str]] = []
+    for table in tree.find_all(exp.Table):
+        name = table.name
+        if not name:
+            continue  # a table function
+        schema = table.db or None
+        if schema is None and name.lower() in ctes:
+            continue
+        found.append((schema, name))
+    return list(dict.fromkeys(found)), None
+
+
+def check_catalog(
+    catalog: Catalog,
+    db: ReadOnlyDatabase,
+    schemas: Sequence[str],
+    snapshot: SchemaSnapshot | None = None,
+) -> CheckReport:
+    """Check every entry against the open store (`db`, read-only and views-only)."""
+    report = CheckReport(files=catalog.files, problems=list(catalog.problems))
+    snap = snapshot or db.introspect(sample_values=0, may_sample=lambda *_: False)
+    for entry in catalog.entries:
+        problems = check_entry(entry, db, schemas, snap)
+        if problems:
+            report.problems += problems
+        else:
+            report.queries.append(entry.query.id)
+    return report
+
+
+def check_entry(
+    entry: CatalogEntry, db: ReadOnlyDatabase, schemas: Sequence[str], snap: SchemaSnapshot
+) -> list[Problem]:
+    query, path, dialect = entry.query, entry.path, db.dialect
+    problems: list[Problem] = []
+
+    def problem(message: str, where: str, code: str, hint: str | None = None) -> None:
+        problems.append(Problem(path, message, field=where, code=code, hint=hint))
+
+    try:
+        used = parameter_names(query.sql, dialect)
+    except ParameterSyntaxError as exc:
+        problem(str(exc), "sql", "parse_error")
+        return problems
+    # One read-only query, by the dialect's own parser (PostgreSQL's parser rejects `:name`:
+    # it reads NULL in each parameter's place, which parses wherever a value does).
+    shown = query.sql if dialect == "sqlite" else rewrite(query.sql, dialect, lambda _: "NULL")
+    for reason in check_read_only(shown, dialect).reasons:
+        problem(reason.message, "sql", reason.code)
+    if problems:
+        return problems
+    read, error = relations(query.sql, dialect)
+    if error:
+        problem(f"cannot be parsed: {error}", "sql", "parse_error")
+        return problems
+    for schema, name in read:
+        shown_name = f"{schema}.{name}" if schema else name
+        table = snap.table(schema, name) if schema else None
+        if schema is None:
+            problem(
+                f"{name} is not qualified",
+                "sql",
+                "unqualified",
+                f"write schema.view with a schema of the store ({', '.join(schemas)})",
+            )
+        elif schema not in schemas:
+            problem(
+                f"{shown_name} is outside the store's schemas ({', '.join(schemas)})",
+                "sql",
+                "schema_not_allowed",
+            )
+        elif table is None:
+            problem(f"{shown_name} does not exist in the store", "sql", "unknown_view")
+        elif table.kind != "view":
+            problem(
+                f"{shown_name} is a table: catalog queries read views only",
+                "sql",
+                "not_a_view",
+                "read it through a view that holds its business meaning",
+            )
+    declared = set(query.parameters)
+    for name in used:
+        if name not in declared:
+            problem(f":{name} is used but not declared", f"parameters.{name}", "undeclared")
+    for name in sorted(declared - set(used)):
+        problem(
+            f"{name} is declared but the SQL does not use :{name}", f"parameters.{name}", "unused"
+        )
+    problems += _check_enums(entry, db, schemas, snap)
+    if problems:
+        return problems
+    samples = {name: sample_value(p) for name, p in query.parameters.items()}
+    bound = {
+        k: v.isoformat() if isinstance(v, date) and dialect == "sqlite" else v
+        for k, v in samples.items()
+    }
+    bound = {
+        k: float(v) if isinstance(v, Decimal) and dialect == "sqlite" else v
+        for k, v in bound.items()
+    }
+    try:
+        db.explain(query.sql, bound)
+        result = db.run(query.sql, limit=1, params=bound)
+    except StatementRefused as exc:
+        problem(f"the store refused it with sample values {samples}: {exc.reason}", "sql", exc.code)
+        return problems
+    problems += _check_columns(path, query, result.columns)
+    return problems
+
+
+def _check_columns(path: str, query: CatalogQuery, columns: Sequence[str]) -> list[Problem]:
+    declared = list(query.result.columns)
+    if list(columns) == declared:
+        return []
+    missing = [c for c in columns if c not in declared]
+    extra = [c for c in declared if c not in columns]
+    parts = []
+    if missing:
+        parts.append(f"returns undeclared {', '.join(missing)}")
+    if extra:
+        parts.append(f"declares {', '.join(extra)} it does not return")
+    if not parts:
+        parts.append(f"returns {', '.join(columns)} in another order")
+    return [
+        Problem(
+            path,
+            "; ".join(parts),
+            field="result.columns",
+            code="columns",
+            hint="declare every column the SQL returns, in its order, with its kind",
+        )
+    ]
+
+
+def _check_enums(
+    entry: CatalogEntry, db: ReadOnlyDatabase, schemas: Sequence[str], snap: SchemaSnapshot
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for name, param in entry.query.parameters.items():
+        if param.values_from is None:
+            continue
+        where = f"parameters.{name}.values_from"
+        schema, view, column = param.values_from.split(".")
+        table = snap.table(schema, view)
+        if schema not in schemas or table is None or table.kind != "view":
+            problems.append(
+                Problem(
+                    entry.path,
+                    f"{schema}.{view} is not a view of the store",
+                    field=where,
+                    code="unknown_view",
+                )
+            )
+            continue
+        if column not in {c.name for c in table.columns}:
+            problems.append(
+                Problem(
+                    entry.path,
+                    f"{schema}.{view} has no column {column}",
+                    field=where,
+                    code="unknown_column",
+                )
+            )
+            continue
+        sql = f'SELECT DISTINCT "{column}" FROM "{schema}"."{view}" WHERE "{column}" IS NOT NULL'
+        try:
+            values = {str(r[0]) for r in db.run(sql, limit=1000).rows}
+        except StatementRefused as exc:
+            problems.append(Problem(entry.path, exc.reason, field=where, code=exc.code))
+            continue
+        wanted = ([str(param.default)] if param.default is not None else []) + list(param.synonyms)
+        for value in wanted:
+            if value not in values:
+                problems.append(
+                    Problem(
+                        entry.path,
+                        f"{value!r} is not a value of {param.values_from}",
+                        field=f"parameters.{name}",
+                        code="unknown_value",
+                    )
+                )
+    return problems

@@ -1,0 +1,213 @@
+"""Deterministic parameter extraction (offline routing), and the one validation of parameter
+values whoever proposed them (the offline extractor or the model's function call).
+
+From the question: enumeration values and their synonyms (the catalog's own, and those of
+Evidence glossary units whose term is a value), matched on stems so "ricoveri ordinari" finds
+`ordinario`; dates (ISO, d/m/yyyy, "3 marzo 2024"); years; other numbers; a quoted text. Then
+the defaults. What stays missing and is required is named (`needs_parameter`); a value that is
+not allowed (outside min/max, not one of the enumeration's values) is named too, never
+guessed or clamped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Final
+
+from thoth.analytics.catalog import CatalogQuery, Parameter, check_range, coerce
+from thoth.answer.routing import fold
+from thoth.index.bm25 import Bm25Encoder
+
+_MONTHS: Final = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("gennaio", "january"),
+            ("febbraio", "february"),
+            ("marzo", "march"),
+            ("aprile", "april"),
+            ("maggio", "may"),
+            ("giugno", "june"),
+            ("luglio", "july"),
+            ("agosto", "august"),
+            ("settembre", "september"),
+            ("ottobre", "october"),
+            ("novembre", "november"),
+            ("dicembre", "december"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_ISO_DATE: Final = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DMY_DATE: Final = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")
+_WORD_DATE: Final = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})\b")
+_YEAR: Final = re.compile(r"(?<![\d.,/-])((?:19|20)\d{2})(?![\d.,/-]\d)")
+_NUMBER: Final = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
+_QUOTED: Final = re.compile(r"[«\"“]([^»\"”]+)[»\"”]")
+
+
+@dataclass
+class Extraction:
+    """Parameter values for one query: bound (typed) values, where each came from, and what
+    is missing or not allowed."""
+
+    values: dict[str, object] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)  # name -> question | default | model
+    missing: list[str] = field(default_factory=list)
+    invalid: dict[str, str] = field(default_factory=dict)  # name -> why
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.invalid
+
+
+class Matcher:
+    """Stems of a language (BM25's own analyser: stopwords and stemmer)."""
+
+    def __init__(self, language: str) -> None:
+        self._encoder = Bm25Encoder(language, 1.0)
+
+    def stems(self, text: str) -> frozenset[int]:
+        return frozenset(self._encoder.query(fold(text)).indices)
+
+
+def find_enum_value(
+    question_stems: frozenset[int],
+    choices: Mapping[str, Sequence[str]],
+    matcher: Matcher,
+) -> tuple[str | None, list[str]]:
+    """The value whose own words or synonym's words all occur in the question; the most
+    specific (most words) wins. Returns (value, []) or (None, the tied values)."""
+    best: dict[str, int] = {}
+    for value, words in choices.items():
+        for text in (value, *words):
+            stems = matcher.stems(text)
+            if stems and stems <= question_stems:
+                best[value] = max(best.get(value, 0), len(stems))
+    if not best:
+        return None, []
+    top = max(best.values())
+    leaders = sorted(v for v, n in best.items() if n == top)
+    return (leaders[0], []) if len(leaders) == 1 else (None, leaders)
+
+
+def _dates(text: str) -> tuple[list[date], str]:
+    """Dates in the text, in order, and the text without them (so their year is not a year)."""
+    found: list[tuple[int, date]] = []
+    rest = text
+
+    def iso(m: re.Match[str]) -> date:
+        return date(int(m[1]), int(m[2]), int(m[3]))
+
+    def dmy(m: re.Match[str]) -> date:
+        return date(int(m[3]), int(m[2]), int(m[1]))
+
+    def words(m: re.Match[str]) -> date:
+        return date(int(m[3]), _MONTHS[m[2]], int(m[1]))
+
+    builders: list[tuple[re.Pattern[str], Callable[[re.Match[str]], date]]] = [
+        (_ISO_DATE, iso),
+        (_DMY_DATE, dmy),
+        (_WORD_DATE, words),
+    ]
+    for pattern, build in builders:
+        for m in pattern.finditer(rest):
+            try:
+                found.append((m.start(), build(m)))
+            except ValueError:
+                continue  # 31/02/2024 is no date
+        rest = pattern.sub(lambda m: " " * len(m[0]), rest)
+    return [d for _, d in sorted(found, key=lambda p: p[0])], rest
+
+
+def extract(
+    question: str,
+    query: CatalogQuery,
+    enum_choices: Mapping[str, Mapping[str, Sequence[str]]],
+    matcher: Matcher,
+) -> Extraction:
+    """Parameters of `query` found in `question`; `enum_choices[name]` maps each allowed value
+    of an enum parameter to its synonyms."""
+    out = Extraction()
+    folded = fold(question)
+    question_stems = matcher.stems(question)
+    dates, rest = _dates(folded)
+    years = [int(m[1]) for m in _YEAR.finditer(rest)]
+    rest = _YEAR.sub(lambda m: " " * len(m[0]), rest)
+    numbers = [m[1] for m in _NUMBER.finditer(rest)]
+    quoted = [m[1].strip() for m in _QUOTED.finditer(question)]
+    pools: dict[str, list[Any]] = {
+        "date": list(dates),
+        "year": years,
+        "integer": numbers,
+        "decimal": numbers,  # shared: a number goes to the first numeric parameter
+        "text": quoted,
+    }
+    for name, param in query.parameters.items():
+        found: object = None
+        if param.type == "enum":
+            value, tied = find_enum_value(question_stems, enum_choices.get(name, {}), matcher)
+            if tied:
+                out.invalid[name] = f"the question names several values ({', '.join(tied)})"
+                continue
+            found = value
+        else:
+            pool = pools[param.type]
+            if pool:
+                found = pool.pop(0)
+        if found is not None:
+            _accept(out, name, param, found, "question", enum_choices.get(name))
+        elif param.default is not None:
+            _accept(out, name, param, param.default, "default", enum_choices.get(name))
+        elif param.is_required:
+            out.missing.append(name)
+    return out
+
+
+def validate(
+    query: CatalogQuery,
+    given: Mapping[str, object],
+    enum_choices: Mapping[str, Mapping[str, Sequence[str]]],
+    origin: str = "model",
+) -> Extraction:
+    """Values proposed for `query` (a model's function call): unknown names, wrong types,
+    values out of range or not allowed are `invalid`; defaults fill the rest."""
+    out = Extraction()
+    for name in sorted(set(given) - set(query.parameters)):
+        out.invalid[name] = "not a parameter of this query"
+    for name, param in query.parameters.items():
+        value = given.get(name)
+        if value is not None:
+            _accept(out, name, param, value, origin, enum_choices.get(name))
+        elif param.default is not None:
+            _accept(out, name, param, param.default, "default", enum_choices.get(name))
+        elif param.is_required:
+            out.missing.append(name)
+    return out
+
+
+def _accept(
+    out: Extraction,
+    name: str,
+    param: Parameter,
+    raw: object,
+    origin: str,
+    choices: Mapping[str, Sequence[str]] | None,
+) -> None:
+    try:
+        value = coerce(param, raw, f"{name} =")
+        if param.type == "enum":
+            allowed = list(choices or {})
+            if str(value) not in allowed:
+                shown = ", ".join(allowed[:12]) + (" ..." if len(allowed) > 12 else "")
+                raise ValueError(f"{name} = {value!r} is not an allowed value ({shown})")
+        else:
+            check_range(param, value, f"{name} =")
+    except ValueError as exc:
+        out.invalid[name] = str(exc)
+        return
+    out.values[name] = value
+    out.origin[name] = origin

@@ -1,0 +1,346 @@
+"""The first fork, text or numbers (seed 004, "il percorso di una domanda").
+
+- Offline (`OfflineRouter`, the default): the question is compared with each catalog query's
+  description and example questions with the workspace's embedder (query mode on both sides,
+  as channel routing does); the closest query is chosen when it reaches `[analytics] threshold`,
+  calibrated by `tht analytics calibrate`. Below it the question goes to the text path: a
+  text question is never refused as numeric.
+- With a model (`ModelRouter`): one function call whose tools are the catalog queries (a JSON
+  schema from the typed parameters, strict where the provider supports it) plus one fallback
+  tool, "not a question for the store". The model chooses; the values it proposes are
+  validated by `extract.validate`, never trusted as they come.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from thoth.analytics.catalog import CatalogQuery, Parameter
+from thoth.answer.routing import distribution, split_threshold
+from thoth.embed.base import Embedder, Vectors
+from thoth.errors import ThothError
+from thoth.llm.client import ToolClient, ToolReply, ToolSpec
+
+FALLBACK_TOOL: Final = "not_a_store_question"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the router decided: a query (with the model's proposed values) or none."""
+
+    query_id: str | None
+    by: str  # "similarity" | "model"
+    score: float | None = None
+    threshold: float | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    proposed: dict[str, Any] | None = None  # the model's arguments
+    figure_requested: bool = False  # a figure no query computes
+    model_reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "by": self.by,
+            "score": None if self.score is None else round(self.score, 4),
+            "threshold": self.threshold,
+            "scores": {k: round(v, 4) for k, v in sorted(self.scores.items())},
+            "proposed": self.proposed,
+            "figure_requested": self.figure_requested,
+            "model_reason": self.model_reason,
+        }
+
+
+class OfflineRouter:
+    def __init__(
+        self, embedder: Embedder, threshold: float, uncovered_threshold: float | None = None
+    ) -> None:
+        self._embedder = embedder
+        self.threshold = threshold
+        self.uncovered_threshold = uncovered_threshold
+        self._vectors: dict[str, Vectors] = {}
+        self._fingerprint: str | None = None
+
+    def _example_vectors(self, queries: Mapping[str, CatalogQuery]) -> dict[str, Vectors]:
+        texts = [[qid, q.routing_texts()] for qid, q in sorted(queries.items())]
+        framed = json.dumps([self._embedder.identity, texts], ensure_ascii=True)
+        fingerprint = hashlib.sha256(framed.encode("ascii")).hexdigest()
+        if fingerprint != self._fingerprint:
+            # Built aside and swapped in whole: a failure half-way caches nothing.
+            fresh = {
+                qid: np.vstack([self._embedder.embed_query(t) for t in q.routing_texts()])
+                for qid, q in queries.items()
+            }
+            self._vectors, self._fingerprint = fresh, fingerprint
+        return self._vectors
+
+    def scores(self, question: str, queries: Mapping[str, CatalogQuery]) -> dict[str, float]:
+        """Query id -> highest cosine between the question and its description or examples.
+        Raises EmbedderError when the embedder does not answer."""
+        if not queries:
+            return {}
+        vectors = self._example_vectors(queries)
+        row = np.asarray(self._embedder.embed_query(question), dtype=np.float32).reshape(-1)
+        return {qid: float(np.max(m @ row)) for qid, m in vectors.items()}
+
+    def route(self, question: str, queries: Mapping[str, CatalogQuery]) -> Choice:
+        scores = self.scores(question, queries)
+        if not scores:
+            return Choice(None, "similarity", threshold=self.threshold)
+        best_score, best = min((-s, qid) for qid, s in scores.items())
+        score = -best_score
+        chosen = best if score >= self.threshold else None
+        uncovered = (
+            chosen is None
+            and self.uncovered_threshold is not None
+            and score >= self.uncovered_threshold
+        )
+        return Choice(
+            chosen,
+            "similarity",
+            score=score,
+            threshold=self.threshold,
+            scores=scores,
+            figure_requested=uncovered,
+        )
+
+
+# -- the model's one function call ---------------------------------------------------------
+
+
+def parameter_schema(
+    param: Parameter, values: Sequence[str] | None, *, nullable: bool
+) -> dict[str, Any]:
+    """The JSON schema of one parameter. Bounds are stated in the description too: strict
+    providers do not all enforce `minimum`/`maximum`, and Thoth validates them anyway."""
+    bounds = [f"{k} {v}" for k, v in (("min", param.min), ("max", param.max)) if v is not None]
+    description = param.description + (f" ({', '.join(bounds)})" if bounds else "")
+    schema: dict[str, Any]
+    if param.type == "enum":
+        schema = {"type": "string", "enum": list(values or [])}
+    elif param.type in ("integer", "year"):
+        schema = {"type": "integer"}
+    elif param.type == "decimal":
+        schema = {"type": "number"}
+    elif param.type == "date":
+        schema = {"type": "string", "format": "date"}
+        description += " (YYYY-MM-DD)"
+    else:
+        schema = {"type": "string"}
+    if param.default is not None:
+        description += f"; default {param.default}"
+    schema["description"] = description
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+        if "enum" in schema:
+            schema["enum"] = [*schema["enum"], None]
+    return schema
+
+
+def tool_specs(
+    queries: Mapping[str, CatalogQuery], enum_values: Mapping[str, Mapping[str, Sequence[str]]]
+) -> list[ToolSpec]:
+    """One tool per catalog query, strict (every property listed as required, the optional
+    ones nullable, no other property), plus the fallback tool."""
+    tools = []
+    for qid, query in sorted(queries.items()):
+        properties = {
+            name: parameter_schema(
+                p, list(enum_values.get(qid, {}).get(name, [])), nullable=not p.is_required
+            )
+            for name, p in query.parameters.items()
+        }
+        examples = "; ".join(query.examples[:3])
+        tools.append(
+            ToolSpec(
+                name=qid,
+                description=f"{query.description}. Esempi: {examples}",
+                parameters={
+                    "type": "object",
+                    "properties": properties,
+                    "required": list(properties),
+                    "additionalProperties": False,
+                },
+                strict=True,
+            )
+        )
+    tools.append(
+        ToolSpec(
+            name=FALLBACK_TOOL,
+            description=(
+                "Not a question for the analytics store: no catalog query computes what it asks "
+                "(a question about procedures or documents, or a figure no query computes)."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "asks_for_a_figure": {
+                        "type": "boolean",
+                        "description": "true when the question asks for a number, a count or "
+                        "an amount that none of the other tools computes",
+                    },
+                    "reason": {"type": "string", "description": "why, in a few words"},
+                },
+                "required": ["asks_for_a_figure", "reason"],
+                "additionalProperties": False,
+            },
+            strict=True,
+        )
+    )
+    return tools
+
+
+SYSTEM_PROMPT: Final = (
+    "You route one question. Call exactly one function. If one of the catalog queries computes "
+    "what the question asks, call it with the parameter values the question states (null for "
+    "an optional value it does not state; never invent a required value: when the question "
+    "does not state it, still call the query with your best reading and Thoth will ask). "
+    f"Otherwise call {FALLBACK_TOOL}. Never answer in prose."
+)
+
+
+class RoutingFailed(ThothError):
+    """The model's function call cannot be used (none, several, unknown or malformed)."""
+
+    code = "analytics_routing_failed"
+
+
+class ModelRouter:
+    def __init__(self, client: ToolClient) -> None:
+        self._client = client
+        self.name = client.name
+
+    def route(
+        self,
+        question: str,
+        queries: Mapping[str, CatalogQuery],
+        enum_values: Mapping[str, Mapping[str, Sequence[str]]],
+    ) -> Choice:
+        reply = self._client.call_tools(SYSTEM_PROMPT, question, tool_specs(queries, enum_values))
+        return self._read(reply, queries)
+
+    def _read(self, reply: ToolReply, queries: Mapping[str, CatalogQuery]) -> Choice:
+        if len(reply.calls) != 1:
+            raise RoutingFailed(
+                f"the model ({self.name}) made {len(reply.calls)} function calls, not one -> "
+                "check that [llm] names a model with tool calling"
+            )
+        call = reply.calls[0]
+        if call.arguments is None:
+            raise RoutingFailed(f"the model's call of {call.name} is unusable: {call.error}")
+        if call.name == FALLBACK_TOOL:
+            return Choice(
+                None,
+                "model",
+                figure_requested=call.arguments.get("asks_for_a_figure") is True,
+                model_reason=str(call.arguments.get("reason") or "") or None,
+            )
+        if call.name not in queries:
+            raise RoutingFailed(
+                f"the model ({self.name}) called {call.name!r}, which is not a catalog query"
+            )
+        return Choice(call.name, "model", proposed=dict(call.arguments))
+
+
+# -- calibration ---------------------------------------------------------------------------
+
+
+@dataclass
+class QueryCalibration:
+    covered: list[float]  # best score of questions a query covers, when it is the right one
+    not_covered: list[float]  # best score of questions no query covers
+    uncovered_figures: list[float]  # of those, the ones asking a figure
+    threshold: float
+    separated: bool
+    accuracy: float
+    uncovered_threshold: float | None
+    per_question: list[dict[str, Any]]
+    wrong_query: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": round(self.threshold, 4),
+            "separated": self.separated,
+            "accuracy": round(self.accuracy, 4),
+            "uncovered_threshold": None
+            if self.uncovered_threshold is None
+            else round(self.uncovered_threshold, 4),
+            "covered": distribution(self.covered),
+            "not_covered": distribution(self.not_covered),
+            "uncovered_figures": distribution(self.uncovered_figures),
+            "wrong_query": self.wrong_query,
+            "per_question": self.per_question,
+        }
+
+
+def calibrate(
+    router: OfflineRouter,
+    queries: Mapping[str, CatalogQuery],
+    labelled: Sequence[tuple[str, str | None, bool]],
+) -> QueryCalibration:
+    """`labelled`: (question, expected query id or None, asks for a figure). The threshold
+    separates covered questions (closest query right) from the ones no query covers; when
+    uncovered figure questions are labelled, a second cut separates them from text ones."""
+    for question, expected, _ in labelled:
+        if expected is not None and expected not in queries:
+            raise ThothError(
+                f"calibration: {question!r} expects query {expected!r}, not in the catalog "
+                f"({', '.join(sorted(queries)) or 'empty'})"
+            )
+    rows: list[dict[str, Any]] = []
+    for question, expected, figure in labelled:
+        scores = router.scores(question, queries)
+        best_score, best = min((-s, q) for q, s in scores.items())
+        rows.append(
+            {
+                "question": question,
+                "expected": expected,
+                "figure": figure,
+                "closest": best,
+                "score": round(-best_score, 4),
+                "_score": -best_score,
+            }
+        )
+    covered = [r["_score"] for r in rows if r["expected"] and r["closest"] == r["expected"]]
+    not_covered = [r["_score"] for r in rows if r["expected"] is None]
+    if not covered or not not_covered:
+        raise ThothError(
+            "calibration needs questions a query covers (query: <id>) and questions none "
+            "covers (query: null), with the closest query right for some of the first"
+        )
+    split = split_threshold(covered, not_covered)
+    figures = [r["_score"] for r in rows if r["expected"] is None and r["figure"]]
+    texts = [r["_score"] for r in rows if r["expected"] is None and not r["figure"]]
+    uncovered = (
+        min(split_threshold(figures, texts).threshold, split.threshold)
+        if figures and texts
+        else None
+    )
+    right = 0
+    for row in rows:
+        routed = row["closest"] if row["_score"] >= split.threshold else None
+        row["routed"] = routed
+        row["correct"] = routed == row["expected"]
+        right += row["correct"]
+        del row["_score"]
+    wrong = [
+        {k: r[k] for k in ("question", "expected", "closest", "score")}
+        for r in rows
+        if r["expected"] is not None and r["closest"] != r["expected"]
+    ]
+    return QueryCalibration(
+        covered=covered,
+        not_covered=not_covered,
+        uncovered_figures=figures,
+        threshold=split.threshold,
+        separated=split.separated,
+        accuracy=right / len(rows),
+        uncovered_threshold=uncovered,
+        per_question=rows,
+        wrong_query=wrong,
+    )

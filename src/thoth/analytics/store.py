@@ -1,0 +1,220 @@
+"""The analytics store: catalog queries run read-only, through views only (thoth.database), each
+with the data date read first. A store whose data date cannot be read computes nothing (fail
+closed): a number without its date cannot be checked."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TypeVar
+
+from thoth.analytics.catalog import CatalogQuery
+from thoth.config import AnalyticsSettings
+from thoth.database import (
+    DatabaseUnavailable,
+    ReadOnlyDatabase,
+    StatementRefused,
+    open_database,
+    quote_ident,
+)
+from thoth.errors import ThothError
+
+T = TypeVar("T")
+MAX_ENUM_VALUES = 1000
+
+
+class AnalyticsError(ThothError):
+    """A numeric answer could not be computed; `code` says why (stable)."""
+
+    code = "analytics_failed"
+
+
+STORE_UNAVAILABLE = "analytics_store_unavailable"
+DATA_DATE_UNREADABLE = "data_date_unreadable"
+QUERY_TIMEOUT = "statement_timeout"
+QUERY_REFUSED = "query_refused"
+
+
+@dataclass(frozen=True)
+class Computation:
+    """What one catalog query computed, and everything needed to check it."""
+
+    query_id: str
+    revision: str | None  # the catalog revision the query was read from
+    parameters: dict[str, Any]  # as bound, JSON-ready (dates ISO, decimals as text)
+    sql: str  # as executed: the reviewed text, its :name parameters bound by the database
+    columns: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+    truncated: bool
+    data_date: str
+    duration_ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "catalog_revision": self.revision,
+            "parameters": dict(self.parameters),
+            "sql": self.sql,
+            "row_count": len(self.rows),
+            "truncated": self.truncated,
+            "data_date": self.data_date,
+        }
+
+
+def json_value(value: object) -> Any:
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<{len(bytes(value))} bytes>"
+    return value
+
+
+class AnalyticsStore:
+    """One lazily opened read-only connection, shared under a lock (an answer service may
+    serve several threads); a connection that failed is dropped and opened again next time."""
+
+    def __init__(
+        self,
+        settings: AnalyticsSettings,
+        root: Path,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._root = root
+        self._environ = environ
+        self._db: ReadOnlyDatabase | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def dialect(self) -> str:
+        return self.settings.dialect
+
+    def _with_db(self, what: str, work: Callable[[ReadOnlyDatabase], T]) -> T:
+        with self._lock:
+            try:
+                if self._db is None:
+                    self._db = open_database(
+                        self.settings.store(), self._root, environ=self._environ
+                    )
+                return work(self._db)
+            except DatabaseUnavailable as exc:
+                self._drop()
+                raise AnalyticsError(
+                    f"the analytics store cannot be reached while {what}: {exc}",
+                    code=STORE_UNAVAILABLE,
+                ) from exc
+
+    def database(self) -> ReadOnlyDatabase:
+        """A connection of its own (the caller closes it): `tht analytics check`."""
+        return open_database(self.settings.store(), self._root, environ=self._environ)
+
+    def _drop(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            finally:
+                self._db = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def data_date(self) -> str:
+        """The date the data are current to: `data_date_sql` must return exactly one non-null
+        value. Anything else is DATA_DATE_UNREADABLE, and no number is served."""
+        setting = "analytics.data_date_sql"
+
+        def read(db: ReadOnlyDatabase) -> str:
+            try:
+                result = db.run(self.settings.data_date_sql, limit=1)
+            except StatementRefused as exc:
+                raise AnalyticsError(
+                    f"{setting}: the data date cannot be read ({exc}) -> fix the query or the "
+                    "view it reads; without a data date no number is served",
+                    code=DATA_DATE_UNREADABLE,
+                ) from exc
+            if (
+                len(result.columns) != 1
+                or len(result.rows) != 1
+                or result.rows[0][0]
+                in (
+                    None,
+                    "",
+                )
+            ):
+                raise AnalyticsError(
+                    f"{setting} returned {len(result.rows)} row(s) of {len(result.columns)} "
+                    "column(s), not one date -> the store has no data date (a refresh that "
+                    "did not finish?); without it no number is served",
+                    code=DATA_DATE_UNREADABLE,
+                )
+            return str(json_value(result.rows[0][0]))
+
+        return self._with_db("reading the data date", read)
+
+    def execute(
+        self, query: CatalogQuery, values: Mapping[str, object], revision: str | None
+    ) -> Computation:
+        """Run one catalog query with its bound parameters, after reading the data date."""
+        data_date = self.data_date()
+        params = {name: self._bindable(v) for name, v in values.items()}
+
+        def run(db: ReadOnlyDatabase) -> Computation:
+            try:
+                result = db.run(query.sql, limit=self.settings.row_limit, params=params)
+            except StatementRefused as exc:
+                code = QUERY_TIMEOUT if exc.code == "statement_timeout" else QUERY_REFUSED
+                raise AnalyticsError(
+                    f"catalog query {query.id}: {exc}", code=code, where=query.id
+                ) from exc
+            return Computation(
+                query_id=query.id,
+                revision=revision,
+                parameters={k: json_value(v) for k, v in values.items()},
+                sql=query.sql,
+                columns=result.columns,
+                rows=result.rows,
+                truncated=result.truncated,
+                data_date=data_date,
+                duration_ms=result.duration_ms,
+            )
+
+        return self._with_db(f"running {query.id}", run)
+
+    def enum_values(self, values_from: str) -> list[str]:
+        """The distinct values of `schema.view.column` (an enum's allowed values)."""
+        schema, view, column = values_from.split(".")
+        sql = (
+            f"SELECT DISTINCT {quote_ident(column)} FROM {quote_ident(schema)}."
+            f"{quote_ident(view)} WHERE {quote_ident(column)} IS NOT NULL ORDER BY 1"
+        )
+
+        def read(db: ReadOnlyDatabase) -> list[str]:
+            try:
+                result = db.run(sql, limit=MAX_ENUM_VALUES)
+            except StatementRefused as exc:
+                raise AnalyticsError(
+                    f"values_from {values_from}: cannot read the values ({exc.reason})",
+                    code=QUERY_REFUSED,
+                ) from exc
+            return [str(r[0]) for r in result.rows]
+
+        return self._with_db(f"reading the values of {values_from}", read)
+
+    def _bindable(self, value: object) -> object:
+        # SQLite binds neither dates nor decimals: ISO text and floats compare as the views'
+        # columns store them. PostgreSQL binds both natively.
+        if self.settings.dialect == "sqlite":
+            if isinstance(value, date):
+                return value.isoformat()
+            if isinstance(value, Decimal):
+                return float(value)
+        return value
