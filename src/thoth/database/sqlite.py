@@ -137,6 +137,7 @@ class SqliteDatabase(ReadOnlyDatabase):
         self._views: set[tuple[str | None, str]] = set()
         self._view_reads: frozenset[tuple[str | None, str, str, str]] = frozenset()
         self._through_views: set[str] = set()
+        self._tables: set[str] = set()  # base tables of every schema, lower-cased
         self._conn: sqlite3.Connection | None = self._open()
 
     # -- opening ---------------------------------------------------------------------------
@@ -227,7 +228,11 @@ class SqliteDatabase(ReadOnlyDatabase):
         if view and (db, table, column, view) in self._view_reads:
             self._through_views.add(table)
             return True
-        return not column and db is None and view is None and table in self._through_views
+        if column or db is not None or view is not None:
+            return False
+        # A table-level read (count(*)) SQLite names without a schema: of a CTE (no table of
+        # the store has that name), or of a table the statement already reads through a view.
+        return table.lower() not in self._tables or table in self._through_views
 
     def _record_views(self, conn: sqlite3.Connection) -> None:
         """The views of every schema, and the reads each makes (compiling it with a recording
@@ -243,8 +248,9 @@ class SqliteDatabase(ReadOnlyDatabase):
 
         for schema in self._paths:
             s = _quote(schema)
-            rows = conn.execute(f"SELECT name FROM {s}.sqlite_master WHERE type = 'view'")
-            names = [str(r[0]) for r in rows.fetchall()]
+            rows = conn.execute(f"SELECT type, name FROM {s}.sqlite_master").fetchall()
+            names = [str(r[1]) for r in rows if r[0] == "view"]
+            self._tables |= {str(r[1]).lower() for r in rows if r[0] == "table"}
             self._views |= {(schema, name) for name in names}
             conn.set_authorizer(record)
             try:

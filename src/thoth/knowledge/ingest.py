@@ -154,10 +154,12 @@ def _decide(
     glob = first_match(file.path, source.not_knowledge)
     if glob is not None:
         return "not_knowledge", f"matches not_knowledge glob {glob!r}"
-    if kind == "wiki":
-        return "indexed", f"declared source {source.name!r}"
+    # A wiki page may declare it too: the metrics page `tht analytics metrics-page` writes is
+    # for curators, and structured figures never enter the semantic index (seed 004).
     if _is_markdown(file.path) and _declares_not_knowledge(file):
         return "not_knowledge", "front matter knowledge: false"
+    if kind == "wiki":
+        return "indexed", f"declared source {source.name!r}"
     reasons = [
         f"changed since wiki page {page_id} pinned it (sha256 {pin[:8]}… -> "
         f"{file.sha256[:8]}…): review the page and update its pin"

@@ -37,6 +37,7 @@ FRONT_MATTER_FIELDS = (
     "contradicted_by",
     "caveats",
     "year",
+    "knowledge",  # false: a page for curators only, never indexed (the metrics page)
 )
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 _DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}:\S.*$")  # `<source>:<path>`

@@ -1,0 +1,55 @@
+"""`tht analytics grant-sql`: the SQL a DBA runs so that the analytics role sees only the views
+of the declared schemas. PostgreSQL then refuses, by privileges, every base table, every other
+schema, every write and every DDL; Thoth's views-only check refuses to connect as a role that
+can read more (thoth.database.postgres)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psycopg import sql
+
+
+def _ident(name: str) -> str:
+    return sql.Identifier(name).as_string(None)
+
+
+def _literal(text: str) -> str:
+    return sql.Literal(text).as_string(None)
+
+
+def grant_sql(role: str, schemas: Sequence[str], database: str, password: str = "change-me") -> str:
+    """Idempotent where PostgreSQL allows it: run it again after adding a view."""
+    r, db = _ident(role), _ident(database)
+    lines = [
+        "-- Run as the owner of the views (or an administrator). Creates a login role that",
+        "-- reads the views of " + ", ".join(schemas) + " and nothing else.",
+        "DO $$ BEGIN",
+        f"  CREATE ROLE {r} LOGIN PASSWORD {_literal(password)}",
+        "    NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;",
+        "EXCEPTION WHEN duplicate_object THEN NULL; END $$;",
+        f"GRANT CONNECT ON DATABASE {db} TO {r};",
+        f"ALTER ROLE {r} SET default_transaction_read_only = on;",
+        f"ALTER ROLE {r} SET statement_timeout = '30s';",
+    ]
+    for schema in schemas:
+        s = _ident(schema)
+        lines += [
+            f"-- {schema}: USAGE, and SELECT on its views only (never on a table, even one",
+            "-- kept in the same schema); a view reads its tables with its owner's rights.",
+            f"GRANT USAGE ON SCHEMA {s} TO {r};",
+            "DO $$ DECLARE v record; BEGIN",
+            "  FOR v IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = "
+            "c.relnamespace",
+            f"           WHERE n.nspname = {_literal(schema)} AND c.relkind IN ('v', 'm') LOOP",
+            f"    EXECUTE format('GRANT SELECT ON %I.%I TO %I', {_literal(schema)}, v.relname, "
+            f"{_literal(role)});",
+            "  END LOOP;",
+            "END $$;",
+        ]
+    lines += [
+        "-- Thoth refuses to connect if the role can read any base table or any relation",
+        "-- outside these schemas. Tables granted to PUBLIC count: revoke them, e.g.",
+        "--   REVOKE SELECT ON ALL TABLES IN SCHEMA public FROM PUBLIC;",
+    ]
+    return "\n".join(lines) + "\n"
