@@ -70,6 +70,10 @@ def test_a_table_answer_and_an_enum_found_by_a_catalog_synonym(
     diurno = ask(analytics_ws, "Quanti ricoveri diurni ha dimesso ogni reparto nel 2024?")
     assert diurno.provenance is not None
     assert diurno.provenance["parameters"]["regime"] == "day hospital"
+    # "DH" is no synonym in the catalog: the Evidence glossary unit says it means day hospital.
+    dh = ask(analytics_ws, "Quanti ricoveri in DH ha dimesso ogni reparto nel 2024?")
+    assert dh.provenance is not None and dh.provenance["parameters"]["regime"] == "day hospital"
+    assert dh.figures is not None and dh.figures["rows"] == [["Cardiologia", 1]]
 
 
 def test_a_missing_required_parameter_is_named(analytics_ws: AnalyticsWorkspace) -> None:
@@ -176,4 +180,4 @@ result:
     aw.activate()
     answer = ask(aw, "Quante stelle ci sono in cielo?")
     assert answer.status == "failed" and answer.error_code == "statement_timeout"
-    assert "0.3" in answer.text
+    assert "analytics.statement_timeout_seconds = 0.3" in answer.text

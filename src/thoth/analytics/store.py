@@ -4,6 +4,7 @@ closed): a number without its date cannot be checked."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from thoth.database import (
 from thoth.errors import ThothError
 
 T = TypeVar("T")
+# The layer names [database] settings; the store is declared under [analytics].
+_SETTING = re.compile(r"\bdatabase\.(files|url_env|schemas|statement_timeout_seconds)\b")
 MAX_ENUM_VALUES = 1000
 
 
@@ -64,6 +67,11 @@ class Computation:
             "truncated": self.truncated,
             "data_date": self.data_date,
         }
+
+
+def as_analytics(exc: DatabaseUnavailable) -> DatabaseUnavailable:
+    """The layer's error, naming the [analytics] setting at fault."""
+    return DatabaseUnavailable(_SETTING.sub(r"analytics.\1", str(exc)), code=exc.code)
 
 
 def json_value(value: object) -> Any:
@@ -114,7 +122,10 @@ class AnalyticsStore:
 
     def database(self) -> ReadOnlyDatabase:
         """A connection of its own (the caller closes it): `tht analytics check`."""
-        return open_database(self.settings.store(), self._root, environ=self._environ)
+        try:
+            return open_database(self.settings.store(), self._root, environ=self._environ)
+        except DatabaseUnavailable as exc:
+            raise as_analytics(exc) from exc
 
     def _drop(self) -> None:
         if self._db is not None:
@@ -172,8 +183,9 @@ class AnalyticsStore:
                 result = db.run(query.sql, limit=self.settings.row_limit, params=params)
             except StatementRefused as exc:
                 code = QUERY_TIMEOUT if exc.code == "statement_timeout" else QUERY_REFUSED
+                said = _SETTING.sub(r"analytics.\1", str(exc))
                 raise AnalyticsError(
-                    f"catalog query {query.id}: {exc}", code=code, where=query.id
+                    f"catalog query {query.id}: {said}", code=code, where=query.id
                 ) from exc
             return Computation(
                 query_id=query.id,

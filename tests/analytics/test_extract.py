@@ -1,0 +1,83 @@
+"""Deterministic parameter extraction: enumeration values by their stems, the catalog's and
+the glossary's synonyms, years, dates and numbers, defaults; missing and invalid values are
+named, never guessed."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+from tests.analytics.conftest import CATALOG
+from thoth.analytics.catalog import CatalogQuery, build_catalog
+from thoth.analytics.extract import Matcher, extract, validate
+
+QUERIES = build_catalog("analytics/queries", None, CATALOG).queries
+MATCHER = Matcher("it")
+REGIME = {"ordinario": [], "day hospital": ["diurno", "DH"]}
+WARDS = {"Cardiologia": [], "Pediatria": [], "Ortopedia": [], "Medicina d'urgenza": []}
+
+
+def test_enum_values_by_stem_and_synonym_and_years() -> None:
+    query = QUERIES["ricoveri-per-reparto"]
+    got = extract("Ricoveri ordinari per reparto nel 2023", query, {"regime": REGIME}, MATCHER)
+    assert got.values == {"anno": 2023, "regime": "ordinario"}
+    assert got.origin == {"anno": "question", "regime": "question"}
+    dh = extract("ricoveri in DH per reparto nel 2024", query, {"regime": REGIME}, MATCHER)
+    assert dh.values["regime"] == "day hospital"
+    default = extract("ricoveri per reparto nel 2024", query, {"regime": REGIME}, MATCHER)
+    assert default.values["regime"] == "ordinario" and default.origin["regime"] == "default"
+
+
+def test_missing_required_and_out_of_range_are_named() -> None:
+    query = QUERIES["ricoveri-per-reparto"]
+    missing = extract("ricoveri per reparto", query, {"regime": REGIME}, MATCHER)
+    assert missing.missing == ["anno"] and not missing.complete
+    old = extract("ricoveri per reparto nel 1999", query, {"regime": REGIME}, MATCHER)
+    assert old.invalid == {"anno": "anno = 1999 is below the min 2000"}
+
+
+def test_the_most_specific_value_wins_and_a_tie_is_not_guessed() -> None:
+    query = QUERIES["ricoveri-reparto"]
+    choices = {"reparto": WARDS, "regime": REGIME}
+    got = extract("ricoveri della medicina d'urgenza nel 2024", query, choices, MATCHER)
+    assert got.values["reparto"] == "Medicina d'urgenza"
+    tied = extract("ricoveri di pediatria e cardiologia nel 2024", query, choices, MATCHER)
+    assert "reparto" in tied.invalid and "Cardiologia, Pediatria" in tied.invalid["reparto"]
+
+
+def test_dates_numbers_and_years_do_not_steal_from_each_other() -> None:
+    query = CatalogQuery.model_validate(
+        {
+            "id": "q",
+            "description": "d",
+            "examples": ["e"],
+            "parameters": {
+                "dal": {"type": "date", "description": "inizio"},
+                "anno": {"type": "year", "description": "anno", "required": False},
+                "soglia": {"type": "integer", "description": "giorni", "default": 0},
+                "quota": {"type": "decimal", "description": "quota", "required": False},
+            },
+            "sql": "SELECT 1 AS x",
+            "result": {"shape": "value", "columns": {"x": {"label": "x", "kind": "quantity"}}},
+        }
+    )
+    got = extract("dal 3 marzo 2024, oltre 30 giorni, quota 2,5 nel 2025", query, {}, MATCHER)
+    assert got.values == {
+        "dal": date(2024, 3, 3),
+        "anno": 2025,
+        "soglia": 30,
+        "quota": Decimal("2.5"),
+    }
+    iso = extract("dal 2024-01-31", query, {}, MATCHER)
+    assert iso.values["dal"] == date(2024, 1, 31) and "anno" not in iso.values
+
+
+def test_a_model_s_values_are_validated_not_trusted() -> None:
+    query = QUERIES["ricoveri-reparto"]
+    choices = {"reparto": WARDS, "regime": REGIME}
+    ok = validate(query, {"reparto": "Pediatria", "anno": 2024, "regime": None}, choices)
+    assert ok.complete and ok.values == {"reparto": "Pediatria", "anno": 2024, "regime": "ordinario"}
+    bad = validate(query, {"reparto": "Neurologia", "anno": "duemila", "extra": 1}, choices)
+    assert set(bad.invalid) == {"reparto", "anno", "extra"}
+    assert "not an allowed value" in bad.invalid["reparto"]
+    assert "not a year" in bad.invalid["anno"]
