@@ -1,0 +1,138 @@
+"""The first fork with a model: one function call whose tools are the catalog queries (strict
+JSON schemas from the typed parameters) plus the fallback tool, through the real OpenAI and
+Anthropic clients talking to a local fake model server. The model only chooses; Thoth
+validates its values, computes, and pseudonymises the rows before the answer model sees them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.analytics.conftest import WAIT_QUESTION, AnalyticsWorkspace, make_analytics_workspace
+from tests.analytics.store import DATA_DATE
+from tests.fake_llm import FakeLLMServer, ToolCallScript
+from thoth.analytics.routing import FALLBACK_TOOL
+from thoth.answer.service import Answer
+from thoth.answer.wording import ITALIAN
+
+KEY_ENV = "THOTH_TEST_ANALYTICS_LLM_KEY"
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    monkeypatch.setenv(KEY_ENV, "test-key")
+    with FakeLLMServer() as server:
+        yield server
+
+
+def _with_model(tmp_path: Path, server: FakeLLMServer, provider: str) -> AnalyticsWorkspace:
+    aw = make_analytics_workspace(tmp_path / "ws")
+    base = server.url + "/v1" if provider == "openai" else server.url
+    text = (aw.root / "thoth.toml").read_text("utf-8")
+    text = text.replace('answerer = "extractive"', 'answerer = "llm"')
+    text = (
+        f'[llm]\nprovider = "{provider}"\nbase_url = "{base}"\nmodel = "fake"\n'
+        f'api_key_env = "{KEY_ENV}"\n\n' + text.split("\n\n", 1)[1]
+    )
+    aw.write("thoth.toml", 'workspace = "an"\nlanguage = "it"\n\n' + text)
+    aw.activate()
+    aw.publish_text()
+    return aw
+
+
+def ask(aw: AnalyticsWorkspace, question: str) -> Answer:
+    service = aw.service()
+    try:
+        return service.ask(question)
+    finally:
+        service.close()
+
+
+def _tools(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    if "messages" in body and "tools" in body and "input_schema" in body["tools"][0]:
+        return {t["name"]: t for t in body["tools"]}
+    return {t["function"]["name"]: t["function"] for t in body["tools"]}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_model_chooses_the_query_thoth_computes(
+    tmp_path: Path, llm: FakeLLMServer, provider: str
+) -> None:
+    aw = _with_model(tmp_path, llm, provider)
+    llm.reply_tool_calls(
+        ToolCallScript("ricoveri-reparto", {"reparto": "Pediatria", "anno": 2024, "regime": None})
+    )
+    llm.reply("In Pediatria i ricoveri ordinari del 2024 sono 3.")
+    answer = ask(aw, "Quanti ricoveri ha avuto la Pediatria l'anno scorso?")
+    assert answer.status == "computed", answer.text
+    assert answer.provenance is not None
+    assert answer.provenance["parameters"] == {
+        "reparto": "Pediatria",
+        "anno": 2024,
+        "regime": "ordinario",
+    }
+    assert answer.diagnostics["analytics"]["route"]["by"] == "model"
+    # Thoth states the data date and the query whatever the model wrote.
+    assert f"dati aggiornati al {DATA_DATE}" in answer.text and "ricoveri-reparto" in answer.text
+    routing, wording = (r.body for r in llm.requests)
+    tools = _tools(routing)
+    assert set(tools) == {"degenza-media", "ricoveri-per-reparto", "ricoveri-reparto", FALLBACK_TOOL}
+    schema = tools["ricoveri-reparto"].get("parameters") or tools["ricoveri-reparto"]["input_schema"]
+    assert schema["required"] == ["reparto", "anno", "regime"]
+    assert schema["additionalProperties"] is False
+    # values_from: the allowed values come from the view; optional means nullable.
+    assert schema["properties"]["reparto"]["enum"] == ["Cardiologia", "Ortopedia", "Pediatria"]
+    assert schema["properties"]["regime"]["enum"] == ["ordinario", "day hospital", None]
+    if provider == "openai":
+        assert tools["ricoveri-reparto"]["strict"] is True
+    # The rows reached the answer model as a table, with the data date.
+    assert "| 3 |" in str(wording) and DATA_DATE in str(wording)
+
+
+def test_the_fallback_takes_the_text_path_and_says_the_figure_is_missing(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(
+        ToolCallScript(FALLBACK_TOOL, {"asks_for_a_figure": True, "reason": "farmaci"})
+    )
+    llm.reply("Le fonti non riportano il numero di prescrizioni.")
+    answer = ask(aw, "Quante prescrizioni di farmaci nel 2024?")
+    assert answer.status in ("found", "nothing_found") and answer.sources is not None
+    assert answer.text.startswith(ITALIAN.figure_not_available)
+    assert answer.provenance is None
+
+
+def test_a_text_question_is_never_refused_as_numeric(tmp_path: Path, llm: FakeLLMServer) -> None:
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(
+        ToolCallScript(FALLBACK_TOOL, {"asks_for_a_figure": False, "reason": "procedura"})
+    )
+    llm.reply("Entro 120 minuti [1].")
+    answer = ask(aw, WAIT_QUESTION)
+    assert answer.status == "found" and answer.text == "Entro 120 minuti [1]."
+
+
+def test_an_invalid_value_is_an_error_shown_not_a_guess(tmp_path: Path, llm: FakeLLMServer) -> None:
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(
+        ToolCallScript("ricoveri-reparto", {"reparto": "Neurologia", "anno": 2024, "regime": None})
+    )
+    answer = ask(aw, "Quanti ricoveri ha avuto la Neurologia nel 2024?")
+    assert answer.status == "needs_parameter" and answer.error_code == "invalid_parameter"
+    assert "'Neurologia' is not an allowed value" in answer.text
+    assert llm.pending == 0 and len(llm.requests) == 1  # nothing computed, no answer model
+
+
+def test_two_calls_are_a_failed_answer(tmp_path: Path, llm: FakeLLMServer) -> None:
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(
+        ToolCallScript("degenza-media", {"anno": 2024, "soglia": None}),
+        ToolCallScript(FALLBACK_TOOL, {"asks_for_a_figure": False, "reason": "x"}),
+    )
+    answer = ask(aw, "Degenza media 2024?")
+    assert answer.status == "failed" and answer.error_code == "analytics_routing_failed"
+    assert "2 function calls" in answer.text
