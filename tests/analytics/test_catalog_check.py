@@ -56,8 +56,10 @@ BAD = {
         "unqualified",
     ),
     "write": (
-        lambda t: t.replace("SELECT reparto, count(*) AS ricoveri", "DELETE").split("GROUP")[0]
-        + "\nresult:\n  shape: value\n  columns:\n    n: {label: N, kind: quantity}\n",
+        lambda t: (
+            t.replace("SELECT reparto, count(*) AS ricoveri", "DELETE").split("GROUP")[0]
+            + "\nresult:\n  shape: value\n  columns:\n    n: {label: N, kind: quantity}\n"
+        ),
         "sql",
         "not_select",
     ),
@@ -102,7 +104,9 @@ def test_values_from_must_be_a_view_column_holding_the_default(aw: AnalyticsWork
     text = (aw.root / "analytics/queries/ricoveri-reparto.yaml").read_text("utf-8")
     aw.write(
         "analytics/queries/ricoveri-reparto.yaml",
-        text.replace("values_from: analytics.v_reparti.reparto}", "values_from: analytics.reparto.nome}"),
+        text.replace(
+            "values_from: analytics.v_reparti.reparto}", "values_from: analytics.reparto.nome}"
+        ),
     )
     _, report = check(aw)
     [problem] = report["problems"]  # type: ignore[misc]

@@ -76,7 +76,11 @@ def test_a_model_s_values_are_validated_not_trusted() -> None:
     query = QUERIES["ricoveri-reparto"]
     choices = {"reparto": WARDS, "regime": REGIME}
     ok = validate(query, {"reparto": "Pediatria", "anno": 2024, "regime": None}, choices)
-    assert ok.complete and ok.values == {"reparto": "Pediatria", "anno": 2024, "regime": "ordinario"}
+    assert ok.complete and ok.values == {
+        "reparto": "Pediatria",
+        "anno": 2024,
+        "regime": "ordinario",
+    }
     bad = validate(query, {"reparto": "Neurologia", "anno": "duemila", "extra": 1}, choices)
     assert set(bad.invalid) == {"reparto", "anno", "extra"}
     assert "not an allowed value" in bad.invalid["reparto"]

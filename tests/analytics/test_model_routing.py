@@ -79,8 +79,15 @@ def test_the_model_chooses_the_query_thoth_computes(
     assert f"dati aggiornati al {DATA_DATE}" in answer.text and "ricoveri-reparto" in answer.text
     routing, wording = (r.body for r in llm.requests)
     tools = _tools(routing)
-    assert set(tools) == {"degenza-media", "ricoveri-per-reparto", "ricoveri-reparto", FALLBACK_TOOL}
-    schema = tools["ricoveri-reparto"].get("parameters") or tools["ricoveri-reparto"]["input_schema"]
+    assert set(tools) == {
+        "degenza-media",
+        "ricoveri-per-reparto",
+        "ricoveri-reparto",
+        FALLBACK_TOOL,
+    }
+    schema = (
+        tools["ricoveri-reparto"].get("parameters") or tools["ricoveri-reparto"]["input_schema"]
+    )
     assert schema["required"] == ["reparto", "anno", "regime"]
     assert schema["additionalProperties"] is False
     # values_from: the allowed values come from the view; optional means nullable.

@@ -253,6 +253,24 @@ class AnalyticsService:
             diagnostics=dict(diagnostics or {}),
         )
 
+    def compute(self, query_id: str, parameters: Mapping[str, object]) -> Computation:
+        """One query of the activated catalog with the given values (validated like a model's:
+        the metrics page, the evaluation's reference figures). AnalyticsError when the query
+        is unknown, a value is missing or not allowed, or the store fails."""
+        served = self.served_catalog()
+        query = served.queries.get(query_id)
+        if query is None:
+            raise AnalyticsError(
+                f"{query_id!r} is not a query of the activated catalog "
+                f"({', '.join(sorted(served.queries)) or 'empty'})",
+                code="unknown_query",
+            )
+        extraction = validate(query, parameters, served.choices.get(query.id, {}), "given")
+        if not extraction.complete:
+            why = [*extraction.invalid.values(), *(f"{m} is missing" for m in extraction.missing)]
+            raise AnalyticsError(f"{query_id}: {'; '.join(why)}", code="invalid_parameter")
+        return self.store.execute(query, extraction.values, served.catalog.revision)
+
     def close(self) -> None:
         self.store.close()
 

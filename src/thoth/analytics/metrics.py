@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thoth.analytics.branch import AnalyticsService
-from thoth.analytics.extract import validate
 from thoth.analytics.render import computed_text
-from thoth.analytics.store import Computation
+from thoth.analytics.store import AnalyticsError, Computation
 from thoth.answer.seams import FigureColumn
 from thoth.answer.wording import Wording
 from thoth.config import AnalyticsSettings
@@ -65,11 +64,10 @@ def metrics_page(
                 f"{where}.query: {metric.query!r} is not a query of the activated catalog "
                 f"({', '.join(sorted(served.queries)) or 'empty'})"
             )
-        extraction = validate(query, metric.parameters, served.choices.get(query.id, {}))
-        if not extraction.complete:
-            why = [*extraction.invalid.values(), *(f"{m} is missing" for m in extraction.missing)]
-            raise ConfigError(f"{where}.parameters: {'; '.join(why)}")
-        computation = service.store.execute(query, extraction.values, served.catalog.revision)
+        try:
+            computation = service.compute(metric.query, metric.parameters)
+        except AnalyticsError as exc:
+            raise AnalyticsError(f"{where}: {exc}", code=exc.code) from exc
         columns = tuple(
             FigureColumn(
                 name,

@@ -1,7 +1,8 @@
 """`tht ask` and `tht answers log`: grounded answers from the corpus, and their log.
 
-Exit codes of `tht ask`: 0 answered (found, nothing_found, truncated, not_searched); 1 the
-search or the answer model failed; 2 bad request (unknown field, label, channel or source).
+Exit codes of `tht ask`: 0 answered (found, nothing_found, truncated, not_searched, computed,
+needs_parameter); 1 the search, the analytics store or the answer model failed; 2 bad request
+(unknown field, label, channel or source).
 """
 
 from __future__ import annotations
@@ -114,6 +115,17 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
         out.print("Sources:" if answer.sources else "Sources: none", highlight=False)
         for n, src in enumerate(answer.sources, start=1):
             out.print(f"  {n}. {src.title} — {src.doc_id}", markup=False, highlight=False)
+    if answer.provenance is not None:
+        p = answer.provenance
+        params = ", ".join(f"{k}={v}" for k, v in p["parameters"].items()) or "-"
+        out.print()
+        out.print(
+            f"Provenance: query {p['query_id']} @ {str(p['catalog_revision'])[:12]}; "
+            f"parameters {params}; {p['row_count']} row(s); data date {p['data_date']}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     out.print()
     if answer.degraded:
         # The answer was served without part of the engine: said where the reader looks.
@@ -136,8 +148,10 @@ def _status_line(answer: Answer) -> str:
         )
     if answer.status == "failed":
         return f"failed [{answer.error_code}]"
-    if answer.status == "not_searched":
-        return "not_searched (numeric question: the text sources were not consulted)"
+    if answer.status == "computed":
+        return "computed (by a catalog query of the analytics store; no text source consulted)"
+    if answer.status == "needs_parameter":
+        return f"needs_parameter [{answer.error_code}]"
     return answer.status
 
 
@@ -159,7 +173,7 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
                 "yes" if f["floor"] else "",
             )
         out.print(table)
-    for key in ("route", "filters", "generation", "degraded", "counts", "error"):
+    for key in ("route", "filters", "generation", "degraded", "counts", "error", "analytics"):
         if key in data and data[key] not in (None, [], {}):
             out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
 

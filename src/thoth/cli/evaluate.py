@@ -3,13 +3,16 @@ checking the data it serves."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from thoth.analytics import AnalyticsStore, load_catalog_at
+from thoth.analytics.verify import catalog_findings
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
 from thoth.errors import PreconditionError
@@ -23,7 +26,13 @@ from thoth.evaluation.answers import (
 from thoth.index.base import IndexUnavailable
 from thoth.index.reader import Unreadable, open_generation
 from thoth.knowledge.verify import VerifyReport, verify
-from thoth.runtime import make_backend, open_answer_service, open_state
+from thoth.runtime import (
+    make_analytics,
+    make_backend,
+    open_answer_service,
+    open_runtime,
+    open_state,
+)
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -56,15 +65,41 @@ def eval_run_cmd(
         rel = file or Path(ws.settings.answers.evaluation)
         cases = load_answer_cases(ws.root / rel, str(rel))
         service = open_answer_service(ws)
+        reference = open_reference(ws)
         try:
-            report = run_answer_evaluation(service, cases, k)
+            report = run_answer_evaluation(
+                service, cases, k, reference.figure if reference else None
+            )
         finally:
             service.close()
+            if reference is not None:
+                reference.close()
     if as_json:
         emit_json(report.as_dict())
     else:
         _render_eval(report)
     raise typer.Exit(exitcodes.OK if report.passed else exitcodes.FAILED)
+
+
+class _StoreReference:
+    """The first figure the analytics store computes for a query and its parameters: what a
+    numeric case without a written value is checked against."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self._rt = open_runtime(ws)
+        self._service = make_analytics(self._rt)
+
+    def figure(self, query_id: str, parameters: Mapping[str, Any]) -> object:
+        rows = self._service.compute(query_id, parameters).rows
+        return rows[0][0] if rows and rows[0] else None
+
+    def close(self) -> None:
+        self._service.close()
+        self._rt.close()
+
+
+def open_reference(ws: Workspace) -> _StoreReference | None:
+    return _StoreReference(ws) if ws.settings.analytics is not None else None
 
 
 def _render_eval(report: AnswerEvalReport) -> None:
@@ -80,6 +115,7 @@ def _render_eval(report: AnswerEvalReport) -> None:
             *(f"leaked fact {f!r}" for f in c.leaked_facts),
             *(f"caveat not reported {v!r}" for v in c.missing_caveats),
             *(f"{n} stated without its caveat" for n in c.unreliable_stated),
+            *c.numeric_problems,
             *([c.error or ""] if c.verdict == "failed" else []),
         ]
         table.add_row(
@@ -142,17 +178,41 @@ def add_from_answer_cmd(
 
 
 def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
-    """Check the data: filters with documents, labels in the vocabulary, wiki references.
+    """Check the data: filters with documents, labels in the vocabulary, wiki references, and
+    the served analytics catalog against the store (views gone).
 
     Exit 0 no errors, 1 errors (warnings do not fail)."""
     with errors(as_json):
         ws = Workspace.open(workspace)
         report = _verify_with_index(ws)
+        _verify_catalog(ws, report)
     if as_json:
         emit_json(report.as_dict())
     else:
         _render_verify(report)
     raise typer.Exit(exitcodes.OK if report.ok else exitcodes.FAILED)
+
+
+def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
+    """The served analytics catalog against the store (views gone, entries broken)."""
+    settings = ws.settings.analytics
+    if settings is None:
+        return
+    with open_state(ws) as state:
+        revision = state.active_revision(ws.settings.workspace)
+    if revision is None:
+        report.add(
+            "warning",
+            "no_active_revision",
+            "[analytics]",
+            "no catalog is served yet",
+            "`tht workspace activate`",
+        )
+        return
+    catalog = load_catalog_at(ws.root, settings.catalog, revision)
+    store = AnalyticsStore(settings, ws.root)
+    for f in catalog_findings(catalog, store):
+        report.add("error", f.code, f.where, f.message, f.hint)
 
 
 def _verify_with_index(ws: Workspace) -> VerifyReport:

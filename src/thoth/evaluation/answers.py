@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -34,7 +34,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class NumericExpect(_Strict):
+    """A question the analytics store answers: the catalog query, the parameters as bound
+    (those listed; values compared as text), and the value (the first figure of the result)."""
+
+    query: str = Field(min_length=1)
+    parameters: dict[str, Any] = {}
+    value: float | int | str | None = None
+
+
 class AnswerExpect(_Strict):
+    numeric: NumericExpect | None = None  # computed by this catalog query
+    text_path: bool = False  # must not be answered by the store (a text question)
     documents: list[str] = []  # doc ids that must be among the top-k sources
     absent: list[str] = []  # doc ids that must never be among the sources
     facts: list[str] = []  # strings the answer text must contain
@@ -75,6 +86,12 @@ class AnswerLike(Protocol):
 
     @property
     def status(self) -> str: ...
+
+    @property
+    def provenance(self) -> dict[str, Any] | None: ...
+
+    @property
+    def figures(self) -> dict[str, Any] | None: ...
 
 
 class Asker(Protocol):
@@ -144,6 +161,7 @@ class CaseResult:
     missing_caveats: list[str] = field(default_factory=list)
     unreliable_stated: list[str] = field(default_factory=list)
     expected_nothing_found: bool = False  # ... and the search found something
+    numeric_problems: list[str] = field(default_factory=list)  # query, parameters, value
     error: str | None = None
 
 
@@ -178,7 +196,14 @@ class AnswerEvalReport:
         }
 
 
-def judge(case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K) -> CaseResult:
+# (query id, parameters) -> the first figure the store computes for them: what a numeric case
+# without a written `value` is checked against (the data are refreshed: a written value ages).
+Reference = Callable[[str, Mapping[str, Any]], object]
+
+
+def judge(
+    case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K, reference: Reference | None = None
+) -> CaseResult:
     """Both levels for one case. The retrieval level looks only at sources; the answer level
     only at the text — a failure says which side to fix."""
     expect = case.expect
@@ -214,8 +239,10 @@ def judge(case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K) -> CaseResul
     result.unreliable_stated = [
         n for n in expect.unreliable if _contains_number(text, n) and not caveats_reported
     ]
+    result.numeric_problems = _numeric_problems(expect, answer, reference)
     result.answer_passed = not (
-        result.missing_facts
+        result.numeric_problems
+        or result.missing_facts
         or result.leaked_facts
         or result.missing_caveats
         or result.unreliable_stated
@@ -227,20 +254,69 @@ def judge(case: AnswerCase, answer: AnswerLike, k: int = DEFAULT_K) -> CaseResul
     return result
 
 
+def _numeric_problems(
+    expect: AnswerExpect, answer: AnswerLike, reference: Reference | None
+) -> list[str]:
+    """What a numeric case got wrong: not computed, another query, other parameters, another
+    value; or, for a text case, computed by the store."""
+    if expect.text_path:
+        computed = answer.status in ("computed", "needs_parameter")
+        return [f"answered by the analytics store (status {answer.status})"] if computed else []
+    want = expect.numeric
+    if want is None:
+        return []
+    if answer.status != "computed" or answer.provenance is None:
+        return [f"not computed (status {answer.status})"]
+    problems: list[str] = []
+    got = answer.provenance
+    if got.get("query_id") != want.query:
+        problems.append(f"query {got.get('query_id')} instead of {want.query}")
+    bound = got.get("parameters") or {}
+    for name, wanted in want.parameters.items():
+        if str(bound.get(name)) != str(wanted):
+            problems.append(f"parameter {name} = {bound.get(name)!r} instead of {wanted!r}")
+    value: object = want.value
+    if value is None and reference is not None:
+        try:
+            value = reference(want.query, want.parameters)
+        except ThothError as exc:
+            return [*problems, f"the store could not compute the reference value: {exc}"]
+    if value is not None:
+        rows = (answer.figures or {}).get("rows") or []
+        first = rows[0][0] if rows and rows[0] else None
+        if not _same_value(first, value):
+            problems.append(f"value {first!r} instead of {value!r}")
+    return problems
+
+
+def _same_value(got: object, want: object) -> bool:
+    if isinstance(want, str) or isinstance(got, str) or got is None:
+        return str(got) == str(want)
+    try:
+        a, b = float(str(got)), float(str(want))
+        return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+    except ValueError:
+        return False
+
+
 def _contains_number(text: str, number: str) -> bool:
     """`53%` is in "al 53% annuo" but not in "153%"."""
     return re.search(r"(?<![\d.,])" + re.escape(_norm(number)) + r"(?![\d])", text) is not None
 
 
 def run_answer_evaluation(
-    asker: Asker, cases: Sequence[AnswerCase], k: int = DEFAULT_K
+    asker: Asker,
+    cases: Sequence[AnswerCase],
+    k: int = DEFAULT_K,
+    reference: Reference | None = None,
 ) -> AnswerEvalReport:
     """Ask and judge every case. A case whose ask raises (a refused request, a failed answer
-    model) is `failed` with the error: the other cases still run."""
-    return AnswerEvalReport(k=k, cases=[_run_case(asker, case, k) for case in cases])
+    model) is `failed` with the error: the other cases still run. `reference` computes the
+    expected figure of a numeric case that writes no `value`, from the store itself."""
+    return AnswerEvalReport(k=k, cases=[_run_case(asker, case, k, reference) for case in cases])
 
 
-def _run_case(asker: Asker, case: AnswerCase, k: int) -> CaseResult:
+def _run_case(asker: Asker, case: AnswerCase, k: int, reference: Reference | None) -> CaseResult:
     try:
         answer = asker.ask(case.question, instructions=case.instructions, **case.request)
     except ThothError as exc:
@@ -254,7 +330,7 @@ def _run_case(asker: Asker, case: AnswerCase, k: int) -> CaseResult:
             answer_passed=False,
             error=f"{type(exc).__name__}: {exc}",
         )
-    return judge(case, answer, k)
+    return judge(case, answer, k, reference)
 
 
 def case_from_answer(
