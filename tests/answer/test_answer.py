@@ -230,16 +230,15 @@ def test_nothing_found_keeps_an_empty_sources_list(corpus: Corpus) -> None:
     assert data["text"] == ITALIAN.nothing_found
 
 
-def test_numeric_question_is_not_searched_and_has_no_sources_key(
-    corpus: Corpus, embeddings: FakeEmbeddingServer
+def test_without_an_analytics_store_a_numeric_looking_question_is_searched_as_text(
+    corpus: Corpus,
 ) -> None:
-    before = len(embeddings.requests)
+    # No regular expression refuses it any more (the first fork is the analytics catalog,
+    # tests/analytics): without [analytics] every question takes the text path.
     data = ask(corpus, "Quanti accessi pediatrici ci sono stati nel 2023?").as_dict()
-    assert data["status"] == "not_searched"
-    assert "sources" not in data
-    assert data["diagnostics"]["route"]["kind"] == "numeric"
-    assert "livello 3" in data["text"] and "non prende numeri dal testo" in data["text"]
-    assert len(embeddings.requests) == before  # nothing was embedded: no search ran
+    assert data["status"] in ("found", "nothing_found", "truncated")
+    assert "sources" in data and "provenance" not in data
+    assert data["diagnostics"]["analytics"] == {"reason": "no [analytics] store"}
 
 
 def test_failed_search_says_so_logs_an_error_and_is_logged_failed(
@@ -313,18 +312,6 @@ def test_every_fragment_reaches_the_model_with_its_caveats(
     with_report_caveat = sum(f["doc_id"] == "docs:rapporto-2023.md" for f in fragments)
     assert user.count("[Avvertenza] Dati provvisori") == with_report_caveat == 2
     assert user.count(f"[Avvertenza] {GROWTH_CAVEAT}") == 1
-
-
-def test_numeric_question_never_reaches_the_model(corpus: Corpus, llm: FakeLLMServer) -> None:
-    service = corpus.service(llm)
-    try:
-        answer = service.ask(
-            "Quanti accessi pediatrici ci sono stati nel 2023?", instructions=HOSTILE
-        )
-    finally:
-        service.close()
-    assert answer.status == "not_searched"
-    assert llm.requests == []
 
 
 def test_extractive_answer_keeps_the_flagged_figure_with_its_caveat(corpus: Corpus) -> None:
@@ -469,13 +456,15 @@ def test_a_degraded_search_says_so_in_the_answer_and_in_the_cli(
     assert "Degraded" not in plain.stdout
 
 
-def test_cli_numeric_json_has_no_sources_key(corpus: Corpus) -> None:
+def test_cli_json_of_a_numeric_looking_question_without_a_store_has_sources(
+    corpus: Corpus,
+) -> None:
     result = CliRunner().invoke(
         app, ["ask", "Quanti accessi ci sono stati nel 2023?", "--json", "-w", str(corpus.root)]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["status"] == "not_searched" and "sources" not in data
+    assert data["status"] != "not_searched" and "sources" in data
 
 
 def test_cli_exit_codes_for_bad_request_and_failure(corpus: Corpus) -> None:
@@ -508,7 +497,7 @@ def test_cli_options_cover_every_request_field() -> None:
 
 def test_cli_answers_log_lists_answers_by_status(corpus: Corpus) -> None:
     answered = ask(corpus)
-    ask(corpus, "Quanti accessi ci sono stati nel 2023?")
+    ask(corpus, year=1990)  # nothing_found
     runner = CliRunner()
     result = runner.invoke(
         app, ["answers", "log", "--json", "--status", "found", "-w", str(corpus.root)]

@@ -1,5 +1,4 @@
-"""Routing (seed 004): numeric questions recognised by pattern; text questions routed to the
-channel whose example questions are closest, widened to all channels below the threshold;
+"""Routing (seed 004): text questions routed to the channel whose example questions are closest, widened to all channels below the threshold;
 examples embedded once per fingerprint; keywords when the embedder is down; a threshold
 calibrated on labelled questions."""
 
@@ -17,13 +16,11 @@ from tests.knowledge_index import CHANNELS, StemEmbedder
 from thoth.answer.routing import (
     ChannelRouter,
     calibrate,
-    is_numeric,
     load_calibration_set,
 )
 from thoth.cli.main import app
-from thoth.config import RoutingSettings
 from thoth.embed import OpenAICompatEmbedder
-from thoth.errors import ConfigError, ThothError
+from thoth.errors import ThothError
 from thoth.workspace import Workspace
 
 ALL = {"clinica", "amministrazione", "personale"}
@@ -36,20 +33,6 @@ def down_embedder() -> Iterator[OpenAICompatEmbedder]:
     embedder = OpenAICompatEmbedder(server.url, "fake-e5", dim=8, timeout=2)
     server.stop()
     yield embedder
-
-
-# -- numeric ---------------------------------------------------------------------------
-
-
-def test_numeric_questions_are_recognised_by_the_configured_patterns() -> None:
-    patterns = RoutingSettings().numeric_patterns
-    assert is_numeric("QUANTI ricoveri ci sono stati nel 2023?", patterns) == patterns[0]
-    # A lookup that happens to say "quanti" is a text question: nothing is counted.
-    assert is_numeric("Entro quanti minuti va visitato un codice arancione?", patterns) is None
-    assert is_numeric("How many admissions last year?", patterns) == r"\bhow many\b"
-    assert is_numeric("come si registra un ricovero?", patterns) is None
-    with pytest.raises(ConfigError, match="numeric_patterns"):
-        is_numeric("x", ["(unclosed"])
 
 
 # -- similarity --------------------------------------------------------------------------
