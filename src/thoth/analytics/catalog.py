@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from thoth.config import ColumnKind
-from thoth.errors import Problem
+from thoth.errors import Problem, ThothError
 from thoth.markup import load_yaml
 
 QUERY_ID = r"^[a-z0-9][a-z0-9-]*$"
@@ -248,8 +248,10 @@ def load_catalog_files(root: Path, directory: str) -> Catalog:
     return build_catalog(directory, None, files)
 
 
-class CatalogUnreadable(Exception):
+class CatalogUnreadable(ThothError):
     """Git could not list or show the catalog at a revision."""
+
+    code = "catalog_unreadable"
 
 
 def load_catalog_at(root: Path, directory: str, revision: str) -> Catalog:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from thoth.database.model import Dialect
+from thoth.errors import ThothError
 
 _NAME_START: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_PART: Final = _NAME_START | frozenset("0123456789")
@@ -26,8 +27,10 @@ class Token:
     text: str  # the source text; for a parameter its name, without the colon
 
 
-class ParameterSyntaxError(ValueError):
+class ParameterSyntaxError(ThothError):
     """The SQL cannot be tokenized (an unterminated literal, identifier or comment)."""
+
+    code = "parse_error"
 
 
 def tokens(sql: str, dialect: Dialect) -> Iterator[Token]:
