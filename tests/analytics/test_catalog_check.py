@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,9 +18,10 @@ from thoth.cli.main import app
 runner = CliRunner()
 
 
-def check(aw: AnalyticsWorkspace, *args: str) -> tuple[int, dict[str, object]]:
+def check(aw: AnalyticsWorkspace, *args: str) -> tuple[int, dict[str, Any]]:
     result = runner.invoke(app, ["analytics", "check", "-w", str(aw.root), "--json", *args])
-    return result.exit_code, json.loads(result.stdout)
+    report: dict[str, Any] = json.loads(result.stdout)
+    return result.exit_code, report
 
 
 @pytest.fixture
@@ -33,7 +36,8 @@ def test_the_reviewed_catalog_passes(aw: AnalyticsWorkspace) -> None:
     assert sorted(report["passed"]) == ["degenza-media", "ricoveri-per-reparto", "ricoveri-reparto"]
 
 
-BAD = {
+Transform = Callable[[str], str]
+BAD: dict[str, tuple[Transform, str, str]] = {
     # file stem -> (text transform of PER_WARD, expected field, expected code)
     "base-table": (
         lambda t: t.replace("FROM analytics.v_ricoveri", "FROM analytics.ricovero"),
@@ -109,7 +113,7 @@ def test_values_from_must_be_a_view_column_holding_the_default(aw: AnalyticsWork
         ),
     )
     _, report = check(aw)
-    [problem] = report["problems"]  # type: ignore[misc]
+    [problem] = report["problems"]
     assert problem["field"] == "parameters.reparto.values_from"
     assert problem["code"] == "unknown_view"
 

@@ -24,8 +24,8 @@ from tests.analytics.store import DATA_DATE, STORE_FILE
 from tests.conftest import commit_all
 from thoth.answer.service import Answer
 from thoth.cli.main import app
-from thoth.evaluation.answers import AnswerCase, judge
 from thoth.errors import ConfigError
+from thoth.evaluation.answers import AnswerCase, judge
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
@@ -184,7 +184,7 @@ def test_the_removed_numeric_patterns_setting_is_refused_with_what_to_do(tmp_pat
             "[[channels]]", '[answers.routing]\nnumeric_patterns = ["quanti"]\n\n[[channels]]'
         ),
     )
-    with pytest.raises(ConfigError, match="numeric_patterns was removed.*delete numeric_patterns"):
+    with pytest.raises(ConfigError, match=r"numeric_patterns was removed.*delete numeric_patterns"):
         Workspace.open(aw.root)
 
 

@@ -13,8 +13,13 @@ from thoth.analytics.extract import Matcher, extract, validate
 
 QUERIES = build_catalog("analytics/queries", None, CATALOG).queries
 MATCHER = Matcher("it")
-REGIME = {"ordinario": [], "day hospital": ["diurno", "DH"]}
-WARDS = {"Cardiologia": [], "Pediatria": [], "Ortopedia": [], "Medicina d'urgenza": []}
+REGIME: dict[str, list[str]] = {"ordinario": [], "day hospital": ["diurno", "DH"]}
+WARDS: dict[str, list[str]] = {
+    "Cardiologia": [],
+    "Pediatria": [],
+    "Ortopedia": [],
+    "Medicina d'urgenza": [],
+}
 
 
 def test_enum_values_by_stem_and_synonym_and_years() -> None:

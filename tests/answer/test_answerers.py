@@ -5,7 +5,7 @@ wire formats (tests/fake_llm.py), through the real SDK clients."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -377,6 +377,11 @@ class _Initials:
 
     def restore(self, text: str) -> str:
         return text.replace("PERSONA_1", "Mario Rossi")
+
+    def protect_rows(
+        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
+    ) -> list[list[object]]:
+        return [[self.protect(v) if isinstance(v, str) else v for v in row] for row in rows]
 
 
 def test_everything_sent_to_the_model_goes_through_the_pseudonymizer(

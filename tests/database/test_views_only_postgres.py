@@ -41,7 +41,7 @@ class Store:
             data_date_sql=f"SELECT data_dato FROM {self.views}.v_data_dato",
         )
 
-    def admin_run(self, statement: sql.Composable) -> None:
+    def admin_run(self, statement: sql.Composed) -> None:
         with psycopg.connect(
             host=PG_HOST, port=PG_PORT, user=self.admin, dbname="test", autocommit=True
         ) as conn:

@@ -32,6 +32,8 @@ class Ans:
     text: str
     sources: list[Src] | None
     status: str = "found"
+    provenance: dict[str, Any] | None = None
+    figures: dict[str, Any] | None = None
 
 
 CAVEAT_CASE = {
