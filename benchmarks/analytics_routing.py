@@ -56,7 +56,7 @@ TEXT_PATH = "text"
 
 @dataclass
 class Observed:
-    route: str  # computed | needs_parameter | text
+    route: str  # computed | needs_parameter | text | not_searched
     status: str
     query: str | None = None
     parameters: dict[str, Any] | None = None
@@ -102,6 +102,10 @@ def observe(answer: dict[str, Any]) -> Observed:
             missing=[missing] if isinstance(missing, str) else list(missing),
             text=str(answer.get("text", "")),
         )
+    if status == "not_searched":
+        # Classified numeric and answered without searching the text (the regular-expression
+        # fork before the analytics engine): neither a computed figure nor the text path.
+        return Observed(route="not_searched", status=status, text=str(answer.get("text", "")))
     return Observed(route=TEXT_PATH, status=status, text=str(answer.get("text", "")))
 
 
