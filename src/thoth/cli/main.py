@@ -23,7 +23,7 @@ from thoth.evidence.resolve import resolve
 from thoth.evidence.restructure import make_restructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.index.reader import Unreadable
-from thoth.runtime import open_runtime
+from thoth.runtime import open_pseudonymizer, open_runtime
 from thoth.schema.catalog import SchemaCatalog, unit_problems
 from thoth.workspace import Workspace
 
@@ -74,7 +74,7 @@ def prepare_cmd(
     """Turn changed sources into curated units and update the manifest, all or nothing."""
     with errors(as_json):
         ws = Workspace.open(root)
-        restructurer = make_restructurer(ws.settings)
+        restructurer = make_restructurer(ws.settings, open_pseudonymizer(ws))
         with progress_bar(err, "prepare", not as_json and err.is_terminal) as tick:
             report = prepare(ws, restructurer, upgrade=upgrade, progress=tick)
     if as_json:
