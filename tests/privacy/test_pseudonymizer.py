@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from thoth.config import ColumnKind
 from thoth.errors import ConfigError
 from thoth.privacy import (
     MASKED,
@@ -95,7 +97,7 @@ def test_a_new_catalog_query_whose_columns_are_unknown_leaks_nothing() -> None:
     """Seed 004: the sensitive is never listed, the harmless is declared. A query written
     tomorrow with columns nobody classified must leave nothing in clear."""
     columns = ["c1", "soggetto", "rif", "descr", "x"]
-    rows = [
+    rows: list[list[Any]] = [
         ["Rossi Costruzioni Srl", "Mario Bianchi", CF, f"IBAN {IBAN}", "a.b@x.it"],
         ["M", None, "IT00743110157", "Alfa S.p.A. via Roma 1", 7],
     ]
@@ -109,7 +111,7 @@ def test_a_new_catalog_query_whose_columns_are_unknown_leaks_nothing() -> None:
 
 
 def test_declared_columns_come_before_the_built_in_names() -> None:
-    declared = {"rif": "code", "descr": "free_text", "importo_*": "unknown"}
+    declared: dict[str, ColumnKind] = {"rif": "code", "descr": "free_text", "importo_*": "unknown"}
     p = PlaceholderPseudonymizer(REGISTRY, min_name_length=4, columns=declared)
     [row] = p.protect_rows(
         ["rif", "descr", "importo_cliente_x", "IMPORTO"],
