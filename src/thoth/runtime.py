@@ -194,6 +194,14 @@ def open_pseudonymizer(ws: Workspace) -> Pseudonymizer:
     cfg = ws.settings.privacy
     if not cfg.pseudonymise:
         return NoPseudonymizer()
+    return PlaceholderPseudonymizer(
+        open_registry(ws), min_name_length=cfg.min_name_length, columns=cfg.columns
+    )
+
+
+def open_registry(ws: Workspace) -> Registry:
+    """The known names `[privacy] registry` (file) and `registry_sql` (query) give, together."""
+    cfg = ws.settings.privacy
     entities: list[Entity] = []
     if cfg.registry:
         entities += load_registry(ws.root / cfg.registry).entities
@@ -206,9 +214,7 @@ def open_pseudonymizer(ws: Workspace) -> Pseudonymizer:
                 "narrow the query: a registry cut short would leave names in clear"
             )
         entities += entities_from_rows(result.columns, result.rows, "[privacy] registry_sql")
-    return PlaceholderPseudonymizer(
-        Registry(entities), min_name_length=cfg.min_name_length, columns=cfg.columns
-    )
+    return Registry(entities)
 
 
 def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> AnswerService:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from thoth.cli import ask, exitcodes, memory, publish, render, session
+from thoth.cli import ask, exitcodes, memory, privacy, publish, render, session
 from thoth.cli import channels as channels_cli
 from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
@@ -39,6 +39,7 @@ docs_cli.register(app)
 evaluate_cli.register(app)
 index_cli.register(app)
 schema_cli.register(app)
+privacy.register(app)
 
 
 @app.command("init")

@@ -146,4 +146,3 @@ def _entity(values: dict[str, object], where: str) -> Entity:
     if not name:
         raise ConfigError(f"{where}: name is empty")
     return Entity(kind, ident, name)
-
