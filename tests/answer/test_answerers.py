@@ -5,7 +5,8 @@ wire formats (tests/fake_llm.py), through the real SDK clients."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -377,6 +378,11 @@ class _Initials:
 
     def restore(self, text: str) -> str:
         return text.replace("PERSONA_1", "Mario Rossi")
+
+    def protect_rows(
+        self, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> list[list[Any]]:
+        return [list(row) for row in rows]  # no rows reach the text answerer
 
 
 def test_everything_sent_to_the_model_goes_through_the_pseudonymizer(
