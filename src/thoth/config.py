@@ -214,6 +214,25 @@ class AnalyticsSettings(_Strict):
             ) from None
 
 
+class PseudonymisationSettings(_Strict):
+    """`[privacy]`: identities replaced by placeholders before anything reaches a model
+    (docs/privacy.md). Not `[database.privacy]` (PrivacySettings), which decides which
+    database columns may be sampled. Only the composition root reads `pseudonymise`."""
+
+    pseudonymise: bool = False
+    # The registry of known names: a CSV or YAML file relative to the workspace root
+    # (kind,id,name[,codes]), and/or a read-only query on [database] with the same columns.
+    registry: str | None = None
+    registry_sql: str | None = None
+    # Names shorter than this are not searched in free text (a one-letter supplier would
+    # match every list marker); identity columns replace them whatever their length. Choose
+    # it from the registry: `tht privacy names` (docs/privacy.md).
+    min_name_length: int = Field(default=4, ge=1)
+    # Result-column name globs -> kind, read before the built-in names (first match wins):
+    # e.g. {"cup" = "code", "*_note" = "free_text", "descrizione_progetto" = "category"}.
+    columns: dict[str, ColumnKind] = {}
+
+
 # Bounded input, per source (docs/answers.md, "Limits"). Measured on the SEC 10-Q filings of
 # the shared data set: 0.26-3.6 MB and 69-183 fragments per PDF; the defaults leave about ten
 # times that. A 50 MB text file made 46,029 fragments; a 100,000-row spreadsheet 2,993.
@@ -327,6 +346,7 @@ class Settings(_Strict):
     channels: list[ChannelSettings] = []
     database: DatabaseSettings | None = None
     analytics: AnalyticsSettings | None = None
+    privacy: PseudonymisationSettings = PseudonymisationSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -356,6 +376,8 @@ class Settings(_Strict):
         problems += _unknown_labels(
             "answers.evidence_labels", self.answers.evidence_labels, vocabulary
         )
+        if self.privacy.registry_sql and self.database is None:
+            problems.append("privacy.registry_sql needs a [database] to run on")
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from qdrant_client import QdrantClient
@@ -13,7 +14,7 @@ from qdrant_client import QdrantClient
 from thoth.analytics import AnalyticsService, AnalyticsStore, ModelRouter, OfflineRouter
 from thoth.answer.answerers import make_answerer
 from thoth.answer.retrieval import KnowledgeSearch
-from thoth.answer.seams import AnalyticsBranch, NoAnalytics, NoPseudonymizer
+from thoth.answer.seams import AnalyticsBranch, NoAnalytics
 from thoth.answer.service import AnswerService
 from thoth.answer.wording import wording_for
 from thoth.config import AnalyticsSettings
@@ -26,6 +27,15 @@ from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
 from thoth.index.live import EdgeLiveCollection, LiveCollection, ServerLiveCollection
 from thoth.index.reader import GenerationReader
 from thoth.llm.client import tool_client
+from thoth.privacy import (
+    NoPseudonymizer,
+    PlaceholderPseudonymizer,
+    Pseudonymizer,
+    Registry,
+    entities_from_rows,
+    load_registry,
+)
+from thoth.privacy.registry import Entity
 from thoth.schema import require_database
 from thoth.search.service import EvidenceSearch
 from thoth.state import StateStore, state_url
@@ -139,6 +149,12 @@ class Runtime:
             self.ws.settings.language,
         )
 
+    @cached_property
+    def pseudonymizer(self) -> Pseudonymizer:
+        """What the workspace's paths to an external model protect identities with
+        (`[privacy]`), built on first use: a registry query runs only when a model is asked."""
+        return open_pseudonymizer(self.ws)
+
     def database(self) -> ReadOnlyDatabase:
         """The session database of [database], opened read-only (close it when done)."""
         return open_database(require_database(self.ws), self.ws.root)
@@ -192,7 +208,9 @@ def make_analytics(rt: Runtime) -> AnalyticsService:
     ws = rt.ws
     settings = require_analytics(ws)
     model = (
-        ModelRouter(tool_client(ws.settings.llm)) if ws.settings.answers.answerer == "llm" else None
+        ModelRouter(tool_client(ws.settings.llm), rt.pseudonymizer)
+        if ws.settings.answers.answerer == "llm"
+        else None
     )
     return AnalyticsService(
         settings,
@@ -207,10 +225,43 @@ def make_analytics(rt: Runtime) -> AnalyticsService:
     )
 
 
+REGISTRY_ROW_LIMIT = 1_000_000
+
+
+def open_pseudonymizer(ws: Workspace) -> Pseudonymizer:
+    """What stands between every path and an external model: the one place that reads
+    `[privacy] pseudonymise`. Off, the identity (nothing changes, not one `if` in the hooks);
+    on, placeholders from the registry file and/or query."""
+    cfg = ws.settings.privacy
+    if not cfg.pseudonymise:
+        return NoPseudonymizer()
+    return PlaceholderPseudonymizer(
+        open_registry(ws), min_name_length=cfg.min_name_length, columns=cfg.columns
+    )
+
+
+def open_registry(ws: Workspace) -> Registry:
+    """The known names `[privacy] registry` (file) and `registry_sql` (query) give, together."""
+    cfg = ws.settings.privacy
+    entities: list[Entity] = []
+    if cfg.registry:
+        entities += load_registry(ws.root / cfg.registry).entities
+    if cfg.registry_sql:
+        with open_database(require_database(ws), ws.root) as db:
+            result = db.run(cfg.registry_sql, limit=REGISTRY_ROW_LIMIT)
+        if result.truncated:
+            raise ConfigError(
+                f"[privacy] registry_sql returned more than {REGISTRY_ROW_LIMIT} rows -> "
+                "narrow the query: a registry cut short would leave names in clear"
+            )
+        entities += entities_from_rows(result.columns, result.rows, "[privacy] registry_sql")
+    return Registry(entities)
+
+
 def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> AnswerService:
-    """The answer service `[answers]`, `[llm]` and `[analytics]` describe. Without
-    `[analytics]` the branch that covers nothing is injected; no pseudonymisation: the
-    identity is injected here, the one place that would change."""
+    """The answer service `[answers]`, `[llm]`, `[analytics]` and `[privacy]` describe.
+    Without `[analytics]` the branch that covers nothing is injected; the pseudonymizer of
+    `[privacy]` (the identity when it is off) stands between every path and the model."""
     answerer = make_answerer(ws.settings)  # first: a missing API key opens nothing
     rt = open_runtime(ws, embedder)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
@@ -231,6 +282,6 @@ def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> Answ
         answerer,
         rt.state,
         analytics=analytics,
-        pseudonymizer=NoPseudonymizer(),
+        pseudonymizer=rt.pseudonymizer,
         on_close=close,
     )

@@ -28,7 +28,9 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
         yield server
 
 
-def _with_model(tmp_path: Path, server: FakeLLMServer, provider: str) -> AnalyticsWorkspace:
+def _with_model(
+    tmp_path: Path, server: FakeLLMServer, provider: str, privacy: str = ""
+) -> AnalyticsWorkspace:
     aw = make_analytics_workspace(tmp_path / "ws")
     base = server.url + "/v1" if provider == "openai" else server.url
     text = (aw.root / "thoth.toml").read_text("utf-8")
@@ -37,7 +39,7 @@ def _with_model(tmp_path: Path, server: FakeLLMServer, provider: str) -> Analyti
         f'[llm]\nprovider = "{provider}"\nbase_url = "{base}"\nmodel = "fake"\n'
         f'api_key_env = "{KEY_ENV}"\n\n' + text.split("\n\n", 1)[1]
     )
-    aw.write("thoth.toml", 'workspace = "an"\nlanguage = "it"\n\n' + text)
+    aw.write("thoth.toml", 'workspace = "an"\nlanguage = "it"\n\n' + privacy + text)
     aw.activate()
     aw.publish_text()
     return aw
@@ -75,8 +77,10 @@ def test_the_model_chooses_the_query_thoth_computes(
         "regime": "ordinario",
     }
     assert answer.diagnostics["analytics"]["route"]["by"] == "model"
-    # Thoth states the data date and the query whatever the model wrote.
-    assert f"dati aggiornati al {DATA_DATE}" in answer.text and "ricoveri-reparto" in answer.text
+    # Thoth states the figure, its data date and the query whatever the model wrote.
+    assert answer.text.startswith("In Pediatria i ricoveri ordinari del 2024 sono 3.")
+    assert f"Ricoveri: 3 ricoveri (dati aggiornati al {DATA_DATE})" in answer.text
+    assert "ricoveri-reparto" in answer.text
     routing, wording = (r.body for r in llm.requests)
     tools = _tools(routing)
     assert set(tools) == {
@@ -143,3 +147,43 @@ def test_two_calls_are_a_failed_answer(tmp_path: Path, llm: FakeLLMServer) -> No
     answer = ask(aw, "Degenza media 2024?")
     assert answer.status == "failed" and answer.error_code == "analytics_routing_failed"
     assert "2 function calls" in answer.text
+
+
+def test_rows_reach_the_answer_model_only_through_protect_rows(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """[privacy] on: the per-ward table's columns (reparto, ricoveri) are not names the
+    pseudonymiser knows as harmless, so they are masked before the model sees them; the
+    answer still states every figure with its data date, as Thoth computed it."""
+    aw = _with_model(tmp_path, llm, "openai", privacy="[privacy]\npseudonymise = true\n\n")
+    llm.reply_tool_calls(
+        ToolCallScript("ricoveri-per-reparto", {"anno": 2024, "regime": "ordinario"})
+    )
+    llm.reply("Ecco i ricoveri per reparto.")
+    answer = ask(aw, "Ricoveri ordinari per reparto nel 2024?")
+    assert answer.status == "computed"
+    wording = llm.requests[1].raw.decode("utf-8")
+    assert "Pediatria" not in wording and "Cardiologia" not in wording
+    assert "[MASKED]" in wording
+    assert "| Pediatria | 3 |" in answer.text and DATA_DATE in answer.text
+
+
+def test_enum_values_reach_the_router_protected_and_come_back_restored(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """values_from may hold names (a registry's companies): they reach the model as
+    placeholders, and the placeholder the model chooses is restored before validation."""
+    privacy = '[privacy]\npseudonymise = true\nregistry = "registry.csv"\n\n'
+    aw = _with_model(tmp_path, llm, "openai", privacy=privacy)
+    aw.write("registry.csv", "kind,id,name\nAZIENDA,7,Pediatria\n")
+    llm.reply_tool_calls(
+        ToolCallScript("ricoveri-reparto", {"reparto": "[AZIENDA:7]", "anno": 2024, "regime": None})
+    )
+    llm.reply("Sono 3.")
+    answer = ask(aw, "Quanti ricoveri ha avuto quel reparto nel 2024?")
+    assert answer.status == "computed", answer.text
+    assert answer.provenance is not None
+    assert answer.provenance["parameters"]["reparto"] == "Pediatria"
+    routing = llm.requests[0].body
+    enum = _tools(routing)["ricoveri-reparto"]["parameters"]["properties"]["reparto"]["enum"]
+    assert "[AZIENDA:7]" in enum and "Pediatria" not in enum

@@ -6,6 +6,7 @@ wire formats (tests/fake_llm.py), through the real SDK clients."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -379,9 +380,9 @@ class _Initials:
         return text.replace("PERSONA_1", "Mario Rossi")
 
     def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
-    ) -> list[list[object]]:
-        return [[self.protect(v) if isinstance(v, str) else v for v in row] for row in rows]
+        self, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> list[list[Any]]:
+        return [list(row) for row in rows]  # no rows reach the text answerer
 
 
 def test_everything_sent_to_the_model_goes_through_the_pseudonymizer(

@@ -35,6 +35,7 @@ from thoth.evidence.restructure.llm import (
 )
 from thoth.evidence.sources import sha256_of
 from thoth.llm import LLMError, chat_client
+from thoth.privacy import NoPseudonymizer
 from thoth.workspace import Workspace
 
 KEY_ENV = "THOTH_TEST_KEY"
@@ -116,7 +117,7 @@ def use_llm(
 
 
 def run_prepare(ws: Workspace) -> PrepareReport:
-    return prepare(ws, make_restructurer(ws.settings))
+    return prepare(ws, make_restructurer(ws.settings, NoPseudonymizer()))
 
 
 def unit(
@@ -528,7 +529,7 @@ def test_anthropic_wire_format(
     )
 
     # Built by hand this time, from the same settings make_restructurer uses.
-    restructurer = LLMRestructurer(chat_client(ws.settings.llm))
+    restructurer = LLMRestructurer(chat_client(ws.settings.llm), NoPseudonymizer())
     assert restructurer.name == "llm:anthropic:test-model"
     report = prepare(ws, restructurer)
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from thoth.analytics.catalog import CatalogQuery, Parameter
 from thoth.answer.routing import distribution, split_threshold
+from thoth.answer.seams import NoPseudonymizer, Pseudonymizer
 from thoth.embed.base import Embedder, Vectors
 from thoth.errors import ThothError
 from thoth.llm.client import ToolClient, ToolReply, ToolSpec
@@ -211,8 +212,13 @@ class RoutingFailed(ThothError):
 
 
 class ModelRouter:
-    def __init__(self, client: ToolClient) -> None:
+    """The question reaches the model as it is (the seed's declared limit: masking it would
+    break routing); the allowed values of enumerations, which may be names read from a view,
+    reach it protected, and the values it chooses are restored before validation."""
+
+    def __init__(self, client: ToolClient, pseudonymizer: Pseudonymizer | None = None) -> None:
         self._client = client
+        self._pseudonymizer: Pseudonymizer = pseudonymizer or NoPseudonymizer()
         self.name = client.name
 
     def route(
@@ -221,8 +227,19 @@ class ModelRouter:
         queries: Mapping[str, CatalogQuery],
         enum_values: Mapping[str, Mapping[str, Sequence[str]]],
     ) -> Choice:
-        reply = self._client.call_tools(SYSTEM_PROMPT, question, tool_specs(queries, enum_values))
-        return self._read(reply, queries)
+        p = self._pseudonymizer
+        protected = {
+            qid: {name: [p.protect(v) for v in values] for name, values in params.items()}
+            for qid, params in enum_values.items()
+        }
+        reply = self._client.call_tools(SYSTEM_PROMPT, question, tool_specs(queries, protected))
+        choice = self._read(reply, queries)
+        if choice.proposed is None:
+            return choice
+        restored = {
+            k: p.restore(v) if isinstance(v, str) else v for k, v in choice.proposed.items()
+        }
+        return Choice(choice.query_id, choice.by, proposed=restored)
 
     def _read(self, reply: ToolReply, queries: Mapping[str, CatalogQuery]) -> Choice:
         if len(reply.calls) != 1:

@@ -112,8 +112,9 @@ class ModelAnswerer:
         pseudonymizer: Pseudonymizer,
     ) -> str:
         """The model words the figures; they reach it only through `protect_rows` (identities
-        replaced, undeclared columns masked). The data date and the query are then stated by
-        Thoth itself, whatever the model wrote."""
+        replaced, columns not recognised as harmless masked). The figures themselves, their
+        data date and the query then follow as Thoth computed them, whatever the model wrote
+        (and whatever the pseudonymiser masked from it)."""
         w = self._wording
         names = [c.name for c in numeric.columns]
         rows = pseudonymizer.protect_rows(names, numeric.rows)
@@ -139,8 +140,7 @@ class ModelAnswerer:
                 "-> check that the server is up and [llm] in thoth.toml, or set "
                 '[answers].answerer = "extractive"'
             ) from exc
-        source = numeric.text.rsplit("\n\n", 1)[-1]  # "Calcolato dalla query …"
-        return f"{pseudonymizer.restore(reply).strip()}\n\n({dated}) {source}"
+        return f"{pseudonymizer.restore(reply).strip()}\n\n{numeric.text}"
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,28 @@
   (`needs_parameter`), failed (`failed`), or is not a question for the store (`not_covered`:
   the text path). Without `[analytics]` the composition root injects `NoAnalytics`, which
   covers nothing, so the service holds no `if`.
-- `Pseudonymizer`: applied to everything sent to an external model and to its reply. The
-  composition root injects `NoPseudonymizer`, an identity, so the hooks hold no `if`.
+- `Pseudonymizer`: applied to everything sent to an external model and to its reply, and to
+  result rows before they reach one. It lives in `thoth.privacy` (the restructurer and the
+  session driver use it too) and is re-exported here; the composition root injects the real
+  one or `NoPseudonymizer`, an identity, so the hooks hold no `if`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from thoth.privacy import NoPseudonymizer, Pseudonymizer
+
+__all__ = [
+    "AnalyticsBranch",
+    "FigureColumn",
+    "NoAnalytics",
+    "NoPseudonymizer",
+    "NumericAnswer",
+    "NumericOutcome",
+    "Pseudonymizer",
+]
 
 NumericOutcome = Literal["computed", "needs_parameter", "not_covered", "failed"]
 
@@ -70,35 +83,3 @@ class NoAnalytics:
 
     def answer(self, question: str) -> NumericAnswer:
         return NumericAnswer("not_covered", diagnostics={"reason": "no [analytics] store"})
-
-
-class Pseudonymizer(Protocol):
-    def protect(self, text: str) -> str:
-        """The text with personal data replaced, before it leaves for an external model."""
-        ...
-
-    def restore(self, text: str) -> str:
-        """The model's reply with the replacements turned back."""
-        ...
-
-    def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
-    ) -> list[list[object]]:
-        """Rows of a result with identities replaced and unknown columns masked, before they
-        reach an external model."""
-        ...
-
-
-class NoPseudonymizer:
-    """The identity: this version sends text as it is (no pseudonymisation configured)."""
-
-    def protect(self, text: str) -> str:
-        return text
-
-    def restore(self, text: str) -> str:
-        return text
-
-    def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
-    ) -> list[list[object]]:
-        return [list(row) for row in rows]

@@ -1,10 +1,11 @@
 """`tht demo` / `make demo`: the embedded default end to end on the bundled clinical workspace:
 copy it into a fresh Git repository (building its synthetic SQLite clinical warehouse with the
-workspace's tools/build_warehouse.py), import legacy formulas, prepare, validate, show the review
-items and the diff, resolve the doubts as caveats, publish an evaluated generation with the
-bundled embedder and Qdrant Edge, run a few Evidence searches; then index the declared
-documents and wiki pages (`tht docs sync`), answer questions with the offline extractive
-answerer (`tht ask`) and run the answer evaluation (`tht eval run`)."""
+workspace's tools/build_warehouse.py, then its analytics store with tools/build_analytics.py),
+import legacy formulas, prepare, validate, show the review items and the diff, resolve the
+doubts as caveats, publish an evaluated generation with the bundled embedder and Qdrant Edge,
+run a few Evidence searches; then index the declared documents and wiki pages
+(`tht docs sync`), answer questions with the offline extractive answerer (`tht ask`) and run
+the answer evaluation (`tht eval run`)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,7 @@ def git(root: Path, *args: str) -> str:
 
 
 WAREHOUSE_SCHEMAS = ("adt", "clinical", "lab", "pharmacy", "dwh")
+ANALYTICS_STORE = "warehouse/analytics.sqlite"
 
 
 def build_warehouse(workspace: Path) -> tuple[int, int]:
@@ -109,6 +111,32 @@ def build_warehouse(workspace: Path) -> tuple[int, int]:
     return len(counts), sum(counts.values())
 
 
+def build_analytics(workspace: Path) -> tuple[int, int]:
+    """Build the workspace's analytics store (warehouse/analytics.sqlite, ignored by Git) from
+    its warehouse, with the workspace's own tools/build_analytics.py, as the nightly refresh
+    would; returns (views, rows of the base tables). The warehouse must be built first."""
+    tool = workspace / "tools" / "build_analytics.py"
+    name = "thoth_demo_build_analytics"
+    spec = importlib.util.spec_from_file_location(name, tool)
+    if spec is None or spec.loader is None or not tool.is_file():
+        raise PreconditionError(
+            f"{tool}: analytics store builder not found -> restore the demo files"
+        )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        try:
+            path: Path = module.build(workspace / "warehouse", workspace / ANALYTICS_STORE)
+        except FileNotFoundError as exc:  # the warehouse it copies is not built
+            raise PreconditionError(f"{tool}: {exc}") from exc
+        counts: dict[str, int] = module.row_counts(path)
+    finally:
+        del sys.modules[name]
+    views = [name for name in counts if name.startswith("v_")]
+    return len(views), sum(n for name, n in counts.items() if name not in views)
+
+
 def run_demo(console: Console, keep: Path | None = None) -> Path:
     origin = demo_source()
     target = keep if keep is not None else Path(tempfile.mkdtemp(prefix="thoth-demo-")) / DEMO_NAME
@@ -116,6 +144,7 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
         raise PreconditionError(f"{target} exists and is not empty -> choose another --keep path")
     shutil.copytree(origin, target, dirs_exist_ok=True)
     tables, rows = build_warehouse(target)
+    views, analytics_rows = build_analytics(target)
     git(target, "init", "-q", "-b", "main")
     git(target, "add", "-A")
     git(target, "commit", "-q", "-m", "Demo workspace: sources only")
@@ -130,6 +159,10 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     console.print(
         f"Clinical data warehouse: {len(WAREHOUSE_SCHEMAS)} SQLite files under warehouse/ "
         f"({tables} tables, {rows:,} synthetic rows) built by tools/build_warehouse.py."
+    )
+    console.print(
+        f"Analytics store: {ANALYTICS_STORE} ({views} views over {analytics_rows:,} rows "
+        "copied from the warehouse) built by tools/build_analytics.py."
     )
 
     ws = Workspace.open(target)

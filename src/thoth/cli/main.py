@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from thoth.cli import analytics as analytics_cli
-from thoth.cli import ask, exitcodes, memory, publish, render, session
+from thoth.cli import ask, exitcodes, memory, privacy, publish, render, session
 from thoth.cli import channels as channels_cli
 from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
@@ -24,7 +24,7 @@ from thoth.evidence.resolve import resolve
 from thoth.evidence.restructure import make_restructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.index.reader import Unreadable
-from thoth.runtime import open_runtime
+from thoth.runtime import open_pseudonymizer, open_runtime
 from thoth.schema.catalog import SchemaCatalog, unit_problems
 from thoth.workspace import Workspace
 
@@ -41,6 +41,7 @@ evaluate_cli.register(app)
 index_cli.register(app)
 schema_cli.register(app)
 analytics_cli.register(app)
+privacy.register(app)
 
 
 @app.command("init")
@@ -76,7 +77,7 @@ def prepare_cmd(
     """Turn changed sources into curated units and update the manifest, all or nothing."""
     with errors(as_json):
         ws = Workspace.open(root)
-        restructurer = make_restructurer(ws.settings)
+        restructurer = make_restructurer(ws.settings, open_pseudonymizer(ws))
         with progress_bar(err, "prepare", not as_json and err.is_terminal) as tick:
             report = prepare(ws, restructurer, upgrade=upgrade, progress=tick)
     if as_json:

@@ -38,6 +38,8 @@ _RRF_K: Final = 60
 # column's own match (each a reciprocal rank, like RRF).
 TABLE_WEIGHT: Final = 1.0
 EVIDENCE_WEIGHT: Final = 1.0
+EVIDENCE_K: Final = 60  # the reciprocal rank's constant for Evidence units
+EVIDENCE_UNITS: Final = 10  # the best units of the stage's search that lift their columns
 
 
 @dataclass(frozen=True)
@@ -172,11 +174,13 @@ class SchemaLinker:
                 max(CANDIDATE_TABLES, 100),
             )
             columns = _columns(column_hits)
-            ev_columns, ev_tables = _evidence_ranks(evidence)
+            units = sorted(evidence, key=lambda h: h.rank)[:EVIDENCE_UNITS]
+            unit_rank = {h.evidence_id: n for n, h in enumerate(units, start=1)}
+            ev_columns, ev_tables = _evidence_ranks(units)
             missing = [c for c in ev_columns if c not in columns]
             if missing:
                 columns.update(self._fetch(readable, missing, schema))
-            ranked = _rank(columns, _table_ranks(table_hits), ev_columns, ev_tables)
+            ranked = _rank(columns, _table_ranks(table_hits), ev_columns, ev_tables, unit_rank)
             tables, joins, join_cols = _connect(ranked[:size], schema)
             extra = [c for c in join_cols if c not in columns]
             if extra:
@@ -267,10 +271,11 @@ def _table_ranks(hits: Sequence[Hit]) -> dict[str, int]:
 def _evidence_ranks(
     evidence: Sequence[EvidenceHint],
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
-    """Normalised column and table names -> the evidence ids naming them, best unit first."""
+    """Normalised column and table names -> the evidence ids naming them, best unit first
+    (`evidence` comes best first)."""
     columns: dict[str, list[str]] = {}
     tables: dict[str, list[str]] = {}
-    for hint in sorted(evidence, key=lambda h: h.rank):
+    for hint in evidence:
         for c in hint.columns:
             columns.setdefault(norm(c), []).append(hint.evidence_id)
             tables.setdefault(norm(c).rsplit(".", 1)[0], []).append(hint.evidence_id)
@@ -287,12 +292,15 @@ def _rank(
     table_ranks: Mapping[str, int],
     ev_columns: Mapping[str, tuple[str, ...]],
     ev_tables: Mapping[str, tuple[str, ...]],
+    unit_rank: Mapping[str, int],
 ) -> list[ProposedColumn]:
     """Every candidate column scored: its own match, its table's match, and the Evidence that
     names it (each a reciprocal rank)."""
     own = {name: n for n, name in enumerate(columns, start=1)}
-    ev_order = {name: n for n, name in enumerate(ev_columns, start=1)}
-    ev_table_order = {name: n for n, name in enumerate(ev_tables, start=1)}
+    # A column named by Evidence is lifted by the rank of the best unit naming it: the units
+    # the stage's search ranks low are often about something else.
+    ev_order = {name: unit_rank[ids[0]] for name, ids in ev_columns.items()}
+    ev_table_order = {name: unit_rank[ids[0]] for name, ids in ev_tables.items()}
     scored: list[ProposedColumn] = []
     for name, payload in columns.items():
         table = norm(payload.table)
@@ -300,9 +308,9 @@ def _rank(
         if table in table_ranks:
             score += TABLE_WEIGHT / (_RRF_K + table_ranks[table])
         if name in ev_order:
-            score += EVIDENCE_WEIGHT / (_RRF_K + ev_order[name])
+            score += EVIDENCE_WEIGHT / (EVIDENCE_K + ev_order[name])
         if table in ev_table_order:
-            score += 0.5 * EVIDENCE_WEIGHT / (_RRF_K + ev_table_order[table])
+            score += 0.5 * EVIDENCE_WEIGHT / (EVIDENCE_K + ev_table_order[table])
         scored.append(_proposed(payload, score, ev_columns.get(name, ())))
     return sorted(scored, key=lambda c: (-c.score, c.qualified))
 
@@ -374,16 +382,16 @@ def _connect(
                     join_cols.append(norm(col))
 
     # A spanning tree, best table first: each next table joins the tables already connected
-    # through its first declared key (or one bridge table), so the proposal carries the joins
-    # the query needs, not every key between every pair.
+    # through its declared keys to them (or one bridge table), so the proposal carries the
+    # joins the query needs, not every bridge between every pair.
     connected: list[str] = chosen[:1]
     for b in chosen[1:]:
-        direct = next(
-            ((a, e) for a in connected for e in schema.edges.get(a, []) if e[0] == b), None
-        )
-        if direct is not None:
-            a, (_, own, other) = direct
-            link(a, own, b, other)
+        direct = [(a, e) for a in connected for e in schema.edges.get(a, []) if e[0] == b]
+        if direct:
+            # Every key between b and the tables already joined: which one the query needs
+            # (a match's home or away team, say) is the reviewer's choice, not ours.
+            for a, (_, own, other) in direct:
+                link(a, own, b, other)
             connected.append(b)
             continue
         for a in connected:

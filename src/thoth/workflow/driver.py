@@ -34,14 +34,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from thoth.errors import Problem, ProblemsError, ThothError
-from thoth.llm.client import LLMError, ToolCall, ToolClient, ToolSpec
+from thoth.llm.client import LLMError, ToolCall, ToolClient, ToolReply, ToolSpec
 from thoth.memory.markers import (
     DECLINED,
     PROMOTED,
@@ -51,6 +51,7 @@ from thoth.memory.markers import (
 )
 from thoth.memory.promotion import decline, preview, save_one
 from thoth.memory.recall import choose, search_memories
+from thoth.privacy import Pseudonymizer, protect_tree, restore_tree
 from thoth.runtime import Runtime
 from thoth.session.decisions import STAGE_DECISIONS, decide
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
@@ -260,30 +261,36 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
         ),
         sources=_MEMORY_SOURCES.get(stage, _EVIDENCE_SOURCES),
     )
+    # Identities leave only as placeholders ([privacy]; the identity when it is off): the
+    # payload is protected before it is serialised, the reply restored before it is checked.
+    pseudonymizer = workflow.runtime.pseudonymizer
     user = json.dumps(
-        {
-            "question": session.question,
-            "stage": stage,
-            **(offer.payload if offer is not None else {}),
-            "decisions": [
-                {
-                    "seq": e.seq,
-                    "stage": e.stage,
-                    "type": e.type,
-                    "subject": e.subject,
-                    "detail": e.detail,
-                    "rationale": e.rationale,
-                }
-                for e in decisions
-            ],
-            "evidence": _evidence(consultation),
-            **_database(workflow, stage, consultation),
-        },
+        protect_tree(
+            pseudonymizer,
+            {
+                "question": session.question,
+                "stage": stage,
+                **(offer.payload if offer is not None else {}),
+                "decisions": [
+                    {
+                        "seq": e.seq,
+                        "stage": e.stage,
+                        "type": e.type,
+                        "subject": e.subject,
+                        "detail": e.detail,
+                        "rationale": e.rationale,
+                    }
+                    for e in decisions
+                ],
+                "evidence": _evidence(consultation),
+                **_database(workflow, stage, consultation),
+            },
+        ),
         ensure_ascii=False,
         indent=2,
     )
     try:
-        reply = client.call_tools(system, user, [propose_tool(stage)])
+        reply = _restored(client.call_tools(system, user, [propose_tool(stage)]), pseudonymizer)
     except LLMError as exc:
         receipt = (
             f" (the Evidence receipt, seq {consultation.receipt.seq}, stays: that search happened)"
@@ -324,6 +331,15 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
         saved,
         reply.text.strip(),
         tuple(offer.subjects) if offer is not None else (),
+    )
+
+
+def _restored(reply: ToolReply, pseudonymizer: Pseudonymizer) -> ToolReply:
+    """The reply with the placeholders turned back: the reviewer reads, and the ledger
+    records, the real names."""
+    return ToolReply(
+        pseudonymizer.restore(reply.text),
+        tuple(replace(c, arguments=restore_tree(pseudonymizer, c.arguments)) for c in reply.calls),
     )
 
 

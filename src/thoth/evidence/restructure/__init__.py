@@ -11,6 +11,7 @@ from thoth.evidence.restructure.base import (
     ReviewNote,
 )
 from thoth.evidence.restructure.rules import RuleBasedRestructurer
+from thoth.privacy import Pseudonymizer
 
 __all__ = [
     "Draft",
@@ -23,10 +24,12 @@ __all__ = [
 ]
 
 
-def make_restructurer(settings: Settings) -> Restructurer:
+def make_restructurer(settings: Settings, pseudonymizer: Pseudonymizer) -> Restructurer:
+    """`pseudonymizer`: what the composition root (`thoth.runtime.open_pseudonymizer`) chose
+    for `[privacy]`; only the model restructurer sends anything out."""
     if settings.evidence.restructurer == "llm":
         from thoth.evidence.restructure.llm import LLMRestructurer
         from thoth.llm import chat_client
 
-        return LLMRestructurer(chat_client(settings.llm))
+        return LLMRestructurer(chat_client(settings.llm), pseudonymizer)
     return RuleBasedRestructurer()

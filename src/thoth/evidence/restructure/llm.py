@@ -40,6 +40,7 @@ from thoth.evidence.model import (
 from thoth.evidence.restructure.base import Draft, RestructureError, Restructuring, ReviewNote
 from thoth.evidence.sources import SourceFile
 from thoth.llm.client import ChatClient, LLMError, ReplySchema
+from thoth.privacy import Pseudonymizer, protect_tree, restore_tree
 
 _KIND_MODELS: dict[str, type[BaseModel]] = {
     "formula": FormulaData,
@@ -83,7 +84,14 @@ def _schemas() -> dict[str, Any]:
     return {kind: model.model_json_schema() for kind, model in _KIND_MODELS.items()}
 
 
-def build_user_message(source: SourceFile, prior: Sequence[Unit], language: str) -> str:
+def build_user_message(
+    source: SourceFile,
+    prior: Sequence[Unit],
+    language: str,
+    pseudonymizer: Pseudonymizer,
+) -> str:
+    """The payload, its strings protected before it is serialised (a name is found whatever
+    JSON would escape in it)."""
     prior_units = []
     for unit in prior:
         data = unit_to_mapping(unit)
@@ -111,7 +119,7 @@ def build_user_message(source: SourceFile, prior: Sequence[Unit], language: str)
         "allowed_ids": [u.id for u in prior],
         "source_text": source.normalized,
     }
-    return json.dumps(payload, ensure_ascii=False, indent=1)
+    return json.dumps(protect_tree(pseudonymizer, payload), ensure_ascii=False, indent=1)
 
 
 # -- the reply contract ------------------------------------------------------------------------
@@ -269,9 +277,21 @@ def _draft(unit: ReplyUnit) -> Draft:
     )
 
 
+def _restore_reply(text: str, pseudonymizer: Pseudonymizer) -> str:
+    """The reply with the placeholders turned back, string by string (a restored name may
+    hold a quote JSON must escape); a reply that is not JSON is left for parse_reply to
+    refuse, restored as text."""
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return pseudonymizer.restore(text)
+    return json.dumps(restore_tree(pseudonymizer, raw), ensure_ascii=False)
+
+
 class LLMRestructurer:
-    def __init__(self, client: ChatClient) -> None:
+    def __init__(self, client: ChatClient, pseudonymizer: Pseudonymizer) -> None:
         self._client = client
+        self._pseudonymizer = pseudonymizer
         self.name = f"llm:{client.name}"
 
     def restructure(
@@ -279,8 +299,10 @@ class LLMRestructurer:
     ) -> Restructuring:
         try:
             text = self._client.complete_json(
-                SYSTEM_PROMPT, build_user_message(source, prior, language), REPLY_SCHEMA
+                SYSTEM_PROMPT,
+                build_user_message(source, prior, language, self._pseudonymizer),
+                REPLY_SCHEMA,
             )
         except LLMError as exc:
             raise RestructureError(f"model call failed: {exc}") from exc
-        return parse_reply(text, {u.id for u in prior})
+        return parse_reply(_restore_reply(text, self._pseudonymizer), {u.id for u in prior})

@@ -1,0 +1,148 @@
+"""The registry of known names (anagrafica): who the placeholders stand for.
+
+One entry per entity of the management system: its kind (PERSONA, AZIENDA ... any word), its
+identifier there, and its name.
+
+Read from a CSV or YAML file in the workspace (`[privacy] registry`), or from the rows of a
+read-only query (`[privacy] registry_sql`, run by the composition root on `[database]`): both
+give the same `Registry`.
+
+CSV: a header with `kind,id,name` (other columns are ignored).
+YAML: a list of mappings with the same keys.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from thoth.errors import ConfigError
+
+_KIND = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
+REQUIRED = ("kind", "id", "name")
+# The types of the numbered placeholders: a registry kind must not take them.
+RESERVED_KINDS = frozenset({"CF", "PIVA", "IBAN", "EMAIL", "IDENTITA"})
+
+
+@dataclass(frozen=True)
+class Entity:
+    kind: str  # upper case: the placeholder's type, e.g. AZIENDA
+    id: str  # the management system's identifier: the placeholder carries it
+    name: str
+
+    @property
+    def placeholder(self) -> str:
+        return f"[{self.kind}:{self.id}]"
+
+
+def normalise_name(name: str) -> str:
+    """How two spellings of one name compare: case, accents' composition and spacing aside."""
+    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
+
+
+class Registry:
+    """Entities by placeholder and by name."""
+
+    def __init__(self, entities: Iterable[Entity]) -> None:
+        self.entities: tuple[Entity, ...] = tuple(entities)
+        self.by_placeholder = {e.placeholder: e for e in self.entities}
+        self.by_name: dict[str, Entity] = {}
+        for e in self.entities:
+            self.by_name.setdefault(normalise_name(e.name), e)
+
+    def __len__(self) -> int:
+        return len(self.entities)
+
+    def name_pattern(self, min_length: int) -> re.Pattern[str] | None:
+        """One case-insensitive pattern of every name at least `min_length` characters long,
+        longest first (so "Rossi Costruzioni Srl" wins over "Rossi"), whole words only, any
+        run of spaces or line breaks between words; None when no name is that long."""
+        names = sorted(
+            {normalise_name(e.name) for e in self.entities if len(e.name.strip()) >= min_length},
+            key=lambda n: (-len(n), n),
+        )
+        if not names:
+            return None
+        alternatives = "|".join(r"\s+".join(re.escape(w) for w in n.split()) for n in names)
+        return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def entities_from_rows(
+    columns: Sequence[str], rows: Iterable[Sequence[object]], where: str
+) -> list[Entity]:
+    """Entities from rows with the columns kind, id and name (others ignored)."""
+    lower = [c.lower() for c in columns]
+    missing = [c for c in REQUIRED if c not in lower]
+    if missing:
+        raise ConfigError(
+            f"{where}: the registry has no column {', '.join(missing)} (it has "
+            f"{', '.join(columns) or 'none'}) -> give it the columns kind, id and name"
+        )
+    at = {c: lower.index(c) for c in REQUIRED}
+    found = []
+    for n, row in enumerate(rows, start=1):
+        values = {c: row[i] for c, i in at.items()}
+        found.append(_entity(values, f"{where}, row {n}"))
+    return found
+
+
+def load_registry(path: Path) -> Registry:
+    """The registry file `[privacy] registry` names (CSV or YAML)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"{path}: the registry file ([privacy] registry) does not exist -> create it or "
+            "fix the path (relative to the workspace root)"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the registry file ({exc})") from exc
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return Registry(_from_yaml(text, str(path)))
+    if path.suffix.lower() == ".csv":
+        reader = csv.reader(text.splitlines())
+        header = next(reader, [])
+        return Registry(entities_from_rows([h.strip() for h in header], reader, str(path)))
+    raise ConfigError(
+        f"{path}: [privacy] registry must be a .csv or .yaml file, not {path.suffix or 'none'}"
+    )
+
+
+def _from_yaml(text: str, where: str) -> list[Entity]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML ({exc})") from exc
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise ConfigError(f"{where}: the registry must be a YAML list of {{kind, id, name}}")
+    return [_entity(d, f"{where}, entry {n}") for n, d in enumerate(data, start=1)]
+
+
+def _entity(values: dict[str, object], where: str) -> Entity:
+    kind = str(values.get("kind") or "").strip().upper()
+    ident = str(values.get("id") if values.get("id") is not None else "").strip()
+    name = str(values.get("name") or "").strip()
+    if not _KIND.fullmatch(kind):
+        raise ConfigError(
+            f"{where}: kind {values.get('kind')!r} must be one word of letters, digits and _ "
+            "(it becomes the placeholder's type, e.g. AZIENDA)"
+        )
+    if kind in RESERVED_KINDS:
+        raise ConfigError(
+            f"{where}: kind {kind} is reserved for unregistered codes "
+            f"({', '.join(sorted(RESERVED_KINDS))}) -> name the entity's kind, e.g. PERSONA"
+        )
+    if not ident or not re.fullmatch(r"[^\[\]:\s]+", ident):
+        raise ConfigError(
+            f"{where}: id {values.get('id')!r} must be non-empty, without spaces, brackets or "
+            "colons (the placeholder carries it)"
+        )
+    if not name:
+        raise ConfigError(f"{where}: name is empty")
+    return Entity(kind, ident, name)
