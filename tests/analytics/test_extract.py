@@ -74,7 +74,9 @@ def test_dates_numbers_and_years_do_not_steal_from_each_other() -> None:
         "quota": Decimal("2.5"),
     }
     iso = extract("dal 2024-01-31", query, {}, MATCHER)
-    assert iso.values["dal"] == date(2024, 1, 31) and "anno" not in iso.values
+    # An optional parameter the question does not give is bound to NULL, never left unset.
+    assert iso.values == {"dal": date(2024, 1, 31), "anno": None, "soglia": 0, "quota": None}
+    assert iso.origin["anno"] == "absent"
 
 
 def test_a_model_s_values_are_validated_not_trusted() -> None:

@@ -160,10 +160,8 @@ def extract(
                 found = pool.pop(0)
         if found is not None:
             _accept(out, name, param, found, "question", enum_choices.get(name))
-        elif param.default is not None:
-            _accept(out, name, param, param.default, "default", enum_choices.get(name))
-        elif param.is_required:
-            out.missing.append(name)
+        else:
+            _absent(out, name, param, enum_choices.get(name))
     return out
 
 
@@ -182,11 +180,23 @@ def validate(
         value = given.get(name)
         if value is not None:
             _accept(out, name, param, value, origin, enum_choices.get(name))
-        elif param.default is not None:
-            _accept(out, name, param, param.default, "default", enum_choices.get(name))
-        elif param.is_required:
-            out.missing.append(name)
+        else:
+            _absent(out, name, param, enum_choices.get(name))
     return out
+
+
+def _absent(
+    out: Extraction, name: str, param: Parameter, choices: Mapping[str, Sequence[str]] | None
+) -> None:
+    """Not given: the default; else NULL for an optional parameter (its SQL reads
+    `:name IS NULL OR …`: every parameter is bound, none left unset); else missing."""
+    if param.default is not None:
+        _accept(out, name, param, param.default, "default", choices)
+    elif param.is_required:
+        out.missing.append(name)
+    else:
+        out.values[name] = None
+        out.origin[name] = "absent"
 
 
 def _accept(

@@ -173,7 +173,7 @@ def calibrate_cmd(
             highlight=False,
         )
     out.print(
-        escape(f"Set `threshold = {result.threshold:.2f}` under [analytics] in thoth.toml."),
+        escape(f"Set `threshold = {result.threshold:.3f}` under [analytics] in thoth.toml."),
         highlight=False,
     )
 
