@@ -82,6 +82,11 @@ def test_a_missing_required_parameter_is_named(analytics_ws: AnalyticsWorkspace)
     assert data["status"] == "needs_parameter"
     assert data["error_code"] == "missing_parameter"
     assert "anno (Anno di dimissione)" in answer.text
+    assert data["needs_parameter"] == {
+        "query_id": "ricoveri-reparto",
+        "missing": ["anno"],
+        "invalid": {},
+    }
     assert "provenance" not in data and "sources" not in data
     assert logged(analytics_ws, answer)["status"] == "needs_parameter"
 

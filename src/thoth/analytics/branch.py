@@ -234,6 +234,8 @@ class AnalyticsService:
             description=query.description,
             text=text,
             error_code=code,
+            missing=tuple(extraction.missing),
+            invalid=dict(extraction.invalid),
             diagnostics=diagnostics,
         )
 

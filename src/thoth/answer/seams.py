@@ -59,6 +59,10 @@ class NumericAnswer:
     error_code: str | None = None
     figure_requested: bool = False
     data_date: str | None = None
+    # needs_parameter: the required parameters the question lacks, and the values not allowed
+    # (name -> why).
+    missing: tuple[str, ...] = ()
+    invalid: dict[str, str] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     degraded: tuple[str, ...] = ()
 

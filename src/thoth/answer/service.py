@@ -76,6 +76,9 @@ class Answer:
     # figures themselves (columns with label, unit and kind; rows). None elsewhere (absent).
     provenance: dict[str, Any] | None = None
     figures: dict[str, Any] | None = None
+    # status needs_parameter: {query_id, missing: [...], invalid: {name: why}}, for a caller
+    # that asks the user for exactly that.
+    needs_parameter: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -90,6 +93,8 @@ class Answer:
             data["provenance"] = self.provenance
         if self.figures is not None:
             data["figures"] = self.figures
+        if self.needs_parameter is not None:
+            data["needs_parameter"] = self.needs_parameter
         data.update(
             answerer=self.answerer,
             dropped=dict(self.dropped),
@@ -248,15 +253,23 @@ class AnswerService:
                 numeric.error_code,
                 numeric.text,
             )
+        needs = numeric.outcome == "needs_parameter"
         return Answer(
             id=answer_id,
             question=question,
             text=numeric.text,
-            status="failed" if numeric.outcome == "failed" else "needs_parameter",
+            status="needs_parameter" if needs else "failed",
             sources=None,
             answerer="none",
             error_code=numeric.error_code,
             diagnostics=diagnostics,
+            needs_parameter={
+                "query_id": numeric.query_id,
+                "missing": list(numeric.missing),
+                "invalid": dict(numeric.invalid),
+            }
+            if needs
+            else None,
         )
 
     def _failed(self, answer_id: str, question: str, retrieval: Retrieval) -> Answer:
