@@ -156,7 +156,10 @@ class AnalyticsService:
         }
         if choice.query_id is None:
             return NumericAnswer(
-                "not_covered", figure_requested=choice.figure_requested, diagnostics=diagnostics
+                "not_covered",
+                figure_requested=choice.figure_requested,
+                figure_hedged=choice.by == "similarity",
+                diagnostics=diagnostics,
             )
         query = served.queries[choice.query_id]
         choices = served.choices.get(query.id, {})

@@ -58,6 +58,8 @@ class NumericAnswer:
     provenance: dict[str, Any] | None = None
     error_code: str | None = None
     figure_requested: bool = False
+    # Offline the similarity band only suggests a figure was asked: the sentence is hedged.
+    figure_hedged: bool = False
     data_date: str | None = None
     # needs_parameter: the required parameters the question lacks, and the values not allowed
     # (name -> why).

@@ -203,7 +203,9 @@ class AnswerService:
         )
         if numeric.figure_requested:
             # A figure no catalog query computes: said first, never invented from the text.
-            text = f"{self._wording.figure_not_available}\n\n{text}"
+            w = self._wording
+            said = w.figure_maybe_not_available if numeric.figure_hedged else w.figure_not_available
+            text = f"{said}\n\n{text}"
         diagnostics = _diagnostics(retrieval, context)
         diagnostics["analytics"] = numeric.diagnostics
         return Answer(

@@ -22,6 +22,7 @@ class Wording:
     computed_by: str  # {query} {parameters}
     no_parameters: str
     figure_not_available: str
+    figure_maybe_not_available: str  # offline: the similarity band cannot be sure it is a figure
     needs_parameter: str  # {query} {names}
     invalid_parameter: str  # {query} {problems}
     numeric_failed: str  # {code} {error}
@@ -65,6 +66,11 @@ ITALIAN = Wording(
     figure_not_available=(
         "Il dato richiesto non è disponibile: nessuna query del catalogo analitico lo calcola, "
         "e Thoth non ricava numeri dal testo dei documenti. Dalle fonti testuali:"
+    ),
+    figure_maybe_not_available=(
+        "Nessuna query del catalogo analitico calcola questa domanda: se chiede un dato "
+        "numerico dell'archivio, quel dato non è disponibile e Thoth non lo ricava dal testo. "
+        "Dalle fonti testuali:"
     ),
     needs_parameter=(
         "Per calcolare questo dato (query {query}) manca: {names}. Ripeti la domanda indicandolo."
@@ -138,6 +144,11 @@ ENGLISH = Wording(
     figure_not_available=(
         "The figure asked for is not available: no query of the analytics catalog computes "
         "it, and Thoth does not take numbers from the text of documents. From the text sources:"
+    ),
+    figure_maybe_not_available=(
+        "No query of the analytics catalog computes this question: if it asks for a figure "
+        "of the store, that figure is not available and Thoth does not take it from text. From "
+        "the text sources:"
     ),
     needs_parameter=(
         "To compute this figure (query {query}) I need: {names}. Ask again stating it."

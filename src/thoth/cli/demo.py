@@ -407,9 +407,16 @@ DEMO_QUESTIONS: list[tuple[str, str, dict[str, Any]]] = [
         {},
     ),
     (
-        "A numeric question: numbers come only from reviewed catalog queries (the SQL store, "
-        "not in this version), never from text. Not searched: `sources` is absent.",
-        "Quanti ricoveri urgenti ci sono stati nel 2024?",
+        "A numeric question: computed by a reviewed catalog query on the analytics store's "
+        "views (read-only), with its query, parameters and data date; never taken from text, "
+        "so `sources` is absent.",
+        "Quanti ricoveri ordinari ha dimesso la Cardiologia nel 2024?",
+        {},
+    ),
+    (
+        "The question that the old regular-expression fork refused as numeric: no catalog "
+        "query computes it, so it is a text question and its document answers it.",
+        "Qual è il numero di minuti di attesa massimo per un codice verde?",
         {},
     ),
 ]
