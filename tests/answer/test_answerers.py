@@ -5,7 +5,7 @@ wire formats (tests/fake_llm.py), through the real SDK clients."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -380,7 +380,10 @@ class _Initials:
         return text.replace("PERSONA_1", "Mario Rossi")
 
     def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
     ) -> list[list[Any]]:
         return [list(row) for row in rows]  # no rows reach the text answerer
 

@@ -110,6 +110,19 @@ def test_a_new_catalog_query_whose_columns_are_unknown_leaks_nothing() -> None:
         assert secret not in sent
 
 
+def test_reviewed_kinds_unmask_unknown_columns_and_never_an_identity() -> None:
+    """A catalog query declares its result columns' kinds: a count named `ricoveri` passes,
+    a column named as an identity stays replaced whatever the catalog says."""
+    p = pseudonymizer()
+    [row] = p.protect_rows(
+        ["ricoveri", "codice_fiscale", "x"],
+        [[71, CF, "Rossi Costruzioni Srl"]],
+        {"ricoveri": "quantity", "codice_fiscale": "quantity", "x": "not-a-kind"},
+    )
+    assert row[0] == 71 and row[1] != CF and row[2] == MASKED
+    assert p.protect_rows(["ricoveri"], [[71]]) == [[MASKED]]  # unreviewed: masked
+
+
 def test_declared_columns_come_before_the_built_in_names() -> None:
     declared: dict[str, ColumnKind] = {"rif": "code", "descr": "free_text", "importo_*": "unknown"}
     p = PlaceholderPseudonymizer(REGISTRY, min_name_length=4, columns=declared)

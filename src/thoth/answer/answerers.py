@@ -117,7 +117,9 @@ class ModelAnswerer:
         (and whatever the pseudonymiser masked from it)."""
         w = self._wording
         names = [c.name for c in numeric.columns]
-        rows = pseudonymizer.protect_rows(names, numeric.rows)
+        rows = pseudonymizer.protect_rows(
+            names, numeric.rows, {c.name: c.kind for c in numeric.columns}
+        )
         header = [c.label + (f" ({c.unit})" if c.unit else "") for c in numeric.columns]
         table = markdown_table(header, [[str(v) for v in row] for row in rows])
         dated = w.data_date.format(date=numeric.data_date)

@@ -8,7 +8,7 @@ switch `[privacy] pseudonymise`: on, it injects a `PlaceholderPseudonymizer`; of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 MASKED = "[MASKED]"  # a row value nobody declared harmless: gone, not restorable
@@ -24,10 +24,15 @@ class Pseudonymizer(Protocol):
         ...
 
     def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
     ) -> list[list[Any]]:
         """Result rows as they may leave: harmless columns as they are, identities as
-        placeholders, every column not recognised masked."""
+        placeholders, every column not recognised masked. `reviewed`: kinds a reviewer
+        declared per column (a catalog query's result columns); they only classify a column
+        its name and the [privacy] settings leave unknown, never override them."""
         ...
 
 
@@ -41,7 +46,10 @@ class NoPseudonymizer:
         return text
 
     def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
     ) -> list[list[Any]]:
         return [list(row) for row in rows]
 

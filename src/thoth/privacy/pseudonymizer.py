@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast, get_args
 
 from thoth.config import ColumnKind
 from thoth.privacy.base import MASKED
@@ -80,9 +80,12 @@ class PlaceholderPseudonymizer:
         return _PLACEHOLDER.sub(back, text)
 
     def protect_rows(
-        self, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
     ) -> list[list[Any]]:
-        kinds = [classify(c, self._declared) for c in columns]
+        kinds = [self._kind(c, reviewed or {}) for c in columns]
         return [
             [self._value(kind, value) for kind, value in zip(kinds, row, strict=True)]
             for row in rows
@@ -93,6 +96,15 @@ class PlaceholderPseudonymizer:
     def column_kinds(self, columns: Sequence[str]) -> dict[str, ColumnKind]:
         """What each column is taken for: for whoever wonders why a value was masked."""
         return {c: classify(c, self._declared) for c in columns}
+
+    def _kind(self, column: str, reviewed: Mapping[str, str]) -> ColumnKind:
+        """The name and the settings first: a reviewed kind only classifies what they leave
+        unknown, so a catalog entry can unmask a count, never a column named as an identity."""
+        kind = classify(column, self._declared)
+        declared = reviewed.get(column)
+        if kind == "unknown" and declared in get_args(ColumnKind):
+            return cast(ColumnKind, declared)
+        return kind
 
     def _value(self, kind: ColumnKind, value: Any) -> Any:
         if value is None or kind in PASSING:
