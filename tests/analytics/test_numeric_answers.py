@@ -97,6 +97,17 @@ def test_a_value_out_of_range_is_an_error_not_a_guess(analytics_ws: AnalyticsWor
     assert "soglia = 400 is above the max 365" in answer.text
 
 
+def test_a_request_naming_a_document_source_takes_the_text_path(
+    analytics_ws: AnalyticsWorkspace,
+) -> None:
+    """The caller asks the documents of a source: the store does not answer in their place,
+    even a question it covers."""
+    answer = ask(analytics_ws, "Quanti ricoveri ha avuto la Pediatria nel 2024?", source="docs")
+    assert answer.status != "computed" and answer.provenance is None
+    assert answer.sources is not None  # the text path ran
+    assert "source" in answer.diagnostics["analytics"]["reason"]
+
+
 def test_the_misfiring_text_question_goes_to_the_text_path(
     analytics_ws: AnalyticsWorkspace,
 ) -> None:

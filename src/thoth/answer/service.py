@@ -24,7 +24,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from thoth.answer.answerers import Answerer
 from thoth.answer.context import AssembledContext, assemble_context
@@ -103,6 +103,10 @@ class Answer:
             diagnostics=self.diagnostics,
         )
         return data
+
+
+# Request fields that name documents: a request carrying one is for the text path.
+DOCUMENT_FILTERS: Final = ("source", "doc_format")
 
 
 class AnswerService:
@@ -189,7 +193,17 @@ class AnswerService:
         question = attempt.question
         # Every branch is validated, the numeric one included: before anything is decided.
         request = self._search.validate(question, filters)
-        numeric = self._analytics.answer(question)
+        named = [f for f in DOCUMENT_FILTERS if request.get(f)]
+        numeric = (
+            # The caller asked for documents by source or format: the text path answers, as
+            # asked, even a question the store could compute.
+            NumericAnswer(
+                "not_covered",
+                diagnostics={"reason": f"the request names documents ({', '.join(named)})"},
+            )
+            if named
+            else self._analytics.answer(question)
+        )
         if numeric.outcome != "not_covered":
             return self._numeric(attempt.id, question, numeric, request, instructions)
         retrieval = attempt.retrieval = self._search.search(question, **request)

@@ -20,6 +20,7 @@ from thoth.evaluation.answers import (
     DEFAULT_K,
     AnswerEvalReport,
     case_from_answer,
+    first_figure,
     load_answer_cases,
     run_answer_evaluation,
 )
@@ -91,7 +92,7 @@ class _StoreReference:
 
     def figure(self, query_id: str, parameters: Mapping[str, Any]) -> object:
         rows = self._service.compute(query_id, parameters).rows
-        return rows[0][0] if rows and rows[0] else None
+        return first_figure(rows)
 
     def close(self) -> None:
         self._service.close()

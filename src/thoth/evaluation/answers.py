@@ -282,11 +282,19 @@ def _numeric_problems(
         except ThothError as exc:
             return [*problems, f"the store could not compute the reference value: {exc}"]
     if value is not None:
-        rows = (answer.figures or {}).get("rows") or []
-        first = rows[0][0] if rows and rows[0] else None
+        first = first_figure((answer.figures or {}).get("rows") or [])
         if not _same_value(first, value):
             problems.append(f"value {first!r} instead of {value!r}")
     return problems
+
+
+def first_figure(rows: Sequence[Sequence[object]]) -> object:
+    """The first figure of a result: the first number of its first row (a table's first
+    cell is often the label, a ward or a month), else its first cell."""
+    if not rows or not rows[0]:
+        return None
+    numbers = [v for v in rows[0] if isinstance(v, int | float) and not isinstance(v, bool)]
+    return numbers[0] if numbers else rows[0][0]
 
 
 def _same_value(got: object, want: object) -> bool:
