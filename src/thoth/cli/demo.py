@@ -414,6 +414,12 @@ DEMO_QUESTIONS: list[tuple[str, str, dict[str, Any]]] = [
         {},
     ),
     (
+        "A figure no catalog query computes: the text path answers, and says first that the "
+        "number is not available rather than taking one from a document.",
+        "Quante sacche di sangue sono state trasfuse nel 2024?",
+        {},
+    ),
+    (
         "The question that the old regular-expression fork refused as numeric: no catalog "
         "query computes it, so it is a text question and its document answers it.",
         "Qual è il numero di minuti di attesa massimo per un codice verde?",
