@@ -33,6 +33,18 @@ def test_enum_values_by_stem_and_synonym_and_years() -> None:
     assert default.values["regime"] == "ordinario" and default.origin["regime"] == "default"
 
 
+def test_a_date_or_number_no_parameter_takes_is_left_unbound() -> None:
+    """ "nel 3° trimestre 2024" asked of a yearly query: the 3 constrains what the query cannot
+    apply, so the branch must not compute (another question's number). A second year too."""
+    query = QUERIES["ricoveri-per-reparto"]
+    quarter = extract("Ricoveri per reparto nel 3° trimestre 2024", query, {}, MATCHER)
+    assert quarter.values["anno"] == 2024 and quarter.unbound == ["3"]
+    years = extract("Ricoveri per reparto nel 2023 e nel 2024", query, {}, MATCHER)
+    assert years.unbound == ["2024"]
+    plain = extract("Ricoveri per reparto nel 2024", query, {}, MATCHER)
+    assert plain.unbound == []
+
+
 def test_missing_required_and_out_of_range_are_named() -> None:
     query = QUERIES["ricoveri-per-reparto"]
     missing = extract("ricoveri per reparto", query, {"regime": REGIME}, MATCHER)

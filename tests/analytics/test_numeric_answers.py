@@ -108,6 +108,17 @@ def test_a_request_naming_a_document_source_takes_the_text_path(
     assert "source" in answer.diagnostics["analytics"]["reason"]
 
 
+def test_a_constraint_the_query_cannot_apply_is_not_computed(
+    analytics_ws: AnalyticsWorkspace,
+) -> None:
+    """A yearly query asked for a quarter: no number for another question; the text path
+    answers and says the figure may not be available."""
+    answer = ask(analytics_ws, "Quanti ricoveri ha avuto la Pediatria nel 3° trimestre 2024?")
+    assert answer.status != "computed" and answer.provenance is None
+    assert answer.text.startswith(ITALIAN.figure_maybe_not_available)
+    assert answer.diagnostics["analytics"]["unbound"] == ["3"]
+
+
 def test_the_misfiring_text_question_goes_to_the_text_path(
     analytics_ws: AnalyticsWorkspace,
 ) -> None:

@@ -174,6 +174,16 @@ class AnalyticsService:
             "missing": extraction.missing,
             "invalid": extraction.invalid,
         }
+        if extraction.unbound:
+            # The question constrains what the query cannot: the text path answers, and says
+            # the figure may not be available, rather than a number for another question.
+            diagnostics["unbound"] = extraction.unbound
+            return NumericAnswer(
+                "not_covered",
+                figure_requested=True,
+                figure_hedged=True,
+                diagnostics=diagnostics,
+            )
         if not extraction.complete:
             return self._needs_parameter(query, extraction, diagnostics)
         try:

@@ -58,6 +58,10 @@ class Extraction:
     origin: dict[str, str] = field(default_factory=dict)  # name -> question | default | model
     missing: list[str] = field(default_factory=list)
     invalid: dict[str, str] = field(default_factory=dict)  # name -> why
+    # Dates, years and numbers of the question that no parameter took: a constraint the query
+    # cannot apply ("nel 3° trimestre" to a yearly query). Computing anyway would answer
+    # another question with a number.
+    unbound: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -162,6 +166,11 @@ def extract(
             _accept(out, name, param, found, "question", enum_choices.get(name))
         else:
             _absent(out, name, param, enum_choices.get(name))
+    # A number the query's own text states ("a 30 giorni") is part of its definition.
+    own = {m[1] for t in (query.description, *query.examples) for m in _NUMBER.finditer(fold(t))}
+    out.unbound = [str(v) for v in (*pools["date"], *pools["year"])] + [
+        n for n in dict.fromkeys(pools["integer"]) if n not in own
+    ]
     return out
 
 
