@@ -15,7 +15,7 @@ from thoth.cli import evaluate as evaluate_cli
 from thoth.cli import index as index_cli
 from thoth.cli import schema as schema_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
-from thoth.errors import PreconditionError, Problem
+from thoth.errors import Problem
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.layout import init_workspace
 from thoth.evidence.migrate import import_formulas
@@ -23,9 +23,9 @@ from thoth.evidence.prepare import prepare
 from thoth.evidence.resolve import resolve
 from thoth.evidence.restructure import make_restructurer
 from thoth.evidence.validate import validate_workspace
-from thoth.index.reader import Unreadable
 from thoth.runtime import open_pseudonymizer, open_runtime
-from thoth.schema.catalog import SchemaCatalog, unit_problems
+from thoth.schema.catalog import unit_problems
+from thoth.workflow.sql import read_catalog
 from thoth.workspace import Workspace
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -88,17 +88,11 @@ def prepare_cmd(
 
 @evidence_app.command("validate")
 def schema_problems(ws: Workspace) -> list[Problem]:
-    """The units' table and column names the schema index lacks (a PreconditionError naming
-    the cause when there is no schema index to check against)."""
+    """The units' table and column names the schema index lacks (SchemaUnreadable, with the
+    reader's code, when there is no schema index to check against)."""
     files, _ = load_corpus(ws.evidence)  # structural problems are validate's own
     with open_runtime(ws) as rt:
-        reader = rt.reader()
-        try:
-            catalog = SchemaCatalog.read(reader)
-        except Unreadable as exc:
-            raise PreconditionError(f"--schema: {exc}", code=exc.code) from exc
-        finally:
-            reader.close()
+        catalog = read_catalog(rt, "tht evidence validate --schema")
     return unit_problems(catalog, files)
 
 

@@ -25,8 +25,8 @@ from thoth.errors import PreconditionError, ThothError
 from thoth.index.reader import Unreadable
 from thoth.runtime import open_runtime
 from thoth.schema import DEFAULT_PROPOSAL_COLUMNS, SchemaLinker, SchemaProposal, SchemaSync
-from thoth.schema.catalog import SchemaCatalog
 from thoth.schema.sync import SchemaSyncReport
+from thoth.workflow.sql import read_catalog
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -110,19 +110,13 @@ def show_cmd(
 ) -> None:
     """List the tables and columns of the schema index (the active generation's snapshot)."""
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
-        reader = rt.reader()
-        try:
-            catalog = SchemaCatalog.read(reader)
-        except Unreadable as exc:
-            raise _unreadable(exc) from exc
-        finally:
-            reader.close()
+        catalog = read_catalog(rt, "tht schema show")
         tables = sorted(catalog.tables.values(), key=lambda t: t.table)
         if table is not None:
             problem = catalog.unknown_table(table)
             if problem is not None:
                 raise ThothError(problem, code="unknown_name")
-            tables = [t for t in tables if t.table == catalog.tables[table.lower()].table]
+            tables = [t for t in tables if t is catalog.table(table)]
         columns = sorted(catalog.columns.values(), key=lambda c: (c.table, c.ordinal))
     if as_json:
         emit_json(

@@ -208,18 +208,15 @@ class SchemaSync:
         report.previous_generation = active.id if active else None
         held = self._held(active) if active else {}
         kept_avg = next(iter({h.avg_len for h in held.values()}), None)
+        # Every table's records (the BM25 average length is stamped when they are written),
+        # then those to embed: new and changed tables, or all of them with --full.
         draft = [
             table_records(self.name, self.settings, t, described.get((t.schema, t.name)), 1.0)
             for t in snapshot.tables
         ]
-        changed = [r for r in draft if full_or_changed(r, held, report.full)]
+        records = [r for r in draft if _changed(r, held, report.full)]
         texts = [p.text for r in draft for p in r.payloads]
         avg = kept_avg if (kept_avg is not None and not report.full) else average_length(texts)
-        records = [
-            table_records(self.name, self.settings, t, described.get((t.schema, t.name)), avg)
-            for t in snapshot.tables
-            if t.qualified in {r.table for r in changed}
-        ]
         self._record_changes(report, draft, held)
         unchanged = {r.table for r in draft} - {r.table for r in records}
         report.counts = {
@@ -285,7 +282,7 @@ class SchemaSync:
         unchanged: set[str],
         avg: float,
     ) -> None:
-        payloads = [p for r in records for p in r.payloads]
+        payloads = [p.model_copy(update={"bm25_avg_len": avg}) for r in records for p in r.payloads]
         bm25 = Bm25Encoder(self.ws.settings.language, avg)
         vectors = embed_passages(self.embedder, [p.text for p in payloads], self.progress)
         config: dict[str, Any] = {
@@ -339,7 +336,7 @@ class SchemaSync:
         report.dropped_generations = build.retain(self.ws.settings.index.retain)
 
 
-def full_or_changed(r: TableRecords, held: Mapping[str, _Held], full: bool) -> bool:
+def _changed(r: TableRecords, held: Mapping[str, _Held], full: bool) -> bool:
     old = held.get(r.table)
     return full or old is None or old.sha != r.content_sha256
 

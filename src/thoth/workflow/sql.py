@@ -55,8 +55,9 @@ class DecisionRefused(ProblemsError):
     code = "decision_refused"
 
 
-class SchemaUnreadable(ThothError):
-    """The schema index could not be read, so nothing could be checked; nothing was written."""
+class SchemaUnreadable(PreconditionError):
+    """The schema index could not be read (the reader's stable code, `schema_not_synced` when
+    nothing was synced): nothing could be checked, nothing was written."""
 
 
 def looks_like_sql(text: str) -> bool:
@@ -125,6 +126,8 @@ def sql_problems(db: ReadOnlyDatabase, sql: str, where: str) -> list[Problem]:
 
 
 def read_catalog(runtime: Runtime, where: str) -> SchemaCatalog:
+    """The active generation's schema catalog, for every command that checks names against
+    it (decisions, the driver's prompt, `tht schema show`, `validate --schema`)."""
     reader = runtime.reader()
     try:
         return SchemaCatalog.read(reader)
