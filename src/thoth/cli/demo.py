@@ -256,7 +256,7 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     try:
         for note, question, request in DEMO_QUESTIONS:
             shown = f"  [dim]{escape(str(request))}[/]" if request else ""
-            console.print(f"\n[dim]{note}[/]\n[bold]?[/] {escape(question)}{shown}")
+            console.print(f"\n[dim]{escape(note)}[/]\n[bold]?[/] {escape(question)}{shown}")
             print_answer(console, service.ask(question, **request))
 
         console.rule("10. tht eval run: retrieval and answer level")
