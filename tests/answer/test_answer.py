@@ -418,9 +418,26 @@ def test_logged_answer_reads_back_as_served(corpus: Corpus) -> None:
         assert row.request["instructions"] == "breve" and row.request["source"] == "wiki"
         assert row.question == QUESTION and row.status == answer.status
         assert [r.id for r in state.list_answers(ws.settings.workspace, 5)] == [answer.id]
+        assert row.caller is None  # asked from Python, not through the service
         with pytest.raises(StateError, match="ans-000000000000"):
             state.get_answer("ans-000000000000")
     assert answer.id.startswith("ans-") and len(answer.id) == 16
+
+
+def test_the_calling_system_is_logged_with_its_answer_and_its_failure(corpus: Corpus) -> None:
+    answer = ask(corpus, caller="crm")
+    service = corpus.service()
+    try:
+        with pytest.raises(SearchRequestError):
+            service.ask(QUESTION, caller="crm", labels=["segreto"])
+    finally:
+        service.close()
+    ws = Workspace.open(corpus.root)
+    with open_state(ws) as state:
+        rows = state.list_answers(ws.settings.workspace, 5)
+    assert answer.id in [r.id for r in rows]
+    assert [r.caller for r in rows] == ["crm", "crm"]
+    assert "caller" not in rows[0].request  # an identity, not a request field
 
 
 # -- CLI -----------------------------------------------------------------------------------

@@ -130,8 +130,16 @@ class AnswerService:
         self._wording: Wording = wording_for(settings.language)
         self._on_close = on_close  # what the composition root opened for this service
 
-    def ask(self, question: str, *, instructions: str | None = None, **filters: Any) -> Answer:
-        """Answer one question; every call is logged in the state store's answer_log.
+    def ask(
+        self,
+        question: str,
+        *,
+        instructions: str | None = None,
+        caller: str | None = None,
+        **filters: Any,
+    ) -> Answer:
+        """Answer one question; every call is logged in the state store's answer_log, with
+        the calling system (`caller`) when it came through the service.
 
         Raises SearchRequestError (bad request), AnswerModelError (the model failed) and
         FileAccessError (the operating system refused a path), all logged as failed first; a
@@ -147,14 +155,15 @@ class AnswerService:
             code = BAD_REQUEST if isinstance(error, SearchRequestError) else ANSWER_FAILED
             log.error("answer %s failed [%s]: %s", attempt.id, code, error)
             # A log failure is reported by _log and never replaces the error being raised.
-            self._log(attempt.failure(str(error), code, self._answerer.name), _storable(request))
+            failure = attempt.failure(str(error), code, self._answerer.name)
+            self._log(failure, _storable(request), caller)
             if error is exc:
                 raise
             raise error from exc
-        self._log(answer, request)
+        self._log(answer, request, caller)
         return answer
 
-    def _log(self, answer: Answer, request: dict[str, Any]) -> None:
+    def _log(self, answer: Answer, request: dict[str, Any], caller: str | None) -> None:
         """Record the answer in the answer log; `diagnostics["logged"]` says whether it was.
         A state store that cannot record it is an ERROR on `thoth.answer`, never a reason to
         withhold the answer (or to replace the error being reported)."""
@@ -168,6 +177,7 @@ class AnswerService:
                 answer.status,
                 answer.as_dict(),
                 answer.error_code,
+                caller=caller,
             )
         except ThothError as exc:  # StateError: the state store words every database failure
             answer.diagnostics["logged"] = False

@@ -207,6 +207,7 @@ def log_cmd(
                         "created_at": a.created_at.isoformat(),
                         "status": a.status,
                         "error_code": a.error_code,
+                        "caller": a.caller,
                         "question": a.question,
                         "request": a.request,
                         "sources": a.answer.get("sources"),
@@ -221,13 +222,14 @@ def log_cmd(
         out.print("No answer logged" + (f" with status {status}." if status else "."))
         return
     table = Table(title=f"answers of {ws.settings.workspace}")
-    for col in ("id", "when (UTC)", "status", "sources", "question"):
+    for col in ("id", "when (UTC)", "caller", "status", "sources", "question"):
         table.add_column(col)
     for a in logged:
         sources = a.answer.get("sources")
         table.add_row(
             a.id,
             a.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            escape(a.caller or "-"),
             a.status + (f" [{a.error_code}]" if a.error_code else ""),
             "-" if sources is None else str(len(sources)),
             escape(a.question),

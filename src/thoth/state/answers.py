@@ -24,6 +24,7 @@ class LoggedAnswer:
     status: str
     answer: dict[str, Any]
     error_code: str | None
+    caller: str | None = None  # the calling system of `tht serve`; None from the CLI
 
 
 class AnswerLog(StoreCore):
@@ -38,8 +39,10 @@ class AnswerLog(StoreCore):
         status: str,
         answer: dict[str, Any],
         error_code: str | None = None,
+        caller: str | None = None,
     ) -> None:
-        """Record one served answer (or failure); an id can be logged only once."""
+        """Record one served answer (or failure); an id can be logged only once. `caller` is
+        the calling system that asked through the service (None from the CLI)."""
         require("answer id", answer_id)
         require("workspace", workspace)
         if status not in ANSWER_STATUSES:
@@ -56,6 +59,7 @@ class AnswerLog(StoreCore):
             "status": status,
             "answer": dump_json(f"answer {answer_id}", answer),
             "error_code": error_code,
+            "caller": caller,
         }
         with self._write(f"answer_log: recording {answer_id}") as conn:
             conn.execute(insert(answer_log).values(**values))
@@ -100,4 +104,5 @@ def _logged_answer(row: Row[Any]) -> LoggedAnswer:
         status=row.status,
         answer=load_json(row.answer),
         error_code=row.error_code,
+        caller=row.caller,
     )

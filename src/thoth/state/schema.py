@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0007"
+HEAD_REVISION: Final = "0008"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -189,6 +189,8 @@ answer_log = Table(
     Column("status", String(16), nullable=False),
     Column("answer", Text, nullable=False),
     Column("error_code", String(64), nullable=True),
+    # The calling system of `tht serve` that asked; NULL from the CLI and Python.
+    Column("caller", String(100), nullable=True),
     CheckConstraint(_in("status", ANSWER_STATUSES), name="status"),
     Index("ix_answer_log_workspace_created", "workspace", "created_at"),
 )
