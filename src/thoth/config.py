@@ -495,6 +495,17 @@ default_labels = ["public"]
 # "extractive": offline, quotes the sources; "llm": the model in [llm].
 answerer = "extractive"
 
+[agent]
+# The deep-analysis agent (`tht agent`, docs/agent.md): needs the model in [llm].
+enabled = true
+# The curated wiki its tools are confined to, relative to this directory.
+wiki = "wiki"
+# Per job: model turns, tool calls, tokens, wall time; exhausting one fails the job.
+max_turns = 12
+max_tool_calls = 40
+max_tokens = 200000
+max_seconds = 600
+
 # Channels and sources of `tht docs sync` / `tht ask` (docs/answers.md). For example:
 #
 # [[channels]]
