@@ -333,6 +333,25 @@ class AnswersSettings(_Strict):
     routing: RoutingSettings = RoutingSettings()
 
 
+class AgentSettings(_Strict):
+    """The deep-analysis agent (`tht agent`, docs/agent.md): its budgets per job, its queue's
+    lease, and the curated wiki its tools are confined to."""
+
+    enabled: bool = True
+    # The curated wiki, relative to the workspace root: the wiki tools read nothing else.
+    wiki: str = Field(default="wiki", min_length=1)
+    max_turns: int = Field(default=12, ge=1, le=200)
+    max_tool_calls: int = Field(default=40, ge=1, le=1000)
+    max_tokens: int = Field(default=200_000, ge=1)
+    max_seconds: float = Field(default=600.0, gt=0)
+    # A worker holds a job while its lease runs; it renews it every lease_seconds / 3.
+    lease_seconds: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    poll_seconds: float = Field(default=2.0, gt=0)
+    # The longest text of one tool result the model reads (longer: cut, and it is told).
+    max_tool_result_chars: int = Field(default=20_000, ge=500)
+
+
 class Settings(_Strict):
     workspace: str = Field(min_length=1)
     language: str = Field(default="it", pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
@@ -347,6 +366,7 @@ class Settings(_Strict):
     database: DatabaseSettings | None = None
     analytics: AnalyticsSettings | None = None
     privacy: PseudonymisationSettings = PseudonymisationSettings()
+    agent: AgentSettings = AgentSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -474,6 +494,17 @@ labels = ["public", "internal", "confidential"]
 default_labels = ["public"]
 # "extractive": offline, quotes the sources; "llm": the model in [llm].
 answerer = "extractive"
+
+[agent]
+# The deep-analysis agent (`tht agent`, docs/agent.md): needs the model in [llm].
+enabled = true
+# The curated wiki its tools are confined to, relative to this directory.
+wiki = "wiki"
+# Per job: model turns, tool calls, tokens, wall time; exhausting one fails the job.
+max_turns = 12
+max_tool_calls = 40
+max_tokens = 200000
+max_seconds = 600
 
 # Channels and sources of `tht docs sync` / `tht ask` (docs/answers.md). For example:
 #

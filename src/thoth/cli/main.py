@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from thoth.cli import agent as agent_cli
 from thoth.cli import analytics as analytics_cli
 from thoth.cli import ask, exitcodes, memory, privacy, publish, render, session
 from thoth.cli import channels as channels_cli
@@ -42,6 +43,7 @@ index_cli.register(app)
 schema_cli.register(app)
 analytics_cli.register(app)
 privacy.register(app)
+agent_cli.register(app)
 
 
 @app.command("init")
