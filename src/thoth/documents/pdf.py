@@ -538,8 +538,9 @@ def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
       17" and "| 18" are one footer) recurs at the same place on at least three pages and on a
       tenth of the pages with text; the same place is the same height (within 3 pt), or, for
       the first and the last line of a page, the same end of the page (a footer that follows
-      the text up and down the page). Lines of a table are never furniture: a statement's
-      column header repeated on the pages of a statement is its header;
+      the text up and down the page). Lines of a table are never furniture (a statement's
+      column header repeated on the pages of a statement is its header), nor the only line
+      of a page;
     - a page number: the first or the last line of a page, only a number (1-3 digits or a roman
       numeral, dashes allowed).
     """
@@ -563,8 +564,8 @@ def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
             if where is not None and _PAGE_NUMBER.match(line.text):
                 out[page].add(index)
                 continue
-            if id(line) in tabular:
-                continue
+            if id(line) in tabular or len(lines) == 1:
+                continue  # a table's line, or the page's only line: content, not furniture
             places = seen[_DIGITS.sub("#", line.text.lower())]
             repeats = {
                 p
