@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.documents.test_pdf import SEC
 from tests.conftest import skip_unless_ci
+from tests.documents.test_pdf import SEC
 from thoth.documents import Document, chunk, extract
 
 # x, y (from the bottom), text, size, face ("R" regular, "B" bold, "I" italic)
@@ -44,7 +44,9 @@ def styled_pdf(pages: Sequence[Sequence[Run]]) -> bytes:
     ]
     for i, runs in enumerate(pages):
         stream = b"".join(
-            b"BT /%s %.1f Tf %.1f %.1f Td (" % (_FACES[face], size, x, y) + _escape(text) + b") Tj ET\n"
+            b"BT /%s %.1f Tf %.1f %.1f Td (" % (_FACES[face], size, x, y)
+            + _escape(text)
+            + b") Tj ET\n"
             for x, y, text, size, face in runs
         )
         bodies.append(
@@ -71,9 +73,16 @@ def body(lines: Sequence[str], top: float) -> list[Run]:
     return [(72, top - 12 * i, line, 10, "R") for i, line in enumerate(lines)]
 
 
+def cell(x: float, y: float, text: str) -> Run:
+    return (x, y, text, 10, "R")
+
+
 def footer(page: int, y: float = 40) -> list[Run]:
     """A running footer and a page number, as EDGAR filings print them."""
-    return [(200, y, f"Acme Corp. | Q3 2023 Form 10-Q | {page}", 8, "R"), (300, 20, str(page), 8, "R")]
+    return [
+        (200, y, f"Acme Corp. | Q3 2023 Form 10-Q | {page}", 8, "R"),
+        (300, 20, str(page), 8, "R"),
+    ]
 
 
 def report_pages() -> list[list[Run]]:
@@ -94,20 +103,30 @@ def report_pages() -> list[list[Run]]:
         (72, 650, "Segment Operating Performance", 10, "B"),
         *body(["Net sales by segment are shown in the table below, in millions."], 630),
         (330, 600, "Three Months Ended", 10, "R"),
-        (310, 588, "July 1, 2023"), (400, 588, "June 25, 2022"),
-        (72, 574, "Online stores (1)"), (300, 574, "$"), (330, 574, "53,489"),
-        (400, 574, "$"), (430, 574, "57,267"),
-        (72, 560, "Physical stores"), (330, 560, "4,721"), (430, 560, "5,024"),
-        (72, 546, "Total net sales"), (330, 546, "58,210"), (430, 546, "62,291"),
+        cell(310, 588, "July 1, 2023"),
+        cell(400, 588, "June 25, 2022"),
+        cell(72, 574, "Online stores (1)"),
+        cell(300, 574, "$"),
+        cell(330, 574, "53,489"),
+        cell(400, 574, "$"),
+        cell(430, 574, "57,267"),
+        cell(72, 560, "Physical stores"),
+        cell(330, 560, "4,721"),
+        cell(430, 560, "5,024"),
+        cell(72, 546, "Total net sales"),
+        cell(330, 546, "58,210"),
+        cell(430, 546, "62,291"),
         (72, 510, "Americas", 10, "I"),
         *body(["Americas net sales decreased during the quarter.", "Europe was flat."], 490),
         *footer(1),
-    ]  # type: ignore[list-item]
+    ]
     page3: list[Run] = [
         (72, 760, "ACME CORPORATION QUARTERLY REPORT", 8, "R"),
         (72, 720, "Item 3.", 10, "B"),
         (130, 720, "Quantitative and Qualitative Disclosures", 10, "B"),
-        *body(["Acme Corp. | Q3 2023 Form 10-Q | 2 is quoted here in the text, not a footer."], 700),
+        *body(
+            ["Acme Corp. | Q3 2023 Form 10-Q | 2 is quoted here in the text, not a footer."], 700
+        ),
         *footer(2),
     ]
     page5: list[Run] = [
@@ -115,9 +134,7 @@ def report_pages() -> list[list[Run]]:
         *body(["Exhibits are filed with this report."], 700),
         *footer(3),
     ]
-    # Default size and face for the table cells written as (x, y, text).
-    pages = [cover, page2, page3, [], page5]
-    return [[run if len(run) == 5 else (*run, 10, "R") for run in page] for page in pages]  # type: ignore[misc]
+    return [cover, page2, page3, [], page5]
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +145,19 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Document:
 
 
 def test_headings_from_size_and_weight_make_the_heading_path(report: Document) -> None:
-    headings = [(b.level, b.text) for b in report.blocks if b.kind == "heading"]
-    levels = dict((text, level) for level, text in headings)
+    levels = {b.text: b.level or 0 for b in report.blocks if b.kind == "heading"}
     # Larger first; at one size bold before italic; a numbered series before the unnumbered.
-    assert levels["ACME CORPORATION"] < levels["FORM 10-Q"] < levels["PART I — FINANCIAL INFORMATION"]
-    assert levels["PART I — FINANCIAL INFORMATION"] < levels["Item 2. Management's Discussion and Analysis"]
-    assert levels["Item 2. Management's Discussion and Analysis"] < levels["Segment Operating Performance"]
+    assert (
+        levels["ACME CORPORATION"] < levels["FORM 10-Q"] < levels["PART I — FINANCIAL INFORMATION"]
+    )
+    assert (
+        levels["PART I — FINANCIAL INFORMATION"]
+        < levels["Item 2. Management's Discussion and Analysis"]
+    )
+    assert (
+        levels["Item 2. Management's Discussion and Analysis"]
+        < levels["Segment Operating Performance"]
+    )
     assert levels["Segment Operating Performance"] < levels["Americas"]
     paragraph = next(b for b in report.blocks if b.text.startswith("Americas net sales"))
     assert paragraph.heading_path == (
@@ -167,7 +191,11 @@ def test_table_rows_keep_their_two_row_header_and_the_page_without_text_layer_is
     report: Document,
 ) -> None:
     table = next(b for b in report.blocks if b.kind == "table")
-    assert table.header == ("", "Three Months Ended July 1, 2023", "Three Months Ended June 25, 2022")
+    assert table.header == (
+        "",
+        "Three Months Ended July 1, 2023",
+        "Three Months Ended June 25, 2022",
+    )
     assert ("Online stores (1)", "$53,489", "$57,267") in table.rows
     assert table.heading_path[-1] == "Segment Operating Performance"
     assert report.empty_pages == (4,)
@@ -211,7 +239,9 @@ def test_filing_segment_table_keeps_its_header_period_and_heading_path(apple: Do
         b for b in apple.blocks if b.kind == "table" and any(r[0] == "Americas" for r in b.rows)
     )
     row = next(r for r in table.rows if r[0] == "Americas")
-    assert dict(zip(table.header, row, strict=True))["Three Months Ended April 1, 2023"] == "$37,784"
+    assert (
+        dict(zip(table.header, row, strict=True))["Three Months Ended April 1, 2023"] == "$37,784"
+    )
     assert table.heading_path[1:] == (
         "PART I — FINANCIAL INFORMATION",
         "Item 2. Management’s Discussion and Analysis of Financial Condition and Results of "

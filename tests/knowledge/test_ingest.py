@@ -501,12 +501,13 @@ def test_a_document_without_secrets_has_no_problem(tmp_path: Path) -> None:
 
 def test_a_title_from_thoth_toml_wins_by_file_name_or_path(tmp_path: Path) -> None:
     pdf = build_pdf([text_lines(["Relazione annuale, pagina uno."])])
-    files = {"docs/2023 Q2 AAPL.pdf": pdf, "docs/b/nota.md": "---\ntitle: Dal front matter\n---\nTesto.\n"}
+    files: dict[str, str | bytes] = {
+        "docs/2023 Q2 AAPL.pdf": pdf,
+        "docs/b/nota.md": "---\ntitle: Dal front matter\n---\nTesto.\n",
+    }
     titles = {"2023 Q2 AAPL.pdf": "Apple 10-Q Q2 2023", "docs/b/nota.md": "Nota scelta"}
     snapshot = snapshot_of(tmp_path, files, titles=titles)
-    prepared = {
-        f.path: prepare_document(f, settings(snapshot.source)) for f in snapshot.files
-    }
+    prepared = {f.path: prepare_document(f, settings(snapshot.source)) for f in snapshot.files}
     assert prepared["docs/2023 Q2 AAPL.pdf"].title == "Apple 10-Q Q2 2023"
     assert {f.title for f in prepared["docs/2023 Q2 AAPL.pdf"].fragments} == {"Apple 10-Q Q2 2023"}
     assert prepared["docs/b/nota.md"].title == "Nota scelta"
@@ -525,5 +526,5 @@ def test_a_title_naming_no_single_file_is_an_error_naming_it(tmp_path: Path) -> 
 
 
 def test_an_empty_title_is_refused_by_the_settings() -> None:
-    with pytest.raises(ValueError, match="empty file name or title for 'a.pdf'"):
+    with pytest.raises(ValueError, match=r"empty file name or title for 'a\.pdf'"):
         source(titles={"a.pdf": " "})

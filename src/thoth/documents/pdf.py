@@ -527,7 +527,9 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _edge_indexes(count: int) -> list[int]:
-    return sorted(set(range(min(_EDGE_LINES, count))) | set(range(max(0, count - _EDGE_LINES), count)))
+    return sorted(
+        set(range(min(_EDGE_LINES, count))) | set(range(max(0, count - _EDGE_LINES), count))
+    )
 
 
 def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
@@ -883,4 +885,3 @@ def _title(pages: Sequence[PdfPage]) -> str:
             top = min(h.level for h in heads)
             return " — ".join([h.text for h in heads if h.level == top][:3])
     return ""
-
