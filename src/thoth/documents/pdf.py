@@ -667,13 +667,14 @@ def _heading_style(line: _Line, body: Style) -> Style | None:
     return style
 
 
-_TOC_ENTRY = re.compile(r"\S.*\s\d{1,3}$")
+_TOC_ENTRY = re.compile(r"[^\W\d_][^\s\d]*\s+\d{1,3}$")  # "... Financial Statements 3"
 
 
 def contents_page(lines: Sequence[_Line]) -> bool:
-    """A table of contents: at least five lines, and two in five, end with a page number.
-    Its headings ("PART II. OTHER INFORMATION") are entries, not the sections they list."""
-    entries = sum(1 for line in lines if _TOC_ENTRY.match(line.text))
+    """A table of contents: of the lines outside tables, at least five, and two in five, end
+    with a word and a page number. Its headings ("PART II. OTHER INFORMATION") are entries,
+    not the sections they list."""
+    entries = sum(1 for line in lines if _TOC_ENTRY.search(line.text))
     return entries >= 5 and entries * 5 >= 2 * len(lines)
 
 
@@ -697,6 +698,7 @@ def _heading_runs(
                 and lines[end][1].top - lines[end - 1][1].bottom <= lines[end][1].height
                 and _heading_style(lines[end][1], body) == style
                 and not _NUMBERED.match(lines[end][1].text)  # a numbered heading starts anew
+                and _aligned_with(lines[end][1], lines[end - 1][1])
             ):
                 end += 1
         group = list(lines[index:end])
@@ -721,6 +723,12 @@ def _heading_runs(
     if plain:
         runs.append((plain, None))
     return runs
+
+
+def _aligned_with(line: _Line, above: _Line) -> bool:
+    """Whether a line continues the heading above: same left edge or same centre (a wrapped
+    title), not a centred caption under a left-aligned "Item 1. Financial Statements"."""
+    return abs(line.x0 - above.x0) <= 2 or abs((line.x0 + line.x1) - (above.x0 + above.x1)) <= 6
 
 
 def heading_levels(heads: Sequence[_Head]) -> dict[tuple[Style, str | None], int]:
@@ -792,7 +800,7 @@ def _layout(page: _RawPage, body: Style) -> list[tuple[float, PdfParagraph | Pdf
 
     free = [(n, line) for n, line in enumerate(lines) if n not in taken]
     previous: int | None = None
-    toc = contents_page(lines)
+    toc = contents_page([line for _, line in free])
     for group, head in _heading_runs(free, None if toc else body):
         if head is not None:
             flush()
