@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from thoth.errors import ConfigError
 
@@ -271,6 +271,11 @@ class SourceSettings(_Strict):
     strategy: Literal["blocks", "qa", "spreadsheet"] = "blocks"
     qa_markers: QaMarkerSettings = QaMarkerSettings()
     heading_dialect: Literal["markdown", "numbered", "bold"] = "markdown"
+    # Document titles chosen by hand, over the extracted one (a PDF's first top-level heading,
+    # a Markdown page's front matter or first heading): file name or path inside the source
+    # repository -> title, e.g. {"2023 Q2 AAPL.pdf" = "Apple 10-Q Q2 2023"}. Every key must
+    # name exactly one file of the source (checked when the source is read).
+    titles: dict[str, str] = {}
     year_expected: bool = False
     # A file larger than this is refused before it is read (its size comes from Git), and a
     # file that becomes more fragments than this is refused after extraction: the sync stops,
@@ -279,6 +284,17 @@ class SourceSettings(_Strict):
     max_document_fragments: int = Field(default=DEFAULT_MAX_DOCUMENT_FRAGMENTS, gt=0)
     # Wiki pages: headings whose section declares the page's caveats.
     caveat_headings: list[str] = Field(default_factory=lambda: ["Avvertenze", "Caveats"])
+
+    @field_validator("titles")
+    @classmethod
+    def _titles(cls, titles: dict[str, str]) -> dict[str, str]:
+        blank = sorted(key for key, title in titles.items() if not title.strip() or not key)
+        if blank:
+            raise ValueError(
+                f"titles: an empty file name or title for {', '.join(map(repr, blank))}: give "
+                "each file a title, or remove the entry"
+            )
+        return {key.strip(): title.strip() for key, title in titles.items()}
 
 
 class ChannelSettings(_Strict):
