@@ -17,8 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import git
+from tests.knowledge_index import WORKSPACE, Doc, StemEmbedder, build
 from thoth.answer.calibration import Observed, calibrate_found
-from thoth.answer.relevance import Term, candidate_terms, judge
+from thoth.answer.relevance import Term, candidate_terms, check_terms, judge
 from thoth.answer.service import AnswerService
 from thoth.cli.main import app
 from thoth.config import BUNDLED_MIN_SIMILARITY, AnswersSettings
@@ -227,3 +228,49 @@ def test_calibrate_reports_false_nothing_found_and_false_found(filings: Path) ->
     )
     assert text.exit_code == 0, text.output
     assert "false nothing_found" in text.output and "false found" in text.output
+
+
+def test_names_are_checked_per_document_and_years_per_fragment(tmp_path: Path) -> None:
+    docs = [
+        Doc("i ricavi di Contoso nel 2023 sono cresciuti del sei per cento", path="a.md"),
+        Doc("le obbligazioni di Contoso scadono nel 2030", path="b.md"),
+    ]
+    env = build(tmp_path, docs, StemEmbedder())
+    encoder = Bm25Encoder("it", 1.0)
+    store = env.backend.open(env.generation)
+    try:
+        where = {"workspace_id": WORKSPACE}
+        terms = candidate_terms(
+            "Qual è la politica dei dividendi di Contoso per il 2030?",
+            lambda w: encoder.query(w).indices,
+        )
+        # Both documents retrieved, but the fragment the answer would quote is the first one:
+        # 2030 is only in a document, in passing.
+        checked = check_terms(
+            store,
+            where,
+            terms,
+            ["manuali:a.md", "manuali:b.md"],
+            encoder.query(docs[0].text).indices,
+        )
+        verdict = judge(0.9, None, checked)
+        assert verdict.verdict == "absent_term" and verdict.missing == ("2030",)
+        named = {t.text: t for t in checked}
+        assert named["Contoso"].retrieved and named["2030"].corpus == 1
+        # The same year in the quoted fragment is found.
+        held = check_terms(
+            store, where, terms, ["manuali:b.md"], encoder.query(docs[1].text).indices
+        )
+        assert judge(0.9, None, held).verdict == "relevant"
+        # A name no document holds is missing whatever was retrieved.
+        tesla = check_terms(
+            store,
+            where,
+            candidate_terms("Quali sono i ricavi di Tesla?", lambda w: encoder.query(w).indices),
+            ["manuali:a.md", "manuali:b.md"],
+            encoder.query(docs[0].text).indices,
+        )
+        assert judge(0.9, None, tesla).missing == ("Tesla",)
+    finally:
+        store.close()
+        env.state.close()
