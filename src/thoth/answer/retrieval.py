@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from thoth.answer.ranking import curated_weight, verbatim_floor
+from thoth.answer.relevance import Relevance, candidate_terms, check_terms, judge
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
 from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
@@ -116,6 +117,8 @@ class Retrieval:
     # The closest fragment's dense similarity under the condition (None without embedder);
     # below `answers.min_similarity` the corpus holds nothing close enough: nothing_found.
     best_similarity: float | None = None
+    # Both signals of the relevance check and its verdict (thoth.answer.relevance).
+    relevance: Relevance | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +132,7 @@ class Retrieval:
             "degraded": list(self.degraded),
             "counts": dict(self.counts),
             "best_similarity": self.best_similarity,
+            "relevance": self.relevance.as_dict() if self.relevance else None,
         }
 
 
@@ -159,6 +163,9 @@ class KnowledgeSearch:
             language=settings.language,
         )
         self._channel_counts: dict[tuple[str, str], set[str]] = {}
+        # The relevance floor in effect: the configured value, or for "auto" the one
+        # calibrated for this embedder (None: no floor).
+        self.min_similarity = answers.floor_for(embedder.identity)
 
     # -- the contract ----------------------------------------------------------------
 
@@ -212,10 +219,10 @@ class KnowledgeSearch:
                     if vectors.raw is not None and route.embedder_error is not None:
                         degraded.append(f"routing: keywords ({route.embedder_error})")
                 scoped = scoped.with_channel(route.channel)
-                fragments, counts, best = self._retrieve(
-                    gen.store, vectors.dense, vectors.sparse, scoped
+                fragments, counts, relevance = self._retrieve(
+                    gen, text, vectors.dense, vectors.sparse, scoped
                 )
-            if fragments and best is None and self.settings.answers.min_similarity is not None:
+            if fragments and relevance.similarity is None and self.min_similarity is not None:
                 degraded.append(NO_RELEVANCE_FLOOR)
         except Unreadable as exc:
             return self._failed(
@@ -230,7 +237,8 @@ class KnowledgeSearch:
             generation=gen_id,
             degraded=degraded,
             counts=counts,
-            best_similarity=best,
+            best_similarity=relevance.similarity,
+            relevance=relevance,
         )
 
     def validate(self, question: str, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,20 +284,25 @@ class KnowledgeSearch:
 
     def _retrieve(
         self,
-        store: IndexStore,
+        gen: Readable,
+        question: str,
         dense: list[float] | None,
         sparse: SparseVec,
         where: Scope,
-    ) -> tuple[list[RetrievedFragment], dict[str, int], float | None]:
+    ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         answers = self.settings.answers
+        store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
         found = _candidates(store, dense, sparse, where.where, depth)
-        best = found.best_similarity
-        floor = answers.min_similarity
-        if best is not None and floor is not None and best < floor:
-            # Relevance floor: a fused ranking always has a "closest" fragment, even for a
-            # question the corpus knows nothing about. Below the floor that is not an answer.
-            return [], {"candidates": len(found.hits), "below_min_similarity": 1}, best
+        relevance = self._relevance(gen, question, found, where)
+        if not relevance.relevant:
+            # A fused ranking always has a "closest" fragment, even for a question the corpus
+            # knows nothing about: below the floor, or about a name or period the documents it
+            # would come from never mention, that is not an answer.
+            counts = {"candidates": len(found.hits), f"relevance_{relevance.verdict}": 1}
+            if relevance.verdict == "below_similarity":
+                counts["below_min_similarity"] = 1
+            return [], counts, relevance
         only_docs = {**where.where, "record_kind": RECORD_DOCUMENT}
         top, floor_ids = verbatim_floor(
             curated_weight(found.hits, answers.curated_weight),
@@ -315,7 +328,28 @@ class KnowledgeSearch:
             **{kind: sum(f.record_kind == kind for f in fragments) for kind in ANSWER_KINDS},
             "floor_added": len(floor_ids),
         }
-        return fragments, counts, best
+        return fragments, counts, relevance
+
+    def _relevance(
+        self, gen: Readable, question: str, found: _Candidates, where: Scope
+    ) -> Relevance:
+        """Both signals of thoth.answer.relevance on the candidates the answer would use."""
+        if not found.hits:
+            return judge(found.best_similarity, self.min_similarity, None)
+        if not self.settings.answers.term_check:
+            return judge(found.best_similarity, self.min_similarity, None)
+        top = found.hits[: self.settings.answers.top_k]
+        docs = [str(h.payload.get("doc_id") or "") for h in top]
+        terms = candidate_terms(question, lambda word: gen.encoder.query(word).indices)
+        stems = {
+            i
+            for h in top
+            for i in gen.encoder.query(
+                f"{h.payload.get('title') or ''} {h.payload.get('text') or ''}"
+            ).indices
+        }
+        checked = check_terms(gen.store, where.where, terms, [d for d in docs if d], stems)
+        return judge(found.best_similarity, self.min_similarity, checked)
 
     def _failed(
         self,

@@ -352,6 +352,9 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
         "generation": retrieval.generation,
         "degraded": list(retrieval.degraded),
         "error": retrieval.error,
+        # Both signals behind found / nothing_found (thoth.answer.relevance).
+        "best_similarity": retrieval.best_similarity,
+        "relevance": retrieval.relevance.as_dict() if retrieval.relevance else None,
         "counts": {
             "retrieved": len(retrieval.fragments),
             **retrieval.counts,

