@@ -35,11 +35,15 @@ READY_PROBE = "ready"
 
 
 class Operations:
+    """The service's operations over one workspace, opened once per process (close it).
+    `caller` None is a trusted local transport: the request's labels are taken as given."""
+
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.settings: Settings = ws.settings
         self._engine = threading.Lock()
-        # The answer service first: a missing model key opens nothing.
+        # One runtime (state store, index backend, embedder) for the searches and the jobs;
+        # the answer service opens its own over the same embedder instance.
         rt: Runtime | None = None
         answers: AnswerService | None = None
         try:
