@@ -412,7 +412,7 @@ async def read_json(request: Request, limit: int) -> Any:
     return data
 
 
-class DuplicateKey(ValueError):
+class _DuplicateKey(ValueError):
     pass
 
 
@@ -420,7 +420,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise DuplicateKey(f"key {key!r} is given more than once")
+            raise _DuplicateKey(f"key {key!r} is given more than once")
         seen[key] = value
     return seen
 
