@@ -516,6 +516,14 @@ default_labels = ["public"]
 # "extractive": offline, quotes the sources; "llm": the model in [llm].
 answerer = "extractive"
 
+# `tht serve` (docs/service.md): the limits of one request, and the calling systems, each with
+# a label ceiling; `tht service add-caller NAME --labels public` adds one (only its key's
+# SHA-256 is written here). Defaults:
+# [service]
+# max_body_bytes = 65536
+# max_question_chars = 2000
+# max_concurrent = 8
+
 # Channels and sources of `tht docs sync` / `tht ask` (docs/answers.md). For example:
 #
 # [[channels]]
