@@ -218,12 +218,16 @@ class FakeLLMServer(LocalHTTPFake):
             )
 
     def reply_tool_calls(
-        self, *calls: ToolCallScript, text: str = "", finish_reason: str | None = None
+        self,
+        *calls: ToolCallScript,
+        text: str = "",
+        finish_reason: str | None = None,
+        delay: float = 0.0,
     ) -> None:
-        """Queue one answer made of tool calls (and optional assistant text)."""
+        """Queue one answer made of tool calls (and optional assistant text), after `delay` s."""
         with self._lock:
             self._replies.append(
-                Reply(text=text, tool_calls=tuple(calls), finish_reason=finish_reason)
+                Reply(text=text, tool_calls=tuple(calls), finish_reason=finish_reason, delay=delay)
             )
 
     def reply_json(self, payload: Any, *, delay: float = 0.0) -> None:

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from thoth.errors import ConfigError
 
@@ -271,6 +271,11 @@ class SourceSettings(_Strict):
     strategy: Literal["blocks", "qa", "spreadsheet"] = "blocks"
     qa_markers: QaMarkerSettings = QaMarkerSettings()
     heading_dialect: Literal["markdown", "numbered", "bold"] = "markdown"
+    # Document titles chosen by hand, over the extracted one (a PDF's first top-level heading,
+    # a Markdown page's front matter or first heading): file name or path inside the source
+    # repository -> title, e.g. {"2023 Q2 AAPL.pdf" = "Apple 10-Q Q2 2023"}. Every key must
+    # name exactly one file of the source (checked when the source is read).
+    titles: dict[str, str] = {}
     year_expected: bool = False
     # A file larger than this is refused before it is read (its size comes from Git), and a
     # file that becomes more fragments than this is refused after extraction: the sync stops,
@@ -279,6 +284,17 @@ class SourceSettings(_Strict):
     max_document_fragments: int = Field(default=DEFAULT_MAX_DOCUMENT_FRAGMENTS, gt=0)
     # Wiki pages: headings whose section declares the page's caveats.
     caveat_headings: list[str] = Field(default_factory=lambda: ["Avvertenze", "Caveats"])
+
+    @field_validator("titles")
+    @classmethod
+    def _titles(cls, titles: dict[str, str]) -> dict[str, str]:
+        blank = sorted(key for key, title in titles.items() if not title.strip() or not key)
+        if blank:
+            raise ValueError(
+                f"titles: an empty file name or title for {', '.join(map(repr, blank))}: give "
+                "each file a title, or remove the entry"
+            )
+        return {key.strip(): title.strip() for key, title in titles.items()}
 
 
 class ChannelSettings(_Strict):
@@ -353,6 +369,25 @@ class ServiceSettings(_Strict):
     callers: list[CallerSettings] = []
 
 
+class AgentSettings(_Strict):
+    """The deep-analysis agent (`tht agent`, docs/agent.md): its budgets per job, its queue's
+    lease, and the curated wiki its tools are confined to."""
+
+    enabled: bool = True
+    # The curated wiki, relative to the workspace root: the wiki tools read nothing else.
+    wiki: str = Field(default="wiki", min_length=1)
+    max_turns: int = Field(default=12, ge=1, le=200)
+    max_tool_calls: int = Field(default=40, ge=1, le=1000)
+    max_tokens: int = Field(default=200_000, ge=1)
+    max_seconds: float = Field(default=600.0, gt=0)
+    # A worker holds a job while its lease runs; it renews it every lease_seconds / 3.
+    lease_seconds: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    poll_seconds: float = Field(default=2.0, gt=0)
+    # The longest text of one tool result the model reads (longer: cut, and it is told).
+    max_tool_result_chars: int = Field(default=20_000, ge=500)
+
+
 class Settings(_Strict):
     workspace: str = Field(min_length=1)
     language: str = Field(default="it", pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
@@ -368,6 +403,7 @@ class Settings(_Strict):
     analytics: AnalyticsSettings | None = None
     privacy: PseudonymisationSettings = PseudonymisationSettings()
     service: ServiceSettings = ServiceSettings()
+    agent: AgentSettings = AgentSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -523,6 +559,17 @@ answerer = "extractive"
 # max_body_bytes = 65536
 # max_question_chars = 2000
 # max_concurrent = 8
+
+[agent]
+# The deep-analysis agent (`tht agent`, docs/agent.md): needs the model in [llm].
+enabled = true
+# The curated wiki its tools are confined to, relative to this directory.
+wiki = "wiki"
+# Per job: model turns, tool calls, tokens, wall time; exhausting one fails the job.
+max_turns = 12
+max_tool_calls = 40
+max_tokens = 200000
+max_seconds = 600
 
 # Channels and sources of `tht docs sync` / `tht ask` (docs/answers.md). For example:
 #

@@ -308,7 +308,7 @@ def test_pdf_page_without_text_is_reported(tmp_path: Path) -> None:
     pdf = build_pdf([text_lines(["Pagina con testo."]), [], text_lines(["Terza pagina."])])
     doc = extract(write(tmp_path / "scansione.pdf", pdf))
     assert doc.empty_pages == (2,)
-    assert doc.notes == ("page 2 has no extractable text (scanned image?)",)
+    assert doc.notes == ("page 2 has no text layer (a scanned image?): run OCR",)
 
 
 def test_pdf_encrypted_with_empty_password_is_read(tmp_path: Path) -> None:

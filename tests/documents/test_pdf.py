@@ -74,7 +74,7 @@ def report(tmp_path: Path) -> Path:
 def test_ruled_and_borderless_tables_keep_header_rows_and_pages(report: Path) -> None:
     doc = extract(report)
     assert doc.page_count == 4 and doc.empty_pages == (3,)
-    assert doc.notes == ("page 3 has no extractable text (scanned image?)",)
+    assert doc.notes == ("page 3 has no text layer (a scanned image?): run OCR",)
     assert {b.page for b in doc.blocks} == {1, 2, 4}, "no page with text is dropped"
     tables = [b for b in doc.blocks if b.kind == "table"]
     assert [t.page for t in tables] == [1, 2]

@@ -493,3 +493,38 @@ def test_a_document_without_secrets_has_no_problem(tmp_path: Path) -> None:
     snapshot = snapshot_of(tmp_path, {"docs/accessi.md": body})
     file = snapshot.files[0]
     assert credential_problems(file, prepare_document(file, settings(snapshot.source))) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Titles chosen in thoth.toml
+
+
+def test_a_title_from_thoth_toml_wins_by_file_name_or_path(tmp_path: Path) -> None:
+    pdf = build_pdf([text_lines(["Relazione annuale, pagina uno."])])
+    files: dict[str, str | bytes] = {
+        "docs/2023 Q2 AAPL.pdf": pdf,
+        "docs/b/nota.md": "---\ntitle: Dal front matter\n---\nTesto.\n",
+    }
+    titles = {"2023 Q2 AAPL.pdf": "Apple 10-Q Q2 2023", "docs/b/nota.md": "Nota scelta"}
+    snapshot = snapshot_of(tmp_path, files, titles=titles)
+    prepared = {f.path: prepare_document(f, settings(snapshot.source)) for f in snapshot.files}
+    assert prepared["docs/2023 Q2 AAPL.pdf"].title == "Apple 10-Q Q2 2023"
+    assert {f.title for f in prepared["docs/2023 Q2 AAPL.pdf"].fragments} == {"Apple 10-Q Q2 2023"}
+    assert prepared["docs/b/nota.md"].title == "Nota scelta"
+
+
+def test_a_title_naming_no_single_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    files = {"docs/a/x.md": "# A\n", "docs/b/x.md": "# B\n"}
+    repo = make_repo(tmp_path / "repo", files)
+    with pytest.raises(ProblemsError) as caught:
+        read_source(repo, source(titles={"2023 Q2 AAPL.pdf": "Apple", "x.md": "Doppio"}))
+    problems = {p.message: p for p in caught.value.problems}
+    assert "'2023 Q2 AAPL.pdf' names no file of source 'docs'" in problems
+    assert "'x.md' names 2 files: docs/a/x.md, docs/b/x.md" in problems
+    assert {p.code for p in problems.values()} == {"title_unmatched"}
+    assert all(p.where == "sources.docs.titles" for p in problems.values())
+
+
+def test_an_empty_title_is_refused_by_the_settings() -> None:
+    with pytest.raises(ValueError, match=r"empty file name or title for 'a\.pdf'"):
+        source(titles={"a.pdf": " "})

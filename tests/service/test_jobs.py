@@ -30,8 +30,8 @@ def with_model(
 
 
 def test_without_a_model_a_job_is_refused_and_asks_still_work(server: Server) -> None:
-    body = problem(server.post("/v1/jobs", {"question": QUESTION}), 503, "agent_not_configured")
-    assert LLM_KEY_ENV in body["message"] and "/v1/ask" in body["message"]
+    body = problem(server.post("/v1/jobs", {"question": QUESTION}), 503, "agent_unavailable")
+    assert LLM_KEY_ENV in body["message"]
     assert server.post("/v1/ask", {"question": QUESTION}).json()["status"] == "found"
 
 
@@ -42,11 +42,12 @@ def test_a_job_is_queued_for_its_caller_in_its_context(
     assert response.status_code == 202, response.text
     job = response.json()
     assert (job["status"], job["caller"], job["question"]) == ("queued", "analyst", QUESTION)
-    assert job["request"] == {"labels": ["public"]}  # default ∩ ceiling, stored resolved
+    # default ∩ ceiling, stored resolved
+    assert job["request"] == {"labels": ["public"], "channel": None}
     ws = Workspace.open(workspace[0].root)
     with open_state(ws) as state:
         stored = JobQueue.on(state).get(job["id"])
-    assert (stored.caller, stored.request) == ("analyst", {"labels": ["public"]})
+    assert (stored.caller, stored.request) == ("analyst", job["request"])
 
     got = with_model.get(f"/v1/jobs/{job['id']}", "analyst").json()
     assert got["id"] == job["id"] and got["steps"] == []

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from thoth.cli import agent as agent_cli
 from thoth.cli import analytics as analytics_cli
 from thoth.cli import ask, exitcodes, memory, privacy, publish, render, session
 from thoth.cli import channels as channels_cli
@@ -44,6 +45,7 @@ schema_cli.register(app)
 analytics_cli.register(app)
 privacy.register(app)
 service_cli.register(app)
+agent_cli.register(app)
 
 
 @app.command("init")

@@ -98,6 +98,8 @@ class Document:
     # is exactly the kind of gap a reader of the run report must see.
     empty_pages: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    # PDF only: lines removed as page furniture (running headers and footers, page numbers).
+    furniture_lines: int = 0
 
     @property
     def text(self) -> str:
@@ -603,8 +605,9 @@ def _read_html(path: Path) -> Document:
 
 
 def _read_pdf(path: Path, progress: ExtractProgress | None = None) -> Document:
-    """Pages read by `thoth.documents.pdf` (pdfplumber): paragraphs and tables, page by page."""
-    from thoth.documents.pdf import PdfReadError, PdfTable, read_pdf
+    """Pages read by `thoth.documents.pdf` (pdfplumber): headings, paragraphs and tables, page
+    by page, without the page furniture (running headers and footers, page numbers)."""
+    from thoth.documents.pdf import PdfHeading, PdfReadError, PdfTable, read_pdf
 
     data = _read_bytes(path)
     try:
@@ -613,15 +616,20 @@ def _read_pdf(path: Path, progress: ExtractProgress | None = None) -> Document:
         raise _error(path, exc.cause, exc.hint, code=exc.code) from exc
     builder = _Builder()
     empty: list[int] = []
+    notes: list[str] = []
     for page in content.pages:
-        if not page.items:
+        if not page.has_text:
             empty.append(page.number)
+            notes.append(f"page {page.number} has no text layer (a scanned image?): run OCR")
+        elif not page.items:
+            notes.append(f"page {page.number} has no text but its running header or footer")
         for item in page.items:
             if isinstance(item, PdfTable):
                 builder.table([item.header, *item.rows], page.number)
+            elif isinstance(item, PdfHeading):
+                builder.heading(item.level, item.text, page.number)
             else:
                 builder.text("paragraph", item.text, page.number)
-    notes = tuple(f"page {n} has no extractable text (scanned image?)" for n in empty)
     return Document(
         path,
         "pdf",
@@ -629,7 +637,8 @@ def _read_pdf(path: Path, progress: ExtractProgress | None = None) -> Document:
         tuple(builder.blocks),
         page_count=len(content.pages),
         empty_pages=tuple(empty),
-        notes=notes,
+        notes=tuple(notes),
+        furniture_lines=sum(page.furniture for page in content.pages),
     )
 
 

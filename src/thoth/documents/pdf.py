@@ -28,6 +28,7 @@ This module returns plain structures (`PdfContent`); `extract.py` turns them int
 from __future__ import annotations
 
 import io
+import math
 import re
 import statistics
 from collections.abc import Callable, Iterator, Sequence
@@ -50,19 +51,27 @@ class PdfParagraph:
     text: str
 
 
-PdfItem = PdfParagraph | PdfTable
+@dataclass(frozen=True)
+class PdfHeading:
+    text: str
+    level: int  # from 1, the document's most prominent heading style
+
+
+PdfItem = PdfParagraph | PdfTable | PdfHeading
 
 
 @dataclass(frozen=True)
 class PdfPage:
     number: int  # from 1
-    items: tuple[PdfItem, ...]  # empty: the page has no text layer
+    items: tuple[PdfItem, ...]  # empty: no text, or only page furniture
+    has_text: bool = True  # False: the page has no text layer at all (a scanned image?)
+    furniture: int = 0  # lines removed as running headers, footers and page numbers
 
 
 @dataclass(frozen=True)
 class PdfContent:
     pages: tuple[PdfPage, ...]
-    title: str  # from the PDF metadata, "" when absent
+    title: str  # the document's first top-level heading, "" when it has no heading
 
 
 class PdfReadError(ThothError):
@@ -328,8 +337,14 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     widened = list(columns)
     for line in reversed(header_lines):
         given: list[tuple[int, float, float]] = []
-        for text, x0, x1 in _phrase_spans(line.words, line.height):
-            for target in targets(x0, x1, widened):
+        spans = _phrase_spans(line.words, line.height)
+        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], columns)
+        for text, x0, x1 in spans:
+            found = targets(x0, x1, widened)
+            if x1 > limit:
+                more = spanned.get((x0, x1), [])
+                found = sorted({*found, *(len(starts) + c for c in more)})
+            for target in found:
                 cells[target].insert(0, text)
                 given.append((target - len(starts), x0, x1))
         for col, x0, x1 in given:
@@ -345,6 +360,54 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
             cells_of_row[col] = f"{cells_of_row[col]} {text}".strip()
         table.rows.append(tuple(cells_of_row))
     return table
+
+
+def _spanned_columns(
+    phrases: Sequence[tuple[float, float]], columns: Sequence[tuple[float, float]]
+) -> dict[tuple[float, float], list[int]]:
+    """Columns each phrase of a header line heads when the line has several phrases over the
+    figures: those whose centre lies in the phrase's territory, bounded by the midpoints to
+    the neighbouring phrases (an edge phrase's open side mirrors its other side). Two
+    "June 30," centred over two pairs of year columns head a pair each."""
+    if len(phrases) < 2:
+        return {}
+    centres = [(x0 + x1) / 2 for x0, x1 in phrases]
+    out: dict[tuple[float, float], list[int]] = {}
+    for n, phrase in enumerate(phrases):
+        left = (centres[n - 1] + centres[n]) / 2 if n else None
+        right = (centres[n] + centres[n + 1]) / 2 if n + 1 < len(phrases) else None
+        if left is None and right is not None:
+            left = 2 * centres[n] - right
+        if right is None and left is not None:
+            right = 2 * centres[n] - left
+        assert left is not None and right is not None
+        inside = [c for c, (a, b) in enumerate(columns) if left <= (a + b) / 2 <= right]
+        out[phrase] = _centred_run(centres[n], inside, columns)
+    return out
+
+
+def _centred_run(
+    centre: float, inside: Sequence[int], columns: Sequence[tuple[float, float]]
+) -> list[int]:
+    """The run of adjacent columns among `inside` whose span is centred closest to `centre`:
+    a phrase centred over two columns heads both, one centred over a column heads that one."""
+    if not inside:
+        return []
+
+    def offset(run: Sequence[int]) -> float:
+        return abs((columns[run[0]][0] + columns[run[-1]][1]) / 2 - centre)
+
+    runs = [
+        list(range(a, b + 1))
+        for a in inside
+        for b in inside
+        if a <= b and all(c in inside for c in range(a, b + 1))
+    ]
+    return min(runs, key=lambda run: (round(offset(run), 1), len(run)))
+
+
+def _phrase_text(words: Sequence[Word]) -> str:
+    return " ".join(str(w["text"]) for w in words)
 
 
 def _phrase_spans(words: Sequence[Word], height: float) -> list[tuple[str, float, float]]:
@@ -455,7 +518,236 @@ def _ruled_tables(page: Any) -> list[tuple[tuple[float, float, float, float], Pd
     return out
 
 
-# -- pages -------------------------------------------------------------------------------------
+# -- page furniture ----------------------------------------------------------------------------
+
+_EDGE_LINES = 3  # lines at the top and at the bottom of a page where furniture may sit
+_SAME_PLACE = 3.0  # points: how far apart the same header may sit on two pages
+_PAGE_NUMBER = re.compile(r"^[-–—]?\s*(?:\d{1,3}|[ivxlc]{1,6})\s*[-–—]?$", re.IGNORECASE)
+_DIGITS = re.compile(r"\d+")
+
+
+def _edge_indexes(count: int) -> list[int]:
+    return sorted(
+        set(range(min(_EDGE_LINES, count))) | set(range(max(0, count - _EDGE_LINES), count))
+    )
+
+
+def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
+    """Per page, the indexes of its lines that are page furniture (running headers and footers,
+    page numbers), found across pages, never by their words:
+
+    - a line among the first or last three of its page whose text (digits aside: "Form 10-Q |
+      17" and "| 18" are one footer) recurs at the same place on at least three pages and on a
+      tenth of the pages with text; the same place is the same height (within 3 pt), or, for
+      the first and the last line of a page, the same end of the page (a footer that follows
+      the text up and down the page). Lines of a table are never furniture (a statement's
+      column header repeated on the pages of a statement is its header), nor the only line
+      of a page;
+    - a page number: the first or the last line of a page, only a number (1-3 digits or a roman
+      numeral, dashes allowed).
+    """
+
+    def rank(index: int, count: int) -> int | None:
+        return 0 if index == 0 else -1 if index == count - 1 else None
+
+    seen: dict[str, list[tuple[int, float, int | None]]] = {}  # text: (page, top, rank)
+    for page, lines in enumerate(pages):
+        for index in _edge_indexes(len(lines)):
+            key = _DIGITS.sub("#", lines[index].text.lower())
+            seen.setdefault(key, []).append((page, lines[index].top, rank(index, len(lines))))
+    with_text = sum(1 for lines in pages if lines)
+    needed = max(3, math.ceil(with_text / 10))
+    out: list[set[int]] = [set() for _ in pages]
+    for page, lines in enumerate(pages):
+        tabular = {id(line) for table in _aligned_tables(lines) for line in table.lines}
+        for index in _edge_indexes(len(lines)):
+            line = lines[index]
+            where = rank(index, len(lines))
+            if where is not None and _PAGE_NUMBER.match(line.text):
+                out[page].add(index)
+                continue
+            if id(line) in tabular or len(lines) == 1:
+                continue  # a table's line, or the page's only line: content, not furniture
+            places = seen[_DIGITS.sub("#", line.text.lower())]
+            repeats = {
+                p
+                for p, top, r in places
+                if (where is not None and r == where) or abs(top - line.top) <= _SAME_PLACE
+            }
+            if len(repeats) >= needed:
+                out[page].add(index)
+    return out
+
+
+# -- headings ----------------------------------------------------------------------------------
+
+_BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
+_ITALIC_FONT = re.compile(r"italic|oblique", re.IGNORECASE)
+_WORDY = re.compile(r"[^\W\d_]{2}")
+_SENTENCE_END = re.compile(r"\b[a-z][^\s.]*\.$")  # "... see the notes.": prose, not a title
+# A numbered heading: "PART I —", "Item 1A.", "Note 8 –", "2.": the word before the number
+# names its series ("" for a bare number).
+_NUMBERED = re.compile(
+    r"^(?:(?P<label>[^\W\d_]{2,})\s+(?:\d{1,3}[A-Z]?|[IVXLC]{1,5})|(?P<bare>\d{1,3}))"
+    r"(?:\s*[.:—–-])?(?:\s|$)"
+)
+_LABEL = re.compile(
+    r"^(?:[^\W\d_]{2,}\s+(?:\d{1,3}[A-Z]?|[IVXLC]{1,5})|\d{1,3}(?:\.\d{1,3})*)\s*[.:—–-]?$"
+)
+_MAX_HEADING_LINES = 3
+_MAX_HEADING_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a run of text is set: size (rounded to half a point), weight and slant."""
+
+    size: float
+    bold: bool
+    italic: bool
+
+    @property
+    def rank(self) -> tuple[float, bool, bool]:
+        """Sort key: larger first, then bold before regular, upright before italic."""
+        return (-self.size, not self.bold, self.italic)
+
+
+def _word_style(word: Word) -> Style:
+    name = str(word.get("fontname", ""))
+    size = round(float(word.get("size", 0.0)) * 2) / 2
+    return Style(size, bool(_BOLD_FONT.search(name)), bool(_ITALIC_FONT.search(name)))
+
+
+def _line_style(line: _Line) -> Style | None:
+    """The one style of a line's words (symbols such as check boxes aside); None when mixed."""
+    styles = {_word_style(w) for w in line.words if any(c.isalnum() for c in str(w["text"]))}
+    return styles.pop() if len(styles) == 1 else None
+
+
+def body_style(pages: Sequence[Sequence[_Line]]) -> Style:
+    """The style most of the text is set in (by characters)."""
+    counts: dict[Style, int] = {}
+    for lines in pages:
+        for line in lines:
+            for word in line.words:
+                style = _word_style(word)
+                counts[style] = counts.get(style, 0) + len(str(word["text"]))
+    return max(counts, key=lambda s: counts[s]) if counts else Style(10.0, False, False)
+
+
+@dataclass(frozen=True)
+class _Head:
+    text: str
+    style: Style
+    series: str | None  # the numbered series ("part", "item", "#"), None when unnumbered
+
+
+def _heading_style(line: _Line, body: Style) -> Style | None:
+    """The style of a line that may be (part of) a heading: set apart from the body text by a
+    larger size, or bold or italic at the body's size; one phrase with words, not a row of
+    figures, not a parenthesised note."""
+    style = _line_style(line)
+    if style is None or style == body or style.size < body.size:
+        return None
+    if not (
+        style.size >= body.size + 1.0
+        or (style.bold and not body.bold)
+        or (style.italic and not body.italic)
+    ):
+        return None
+    text = line.text
+    if len(text) > _MAX_HEADING_CHARS or not _WORDY.search(text):
+        return None
+    # One phrase, or a number set apart from its title ("Item 2.   Management's Discussion").
+    phrases = _phrases(line)
+    if len(phrases) > 2 or (len(phrases) == 2 and not _LABEL.match(_phrase_text(phrases[0]))):
+        return None
+    if _split_row(line) is not None or (text.startswith("(") and text.endswith(")")):
+        return None
+    return style
+
+
+_TOC_ENTRY = re.compile(r"[^\W\d_][^\s\d]*\s+\d{1,3}$")  # "... Financial Statements 3"
+
+
+def contents_page(lines: Sequence[_Line]) -> bool:
+    """A table of contents: of the lines outside tables, at least five, and two in five, end
+    with a word and a page number. Its headings ("PART II. OTHER INFORMATION") are entries,
+    not the sections they list."""
+    entries = sum(1 for line in lines if _TOC_ENTRY.search(line.text))
+    return entries >= 5 and entries * 5 >= 2 * len(lines)
+
+
+def _heading_runs(
+    lines: Sequence[tuple[int, _Line]], body: Style | None
+) -> list[tuple[list[tuple[int, _Line]], _Head | None]]:
+    """The lines cut into runs: a heading (up to three adjacent lines in one heading style,
+    joined) or the text between headings (None). No headings when `body` is None."""
+    if body is None:
+        return [(list(lines), None)] if lines else []
+    runs: list[tuple[list[tuple[int, _Line]], _Head | None]] = []
+    plain: list[tuple[int, _Line]] = []
+    index = 0
+    while index < len(lines):
+        style = _heading_style(lines[index][1], body)
+        end = index + 1
+        if style is not None:
+            while (
+                end < len(lines)
+                and lines[end][0] == lines[end - 1][0] + 1
+                and lines[end][1].top - lines[end - 1][1].bottom <= lines[end][1].height
+                and _heading_style(lines[end][1], body) == style
+                and not _NUMBERED.match(lines[end][1].text)  # a numbered heading starts anew
+                and _aligned_with(lines[end][1], lines[end - 1][1])
+            ):
+                end += 1
+        group = list(lines[index:end])
+        text = " ".join(line.text for _, line in group)
+        if (
+            style is None
+            or len(group) > _MAX_HEADING_LINES
+            or len(text) > _MAX_HEADING_CHARS
+            or _SENTENCE_END.search(text)
+        ):
+            plain += group
+        else:
+            if plain:
+                runs.append((plain, None))
+                plain = []
+            match = _NUMBERED.match(text)
+            series = None
+            if match is not None:
+                series = (match.group("label") or "#").lower()
+            runs.append((group, _Head(text, style, series)))
+        index = end
+    if plain:
+        runs.append((plain, None))
+    return runs
+
+
+def _aligned_with(line: _Line, above: _Line) -> bool:
+    """Whether a line continues the heading above: same left edge or same centre (a wrapped
+    title), not a centred caption under a left-aligned "Item 1. Financial Statements"."""
+    return abs(line.x0 - above.x0) <= 2 or abs((line.x0 + line.x1) - (above.x0 + above.x1)) <= 6
+
+
+def heading_levels(heads: Sequence[_Head]) -> dict[tuple[Style, str | None], int]:
+    """Level (from 1) of every (style, series) of a document's headings: styles by rank (size,
+    weight, slant); within one style, numbered series in their order of first appearance
+    ("Part" before "Item" before "Note"), then the unnumbered headings."""
+    order: dict[Style, list[str | None]] = {}
+    for head in heads:
+        series = order.setdefault(head.style, [])
+        if head.series is not None and head.series not in series:
+            series.append(head.series)
+    levels: dict[tuple[Style, str | None], int] = {}
+    for style in sorted(order, key=lambda s: s.rank):
+        for series_name in [*order[style], None]:
+            levels[(style, series_name)] = len(levels) + 1
+    return levels
+
+
+# -- pages ----------------------------------------------------------------------------------
 
 
 def _inside(word: Word, bbox: tuple[float, float, float, float]) -> bool:
@@ -465,23 +757,37 @@ def _inside(word: Word, bbox: tuple[float, float, float, float]) -> bool:
     return x0 <= cx <= x1 and top <= cy <= bottom
 
 
-def page_items(page: Any) -> list[PdfItem]:
-    """Paragraphs and tables of one pdfplumber page, top to bottom."""
-    words: list[Word] = page.extract_words()
+@dataclass
+class _RawPage:
+    """What the first pass keeps of a page once it is closed: its words outside ruled tables
+    (with font name and size) and its ruled tables (top, table)."""
+
+    number: int
+    has_text: bool
+    lines: list[_Line]
+    ruled: list[tuple[float, PdfTable]]
+
+
+def _raw_page(page: Any, number: int) -> _RawPage:
+    words: list[Word] = page.extract_words(extra_attrs=["fontname", "size"])
     if not words:
-        return []
-    placed: list[tuple[float, PdfItem]] = []
+        return _RawPage(number, False, [], [])
     ruled = _ruled_tables(page)
-    for bbox, table in ruled:
-        placed.append((bbox[1], table))
-    lines = _lines([w for w in words if not any(_inside(w, bbox) for bbox, _ in ruled)])
+    rest = [w for w in words if not any(_inside(w, bbox) for bbox, _ in ruled)]
+    return _RawPage(number, True, _lines(rest), [(bbox[1], table) for bbox, table in ruled])
+
+
+def _layout(page: _RawPage, body: Style) -> list[tuple[float, PdfParagraph | PdfTable | _Head]]:
+    """Tables, headings and paragraphs of one page (furniture already removed), top to bottom."""
+    lines = page.lines
+    placed: list[tuple[float, PdfParagraph | PdfTable | _Head]] = list(page.ruled)
     taken: set[int] = set()
     by_id = {id(line): n for n, line in enumerate(lines)}
     for aligned in _aligned_tables(lines):
         placed.append((aligned.lines[0].top, PdfTable(aligned.header, tuple(aligned.rows))))
         taken.update(by_id[id(line)] for line in aligned.lines)
     # Paragraphs: the remaining lines, split where the gap to the line above is wider than
-    # about three quarters of a line (or where a table sits between them).
+    # about three quarters of a line (or where a table or a heading sits between them).
     heights = [line.height for line in lines] or [10.0]
     typical = statistics.median(heights)
     table_tops = sorted(top for top, _ in placed)
@@ -492,19 +798,27 @@ def page_items(page: Any) -> list[PdfItem]:
             placed.append((current[0].top, PdfParagraph("\n".join(li.text for li in current))))
             current.clear()
 
-    for n, line in enumerate(lines):
-        if n in taken:
+    free = [(n, line) for n, line in enumerate(lines) if n not in taken]
+    previous: int | None = None
+    toc = contents_page([line for _, line in free])
+    for group, head in _heading_runs(free, None if toc else body):
+        if head is not None:
             flush()
+            placed.append((group[0][1].top, head))
+            previous = group[-1][0]
             continue
-        if current:
-            gap = line.top - current[-1].bottom
-            crosses = any(current[-1].top < top < line.top for top in table_tops)
-            if crosses or gap > 0.75 * max(typical, current[-1].height):
-                flush()
-        current.append(line)
+        for n, line in group:
+            if current:
+                gap = line.top - current[-1].bottom
+                crosses = any(current[-1].top < top < line.top for top in table_tops)
+                adjacent = previous is not None and n == previous + 1
+                if not adjacent or crosses or gap > 0.75 * max(typical, current[-1].height):
+                    flush()
+            current.append(line)
+            previous = n
     flush()
     placed.sort(key=lambda item: item[0])
-    return [item for _, item in placed]
+    return placed
 
 
 def read_pdf(data: bytes, progress: Callable[[int, int], None] | None = None) -> PdfContent:
@@ -534,18 +848,48 @@ def read_pdf(data: bytes, progress: Callable[[int, int], None] | None = None) ->
     with pdf:
         try:
             pages = list(pdf.pages)
-            title = pdf.metadata.get("Title")
         except Exception as exc:
             raise failure(exc, "not a readable PDF") from exc
-        out: list[PdfPage] = []
+        raw: list[_RawPage] = []
         for number, page in enumerate(pages, start=1):
             try:
-                items = page_items(page)
+                raw.append(_raw_page(page, number))
             except Exception as exc:
                 raise failure(exc, f"page {number}: text extraction failed") from exc
             finally:
                 page.close()  # frees the page's parsed objects: long PDFs stay small in memory
-            out.append(PdfPage(number, tuple(items)))
             if progress is not None:
                 progress(number, len(pages))
-    return PdfContent(tuple(out), title.strip() if isinstance(title, str) else "")
+    return _content(raw)
+
+
+def _content(raw: Sequence[_RawPage]) -> PdfContent:
+    """The second pass, across pages: furniture removed, headings levelled, the title."""
+    dropped = furniture([page.lines for page in raw])
+    for page, drop in zip(raw, dropped, strict=True):
+        page.lines = [line for n, line in enumerate(page.lines) if n not in drop]
+    body = body_style([page.lines for page in raw])
+    laid = [_layout(page, body) for page in raw]
+    levels = heading_levels([item for page in laid for _, item in page if isinstance(item, _Head)])
+
+    def final(item: PdfParagraph | PdfTable | _Head) -> PdfItem:
+        if isinstance(item, _Head):
+            return PdfHeading(item.text, levels[(item.style, item.series)])
+        return item
+
+    out = tuple(
+        PdfPage(page.number, tuple(final(item) for _, item in items), page.has_text, len(drop))
+        for page, items, drop in zip(raw, laid, dropped, strict=True)
+    )
+    return PdfContent(out, _title(out))
+
+
+def _title(pages: Sequence[PdfPage]) -> str:
+    """The headings of the top level on the first page that has headings (the company name of
+    a filing's cover, "FORM 10-Q — NVIDIA CORPORATION" when two share the largest size)."""
+    for page in pages:
+        heads = [item for item in page.items if isinstance(item, PdfHeading)]
+        if heads:
+            top = min(h.level for h in heads)
+            return " — ".join([h.text for h in heads if h.level == top][:3])
+    return ""

@@ -46,7 +46,7 @@ __all__ = [
 
 # Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
 # fragment and its report counts the fragments still built by an older version (must be 0).
-PIPELINE_VERSION: Final = 1
+PIPELINE_VERSION: Final = 2  # 2: PDF headings, furniture removed, titles
 
 # The years a document or page can carry (front matter `year`, or 19xx/20xx in the file
 # name): the `year` filter of a request accepts the same range, and nothing else can match.

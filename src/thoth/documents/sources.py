@@ -15,7 +15,7 @@ import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from thoth.config import SourceSettings
 from thoth.documents.records import doc_identifier
@@ -379,6 +379,44 @@ def _uncommitted(repo: Path, source: SourceSettings) -> tuple[str, ...]:
     return tuple(sorted(path for path in paths if selects(source, path)))
 
 
+def _titled(key: str, path: str) -> bool:
+    """Whether a `titles` key names this file: its path in the repository, or its file name."""
+    return key in (path, PurePosixPath(path).name)
+
+
+def title_override(source: SourceSettings, path: str) -> str | None:
+    """The title `thoth.toml` gives the file (`[[sources]] titles`), None when it gives none."""
+    for key, title in source.titles.items():
+        if _titled(key, path):
+            return title
+    return None
+
+
+def _check_titles(source: SourceSettings, repo: Path, paths: Sequence[str]) -> None:
+    """Every `titles` key names exactly one file of the source: a key that names none (a typo,
+    a renamed file) or several (one file name in two folders) is an error naming the key."""
+    problems: list[Problem] = []
+    for key in source.titles:
+        named = [path for path in paths if _titled(key, path)]
+        if len(named) == 1:
+            continue
+        where = f"sources.{source.name}.titles"
+        if named:
+            cause = f"{key!r} names {len(named)} files: {', '.join(named)}"
+            hint = "use the file's path inside the repository as the key"
+        else:
+            cause = f"{key!r} names no file of source {source.name!r}"
+            hint = "check the file name (or its path inside the repository) and the globs"
+        problems.append(Problem(where, cause, field="titles", hint=hint, code="title_unmatched"))
+    if problems:
+        raise ProblemsError(
+            f"source {source.name!r} ({repo}): {len(problems)} title(s) in thoth.toml match no "
+            "single file; nothing was read or indexed",
+            problems,
+            code="title_unmatched",
+        )
+
+
 def read_source(
     ws_root: Path, source: SourceSettings, *, align_first: bool = True
 ) -> SourceSnapshot:
@@ -432,6 +470,7 @@ def read_source(
             code="document_too_large",
         )
     chosen.sort(key=lambda entry: entry[2])
+    _check_titles(source, repo, [path for _, _, path, _ in chosen])
     blobs = _blobs(repo, source.name, [oid for _, oid, _, _ in chosen])
     files = tuple(
         SourceFile(source, path, data, hashlib.sha256(data).hexdigest(), revision)

@@ -28,7 +28,7 @@ from thoth.config import Settings, SourceSettings
 from thoth.documents.chunk import QaMarkers, chunk
 from thoth.documents.extract import DocumentFormat, ExtractProgress, extract
 from thoth.documents.records import MAX_YEAR, MIN_YEAR, RECORD_DOCUMENT, KnowledgeFragment
-from thoth.documents.sources import SourceFile, SourceSnapshot, first_match
+from thoth.documents.sources import SourceFile, SourceSnapshot, first_match, title_override
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
 from thoth.secrets import secret_problems
@@ -289,7 +289,8 @@ def prepare_document(
             document = extract(temp, heading_dialect=source.heading_dialect, progress=progress)
             chunks = chunk(document, source.strategy, qa_markers=markers)
     _check_fragments(doc_id, source, len(chunks))
-    title = meta.title or document.title
+    # A title given in thoth.toml wins over the front matter's and the extracted one.
+    title = title_override(source, file.path) or meta.title or document.title
     fragments = tuple(
         KnowledgeFragment(
             record_kind=RECORD_DOCUMENT,

@@ -29,6 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import thoth
+from thoth.agent.errors import AgentUnavailable
 from thoth.analytics.store import AnalyticsError
 from thoth.answer.answerers import AnswerModelError
 from thoth.config import CallerSettings, ServiceSettings
@@ -37,7 +38,6 @@ from thoth.errors import ConfigError, Problem, RequestError, ThothError
 from thoth.index.base import IndexUnavailable
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
-    AgentNotConfigured,
     BodyTooLarge,
     Busy,
     LabelAboveCeiling,
@@ -72,7 +72,7 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (Busy, 503),
     (JobNotFound, 404),
     (JobFinished, 409),
-    (AgentNotConfigured, 503),
+    (AgentUnavailable, 503),
     # A component the request needed could not be used (GET /v1/ready names which).
     (StateError, 503),
     (IndexUnavailable, 503),
@@ -212,7 +212,7 @@ _ERRORS: Final[dict[int | str, dict[str, Any]]] = {
         (
             503,
             "The process is full (`busy`, with Retry-After), a component cannot be used, or "
-            "no model is configured for deep analysis (`agent_not_configured`).",
+            "no model is configured for deep analysis (`agent_unavailable`).",
         ),
     )
 }

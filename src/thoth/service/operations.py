@@ -16,18 +16,18 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from thoth.agent.submit import submit_job
 from thoth.analytics import AnalyticsStore
 from thoth.answer.retrieval import KnowledgeSearch, RetrievedFragment
 from thoth.answer.service import AnswerService
 from thoth.config import CallerSettings, Settings
 from thoth.errors import Problem, RequestError, ThothError
 from thoth.index.records import EvidencePayload
-from thoth.llm.client import conversation_client
 from thoth.runtime import Runtime, open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
 from thoth.service.callers import ceiling_labels, require_within_ceiling
-from thoth.service.errors import AgentNotConfigured, LabelAboveCeiling
+from thoth.service.errors import LabelAboveCeiling
 from thoth.service.models import AskBody, EvidenceSearchBody, JobBody, KnowledgeSearchBody
 from thoth.state import JobNotFound, JobQueue
 from thoth.workspace import Workspace
@@ -174,23 +174,17 @@ class Operations:
     # -- deep-analysis jobs (the agent's queue; a worker runs them: `tht agent worker`) ------
 
     def create_job(self, body: JobBody, caller: CallerSettings | None) -> dict[str, Any]:
-        """Queue a job in the caller's search context (labels resolved against its ceiling,
-        then stored: the worker never widens them). Refused without a usable model."""
+        """Queue a job as `tht agent submit` does (`thoth.agent.submit_job`: refused with
+        `agent_unavailable` without a usable model), in the caller's search context with
+        the labels resolved against its ceiling and stored: the worker never widens them."""
         self._check_length("question", body.question)
-        try:
-            conversation_client(self.settings.llm)
-        except ThothError as exc:
-            raise AgentNotConfigured(
-                f"deep analysis needs the model of [llm], which cannot be used: "
-                f"{exc.message_text()} (synchronous answers keep working: POST /v1/ask)"
-            ) from exc
-        labels = ceiling_labels(self.settings, caller, body.labels)
-        request = self._knowledge.validate(
-            body.question, {"labels": labels, "channel": body.channel}
-        )
-        request["labels"] = labels or list(self.settings.answers.default_labels)
-        job = self._jobs.create(
-            self.settings.workspace, caller.name if caller else None, body.question, request
+        job = submit_job(
+            self.settings,
+            self._jobs,
+            body.question,
+            caller=caller.name if caller else None,
+            labels=ceiling_labels(self.settings, caller, body.labels),
+            channel=body.channel,
         )
         return job.as_dict()
 

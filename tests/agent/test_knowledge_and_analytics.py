@@ -1,0 +1,116 @@
+"""The agent's knowledge and analytics tools through the real worker, on the analytics
+workspace of tests/analytics (a published generation, an activated catalog, a read-only
+SQLite store): the caller's labels, catalog queries and free read-only SQL with their data
+date as sources, a write refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.agent.conftest import PAGES
+from tests.analytics.conftest import AnalyticsWorkspace, analytics_ws  # noqa: F401
+from tests.fake_llm import FakeLLMServer, ToolCallScript
+from thoth.agent import Worker, submit_job
+from thoth.config import LLMSettings
+from thoth.llm.client import OpenAIChat
+from thoth.runtime import open_runtime
+from thoth.state import Job, JobQueue
+
+
+@pytest.fixture
+def worker(
+    analytics_ws: AnalyticsWorkspace,  # noqa: F811
+    llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Worker]:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    for rel, text in PAGES.items():
+        analytics_ws.write(f"wiki/{rel}", text)
+    settings = LLMSettings(base_url=llm.url + "/v1", model="fake-model", timeout_seconds=20)
+    with open_runtime(analytics_ws.ws, analytics_ws.embedder) as rt:
+        runner = Worker(rt, id="w1", client=OpenAIChat(settings, "test-key"))
+        try:
+            yield runner
+        finally:
+            runner.close()
+
+
+def run(worker: Worker, labels: list[str] | None = None) -> tuple[Job, list[dict[str, Any]]]:
+    job = submit_job(worker.settings, worker.queue, "Analisi dei ricoveri", labels=labels)
+    assert worker.run(once=True) == 1
+    steps = worker.queue.steps(job.id)
+    return worker.queue.get(job.id), [s.data for s in steps if s.kind == "tool"]
+
+
+def result(step: dict[str, Any]) -> Any:
+    return json.loads(step["result"])
+
+
+def test_catalog_sql_and_knowledge_are_cited_with_their_data_date(
+    worker: Worker, llm: FakeLLMServer
+) -> None:
+    llm.reply_tool_calls(
+        ToolCallScript("knowledge_search", {"query": "minuti di attesa codice verde"}),
+        ToolCallScript("catalog_list", {}),
+        ToolCallScript("catalog_run", {"query_id": "ricoveri-per-reparto", "parameters": {"anno": 2024}}),
+        ToolCallScript("run_sql", {"sql": "SELECT count(*) AS n FROM analytics.v_ricoveri"}),
+        ToolCallScript("run_sql", {"sql": "DELETE FROM analytics.v_ricoveri"}),
+        ToolCallScript("catalog_run", {"query_id": "inventata", "parameters": {}}),
+    )  # fmt: skip
+    llm.reply("Sintesi: attesa massima 120 minuti; ricoveri per reparto come da query.")
+    job, tools = run(worker)
+    assert job.status == "completed" and job.result is not None
+    found, listed, ran, counted, write, unknown = tools
+    assert result(found)["status"] == "found"
+    assert "120" in result(found)["fragments"][0]["text"]
+    assert "ricoveri-per-reparto" in [q["id"] for q in result(listed)["queries"]]
+    assert result(ran)["rows"] and result(ran)["data_date"]
+    assert result(counted)["columns"] == ["n"] and result(counted)["data_date"]
+    assert write["error_code"] == "sql_refused" and unknown["error_code"] == "unknown_query"
+    sources = job.result["sources"]
+    kinds = [s["kind"] for s in sources]
+    assert kinds == ["document", "catalog_query", "sql"]
+    catalog = sources[1]
+    assert catalog["query_id"] == "ricoveri-per-reparto" and catalog["data_date"]
+    assert catalog["catalog_revision"] and catalog["parameters"]["anno"] == 2024
+    assert sources[2]["sql"] == "SELECT count(*) AS n FROM analytics.v_ricoveri"
+    assert sources[0]["doc_id"] == "docs:attese.md"
+
+
+def test_the_knowledge_search_runs_under_the_job_s_labels(
+    worker: Worker, llm: FakeLLMServer
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("knowledge_search", {"query": "attesa codice verde"}))
+    llm.reply("Nulla.")
+    job, [search] = run(worker, labels=["internal"])
+    assert result(search)["status"] == "nothing_found" and result(search)["fragments"] == []
+    assert job.status == "failed" and job.error_code == "no_sources"
+
+
+def test_a_failed_search_is_a_coded_refusal_not_an_empty_result(
+    worker: Worker,
+    llm: FakeLLMServer,
+    analytics_ws: AnalyticsWorkspace,  # noqa: F811
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("knowledge_search", {"query": "attesa"}))
+    llm.reply("Nulla.")
+    for shard in (analytics_ws.root / ".thoth" / "index").rglob("*"):
+        if shard.is_file():
+            shard.write_bytes(b"damaged")
+    _, [search] = run(worker)
+    assert search["error_code"] == "index_unavailable"
+    assert "the knowledge search failed (not an empty result)" in result(search)["error"]["message"]
+
+
+def test_a_worker_recovers_the_jobs_of_dead_workers(worker: Worker) -> None:
+    queue: JobQueue = worker.queue
+    job = submit_job(worker.settings, queue, "q")
+    assert queue.claim("dead", 0.01) is not None
+    time.sleep(0.05)
+    [recovered] = worker.recover()
+    assert recovered.id == job.id and recovered.status == "queued"

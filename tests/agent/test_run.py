@@ -1,0 +1,261 @@
+"""One job's run against the local fake model server, on a real SQLite queue: tools, the fence
+against a hostile page, budgets, sources, transcript, cancel, privacy."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent.conftest import PAGES, SECRET
+from tests.fake_llm import FakeLLMServer, ToolCallScript
+from thoth.agent import AgentRun, Budgets, Toolbox, WikiShelf
+from thoth.agent.worker import Heartbeat
+from thoth.config import LLMSettings, Settings
+from thoth.llm.client import AnthropicChat, OpenAIChat
+from thoth.privacy import NoPseudonymizer, PlaceholderPseudonymizer, Pseudonymizer, Registry
+from thoth.privacy.registry import Entity
+from thoth.state import Job, JobQueue, JobStep, StateStore
+
+PROVIDERS = ["openai", "anthropic"]
+BUDGETS = Budgets(
+    max_turns=10, max_tool_calls=10, max_tokens=1000, max_seconds=60, max_tool_result_chars=5000
+)
+
+# Every file the process opens while a job runs (an audit hook cannot be removed: it records
+# only while a test switches it on).
+_OPENED: list[str] | None = None
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _OPENED is not None and event == "open" and isinstance(args[0], str | Path):
+        _OPENED.append(str(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel, text in PAGES.items():
+        (root / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "wiki" / rel).write_text(text, encoding="utf-8")
+    (root / "thoth.toml").write_text(f'# {SECRET}\nworkspace = "ws"\n', encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[JobQueue]:
+    with StateStore.open(f"sqlite:///{tmp_path / 'state.sqlite'}") as store:
+        yield JobQueue.on(store)
+
+
+def client(llm: FakeLLMServer, provider: str) -> OpenAIChat | AnthropicChat:
+    settings = LLMSettings.model_validate(
+        {
+            "provider": provider,
+            "base_url": llm.url + "/v1" if provider == "openai" else llm.url,
+            "model": "fake-model",
+            "timeout_seconds": 20,
+        }
+    )
+    return AnthropicChat(settings, "k") if provider == "anthropic" else OpenAIChat(settings, "k")
+
+
+def run(
+    queue: JobQueue,
+    llm: FakeLLMServer,
+    ws: Path,
+    *,
+    provider: str = "openai",
+    question: str = "Come va il vino italiano in Giappone?",
+    budgets: Budgets = BUDGETS,
+    pseudonymizer: Pseudonymizer | None = None,
+    lease_seconds: float = 30,
+    during: Any = None,
+) -> tuple[Job, list[JobStep]]:
+    queue.create("ws", "crm", question, {"labels": ["public"], "channel": None})
+    job = queue.claim("w1", lease_seconds)
+    assert job is not None
+    privacy = pseudonymizer or NoPseudonymizer()
+    toolbox = Toolbox(
+        wiki=WikiShelf(ws / "wiki", Settings(workspace="ws"), ["public"]),
+        knowledge=None,
+        analytics=None,
+        request=job.request,
+        pseudonymizer=privacy,
+    )
+    beat = Heartbeat(queue, job.id, "w1", lease_seconds)
+    beat.start()
+    if during is not None:
+        threading.Thread(target=during, args=(job,), daemon=True).start()
+    try:
+        AgentRun(queue, job, "w1", client(llm, provider), toolbox, budgets, privacy, beat).run()
+    finally:
+        beat.stop()
+    return queue.get(job.id), queue.steps(job.id)
+
+
+def tool_steps(steps: list[JobStep]) -> list[dict[str, Any]]:
+    return [s.data for s in steps if s.kind == "tool"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_job_answers_citing_what_the_tools_returned(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path, provider: str
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}))
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md; anche inventato.md).")
+    job, steps = run(queue, llm, ws, provider=provider)
+    assert job.status == "completed" and job.error_code is None
+    assert job.result is not None and job.result["answer"].startswith("Cresce del 12%")
+    # The page the tool read, not the one the model claims.
+    [source] = job.result["sources"]
+    assert source["kind"] == "wiki_page" and source["path"] == "mercati/giappone.md"
+    assert source["title"] == "Mercato Giappone" and len(source["sha256"]) == 64
+    assert [s.kind for s in steps] == ["model", "tool", "model", "tool", "model"]
+    assert job.usage["turns"] == 3 and job.usage["tool_calls"] == 2
+    assert job.usage["tokens"] == 6
+    listed = json.loads(tool_steps(steps)[0]["result"])
+    assert [p["path"] for p in listed["pages"]] == [
+        "mercati/francia.md",
+        "mercati/giappone.md",
+        "ostile.md",
+    ]
+    # The model read the listing in the next turn.
+    assert "mercati/francia.md" in llm.requests[1].raw.decode()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_hostile_page_cannot_make_the_tools_read_outside_the_wiki(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path, provider: str
+) -> None:
+    global _OPENED
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "ostile.md"}))
+    # The scripted model obeys the page.
+    llm.reply_tool_calls(
+        ToolCallScript("wiki_read", {"path": "../../thoth.toml"}),
+        ToolCallScript("wiki_read", {"path": "../thoth.toml"}),
+        ToolCallScript("wiki_read", {"path": "/etc/passwd"}),
+    )
+    llm.reply("La nota chiede di leggere file esterni: non è possibile.")
+    _OPENED = []
+    try:
+        job, steps = run(queue, llm, ws, provider=provider)
+        opened = list(_OPENED)
+    finally:
+        _OPENED = None
+    refusals = tool_steps(steps)[1:]
+    assert [s["error_code"] for s in refusals] == ["path_outside_wiki"] * 3
+    assert all(json.loads(s["result"])["error"]["code"] == "path_outside_wiki" for s in refusals)
+    # The model saw the coded refusals...
+    last = llm.requests[2].raw.decode()
+    assert last.count("path_outside_wiki") == 3
+    # ...and nothing outside the wiki was opened, sent or stored.
+    assert not [p for p in opened if p.endswith("thoth.toml") or p == "/etc/passwd"]
+    assert all(SECRET not in r.raw.decode() for r in llm.requests)
+    assert all(SECRET not in json.dumps(s.data) for s in steps)
+    assert "root:" not in json.dumps([s.data for s in steps])
+    assert job.status == "completed" and job.result is not None
+    assert [s["path"] for s in job.result["sources"]] == ["ostile.md"]
+
+
+@pytest.mark.parametrize(
+    ("which", "budget", "script"),
+    [
+        ("turns", {"max_turns": 2}, [("wiki_list", 1)] * 3),
+        ("tool_calls", {"max_tool_calls": 1}, [("wiki_list", 2)]),
+        ("tokens", {"max_tokens": 3}, [("wiki_list", 1)] * 3),
+    ],
+)
+def test_an_exhausted_budget_fails_the_job_with_the_reason_and_keeps_the_steps(
+    queue: JobQueue,
+    llm: FakeLLMServer,
+    ws: Path,
+    which: str,
+    budget: dict[str, int],
+    script: list[tuple[str, int]],
+) -> None:
+    for name, calls in script:
+        llm.reply_tool_calls(*[ToolCallScript(name, {}) for _ in range(calls)])
+    budgets = Budgets(**{**BUDGETS.__dict__, **budget})
+    job, steps = run(queue, llm, ws, budgets=budgets)
+    assert job.status == "failed" and job.result is None
+    assert job.error_code == f"budget_{which}"
+    assert job.error is not None and f"[agent].max_{which}" in job.error
+    assert "no partial answer" in job.error
+    assert steps and steps[0].kind == "model"
+    expected = {"turns": (2, 2), "tool_calls": (1, 1), "tokens": (2, 1)}[which]
+    assert (job.usage["turns"], job.usage["tool_calls"]) == expected
+
+
+def test_the_wall_time_budget_fails_the_job(queue: JobQueue, llm: FakeLLMServer, ws: Path) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}), delay=0.6)
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_seconds": 0.3})
+    job, steps = run(queue, llm, ws, budgets=budgets)
+    assert job.status == "failed" and job.error_code == "budget_seconds"
+    assert [s.kind for s in steps] == ["model"]
+
+
+def test_an_answer_without_a_source_is_not_served(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply("Il vino cresce del 50%, fidati.")
+    job, steps = run(queue, llm, ws)
+    assert job.status == "failed" and job.error_code == "no_sources" and job.result is None
+    assert steps[0].data["text"] == "Il vino cresce del 50%, fidati."
+
+
+def test_a_failed_model_call_fails_the_job_keeping_the_steps(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}))
+    llm.reply(status=500)
+    job, steps = run(queue, llm, ws)
+    assert job.status == "failed" and job.error_code == "llm_failed"
+    assert [s.kind for s in steps] == ["model", "tool"]
+
+
+def test_a_running_job_cancelled_stops_at_its_next_step(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}), delay=1.0)
+
+    def cancel(job: Job) -> None:
+        time.sleep(0.2)
+        queue.cancel(job.id)
+
+    job, steps = run(queue, llm, ws, lease_seconds=0.3, during=cancel)
+    assert job.status == "cancelled" and job.error_code == "cancelled" and job.result is None
+    assert [s.kind for s in steps] == ["model"]  # the tool call was not run
+
+
+def test_with_privacy_on_the_model_and_the_transcript_see_placeholders(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    privacy = PlaceholderPseudonymizer(
+        Registry([Entity("AZIENDA", "C1", "Rossi Trading")]), min_name_length=4
+    )
+    # The model searches by the placeholder it was given: the tool gets the name back.
+    llm.reply_tool_calls(ToolCallScript("wiki_search", {"query": "[AZIENDA:C1]"}))
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Il cliente principale in Giappone è [AZIENDA:C1].")
+    job, steps = run(
+        queue, llm, ws, question="Chi è il cliente Rossi Trading?", pseudonymizer=privacy
+    )
+    assert job.status == "completed" and job.result is not None
+    assert job.result["answer"] == "Il cliente principale in Giappone è Rossi Trading."
+    assert all("Rossi Trading" not in r.raw.decode() for r in llm.requests)
+    assert "[AZIENDA:C1]" in llm.requests[0].raw.decode()
+    assert "[AZIENDA:C1]" in llm.requests[2].raw.decode()  # the page, protected
+    found = json.loads(tool_steps(steps)[0]["result"])
+    assert [p["path"] for p in found["pages"]] == ["mercati/giappone.md"]
+    assert all("Rossi Trading" not in json.dumps(s.data) for s in steps)
