@@ -1,0 +1,326 @@
+"""What the service does, free of any transport: plain dicts out, `ThothError`s raised.
+
+`Operations` opens the engine once per process (the answer service, the knowledge and Evidence
+searches, one embedder shared by all) and keeps no state a second process would need: every
+answer goes to the shared answer log, every search reads the shared state store and index.
+Engine calls run one at a time per process, on one thread (`_engine`): the embedder
+serialises its calls anyway, the readers' per-generation handles are not meant to be shared
+between threads, and a SQLite connection (the analytics store's) refuses any thread but the
+one that opened it.
+Run more processes for more throughput (docs/service.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from thoth.agent.submit import submit_job
+from thoth.analytics import AnalyticsStore
+from thoth.answer.retrieval import KnowledgeSearch, RetrievedFragment
+from thoth.answer.service import AnswerService
+from thoth.config import CallerSettings, Settings
+from thoth.errors import Problem, RequestError, ThothError
+from thoth.index.records import EvidencePayload
+from thoth.runtime import Runtime, open_answer_service, open_runtime
+from thoth.search.outcome import EvidenceSearchContext
+from thoth.search.service import EvidenceSearch
+from thoth.service.callers import ceiling_labels, require_within_ceiling
+from thoth.service.errors import LabelAboveCeiling
+from thoth.service.models import AskBody, EvidenceSearchBody, JobBody, KnowledgeSearchBody
+from thoth.state import JobNotFound, JobQueue
+from thoth.workspace import Workspace
+
+T = TypeVar("T")
+READY_PROBE = "ready"
+
+
+class Operations:
+    """The service's operations over one workspace, opened once per process (close it).
+    `caller` None is a trusted local transport: the request's labels are taken as given."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.settings: Settings = ws.settings
+        # Every engine call runs on this one thread, opening included: one call at a time,
+        # and always from the thread that opened what it uses (a SQLite connection of the
+        # analytics store refuses any other thread; the readers' per-generation handles are
+        # not meant to be shared between threads).
+        self._engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thoth-engine")
+        try:
+            self._engine.submit(self._open).result()
+        except BaseException:
+            self._engine.shutdown()
+            raise
+
+    def _open(self) -> None:
+        ws = self.ws
+        # One runtime (state store, index backend, embedder) for the searches and the jobs;
+        # the answer service opens its own over the same embedder instance.
+        rt: Runtime | None = None
+        answers: AnswerService | None = None
+        try:
+            rt = open_runtime(ws)
+            answers = open_answer_service(ws, rt.embedder)
+            self._knowledge = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+            self._evidence: EvidenceSearch = rt.search()
+            # The agent's queue shares the state store's engine (closed with it). Job calls
+            # are state-store calls only: they never wait for the engine thread.
+            self._jobs = JobQueue.on(rt.state)
+            self._analytics = (
+                AnalyticsStore(ws.settings.analytics, ws.root) if ws.settings.analytics else None
+            )
+        except BaseException:
+            if answers is not None:
+                answers.close()
+            if rt is not None:
+                rt.close()
+            raise
+        self._rt = rt
+        self._answers = answers
+
+    def close(self) -> None:
+        try:
+            self._engine.submit(self._close).result()
+        finally:
+            self._engine.shutdown()
+
+    def _close(self) -> None:
+        self._knowledge.close()
+        self._evidence.close()
+        if self._analytics is not None:
+            self._analytics.close()
+        self._answers.close()
+        self._rt.close()
+
+    # -- operations ---------------------------------------------------------------------
+
+    def ask(self, body: AskBody, caller: CallerSettings | None) -> dict[str, Any]:
+        """`Answer.as_dict()`: the object `tht ask --json` prints. A failed search is an
+        answer with status "failed"; a bad request raises (and is logged as failed)."""
+        self._check_length("question", body.question)
+        if body.instructions is not None:
+            self._check_length("instructions", body.instructions)
+        request = body.request()
+        request["labels"] = ceiling_labels(self.settings, caller, body.labels)
+        answer = self._run(
+            lambda: self._answers.ask(
+                body.question,
+                instructions=body.instructions,
+                caller=caller.name if caller else None,
+                **request,
+            )
+        )
+        return answer.as_dict()
+
+    def knowledge_search(
+        self, body: KnowledgeSearchBody, caller: CallerSettings | None
+    ) -> dict[str, Any]:
+        """The fragments of documents, wiki pages and Evidence the request's condition lets
+        through, best first, with the search status: found, nothing_found or failed (with
+        its stable code; never an empty list standing for a fault)."""
+        self._check_length("query", body.query)
+        request = body.request()
+        request["labels"] = ceiling_labels(self.settings, caller, body.labels)
+        retrieval = self._run(lambda: self._knowledge.search(body.query, **request))
+        fragments = retrieval.fragments[: body.limit] if body.limit else retrieval.fragments
+        return {
+            "query": body.query,
+            "status": retrieval.status,
+            "error_code": retrieval.error_code,
+            "error": retrieval.error,
+            "generation": retrieval.generation,
+            "route": retrieval.route.as_dict(),
+            "filters": retrieval.filters,
+            "degraded": list(retrieval.degraded),
+            "fragments": [fragment_dict(f) for f in fragments],
+        }
+
+    def evidence_search(
+        self, body: EvidenceSearchBody, caller: CallerSettings | None
+    ) -> dict[str, Any]:
+        """The fail-closed outcome `tht evidence search --json` prints: available (zero or
+        more results) or unavailable with a stable code. Evidence carries
+        `[answers].evidence_labels`: a caller must hold all of them in its ceiling."""
+        self._check_length("query", body.query)
+        evidence_labels = self.settings.answers.evidence_labels
+        if caller is not None and not evidence_labels:
+            raise LabelAboveCeiling(
+                f"caller {caller.name}: Evidence is served to no caller "
+                "([answers].evidence_labels is empty)",
+                problems=[
+                    Problem(
+                        "thoth.toml",
+                        "[answers].evidence_labels is empty: Evidence is never served",
+                        field="answers.evidence_labels",
+                        hint="declare the labels Evidence carries, then give callers them",
+                        code="label_above_ceiling",
+                    )
+                ],
+            )
+        require_within_ceiling(caller, evidence_labels)
+        context = EvidenceSearchContext(
+            concepts=tuple(body.concepts),
+            tables=tuple(body.tables),
+            columns=tuple(body.columns),
+            kinds=tuple(body.kinds),
+            binding=frozenset(body.binding),
+            limit=body.limit,
+        )
+        outcome = self._run(lambda: self._evidence.search(body.query, body.purpose, context))
+        return outcome.as_dict()
+
+    # -- deep-analysis jobs (the agent's queue; a worker runs them: `tht agent worker`) ------
+
+    def create_job(self, body: JobBody, caller: CallerSettings | None) -> dict[str, Any]:
+        """Queue a job as `tht agent submit` does (`thoth.agent.submit_job`: refused with
+        `agent_unavailable` without a usable model), in the caller's search context with
+        the labels resolved against its ceiling and stored: the worker never widens them."""
+        self._check_length("question", body.question)
+        job = submit_job(
+            self.settings,
+            self._jobs,
+            body.question,
+            caller=caller.name if caller else None,
+            labels=ceiling_labels(self.settings, caller, body.labels),
+            channel=body.channel,
+        )
+        return job.as_dict()
+
+    def list_jobs(self, caller: CallerSettings | None, limit: int = 50) -> dict[str, Any]:
+        """The caller's newest jobs first (every job of the workspace without a caller)."""
+        jobs = self._jobs.list(self.settings.workspace, caller.name if caller else None, limit)
+        return {"jobs": [job.as_dict() for job in jobs]}
+
+    def get_job(self, job_id: str, caller: CallerSettings | None) -> dict[str, Any]:
+        """One of the caller's jobs with its transcript so far; another caller's job does
+        not exist for it."""
+        job = self._jobs.get(job_id)
+        if job.workspace != self.settings.workspace or (
+            caller is not None and job.caller != caller.name
+        ):
+            raise JobNotFound(f"job {job_id!r} not found -> GET /v1/jobs lists yours")
+        return {**job.as_dict(), "steps": [s.as_dict() for s in self._jobs.steps(job_id)]}
+
+    def cancel_job(self, job_id: str, caller: CallerSettings | None) -> dict[str, Any]:
+        """Cancel a queued job at once, or ask a running one to stop."""
+        self.get_job(job_id, caller)  # the same existence rule as reading it
+        return self._jobs.cancel(job_id, caller.name if caller else None).as_dict()
+
+    def readiness(self) -> dict[str, Any]:
+        """{"ready": bool, "components": {name: {"ok", "detail"}}} for the state store, the
+        index, the embedder and the analytics store (not configured is ok)."""
+        components = self._run(self._components)
+        return {"ready": all(c["ok"] for c in components.values()), "components": components}
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _components(self) -> dict[str, dict[str, Any]]:
+        name = self.settings.workspace
+        components: dict[str, dict[str, Any]] = {}
+        try:
+            gen = self._rt.state.active_generation(name)
+        except ThothError as exc:
+            components["state"] = _failed(exc)
+            components["index"] = _no("not checked: the state store is unavailable")
+        else:
+            components["state"] = _ok("reachable")
+            components["index"] = (
+                _no(f"workspace {name} has no active generation -> run `tht docs sync`")
+                if gen is None
+                else self._probe_index()
+            )
+        try:
+            self._rt.embedder.embed_query(READY_PROBE)
+            components["embedder"] = _ok(self._rt.embedder.identity)
+        except ThothError as exc:
+            components["embedder"] = _failed(exc)
+        if self._analytics is None:
+            components["analytics"] = _ok("not configured")
+        else:
+            try:
+                components["analytics"] = _ok(f"data date {self._analytics.data_date()}")
+            except ThothError as exc:
+                components["analytics"] = _failed(exc)
+        return components
+
+    def _probe_index(self) -> dict[str, Any]:
+        reader = self._rt.reader()
+        try:
+            with reader.guard():
+                readable = reader.active()
+                points = readable.store.count({"workspace_id": self.settings.workspace})
+            return _ok(f"generation {readable.id}: {points} points")
+        except ThothError as exc:
+            return _failed(exc)
+        finally:
+            reader.close()
+
+    def _check_length(self, name: str, value: str) -> None:
+        limit = self.settings.service.max_question_chars
+        if len(value) > limit:
+            message = f"{name} has {len(value)} characters, more than the limit of {limit}"
+            raise RequestError(
+                message,
+                problems=[
+                    Problem(
+                        "",
+                        message,
+                        field=name,
+                        hint="shorten it ([service].max_question_chars)",
+                        code="too_long",
+                    )
+                ],
+            )
+
+    def _run(self, work: Callable[[], T]) -> T:
+        """`work` on the engine thread, after the calls submitted before it."""
+        return self._engine.submit(work).result()
+
+
+def fragment_dict(fragment: RetrievedFragment) -> dict[str, Any]:
+    record = fragment.record
+    data: dict[str, Any] = {
+        "id": fragment.id,
+        "rank": fragment.rank,
+        "score": round(fragment.score, 6),
+        "kind": record.record_kind,
+        "doc_id": record.doc_id,
+        "title": record.title,
+        "channel": record.channel,
+        "labels": list(record.labels),
+        "text": record.text,
+        "caveats": list(record.caveats),
+    }
+    if isinstance(record, EvidencePayload):
+        data.update(
+            source="evidence",
+            heading_path=[record.fragment_section] if record.fragment_section else [],
+            path=record.unit_path,
+            revision=record.workspace_revision,
+        )
+    else:
+        data.update(
+            source=record.source,
+            heading_path=list(record.heading_path),
+            path=record.path,
+            revision=record.revision,
+            chunk_kind=record.chunk_kind,
+            doc_format=record.doc_format,
+            page=record.page,
+            year=record.year,
+        )
+    return data
+
+
+def _ok(detail: str) -> dict[str, Any]:
+    return {"ok": True, "detail": detail}
+
+
+def _no(detail: str) -> dict[str, Any]:
+    return {"ok": False, "detail": detail}
+
+
+def _failed(exc: ThothError) -> dict[str, Any]:
+    return {"ok": False, "detail": f"[{exc.code}] {exc.message_text()}"}
