@@ -35,7 +35,7 @@ class Busy(ThothError):
     code = "busy"
 
 
-class NotReady(ThothError):
-    """A component the service needs cannot be used (see GET /v1/ready)."""
+class AgentNotConfigured(ThothError):
+    """A deep-analysis job needs the model of `[llm]`, which cannot be used here."""
 
-    code = "not_ready"
+    code = "agent_not_configured"
