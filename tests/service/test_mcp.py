@@ -25,7 +25,7 @@ from tests.fake_embeddings import FakeEmbeddingServer
 from tests.publishing import activate_head, prepared_workspace, publish, write_config
 from thoth.answer.request import request_fields
 from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_runtime, sessions_dir
+from thoth.runtime import open_runtime, open_state, sessions_dir
 from thoth.session import SessionStore
 from thoth.workspace import Workspace
 
@@ -225,6 +225,11 @@ def test_ask_found_carries_status_sources_and_caveats(ws: Workspace) -> None:
     assert not any(i.startswith("riservati:") for i in ids)
     # Clients that read text only get the same object.
     assert json.loads(text_of(result)) == answer
+    # The caller the server runs as is the one the answer log names.
+    with open_state(ws) as state:
+        logged = {a.id: a for a in state.list_answers(ws.settings.workspace, 50, None)}
+    assert logged[answer["id"]].caller == "assistant"
+    assert logged[answer["id"]].request["labels"] == ["public"]  # default ∩ ceiling
 
 
 def test_ask_nothing_found_is_a_result_not_an_error(ws: Workspace) -> None:
@@ -319,16 +324,26 @@ def test_a_label_above_the_ceiling_is_refused(ws: Workspace) -> None:
 
 
 def test_evidence_is_refused_to_a_caller_without_its_labels(ws: Workspace) -> None:
-    # Evidence carries [answers].evidence_labels (internal): above the reader's ceiling.
-    result = call(
-        ws,
-        "evidence_search",
-        {"query": "ricovero", "purpose": "disambiguation"},
-        "--caller",
-        "reader",
-    )
-    assert result.is_error
-    assert structured(result)["code"] == "label_above_ceiling"
+    # Evidence carries [answers].evidence_labels (internal): above the reader's ceiling, and
+    # so are the sessions that hold what Evidence said.
+    session = SessionStore(sessions_dir(ws)).create("Quanti ricoveri?")
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool(
+                "evidence_search", {"query": "ricovero", "purpose": "disambiguation"}
+            ),
+            await client.call_tool(
+                "session_consult", {"session_id": session.id, "stage": "clarification"}
+            ),
+            await client.call_tool("session_show", {"session_id": session.id}),
+        ]
+
+    for result in serve(ws, body, "--caller", "reader"):
+        assert result.is_error
+        error = structured(result)
+        assert error["code"] == "label_above_ceiling" and "reader" in error["message"], error
+    assert session.entries() == []  # nothing was consulted, nothing recorded
 
 
 def test_an_undeclared_caller_is_refused_before_serving(ws: Workspace) -> None:

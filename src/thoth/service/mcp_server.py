@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from thoth.config import CallerSettings, Settings
 from thoth.errors import ConfigError, Problem, ThothError
 from thoth.runtime import open_runtime, sessions_dir
-from thoth.service.callers import require_within_ceiling
+from thoth.service.callers import require_evidence_within_ceiling
 from thoth.service.http import validate
 from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody
 from thoth.service.operations import Operations
@@ -220,7 +220,7 @@ class ThothTools:
     def _require_evidence_ceiling(self) -> None:
         """Sessions hold what Evidence said: the caller needs Evidence's labels, as for
         `evidence_search`."""
-        require_within_ceiling(self.caller, self.ws.settings.answers.evidence_labels)
+        require_evidence_within_ceiling(self.ws.settings, self.caller)
 
 
 def caller_named(settings: Settings, name: str) -> CallerSettings:
