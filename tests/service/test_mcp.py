@@ -277,14 +277,16 @@ def test_evidence_search_available(ws: Workspace) -> None:
 def test_session_consult_and_show(ws: Workspace) -> None:
     session = SessionStore(sessions_dir(ws)).create("Quanti ricoveri con pernottamento nel 2024?")
 
-    async def body(client: ClientSession) -> tuple[types.CallToolResult, types.CallToolResult]:
-        consulted = await client.call_tool(
-            "session_consult", {"session_id": session.id, "stage": "clarification"}
-        )
-        shown = await client.call_tool("session_show", {"session_id": session.id})
-        return consulted, shown
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool(
+                "session_consult", {"session_id": session.id, "stage": "clarification"}
+            ),
+            await client.call_tool("session_show", {"session_id": session.id}),
+            await client.call_tool("session_show", {"session_id": "s-20260101-000000-abcdef"}),
+        ]
 
-    consulted, shown = serve(ws, body, "--caller", "assistant")
+    consulted, shown, missing = serve(ws, body, "--caller", "assistant")
     assert not consulted.is_error, text_of(consulted)
     found = structured(consulted)
     assert found["status"] == "available" and found["stage"] == "clarification"
@@ -292,6 +294,7 @@ def test_session_consult_and_show(ws: Workspace) -> None:
     assert not shown.is_error, text_of(shown)
     receipts = structured(shown)["receipts"]
     assert [r["seq"] for r in receipts] == [found["receipt_seq"]]
+    assert missing.is_error and structured(missing)["code"] == "session_not_found"
 
 
 # ---------------------------------------------------------------------- refusals and failures
