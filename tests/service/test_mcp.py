@@ -300,15 +300,29 @@ def test_session_consult_and_show(ws: Workspace) -> None:
 # ---------------------------------------------------------------------- refusals and failures
 
 
-def test_an_unknown_field_is_refused_naming_it(ws: Workspace) -> None:
-    result = call(
-        ws, "ask", {"question": "ricovero", "lables": ["public"]}, "--caller", "assistant"
-    )
-    assert result.is_error
-    error = structured(result)
-    assert error["code"] == "bad_request"
-    assert "lables" in error["message"]
-    assert any(p["field"] == "lables" for p in error["problems"]), error
+MALFORMED: list[tuple[str, dict[str, Any], str]] = [
+    ("ask", {"question": "ricovero", "lables": ["public"]}, "lables"),
+    ("ask", {"question": "ricovero", "year": "2024"}, "year"),  # never coerced
+    ("ask", {"question": "ricovero", "year": 99999}, "year"),
+    ("ask", {"question": "ricovero", "labels": "public"}, "labels"),  # never split
+    ("knowledge_search", {"query": "ricovero", "limit": 0}, "limit"),
+    ("evidence_search", {"query": "ricovero", "purpose": "gossip"}, "purpose"),
+    ("session_show", {"session_id": "s-20260101-000000-abcdef", "stage": "x"}, "stage"),
+]
+
+
+def test_a_malformed_call_is_refused_naming_the_field(ws: Workspace) -> None:
+    async def body(session: ClientSession) -> list[types.CallToolResult]:
+        return [await session.call_tool(tool, arguments) for tool, arguments, _ in MALFORMED]
+
+    for (tool, arguments, field), result in zip(
+        MALFORMED, serve(ws, body, "--caller", "assistant"), strict=True
+    ):
+        assert result.is_error, (tool, arguments)
+        error = structured(result)
+        assert error["code"] == "bad_request", (tool, arguments, error)
+        assert field in error["message"], (tool, arguments, error)
+        assert any(p["field"] == field for p in error["problems"]), (tool, arguments, error)
 
 
 def test_a_label_above_the_ceiling_is_refused(ws: Workspace) -> None:
