@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import WorkspaceFactory, commit_all
 from tests.fake_embeddings import FakeEmbeddingServer
@@ -186,6 +187,11 @@ def text_of(result: types.CallToolResult) -> str:
 
 def test_lists_the_tools_with_schemas_from_the_request_model(ws: Workspace) -> None:
     async def body(session: ClientSession) -> list[types.Tool]:
+        # A tool that does not exist is a protocol error (invalid params), naming the tools.
+        with pytest.raises(MCPError) as unknown:
+            await session.call_tool("sql", {"query": "select 1"})
+        assert unknown.value.error.code == types.INVALID_PARAMS
+        assert "ask" in unknown.value.error.message
         return (await session.list_tools()).tools
 
     tools = {t.name: t for t in serve(ws, body, "--caller", "assistant")}

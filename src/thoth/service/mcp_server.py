@@ -33,11 +33,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
 from thoth.config import CallerSettings, Settings
-from thoth.errors import ConfigError, Problem, ThothError
+from thoth.errors import ConfigError, Problem, ThothError, file_access_error
 from thoth.runtime import open_runtime, sessions_dir
 from thoth.service.callers import require_evidence_within_ceiling
-from thoth.service.http import validate
-from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody, validate
 from thoth.service.operations import Operations
 from thoth.session import SessionStore
 from thoth.workflow.consult import SessionWorkflow
@@ -176,6 +175,8 @@ class ThothTools:
             data = tool.run(validate(tool.model, dict(arguments or {})))
         except ThothError as exc:
             return error_result(exc)
+        except OSError as exc:  # a path the operating system refused, named as the CLI does
+            return error_result(file_access_error(exc))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_json(data))],
             structured_content=data,
