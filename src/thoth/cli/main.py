@@ -14,6 +14,7 @@ from thoth.cli import channels as channels_cli
 from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
 from thoth.cli import index as index_cli
+from thoth.cli import mcp as mcp_cli
 from thoth.cli import schema as schema_cli
 from thoth.cli import service as service_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
@@ -46,6 +47,7 @@ analytics_cli.register(app)
 privacy.register(app)
 service_cli.register(app)
 agent_cli.register(app)
+mcp_cli.register(app)
 
 
 @app.command("init")

@@ -11,9 +11,8 @@ stable code); 4 not ready (a stage's inputs are not decided yet) or misconfigure
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -23,15 +22,14 @@ from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
 from thoth.cli.schema import render_proposal
 from thoth.llm import tool_client
-from thoth.memory.projection import summarize
 from thoth.runtime import open_runtime, sessions_dir
 from thoth.search.outcome import EvidenceSearchOutcome
 from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore, decide
-from thoth.session.ledger import SQL_RUN_TYPE
-from thoth.session.proposals import ProposalBook, ProposalView, dump
+from thoth.session.proposals import ProposalBook, ProposalView
 from thoth.workflow.consult import SessionWorkflow, StageBlocked
 from thoth.workflow.driver import accept_proposal, drive
 from thoth.workflow.formulas import import_proposals
+from thoth.workflow.overview import entry_dict, session_overview
 from thoth.workflow.sql import NAME_CHECKED, SQL_CHECKED, RunFailed, decide_checked, run_final_sql
 from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
@@ -72,10 +70,6 @@ def sessions(ws: Workspace) -> SessionStore:
 def open_session(workspace: Path, session_id: str) -> tuple[Workspace, Session]:
     ws = Workspace.open(workspace)
     return ws, sessions(ws).open(session_id)
-
-
-def entry_dict(entry: Entry) -> dict[str, Any]:
-    return entry.model_dump(mode="json", exclude_none=True)
 
 
 def _entry_line(e: Entry) -> str:
@@ -143,32 +137,13 @@ def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt =
     """The session's standing decisions, Evidence receipts, proposals and memories."""
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
-        entries = session.entries()
-        effective = session.effective()
-        gone = session.withdrawals()
-        standing = {e.seq for e in effective}
-        receipts = [e for e in entries if e.type == "evidence_receipt"]
-        runs = [e for e in entries if e.type == SQL_RUN_TYPE]
-        markers = session.memory_markers()
-        proposals = ProposalBook(session).views()
-        # Computed on read from the ledger (and the registry for memory ids): nothing stored.
-        memories = summarize(session, MemoryStores(ws).registry)
+        view = session_overview(ws, session)
     if as_json:
-        emit_json(
-            {
-                "ok": True,
-                "session": session.info.model_dump(),
-                "effective": [entry_dict(e) for e in effective],
-                "memory_markers": [entry_dict(e) for e in markers],
-                "receipts": [entry_dict(e) for e in receipts],
-                "runs": [entry_dict(e) for e in runs],
-                "withdrawn": [asdict(w) for w in gone.values()],
-                "entries": [entry_dict(e) for e in entries],
-                "proposals": [dump(v) for v in proposals],
-                "memories": memories.as_dict(),
-            }
-        )
+        emit_json(view.as_dict())
         return
+    entries, effective, gone = view.entries, view.effective, view.withdrawn
+    standing = {e.seq for e in effective}
+    receipts, runs, markers = view.receipts, view.runs, view.memory_markers
     out.print(f"[bold]{session.id}[/]  {escape(session.question)}", highlight=False)
     out.print("[bold]Standing decisions[/]" if effective else "No standing decision yet.")
     for e in effective:
@@ -211,8 +186,8 @@ def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt =
             )
             + "[/]"
         )
-    _print_proposals(proposals)
-    out.print(escape(memories.markdown().rstrip()), highlight=False)
+    _print_proposals(view.proposals)
+    out.print(escape(view.memories.markdown().rstrip()), highlight=False)
 
 
 def _print_proposals(views: list[ProposalView]) -> None:

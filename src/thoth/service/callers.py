@@ -138,6 +138,28 @@ def require_within_ceiling(caller: CallerSettings | None, labels: Sequence[str])
         raise above_ceiling(caller, above)
 
 
+def require_evidence_within_ceiling(settings: Settings, caller: CallerSettings | None) -> None:
+    """What serves Evidence (its search, a session's consultations and ledger) needs: every
+    label of `[answers].evidence_labels` within the caller's ceiling. With no Evidence label
+    declared, Evidence is served to no caller (a trusted local transport excepted)."""
+    evidence_labels = settings.answers.evidence_labels
+    if caller is not None and not evidence_labels:
+        raise LabelAboveCeiling(
+            f"caller {caller.name}: Evidence is served to no caller "
+            "([answers].evidence_labels is empty)",
+            problems=[
+                Problem(
+                    "thoth.toml",
+                    "[answers].evidence_labels is empty: Evidence is never served",
+                    field="answers.evidence_labels",
+                    hint="declare the labels Evidence carries, then give callers them",
+                    code="label_above_ceiling",
+                )
+            ],
+        )
+    require_within_ceiling(caller, evidence_labels)
+
+
 def above_ceiling(caller: CallerSettings, labels: Sequence[str]) -> LabelAboveCeiling:
     shown = ", ".join(labels)
     return LabelAboveCeiling(

@@ -24,7 +24,7 @@ from typing import Any, Final, TypeVar
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -50,6 +50,7 @@ from thoth.service.models import (
     EvidenceSearchBody,
     JobBody,
     KnowledgeSearchBody,
+    validate,
 )
 from thoth.service.operations import Operations
 from thoth.state import JobFinished, JobNotFound, StateError
@@ -442,26 +443,6 @@ def _too_large(size: int, limit: int, streamed: bool = False) -> BodyTooLarge:
             )
         ],
     )
-
-
-def validate(model: type[B], data: Any) -> B:
-    """The body as `model`, or a RequestError with one Problem per field at fault."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        accepted = ", ".join(model.model_fields)
-        problems = []
-        for err in exc.errors(include_url=False):
-            field = ".".join(str(p) for p in err["loc"]) or "body"
-            if err["type"] == "extra_forbidden":
-                message = f"unknown field {field} (accepted: {accepted})"
-                code = "unknown_field"
-            else:
-                message = f"{field}: {err['msg']}"
-                code = str(err["type"])
-            problems.append(Problem("body", message, field=field, code=code))
-        fields = ", ".join(sorted({str(p.field) for p in problems}))
-        raise RequestError(f"invalid request field(s): {fields}", problems=problems) from exc
 
 
 # -- errors outside the routes -------------------------------------------------------------

@@ -10,15 +10,17 @@ belongs is an error naming the field, never coerced or dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from thoth.answer.request import SearchRequest
+from thoth.errors import Problem, RequestError
 from thoth.evidence.model import KINDS, PURPOSES
 
 MAX_LIMIT = 50
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+B = TypeVar("B", bound=BaseModel)
 
 
 class AskBody(SearchRequest):
@@ -103,3 +105,24 @@ BODY_MODELS: tuple[type[BaseModel], ...] = (
     KnowledgeSearchBody,
     JobBody,
 )
+
+
+def validate(model: type[B], data: Any) -> B:
+    """The body as `model`, or a RequestError with one Problem per field at fault (every
+    transport validates here: the HTTP routes and the MCP tools)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        accepted = ", ".join(model.model_fields)
+        problems = []
+        for err in exc.errors(include_url=False):
+            field = ".".join(str(p) for p in err["loc"]) or "body"
+            if err["type"] == "extra_forbidden":
+                message = f"unknown field {field} (accepted: {accepted})"
+                code = "unknown_field"
+            else:
+                message = f"{field}: {err['msg']}"
+                code = str(err["type"])
+            problems.append(Problem("body", message, field=field, code=code))
+        fields = ", ".join(sorted({str(p.field) for p in problems}))
+        raise RequestError(f"invalid request field(s): {fields}", problems=problems) from exc

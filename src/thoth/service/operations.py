@@ -26,8 +26,7 @@ from thoth.index.records import EvidencePayload
 from thoth.runtime import Runtime, open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
-from thoth.service.callers import ceiling_labels, require_within_ceiling
-from thoth.service.errors import LabelAboveCeiling
+from thoth.service.callers import ceiling_labels, require_evidence_within_ceiling
 from thoth.service.models import AskBody, EvidenceSearchBody, JobBody, KnowledgeSearchBody
 from thoth.state import JobNotFound, JobQueue
 from thoth.workspace import Workspace
@@ -144,22 +143,7 @@ class Operations:
         more results) or unavailable with a stable code. Evidence carries
         `[answers].evidence_labels`: a caller must hold all of them in its ceiling."""
         self._check_length("query", body.query)
-        evidence_labels = self.settings.answers.evidence_labels
-        if caller is not None and not evidence_labels:
-            raise LabelAboveCeiling(
-                f"caller {caller.name}: Evidence is served to no caller "
-                "([answers].evidence_labels is empty)",
-                problems=[
-                    Problem(
-                        "thoth.toml",
-                        "[answers].evidence_labels is empty: Evidence is never served",
-                        field="answers.evidence_labels",
-                        hint="declare the labels Evidence carries, then give callers them",
-                        code="label_above_ceiling",
-                    )
-                ],
-            )
-        require_within_ceiling(caller, evidence_labels)
+        require_evidence_within_ceiling(self.settings, caller)
         context = EvidenceSearchContext(
             concepts=tuple(body.concepts),
             tables=tuple(body.tables),

@@ -51,6 +51,8 @@ _ID_ATTEMPTS: Final = 5
 class SessionNotFound(ThothError):
     """No session with that id in this sessions directory."""
 
+    code = "session_not_found"
+
 
 class SessionDamaged(ProblemsError):
     """A session directory exists but its session.json cannot be read as written."""

@@ -1,0 +1,324 @@
+"""`tht mcp`: the service's operations as Model Context Protocol tools, over stdio, for one
+local user and the assistant they run.
+
+Tools: `ask`, `evidence_search`, `knowledge_search`, `session_consult`, `session_show`. Each
+tool's input schema is the JSON Schema of the same request model the HTTP API validates
+(`thoth.service.models`, built on `SearchRequest`), so a new request field reaches MCP without
+an edit here; arguments are validated by that model, an unknown field refused naming it.
+
+The server runs as a declared calling system (`--caller NAME`, one of `[service].callers`):
+its label ceiling bounds every request and its name goes to the answer log, exactly as over
+HTTP. There is no key: whoever starts `tht mcp` already reads thoth.toml.
+
+Results: a tool's structured content is the object the HTTP API returns (the answer of `tht
+ask --json`, the Evidence outcome, the fragments), with status, sources and caveats; its text
+content is the same object as JSON, for clients that read text only. Failures are tool
+errors (`isError`) whose structured content is {code, message, problems: [{..., hint}]} —
+the stable code and what to do. A search that could not run (an index missing or damaged, a
+state store unreachable) is such an error, never an empty result; `nothing_found` is a result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict, Field
+
+from thoth.config import CallerSettings, Settings
+from thoth.errors import ConfigError, Problem, ThothError, file_access_error
+from thoth.runtime import open_runtime, sessions_dir
+from thoth.service.callers import require_evidence_within_ceiling
+from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody, validate
+from thoth.service.operations import Operations
+from thoth.session import SessionStore
+from thoth.workflow.consult import SessionWorkflow
+from thoth.workflow.overview import session_overview
+from thoth.workspace import Workspace
+
+SERVER_NAME: Final = "thoth"
+INSTRUCTIONS: Final = (
+    "Thoth answers questions from a curated corpus (documents, wiki pages, Evidence Units) "
+    "with the sources it used. A status of nothing_found means the corpus holds nothing for "
+    "the question under the labels given; an error means the search could not run: say so, "
+    "never read it as an absence of knowledge."
+)
+# What to do about an unavailable search whose message names no remedy.
+UNAVAILABLE_HINT: Final = (
+    "the search could not run, which says nothing about the corpus: fix the cause (`tht "
+    "index check`, `tht docs sync`), then ask again"
+)
+
+
+class SessionConsultBody(BaseModel):
+    """One stage of a question→SQL session searches Evidence (`tht session consult`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    session_id: str = Field(description="The session id (s-YYYYMMDD-HHMMSS-xxxxxx).")
+    stage: str = Field(description="The stage that consults Evidence, e.g. clarification.")
+
+
+class SessionShowBody(BaseModel):
+    """A session's standing decisions, receipts, proposals and memories (`tht session show`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    session_id: str = Field(description="The session id (s-YYYYMMDD-HHMMSS-xxxxxx).")
+
+
+class SearchUnavailable(ThothError):
+    """A search (or an answer's search) could not run: the outcome's stable code, its message
+    split into what failed and what to do, and the outcome itself."""
+
+    def __init__(self, code: str, message: str, outcome: Mapping[str, Any]) -> None:
+        what, _, hint = (message or code).partition(" -> ")
+        super().__init__(
+            what,
+            code=code,
+            problems=[Problem("", what, hint=hint or UNAVAILABLE_HINT, code=code)],
+        )
+        self.outcome = dict(outcome)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    model: type[BaseModel]
+    run: Callable[[Any], dict[str, Any]]  # the validated body -> the structured result
+
+    def definition(self) -> types.Tool:
+        schema = self.model.model_json_schema()
+        schema.pop("title", None)
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=schema,
+            annotations=types.ToolAnnotations(read_only_hint=self.name != "session_consult"),
+        )
+
+
+class ThothTools:
+    """The tools of one workspace, run as `caller`. Calls run one at a time (one local user;
+    the engine serialises its calls anyway)."""
+
+    def __init__(self, ws: Workspace, operations: Operations, caller: CallerSettings) -> None:
+        self.ws = ws
+        self.operations = operations
+        self.caller = caller
+        self.tools: dict[str, Tool] = {
+            t.name: t
+            for t in (
+                Tool(
+                    "ask",
+                    "Ask the corpus",
+                    "Answer a question from the corpus, with its sources and a status: found, "
+                    "truncated, nothing_found, computed or needs_parameter. Caveats of the "
+                    "sources are in the text next to the claims they qualify.",
+                    AskBody,
+                    self._ask,
+                ),
+                Tool(
+                    "knowledge_search",
+                    "Search documents, wiki and Evidence",
+                    "The fragments an answer would be written from, best first, each with its "
+                    "source, title, heading path, kind, score, labels and caveats.",
+                    KnowledgeSearchBody,
+                    self._knowledge_search,
+                ),
+                Tool(
+                    "evidence_search",
+                    "Search Evidence Units",
+                    "Published Evidence Units for a purpose (disambiguation, rewriting, "
+                    "schema_linking, sql_generation), each with excerpts, caveats and "
+                    "provenance at the revision searched.",
+                    EvidenceSearchBody,
+                    self._evidence_search,
+                ),
+                Tool(
+                    "session_consult",
+                    "Consult Evidence for a session stage",
+                    "Search Evidence for one stage of a question→SQL session with what the "
+                    "session has settled, and record the receipt in its ledger.",
+                    SessionConsultBody,
+                    self._session_consult,
+                ),
+                Tool(
+                    "session_show",
+                    "Show a session",
+                    "A session's standing decisions, Evidence receipts, runs, proposals and "
+                    "memories.",
+                    SessionShowBody,
+                    self._session_show,
+                ),
+            )
+        }
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        tool = self.tools.get(name)
+        if tool is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown tool {name!r}: the tools are {', '.join(self.tools)}",
+            )
+        try:
+            data = tool.run(validate(tool.model, dict(arguments or {})))
+        except ThothError as exc:
+            return error_result(exc)
+        except OSError as exc:  # a path the operating system refused, named as the CLI does
+            return error_result(file_access_error(exc))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=_json(data))],
+            structured_content=data,
+        )
+
+    # -- the tools ---------------------------------------------------------------------
+
+    def _ask(self, body: AskBody) -> dict[str, Any]:
+        answer = self.operations.ask(body, self.caller)
+        if answer["status"] == "failed":
+            raise SearchUnavailable(
+                answer.get("error_code") or "answer_failed",
+                _answer_error(answer),
+                answer,
+            )
+        return answer
+
+    def _knowledge_search(self, body: KnowledgeSearchBody) -> dict[str, Any]:
+        found = self.operations.knowledge_search(body, self.caller)
+        if found["status"] == "failed":
+            raise SearchUnavailable(found["error_code"] or "failed", found["error"] or "", found)
+        return found
+
+    def _evidence_search(self, body: EvidenceSearchBody) -> dict[str, Any]:
+        outcome = self.operations.evidence_search(body, self.caller)
+        if outcome["status"] != "available":
+            raise SearchUnavailable(outcome["code"], outcome["message"] or "", outcome)
+        return outcome
+
+    def _session_consult(self, body: SessionConsultBody) -> dict[str, Any]:
+        self._require_evidence_ceiling()
+        session = SessionStore(sessions_dir(self.ws)).open(body.session_id)
+        with open_runtime(self.ws) as rt:
+            # StageBlocked (an unavailable search) is a ThothError with the search's code.
+            return SessionWorkflow(rt, session).consult(body.stage).as_dict()
+
+    def _session_show(self, body: SessionShowBody) -> dict[str, Any]:
+        self._require_evidence_ceiling()
+        session = SessionStore(sessions_dir(self.ws)).open(body.session_id)
+        return session_overview(self.ws, session).as_dict()
+
+    def _require_evidence_ceiling(self) -> None:
+        """Sessions hold what Evidence said: the caller needs Evidence's labels, as for
+        `evidence_search`."""
+        require_evidence_within_ceiling(self.ws.settings, self.caller)
+
+
+def caller_named(settings: Settings, name: str) -> CallerSettings:
+    """The calling system `--caller` names, from `[service].callers`."""
+    for caller in settings.service.callers:
+        if caller.name == name:
+            return caller
+    declared = ", ".join(c.name for c in settings.service.callers) or "none"
+    raise ConfigError(
+        f"no caller {name!r} in [service].callers (declared: {declared})",
+        problems=[
+            Problem(
+                "thoth.toml",
+                f"caller {name!r} is not declared in [service].callers",
+                field="service.callers",
+                hint="declare it with `tht service add-caller NAME --labels ...` (its ceiling "
+                "bounds what the assistant may see), or pass a declared name",
+                code="config",
+            )
+        ],
+    )
+
+
+def error_result(exc: ThothError) -> types.CallToolResult:
+    """A tool error the assistant can act on: the stable code, what failed, what to do."""
+    data: dict[str, Any] = {
+        "code": exc.code,
+        "message": exc.message_text(),
+        "problems": [p.as_dict() for p in exc.problems],
+    }
+    if isinstance(exc, SearchUnavailable):
+        data["outcome"] = exc.outcome
+    lines = [f"[{exc.code}] {exc.message_text()}"]
+    lines += [f"- {p.render()}" for p in exc.problems]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="\n".join(lines))],
+        structured_content=data,
+        is_error=True,
+    )
+
+
+def build_server(tools: ThothTools) -> Server[Any]:
+    """The MCP server of `tools`; each call runs in a worker thread, one at a time."""
+    limiter = anyio.CapacityLimiter(1)
+    definitions = [t.definition() for t in tools.tools.values()]
+
+    async def list_tools(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=definitions)
+
+    async def call_tool(
+        _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await anyio.to_thread.run_sync(
+            tools.call, params.name, params.arguments, limiter=limiter
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def run_stdio(ws: Workspace, caller_name: str) -> None:
+    """Serve the workspace's tools over stdin/stdout until the client closes them."""
+    caller = caller_named(ws.settings, caller_name)
+    operations = Operations(ws)
+    try:
+        anyio.run(serve_stdio, build_server(ThothTools(ws, operations, caller)))
+    finally:
+        operations.close()
+
+
+def _answer_error(answer: Mapping[str, Any]) -> str:
+    """The failed search's own message (diagnostics.error), else the answer's text."""
+    diagnostics = answer.get("diagnostics") or {}
+    error = diagnostics.get("error") if isinstance(diagnostics, dict) else None
+    return str(error or answer.get("text") or "")
+
+
+def _json(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1, default=str)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("thoth")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,416 @@
+"""`tht mcp` end to end: the MCP SDK's own stdio client spawns the server as a real child process
+over a small workspace (Evidence published, documents and a wiki page synced into the same
+generation; embeddings over real HTTP from a local fake) and calls its tools as an assistant
+would. Nothing in Thoth is mocked: the child opens the workspace as `tht` does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import WorkspaceFactory, commit_all
+from tests.fake_embeddings import FakeEmbeddingServer
+from tests.publishing import activate_head, prepared_workspace, publish, write_config
+from thoth.answer.request import request_fields
+from thoth.knowledge.sync import DocsSync
+from thoth.runtime import open_runtime, open_state, sessions_dir
+from thoth.session import SessionStore
+from thoth.workspace import Workspace
+
+pytestmark = pytest.mark.e2e
+
+T = TypeVar("T")
+
+ANSWERS = """
+[answers]
+labels = ["public", "internal", "confidential"]
+default_labels = ["public"]
+evidence_channel = "clinica"
+evidence_labels = ["internal"]
+
+[[channels]]
+name = "clinica"
+examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
+keywords = ["ricovero", "pronto soccorso"]
+
+[[sources]]
+name = "manuali"
+include = ["documents/manuali/**"]
+channel = "clinica"
+labels = ["public"]
+
+[[sources]]
+name = "riservati"
+include = ["documents/riservati/**"]
+channel = "clinica"
+labels = ["confidential"]
+
+[[sources]]
+name = "wiki"
+kind = "wiki"
+include = ["wiki/**/*.md"]
+channel = "clinica"
+labels = ["public"]
+
+# The calling systems `tht mcp --caller` may act as (keys unused over stdio).
+[[service.callers]]
+name = "assistant"
+key_sha256 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+labels = ["public", "internal"]
+
+[[service.callers]]
+name = "auditor"
+key_sha256 = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+labels = ["public", "internal", "confidential"]
+
+[[service.callers]]
+name = "reader"
+key_sha256 = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+labels = ["public"]
+"""
+
+FILES = {
+    "documents/manuali/ricovero.md": """# Registrazione del ricovero
+
+Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
+con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
+""",
+    "documents/riservati/audit.md": """# Audit riservato
+
+L'audit interno ha trovato il 17,9% di schede di ricovero con codice di provenienza errato.
+""",
+    "wiki/ricoveri-urgenti.md": """---
+title: Ricoveri urgenti
+documents: [manuali:documents/manuali/ricovero.md]
+---
+# Ricoveri urgenti
+
+I ricoveri urgenti sono cresciuti del 41% nel 2024 secondo il cruscotto di reparto.
+
+## Avvertenze
+
+- Il 41% conta due volte i trasferimenti interni: la crescita reale è intorno al 2%.
+""",
+}
+
+TOOLS = {"ask", "evidence_search", "knowledge_search", "session_consult", "session_show"}
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Iterator[FakeEmbeddingServer]:
+    with FakeEmbeddingServer(dim=8) as server:
+        yield server
+
+
+def build_workspace(base: Path, embeddings_url: str) -> Workspace:
+    ws = prepared_workspace(WorkspaceFactory(base), embeddings_url)
+    write_config(ws.root, embeddings_url, extra=ANSWERS)
+    for rel, text in FILES.items():
+        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws.root / rel).write_text(text, "utf-8")
+    commit_all(ws.root, "answers corpus")
+    ws = Workspace.open(ws.root)
+    with open_runtime(ws) as rt:
+        activate_head(rt)
+        assert publish(rt).outcome == "activated"
+        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
+        assert report.outcome == "activated", report.message
+    return ws
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory, embeddings: FakeEmbeddingServer) -> Workspace:
+    """One published workspace for the tests that only read it."""
+    return build_workspace(tmp_path_factory.mktemp("mcp"), embeddings.url)
+
+
+def serve(
+    ws: Workspace,
+    body: Callable[[ClientSession], Awaitable[T]],
+    *args: str,
+    errlog: Path | None = None,
+) -> T:
+    """Spawn `tht mcp -w WS ARGS` (the console script, the worktree's sources first on the
+    path), connect the SDK's client over its stdio, run `body` with the session."""
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("tht")),
+        args=["mcp", "-w", str(ws.root), *args],
+        env={"PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    log = errlog or ws.root.parent / f"{ws.root.name}-mcp.log"
+
+    async def main() -> T:
+        with log.open("a", encoding="utf-8") as err:
+            async with (
+                stdio_client(params, errlog=err) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await body(session)
+
+    return anyio.run(main)
+
+
+def call(ws: Workspace, tool: str, arguments: dict[str, Any], *args: str) -> types.CallToolResult:
+    async def body(session: ClientSession) -> types.CallToolResult:
+        return await session.call_tool(tool, arguments)
+
+    return serve(ws, body, *args)
+
+
+def structured(result: types.CallToolResult) -> dict[str, Any]:
+    data = result.structured_content
+    assert isinstance(data, dict), result
+    return data
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+# ---------------------------------------------------------------------- the tools
+
+
+def test_lists_the_tools_with_schemas_from_the_request_model(ws: Workspace) -> None:
+    async def body(session: ClientSession) -> list[types.Tool]:
+        # A tool that does not exist is a protocol error (invalid params), naming the tools.
+        with pytest.raises(MCPError) as unknown:
+            await session.call_tool("sql", {"query": "select 1"})
+        assert unknown.value.error.code == types.INVALID_PARAMS
+        assert "ask" in unknown.value.error.message
+        return (await session.list_tools()).tools
+
+    tools = {t.name: t for t in serve(ws, body, "--caller", "assistant")}
+    assert set(tools) == TOOLS
+    for name in ("ask", "knowledge_search"):
+        schema = tools[name].input_schema
+        # Every field of SearchRequest, so a new filter reaches MCP without a line here.
+        assert set(request_fields()) <= set(schema["properties"]), (name, schema)
+        assert schema["additionalProperties"] is False
+    assert tools["ask"].input_schema["required"] == ["question"]
+    assert "instructions" in tools["ask"].input_schema["properties"]
+    assert tools["knowledge_search"].input_schema["required"] == ["query"]
+    evidence = tools["evidence_search"].input_schema
+    assert {"query", "purpose", "limit", "concepts", "tables", "columns", "kinds"} <= set(
+        evidence["properties"]
+    )
+    assert evidence["additionalProperties"] is False
+    assert tools["session_consult"].input_schema["required"] == ["session_id", "stage"]
+    assert all(t.description for t in tools.values())
+
+
+def test_ask_found_carries_status_sources_and_caveats(ws: Workspace) -> None:
+    result = call(
+        ws,
+        "ask",
+        {"question": "Di quanto sono cresciuti i ricoveri urgenti nel 2024?"},
+        "--caller",
+        "assistant",
+    )
+    assert not result.is_error, text_of(result)
+    answer = structured(result)
+    assert answer["status"] in ("found", "truncated"), answer
+    ids = [s["doc_id"] for s in answer["sources"]]
+    assert "wiki:wiki/ricoveri-urgenti.md" in ids
+    assert "la crescita reale è intorno al 2%" in answer["text"]  # the page's caveat
+    # The confidential document is beyond a public ceiling and the default labels.
+    assert not any(i.startswith("riservati:") for i in ids)
+    # Clients that read text only get the same object.
+    assert json.loads(text_of(result)) == answer
+    # The caller the server runs as is the one the answer log names.
+    with open_state(ws) as state:
+        logged = {a.id: a for a in state.list_answers(ws.settings.workspace, 50, None)}
+    assert logged[answer["id"]].caller == "assistant"
+    assert logged[answer["id"]].request["labels"] == ["public"]  # default ∩ ceiling
+
+
+def test_ask_nothing_found_is_a_result_not_an_error(ws: Workspace) -> None:
+    # The confidential source under the public labels: nothing may be served.
+    result = call(
+        ws, "ask", {"question": "Che cosa ha trovato l'audit?", "source": "riservati"},
+        "--caller", "assistant",
+    )  # fmt: skip
+    assert not result.is_error, text_of(result)
+    answer = structured(result)
+    assert answer["status"] == "nothing_found" and answer["sources"] == []
+
+
+def test_labels_within_the_ceiling_widen_what_is_served(ws: Workspace) -> None:
+    result = call(
+        ws,
+        "knowledge_search",
+        {"query": "audit schede di ricovero", "labels": ["public", "confidential"]},
+        "--caller", "auditor",
+    )  # fmt: skip
+    assert not result.is_error, text_of(result)
+    found = structured(result)
+    assert found["status"] == "found"
+    docs = {f["doc_id"] for f in found["fragments"]}
+    assert "riservati:documents/riservati/audit.md" in docs
+    fragment = found["fragments"][0]
+    assert {"doc_id", "title", "source", "kind", "score", "labels", "heading_path"} <= set(fragment)
+
+
+def test_evidence_search_available(ws: Workspace) -> None:
+    result = call(
+        ws,
+        "evidence_search",
+        {"query": "ricovero con pernottamento", "purpose": "disambiguation", "limit": 3},
+        "--caller",
+        "assistant",
+    )
+    assert not result.is_error, text_of(result)
+    outcome = structured(result)
+    assert outcome["status"] == "available"
+    assert "evidence:ricovero" in [r["evidence_id"] for r in outcome["results"]]
+    assert len(outcome["results"]) <= 3
+
+
+def test_session_consult_and_show(ws: Workspace) -> None:
+    session = SessionStore(sessions_dir(ws)).create("Quanti ricoveri con pernottamento nel 2024?")
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool(
+                "session_consult", {"session_id": session.id, "stage": "clarification"}
+            ),
+            await client.call_tool("session_show", {"session_id": session.id}),
+            await client.call_tool("session_show", {"session_id": "s-20260101-000000-abcdef"}),
+        ]
+
+    consulted, shown, missing = serve(ws, body, "--caller", "assistant")
+    assert not consulted.is_error, text_of(consulted)
+    found = structured(consulted)
+    assert found["status"] == "available" and found["stage"] == "clarification"
+    assert found["receipt_seq"] >= 1
+    assert not shown.is_error, text_of(shown)
+    receipts = structured(shown)["receipts"]
+    assert [r["seq"] for r in receipts] == [found["receipt_seq"]]
+    assert missing.is_error and structured(missing)["code"] == "session_not_found"
+
+
+# ---------------------------------------------------------------------- refusals and failures
+
+
+MALFORMED: list[tuple[str, dict[str, Any], str]] = [
+    ("ask", {"question": "ricovero", "lables": ["public"]}, "lables"),
+    ("ask", {"question": "ricovero", "year": "2024"}, "year"),  # never coerced
+    ("ask", {"question": "ricovero", "year": 99999}, "year"),
+    ("ask", {"question": "ricovero", "labels": "public"}, "labels"),  # never split
+    ("knowledge_search", {"query": "ricovero", "limit": 0}, "limit"),
+    ("evidence_search", {"query": "ricovero", "purpose": "gossip"}, "purpose"),
+    ("session_show", {"session_id": "s-20260101-000000-abcdef", "stage": "x"}, "stage"),
+]
+
+
+def test_a_malformed_call_is_refused_naming_the_field(ws: Workspace) -> None:
+    async def body(session: ClientSession) -> list[types.CallToolResult]:
+        return [await session.call_tool(tool, arguments) for tool, arguments, _ in MALFORMED]
+
+    for (tool, arguments, field), result in zip(
+        MALFORMED, serve(ws, body, "--caller", "assistant"), strict=True
+    ):
+        assert result.is_error, (tool, arguments)
+        error = structured(result)
+        assert error["code"] == "bad_request", (tool, arguments, error)
+        assert field in error["message"], (tool, arguments, error)
+        assert any(p["field"] == field for p in error["problems"]), (tool, arguments, error)
+
+
+def test_a_label_above_the_ceiling_is_refused(ws: Workspace) -> None:
+    result = call(
+        ws,
+        "ask",
+        {"question": "Che cosa ha trovato l'audit?", "labels": ["public", "confidential"]},
+        "--caller",
+        "assistant",
+    )
+    assert result.is_error
+    error = structured(result)
+    assert error["code"] == "label_above_ceiling"
+    assert "confidential" in error["message"] and "assistant" in error["message"]
+    assert error["problems"][0]["hint"]
+
+
+def test_evidence_is_refused_to_a_caller_without_its_labels(ws: Workspace) -> None:
+    # Evidence carries [answers].evidence_labels (internal): above the reader's ceiling, and
+    # so are the sessions that hold what Evidence said.
+    session = SessionStore(sessions_dir(ws)).create("Quanti ricoveri?")
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool(
+                "evidence_search", {"query": "ricovero", "purpose": "disambiguation"}
+            ),
+            await client.call_tool(
+                "session_consult", {"session_id": session.id, "stage": "clarification"}
+            ),
+            await client.call_tool("session_show", {"session_id": session.id}),
+        ]
+
+    for result in serve(ws, body, "--caller", "reader"):
+        assert result.is_error
+        error = structured(result)
+        assert error["code"] == "label_above_ceiling" and "reader" in error["message"], error
+    assert session.entries() == []  # nothing was consulted, nothing recorded
+
+
+def test_an_undeclared_caller_is_refused_before_serving(ws: Workspace) -> None:
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("tht")),
+            "mcp",
+            "-w",
+            str(ws.root),
+            "--caller",
+            "nobody",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 4, done.stderr
+    assert done.stdout == ""  # stdout is the protocol's
+    assert "nobody" in done.stderr and "assistant" in done.stderr
+
+
+def test_an_unavailable_index_is_an_error_with_its_code(
+    tmp_path: Path, embeddings: FakeEmbeddingServer
+) -> None:
+    broken = build_workspace(tmp_path, embeddings.url)
+    generations = broken.root / ".thoth" / "index" / broken.settings.workspace
+    for generation in generations.iterdir():
+        shutil.rmtree(generation)  # the active generation is gone from disk
+
+    async def body(session: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await session.call_tool("ask", {"question": "ricovero"}),
+            await session.call_tool("knowledge_search", {"query": "ricovero"}),
+            await session.call_tool(
+                "evidence_search", {"query": "ricovero", "purpose": "disambiguation"}
+            ),
+        ]
+
+    for result in serve(broken, body, "--caller", "assistant"):
+        assert result.is_error, result
+        error = structured(result)
+        assert error["code"] in ("index_unavailable", "index_corrupt"), error
+        assert error["problems"] and error["problems"][0]["code"] == error["code"]
+        assert error["problems"][0]["hint"], error  # what to do, not only what failed
+        assert error["code"] in text_of(result)
