@@ -1,0 +1,1 @@
+"""The service: what calling systems reach over HTTP (`tht serve`) and MCP."""

@@ -1,0 +1,244 @@
+"""The web page in a real browser: Debian's Chromium, driven by Playwright, against a real
+`tht serve` over a small published workspace. Every assertion is on what a person sees:
+visible text and the classes (colours) the page gives it.
+
+Without Chromium at /usr/bin/chromium the tests skip saying so; under CI (CI set) they fail:
+.ci/run installs it. Screenshots go to test-artifacts/web/ (gitignored)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.conftest import WorkspaceFactory, skip_unless_ci
+from tests.fake_embeddings import FakeEmbeddingServer
+from tests.service.served import Served, add_caller, serving
+from tests.service.web_workspace import (
+    CAVEAT,
+    CLAIM,
+    FOUND_QUESTION,
+    PAGE_ID,
+    PAGE_TITLE,
+    answering_workspace,
+    index_dirs,
+)
+from thoth.answer.wording import ITALIAN
+from thoth.workspace import Workspace
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = Path(os.environ.get("THOTH_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
+CALLER = "web-page"
+CEILING = "public,confidential"  # "internal" is above it: the refused label
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Thoth Tests",
+    "GIT_AUTHOR_EMAIL": "tests@thoth.invalid",
+    "GIT_COMMITTER_NAME": "Thoth Tests",
+    "GIT_COMMITTER_EMAIL": "tests@thoth.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+# The colours a person tells the statuses apart by (app.css): nothing found is grey and
+# dashed, a failed search red and framed.
+NOTHING_FOUND_BG = "rgb(238, 240, 242)"
+FAILED_BG = "rgb(253, 232, 232)"
+CAVEAT_BG = "rgb(255, 244, 214)"
+
+
+@dataclass(frozen=True)
+class Site:
+    served: Served
+    key: str
+    root: Path
+
+    @property
+    def url(self) -> str:
+        return self.served.url + "/"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.is_file():
+        skip_unless_ci(
+            f"no Chromium at {CHROMIUM}: apt-get install chromium (or set THOTH_CHROMIUM)",
+            ".ci/run installs Debian's chromium, the page's tests must run",
+        )
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _site(base: Path) -> Iterator[Site]:
+    with pytest.MonkeyPatch.context() as mp, FakeEmbeddingServer(dim=8) as embeddings:
+        for var, value in GIT_IDENTITY.items():
+            mp.setenv(var, value)
+        ws = answering_workspace(WorkspaceFactory(base), embeddings.url)
+        key = add_caller(ws.root, CALLER, CEILING)
+        with serving(ws.root, base / "serve.log") as served:
+            yield Site(served, key, ws.root)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    yield from _site(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture
+def damaged_site(tmp_path: Path) -> Iterator[Site]:
+    """A site of its own whose index generations are deleted once it serves."""
+    for site in _site(tmp_path):
+        for generation in index_dirs(Workspace.open(site.root)):
+            shutil.rmtree(generation)
+        yield site
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
+    return path
+
+
+def ask(page: Page, site: Site, question: str, *, labels: str = "", key: str = "") -> None:
+    """Type into the page as a person does and press Ask; returns once the answer is shown."""
+    page.goto(site.url)
+    page.fill("#api-key", key or site.key)
+    page.dispatch_event("#api-key", "change")
+    page.fill("#question", question)
+    page.fill("#labels", labels)
+    with page.expect_response(lambda r: r.url.endswith("/v1/ask")):
+        page.click("#ask-button")
+    expect(page.locator("#ask-button")).to_have_text("Ask")
+    expect(page.locator("#answer")).to_be_visible()
+
+
+def status_box(page: Page) -> tuple[str, str]:
+    return page.inner_text("#status-word"), page.get_attribute("#answer-status", "class") or ""
+
+
+def test_found_shows_the_status_the_sources_and_the_caveat_next_to_its_claim(
+    page: Page, site: Site
+) -> None:
+    ask(page, site, FOUND_QUESTION, labels="public")
+    expect(page.locator("#status-word")).to_have_text("Found")
+    expect(page.locator("#answer-status")).to_have_class(re.compile(r"\bstatus-found\b"))
+    # The flagged figure and its warning: the caveat sits inside the claim it qualifies.
+    claim = page.locator("#answer-text li.claim", has_text=CLAIM)
+    expect(claim).to_have_count(1)
+    inline = claim.locator(".caveat-inline")
+    expect(inline).to_be_visible()
+    expect(inline).to_contain_text(CAVEAT)
+    expect(inline).to_have_css("background-color", CAVEAT_BG)
+    # The sources' caveats, highlighted under their heading.
+    expect(page.locator(".caveats .caveats-heading")).to_have_text(ITALIAN.caveats_heading)
+    expect(page.locator(".caveats .caveat")).to_contain_text(CAVEAT)
+    # The sources: the title a person reads, the document id to go back to it, and [1]
+    # in the text leads to source 1.
+    first = page.locator("#sources li#source-1")
+    expect(first).to_contain_text(PAGE_TITLE)
+    expect(first.locator(".source-id")).to_have_text(PAGE_ID)
+    expect(claim.locator('a.marker[href="#source-1"]')).to_have_text("[1]")
+    expect(page.locator("#no-sources")).to_be_hidden()
+    expect(page.locator("#answer-id")).to_contain_text("ans-")
+    screenshot(page, "found-with-caveat")
+
+
+def test_nothing_found_says_so_in_its_own_words_and_colour(page: Page, site: Site) -> None:
+    # No document carries "confidential": the search runs and finds nothing.
+    ask(page, site, FOUND_QUESTION, labels="confidential")
+    word, classes = status_box(page)
+    assert word == "Nothing found" and "status-nothing_found" in classes
+    expect(page.locator("#status-detail")).to_contain_text("the search ran")
+    expect(page.locator("#answer-status")).to_have_css("background-color", NOTHING_FOUND_BG)
+    expect(page.locator("#answer-text")).to_have_text(ITALIAN.nothing_found)
+    expect(page.locator("#no-sources")).to_be_visible()
+    expect(page.locator("#sources li")).to_have_count(0)
+    screenshot(page, "nothing-found")
+
+
+def test_failed_search_is_not_nothing_found(page: Page, damaged_site: Site) -> None:
+    ask(page, damaged_site, FOUND_QUESTION, labels="public")
+    word, classes = status_box(page)
+    assert word == "Search failed" and "status-failed" in classes, (word, classes)
+    assert "status-nothing_found" not in classes
+    expect(page.locator("#status-detail")).to_contain_text("not an empty result")
+    expect(page.locator("#status-detail")).to_contain_text("code index_unavailable")
+    expect(page.locator("#answer-status")).to_have_css("background-color", FAILED_BG)
+    assert FAILED_BG != NOTHING_FOUND_BG
+    expect(page.locator("#answer-text")).not_to_have_text(ITALIAN.nothing_found)
+    screenshot(page, "search-failed")
+
+
+def test_a_label_above_the_ceiling_is_refused_by_name(page: Page, site: Site) -> None:
+    ask(page, site, FOUND_QUESTION, labels="public, internal")
+    word, classes = status_box(page)
+    assert word == "Label refused" and "status-label_refused" in classes, (word, classes)
+    detail = page.locator("#status-detail")
+    expect(detail).to_contain_text("internal")
+    expect(detail).to_contain_text(CALLER)
+    expect(page.locator("#answer-text")).to_be_empty()
+    expect(page.locator("#sources-block")).to_be_hidden()
+    screenshot(page, "label-refused")
+
+
+def test_a_wrong_key_is_not_authorised(page: Page, site: Site) -> None:
+    ask(page, site, FOUND_QUESTION, key="not-a-key-anyone-holds")
+    word, classes = status_box(page)
+    assert word == "Not authorised" and "status-unauthorized" in classes, (word, classes)
+    expect(page.locator("#answer-text")).to_be_empty()
+
+
+def test_the_key_stays_in_the_tab_only(browser: Browser, site: Site) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(site.url)
+        page.fill("#api-key", site.key)
+        page.dispatch_event("#api-key", "change")
+        page.reload()
+        expect(page.locator("#api-key")).to_have_value(site.key)
+        # sessionStorage: another tab (another session) does not see it.
+        other = context.new_page()
+        other.goto(site.url)
+        expect(other.locator("#api-key")).to_have_value("")
+    finally:
+        context.close()
+
+
+def test_the_jobs_panel_says_what_the_server_offers(page: Page, site: Site) -> None:
+    jobs = httpx.get(
+        site.served.url + "/v1/jobs", headers={"Authorization": f"Bearer {site.key}"}, timeout=10
+    )
+    page.goto(site.url)
+    page.fill("#api-key", site.key)
+    page.dispatch_event("#api-key", "change")
+    if jobs.status_code == 404:
+        expect(page.locator("#jobs-message")).to_have_text(
+            "Deep analysis is not available on this server."
+        )
+        expect(page.locator("#job-button")).to_be_disabled()
+    else:
+        assert jobs.status_code == 200, jobs.text
+        expect(page.locator("#job-button")).to_be_enabled()
+        expect(page.locator("#jobs-message")).not_to_contain_text("not available")
