@@ -333,6 +333,26 @@ class AnswersSettings(_Strict):
     routing: RoutingSettings = RoutingSettings()
 
 
+class CallerSettings(_Strict):
+    """A calling system of the service (`tht service add-caller`): its name (written to the
+    answer log), the SHA-256 of its API key (never the key) and its label ceiling."""
+
+    name: str = Field(pattern=_NAME)
+    key_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    labels: list[str] = Field(min_length=1)
+
+
+class ServiceSettings(_Strict):
+    """`tht serve`: the limits every request meets and the callers that may send one."""
+
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    max_question_chars: int = Field(default=2000, ge=1, le=100_000)
+    # Requests one process holds at once (running or waiting for the engine); one more is
+    # refused with 503 `busy` and Retry-After rather than queued without bound.
+    max_concurrent: int = Field(default=8, ge=1, le=1024)
+    callers: list[CallerSettings] = []
+
+
 class Settings(_Strict):
     workspace: str = Field(min_length=1)
     language: str = Field(default="it", pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
@@ -347,6 +367,7 @@ class Settings(_Strict):
     database: DatabaseSettings | None = None
     analytics: AnalyticsSettings | None = None
     privacy: PseudonymisationSettings = PseudonymisationSettings()
+    service: ServiceSettings = ServiceSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -376,6 +397,7 @@ class Settings(_Strict):
         problems += _unknown_labels(
             "answers.evidence_labels", self.answers.evidence_labels, vocabulary
         )
+        problems += _caller_problems(self.service.callers, vocabulary)
         if self.privacy.registry_sql and self.database is None:
             problems.append("privacy.registry_sql needs a [database] to run on")
         if problems:
@@ -390,6 +412,25 @@ class Settings(_Strict):
             f"no source named {name!r} in {CONFIG_FILE} "
             f"(declared: {', '.join(s.name for s in self.sources) or 'none'})"
         )
+
+
+def _caller_problems(callers: list[CallerSettings], vocabulary: set[str]) -> list[str]:
+    """Caller names and keys unique (a key shared by two callers would log the wrong name);
+    every ceiling label declared."""
+    problems: list[str] = []
+    for what, values in (
+        ("names", [c.name for c in callers]),
+        ("keys (key_sha256)", [c.key_sha256 for c in callers]),
+    ):
+        dupes = sorted({v for v in values if values.count(v) > 1})
+        if dupes:
+            shown = dupes if what == "names" else [f"{d[:12]}..." for d in dupes]
+            problems.append(f"service.callers {what} must be unique: {', '.join(shown)}")
+    for caller in callers:
+        problems += _unknown_labels(
+            f"service.callers.{caller.name}.labels", caller.labels, vocabulary
+        )
+    return problems
 
 
 def _unknown_labels(field: str, labels: list[str], vocabulary: set[str]) -> list[str]:

@@ -14,6 +14,7 @@ from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
 from thoth.cli import index as index_cli
 from thoth.cli import schema as schema_cli
+from thoth.cli import service as service_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.errors import Problem
 from thoth.evidence.corpus import load_corpus
@@ -42,6 +43,7 @@ index_cli.register(app)
 schema_cli.register(app)
 analytics_cli.register(app)
 privacy.register(app)
+service_cli.register(app)
 
 
 @app.command("init")
@@ -197,3 +199,7 @@ def demo_cmd(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""The errors only the service raises; their HTTP statuses are mapped in `thoth.service.http`."""
+
+from __future__ import annotations
+
+from thoth.errors import RequestError, ThothError
+
+
+class Unauthorized(ThothError):
+    """No API key, a malformed Authorization header, or a key no caller holds."""
+
+    code = "unauthorized"
+
+
+class LabelAboveCeiling(ThothError):
+    """The request declares a label above its caller's ceiling."""
+
+    code = "label_above_ceiling"
+
+
+class BodyTooLarge(RequestError):
+    """The request body is larger than `[service].max_body_bytes`."""
+
+    code = "body_too_large"
+
+
+class UnsupportedMediaType(RequestError):
+    """The request body is not `application/json`."""
+
+    code = "unsupported_media_type"
+
+
+class Busy(ThothError):
+    """The process already holds `[service].max_concurrent` requests."""
+
+    code = "busy"
+
+
+class NotReady(ThothError):
+    """A component the service needs cannot be used (see GET /v1/ready)."""
+
+    code = "not_ready"

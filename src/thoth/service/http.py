@@ -1,0 +1,436 @@
+"""The HTTP API (`tht serve`): FastAPI routes over `Operations`, versioned under /v1.
+
+Every /v1 route but health authenticates its caller (`Authorization: Bearer <key>`), admits
+the request under the process's concurrency limit, reads the body under the size limit
+(Content-Length first, then counted while streaming, so a chunked body is bounded too), parses
+it refusing duplicate keys, validates it with the strict body model, and runs the operation in
+a worker thread. Every error is `application/problem+json` with a stable code; the status of a
+`ThothError` is decided in one place (`status_for`); anything unexpected is 500 `internal`,
+logged with the request id, never a traceback in the response.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import thoth
+from thoth.answer.answerers import AnswerModelError
+from thoth.config import CallerSettings, ServiceSettings
+from thoth.errors import ConfigError, Problem, RequestError, ThothError
+from thoth.service.callers import authenticate
+from thoth.service.errors import (
+    BodyTooLarge,
+    Busy,
+    LabelAboveCeiling,
+    NotReady,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from thoth.service.models import BODY_MODELS, AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.service.operations import Operations
+from thoth.workspace import Workspace
+
+log = logging.getLogger("thoth.service")
+
+PROBLEM_JSON: Final = "application/problem+json"
+RETRY_AFTER_SECONDS: Final = 1
+REQUEST_ID: Final = "X-Request-Id"
+B = TypeVar("B", bound=BaseModel)
+
+# The one mapping of errors to HTTP statuses: the first class an error is an instance of wins.
+STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
+    (Unauthorized, 401),
+    (LabelAboveCeiling, 403),
+    (BodyTooLarge, 413),
+    (UnsupportedMediaType, 415),
+    (RequestError, 422),
+    (Busy, 503),
+    (NotReady, 503),
+    (AnswerModelError, 502),
+)
+
+
+def status_for(exc: ThothError) -> int:
+    for cls, status in STATUSES:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+class InternalError(ThothError):
+    """An exception no layer turned into a ThothError: logged with the request id."""
+
+    code = "internal"
+
+
+class ProblemBody(BaseModel):
+    """Every error response (application/problem+json)."""
+
+    code: str
+    message: str
+    status: int
+    problems: list[dict[str, str | None]]
+    request_id: str
+
+
+def problem_response(exc: ThothError, request_id: str) -> JSONResponse:
+    status = status_for(exc)
+    headers = {REQUEST_ID: request_id}
+    if isinstance(exc, Busy):
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    if isinstance(exc, Unauthorized):
+        headers["WWW-Authenticate"] = "Bearer"
+    body = {
+        "code": exc.code,
+        "message": exc.message_text(),
+        "status": status,
+        "problems": [p.as_dict() for p in exc.problems],
+        "request_id": request_id,
+    }
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+class Admission:
+    """At most `limit` requests held at once in this process (running or waiting for the
+    engine). Used from the event loop only: no await between the check and the count."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def enter(self) -> None:
+        if self.held >= self.limit:
+            raise Busy(
+                f"this process already holds {self.held} requests ([service].max_concurrent = "
+                f"{self.limit}) -> retry after {RETRY_AFTER_SECONDS} s, or run more processes"
+            )
+        self.held += 1
+
+    def leave(self) -> None:
+        self.held -= 1
+
+
+class _State:
+    """What the lifespan opens once per process."""
+
+    def __init__(self, ws: Workspace, operations: Operations) -> None:
+        self.ws = ws
+        self.service: ServiceSettings = ws.settings.service
+        self.operations = operations
+        self.admission = Admission(self.service.max_concurrent)
+
+
+def create_app(workspace_root: Path) -> FastAPI:
+    """The application for the workspace at `workspace_root`. Nothing is opened until the
+    server starts it (lifespan): `tht service openapi` builds it without a workspace."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        ws = Workspace.open(workspace_root)
+        operations = await run_in_threadpool(Operations, ws)
+        app.state.thoth = _State(ws, operations)
+        log.info("thoth service for workspace %s at %s", ws.settings.workspace, ws.root)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(operations.close)
+
+    app = FastAPI(
+        title="Thoth",
+        version=thoth.__version__,
+        summary="Grounded answers, Evidence and knowledge search for calling systems.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    _handlers(app)
+    _routes(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+WORKSPACE_ENV: Final = "THOTH_SERVICE_WORKSPACE"
+
+
+def app_from_env() -> FastAPI:
+    """The factory uvicorn's worker processes import (`tht serve --workers N`): the workspace
+    root comes from THOTH_SERVICE_WORKSPACE, which `tht serve` sets."""
+    root = os.environ.get(WORKSPACE_ENV)
+    if not root:
+        raise ConfigError(f"{WORKSPACE_ENV} is not set -> start the service with `tht serve`")
+    return create_app(Path(root))
+
+
+# -- routes ------------------------------------------------------------------------------
+
+_ERRORS: Final[dict[int | str, dict[str, Any]]] = {
+    status: {
+        "description": description,
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/ProblemBody"}}},
+    }
+    for status, description in (
+        (401, "No key, a malformed Authorization header, or an unknown key (`unauthorized`)."),
+        (403, "A label above the caller's ceiling (`label_above_ceiling`)."),
+        (413, "The body is larger than [service].max_body_bytes (`body_too_large`)."),
+        (415, "The body is not application/json (`unsupported_media_type`)."),
+        (422, "A malformed request; each problem names its field (`bad_request`)."),
+        (500, "An unexpected failure (`internal`), logged with the request id."),
+        (503, "The process is full (`busy`, with Retry-After)."),
+    )
+}
+
+
+def _body_spec(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+            },
+        }
+    }
+
+
+def _routes(app: FastAPI) -> None:
+    @app.get("/v1/health", tags=["service"])
+    async def health() -> dict[str, bool]:
+        """Liveness: the process answers (no authentication, nothing checked)."""
+        return {"ok": True}
+
+    @app.get("/v1/ready", tags=["service"], responses=_ERRORS)
+    async def ready(request: Request) -> JSONResponse:
+        """Readiness: which component (state store, index, embedder, analytics store) can be
+        used; 503 with the same body when one cannot."""
+
+        async def work(state: _State, _caller: CallerSettings) -> JSONResponse:
+            report = await run_in_threadpool(state.operations.readiness)
+            return JSONResponse(report, status_code=200 if report["ready"] else 503)
+
+        return await _guarded(request, work)
+
+    @app.post("/v1/ask", tags=["answers"], responses=_ERRORS, openapi_extra=_body_spec(AskBody))
+    async def ask(request: Request) -> JSONResponse:
+        """Answer a question: exactly the object `tht ask --json` prints (without `ok`). A
+        failed search is a 200 whose status is "failed"."""
+        return await _operation(request, AskBody, lambda ops: ops.ask)
+
+    @app.post(
+        "/v1/evidence/search",
+        tags=["search"],
+        responses=_ERRORS,
+        openapi_extra=_body_spec(EvidenceSearchBody),
+    )
+    async def evidence_search(request: Request) -> JSONResponse:
+        """Search published Evidence: `available` (zero or more results) or `unavailable`
+        with a stable code, as `tht evidence search --json` prints it."""
+        return await _operation(request, EvidenceSearchBody, lambda ops: ops.evidence_search)
+
+    @app.post(
+        "/v1/knowledge/search",
+        tags=["search"],
+        responses=_ERRORS,
+        openapi_extra=_body_spec(KnowledgeSearchBody),
+    )
+    async def knowledge_search(request: Request) -> JSONResponse:
+        """The fragments an answer would be written from, with the search status (found,
+        nothing_found, failed with its code)."""
+        return await _operation(request, KnowledgeSearchBody, lambda ops: ops.knowledge_search)
+
+
+async def _operation(
+    request: Request,
+    model: type[B],
+    pick: Callable[[Operations], Callable[[B, CallerSettings], dict[str, Any]]],
+) -> JSONResponse:
+    async def work(state: _State, caller: CallerSettings) -> JSONResponse:
+        body = validate(model, await read_json(request, state.service.max_body_bytes))
+        result = await run_in_threadpool(pick(state.operations), body, caller)
+        return JSONResponse(result)
+
+    return await _guarded(request, work)
+
+
+async def _guarded(
+    request: Request, work: Callable[[_State, CallerSettings], Awaitable[JSONResponse]]
+) -> JSONResponse:
+    """Authenticate, admit, run; any error becomes its problem response."""
+    request_id = f"req-{secrets.token_hex(6)}"
+    state: _State = request.app.state.thoth
+    try:
+        caller = authenticate(
+            state.service.callers,
+            request.headers.getlist("authorization"),
+            list(request.query_params.keys()),
+        )
+        state.admission.enter()
+        try:
+            response = await work(state, caller)
+        finally:
+            state.admission.leave()
+    except ThothError as exc:
+        if status_for(exc) >= 500 and not isinstance(exc, Busy):
+            log.error("request %s %s failed [%s]: %s", request_id, request.url.path, exc.code, exc)
+        return problem_response(exc, request_id)
+    except Exception:
+        log.exception("request %s %s: unexpected failure", request_id, request.url.path)
+        return problem_response(_internal(request_id), request_id)
+    response.headers[REQUEST_ID] = request_id
+    return response
+
+
+def _internal(request_id: str) -> InternalError:
+    return InternalError(
+        f"unexpected failure (request {request_id}) -> the service log has the details "
+        "under this request id"
+    )
+
+
+# -- the body ------------------------------------------------------------------------------
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The body parsed as JSON: at most `limit` bytes (declared or streamed), one object with
+    no key given twice, no NaN or Infinity."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise UnsupportedMediaType(
+            f"the body must be application/json (Content-Type is {media or 'missing'})"
+        )
+    declared = request.headers.getlist("content-length")
+    if len(declared) > 1:
+        raise RequestError("more than one Content-Length header")
+    if declared and declared[0].isdigit() and int(declared[0]) > limit:
+        raise _too_large(int(declared[0]), limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(size, limit, streamed=True)
+        chunks.append(chunk)
+    try:
+        data = json.loads(
+            b"".join(chunks),
+            object_pairs_hook=_unique_keys,
+            parse_constant=_no_constant,
+        )
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError too
+        raise RequestError(
+            f"the body is not valid JSON: {exc}",
+            problems=[Problem("body", f"not valid JSON: {exc}", code="invalid_json")],
+        ) from exc
+    if not isinstance(data, dict):
+        raise RequestError(f"the body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+class DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKey(f"key {key!r} is given more than once")
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _too_large(size: int, limit: int, streamed: bool = False) -> BodyTooLarge:
+    said = f"more than {limit}" if streamed else f"{size}"
+    return BodyTooLarge(
+        f"the body has {said} bytes; the limit is {limit} ([service].max_body_bytes)",
+        problems=[
+            Problem(
+                "body",
+                f"{said} bytes, over the limit of {limit}",
+                hint="send a shorter body",
+                code="body_too_large",
+            )
+        ],
+    )
+
+
+def validate(model: type[B], data: Any) -> B:
+    """The body as `model`, or a RequestError with one Problem per field at fault."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        accepted = ", ".join(model.model_fields)
+        problems = []
+        for err in exc.errors(include_url=False):
+            field = ".".join(str(p) for p in err["loc"]) or "body"
+            if err["type"] == "extra_forbidden":
+                message = f"unknown field {field} (accepted: {accepted})"
+                code = "unknown_field"
+            else:
+                message = f"{field}: {err['msg']}"
+                code = str(err["type"])
+            problems.append(Problem("body", message, field=field, code=code))
+        fields = ", ".join(sorted({str(p.field) for p in problems}))
+        raise RequestError(f"invalid request field(s): {fields}", problems=problems) from exc
+
+
+# -- errors outside the routes -------------------------------------------------------------
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        request_id = f"req-{secrets.token_hex(6)}"
+        body = {
+            "code": code,
+            "message": str(exc.detail),
+            "status": exc.status_code,
+            "problems": [Problem("", str(exc.detail), code=code).as_dict()],
+            "request_id": request_id,
+        }
+        return JSONResponse(
+            body,
+            status_code=exc.status_code,
+            headers={REQUEST_ID: request_id, **(exc.headers or {})},
+            media_type=PROBLEM_JSON,
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = f"req-{secrets.token_hex(6)}"
+        log.error("request %s %s: unexpected failure", request_id, request.url.path, exc_info=exc)
+        return problem_response(_internal(request_id), request_id)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The schema with the body models and the problem body as components."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, summary=app.summary, routes=app.routes
+    )
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    models: tuple[type[BaseModel], ...] = (*BODY_MODELS, ProblemBody)
+    for model in models:
+        spec = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(spec.pop("$defs", {}))
+        components[model.__name__] = spec
+    app.openapi_schema = dict(sorted(schema.items()))
+    return app.openapi_schema

@@ -1,0 +1,87 @@
+"""The request bodies of the service, shared by every transport (HTTP, MCP).
+
+`AskBody` and `KnowledgeSearchBody` extend `SearchRequest`, the one list of request fields:
+a field added there appears here, in the OpenAPI document and in the MCP tools without an
+edit. `EvidenceSearchBody` follows `EvidenceSearchContext` field by field (a test compares
+them). All are strict: an unknown field, a number sent as a string or a string where a list
+belongs is an error naming the field, never coerced or dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from thoth.answer.request import SearchRequest
+from thoth.evidence.model import KINDS, PURPOSES
+
+MAX_LIMIT = 50
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class AskBody(SearchRequest):
+    """POST /v1/ask: a question, optional style instructions, and the request fields."""
+
+    model_config = _STRICT
+
+    question: str = Field(min_length=1, description="The question, in plain words.")
+    instructions: str | None = Field(
+        default=None, description="Style instructions for the answer (never its content)."
+    )
+
+    def request(self) -> dict[str, Any]:
+        """The SearchRequest fields, as `AnswerService.ask` takes them."""
+        return {name: getattr(self, name) for name in SearchRequest.model_fields}
+
+
+class KnowledgeSearchBody(SearchRequest):
+    """POST /v1/knowledge/search: the fragments an answer would be written from."""
+
+    model_config = _STRICT
+
+    query: str = Field(min_length=1, description="What to search for, in plain words.")
+    limit: int | None = Field(
+        default=None, ge=1, le=MAX_LIMIT, description="At most this many fragments (top_k)."
+    )
+
+    def request(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in SearchRequest.model_fields}
+
+
+class EvidenceSearchBody(BaseModel):
+    """POST /v1/evidence/search: the Evidence search contract (seed §10)."""
+
+    model_config = _STRICT
+
+    query: str = Field(min_length=1, description="The question, as the user asked it.")
+    purpose: str = Field(description=f"One of {', '.join(PURPOSES)}.")
+    limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="Units to return.")
+    concepts: list[str] = Field(default_factory=list, description="Context concepts.")
+    tables: list[str] = Field(default_factory=list, description="Context tables.")
+    columns: list[str] = Field(default_factory=list, description="Context columns.")
+    kinds: list[str] = Field(default_factory=list, description="Only these unit kinds.")
+    binding: list[Literal["concepts", "tables", "columns"]] = Field(
+        default_factory=list,
+        description="Context fields that become filters instead of query text.",
+    )
+
+    @field_validator("purpose")
+    @classmethod
+    def _purpose(cls, value: str) -> str:
+        if value not in PURPOSES:
+            raise ValueError(f"unknown purpose {value!r}: expected one of {', '.join(PURPOSES)}")
+        return value
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds(cls, value: list[str]) -> list[str]:
+        unknown = [k for k in value if k not in KINDS]
+        if unknown:
+            raise ValueError(
+                f"unknown kind(s) {', '.join(map(repr, unknown))}: expected {', '.join(KINDS)}"
+            )
+        return value
+
+
+BODY_MODELS: tuple[type[BaseModel], ...] = (AskBody, EvidenceSearchBody, KnowledgeSearchBody)

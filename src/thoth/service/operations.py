@@ -1,0 +1,261 @@
+"""What the service does, free of any transport: plain dicts out, `ThothError`s raised.
+
+`Operations` opens the engine once per process (the answer service, the knowledge and Evidence
+searches, one embedder shared by all) and keeps no state a second process would need: every
+answer goes to the shared answer log, every search reads the shared state store and index.
+Engine calls run one at a time per process (`_engine`): the embedder serialises its calls
+anyway, and the readers' per-generation handles are not meant to be shared between threads.
+Run more processes for more throughput (docs/service.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from thoth.analytics import AnalyticsStore
+from thoth.answer.retrieval import KnowledgeSearch, RetrievedFragment
+from thoth.answer.service import AnswerService
+from thoth.config import CallerSettings, Settings
+from thoth.errors import Problem, RequestError, ThothError
+from thoth.index.records import EvidencePayload
+from thoth.runtime import Runtime, open_answer_service, open_runtime
+from thoth.search.outcome import EvidenceSearchContext
+from thoth.search.service import EvidenceSearch
+from thoth.service.callers import ceiling_labels, require_within_ceiling
+from thoth.service.errors import LabelAboveCeiling
+from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.workspace import Workspace
+
+T = TypeVar("T")
+READY_PROBE = "ready"
+
+
+class Operations:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.settings: Settings = ws.settings
+        self._engine = threading.Lock()
+        # The answer service first: a missing model key opens nothing.
+        rt: Runtime | None = None
+        answers: AnswerService | None = None
+        try:
+            rt = open_runtime(ws)
+            answers = open_answer_service(ws, rt.embedder)
+            self._knowledge = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+            self._evidence: EvidenceSearch = rt.search()
+            self._analytics = (
+                AnalyticsStore(ws.settings.analytics, ws.root) if ws.settings.analytics else None
+            )
+        except BaseException:
+            if answers is not None:
+                answers.close()
+            if rt is not None:
+                rt.close()
+            raise
+        self._rt = rt
+        self._answers = answers
+
+    def close(self) -> None:
+        with self._engine:
+            self._knowledge.close()
+            self._evidence.close()
+            if self._analytics is not None:
+                self._analytics.close()
+            self._answers.close()
+            self._rt.close()
+
+    # -- operations ---------------------------------------------------------------------
+
+    def ask(self, body: AskBody, caller: CallerSettings | None) -> dict[str, Any]:
+        """`Answer.as_dict()`: the object `tht ask --json` prints. A failed search is an
+        answer with status "failed"; a bad request raises (and is logged as failed)."""
+        self._check_length("question", body.question)
+        if body.instructions is not None:
+            self._check_length("instructions", body.instructions)
+        request = body.request()
+        request["labels"] = ceiling_labels(self.settings, caller, body.labels)
+        answer = self._run(
+            lambda: self._answers.ask(
+                body.question,
+                instructions=body.instructions,
+                caller=caller.name if caller else None,
+                **request,
+            )
+        )
+        return answer.as_dict()
+
+    def knowledge_search(
+        self, body: KnowledgeSearchBody, caller: CallerSettings | None
+    ) -> dict[str, Any]:
+        """The fragments of documents, wiki pages and Evidence the request's condition lets
+        through, best first, with the search status: found, nothing_found or failed (with
+        its stable code; never an empty list standing for a fault)."""
+        self._check_length("query", body.query)
+        request = body.request()
+        request["labels"] = ceiling_labels(self.settings, caller, body.labels)
+        retrieval = self._run(lambda: self._knowledge.search(body.query, **request))
+        fragments = retrieval.fragments[: body.limit] if body.limit else retrieval.fragments
+        return {
+            "query": body.query,
+            "status": retrieval.status,
+            "error_code": retrieval.error_code,
+            "error": retrieval.error,
+            "generation": retrieval.generation,
+            "route": retrieval.route.as_dict(),
+            "filters": retrieval.filters,
+            "degraded": list(retrieval.degraded),
+            "fragments": [fragment_dict(f) for f in fragments],
+        }
+
+    def evidence_search(
+        self, body: EvidenceSearchBody, caller: CallerSettings | None
+    ) -> dict[str, Any]:
+        """The fail-closed outcome `tht evidence search --json` prints: available (zero or
+        more results) or unavailable with a stable code. Evidence carries
+        `[answers].evidence_labels`: a caller must hold all of them in its ceiling."""
+        self._check_length("query", body.query)
+        evidence_labels = self.settings.answers.evidence_labels
+        if caller is not None and not evidence_labels:
+            raise LabelAboveCeiling(
+                f"caller {caller.name}: Evidence is served to no caller "
+                "([answers].evidence_labels is empty)",
+                problems=[
+                    Problem(
+                        "thoth.toml",
+                        "[answers].evidence_labels is empty: Evidence is never served",
+                        field="answers.evidence_labels",
+                        hint="declare the labels Evidence carries, then give callers them",
+                        code="label_above_ceiling",
+                    )
+                ],
+            )
+        require_within_ceiling(caller, evidence_labels)
+        context = EvidenceSearchContext(
+            concepts=tuple(body.concepts),
+            tables=tuple(body.tables),
+            columns=tuple(body.columns),
+            kinds=tuple(body.kinds),
+            binding=frozenset(body.binding),
+            limit=body.limit,
+        )
+        outcome = self._run(lambda: self._evidence.search(body.query, body.purpose, context))
+        return outcome.as_dict()
+
+    def readiness(self) -> dict[str, Any]:
+        """{"ready": bool, "components": {name: {"ok", "detail"}}} for the state store, the
+        index, the embedder and the analytics store (not configured is ok)."""
+        components = self._run(self._components)
+        return {"ready": all(c["ok"] for c in components.values()), "components": components}
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _components(self) -> dict[str, dict[str, Any]]:
+        name = self.settings.workspace
+        components: dict[str, dict[str, Any]] = {}
+        try:
+            gen = self._rt.state.active_generation(name)
+        except ThothError as exc:
+            components["state"] = _failed(exc)
+            components["index"] = _no("not checked: the state store is unavailable")
+        else:
+            components["state"] = _ok("reachable")
+            components["index"] = (
+                _no(f"workspace {name} has no active generation -> run `tht docs sync`")
+                if gen is None
+                else self._probe_index()
+            )
+        try:
+            self._rt.embedder.embed_query(READY_PROBE)
+            components["embedder"] = _ok(self._rt.embedder.identity)
+        except ThothError as exc:
+            components["embedder"] = _failed(exc)
+        if self._analytics is None:
+            components["analytics"] = _ok("not configured")
+        else:
+            try:
+                components["analytics"] = _ok(f"data date {self._analytics.data_date()}")
+            except ThothError as exc:
+                components["analytics"] = _failed(exc)
+        return components
+
+    def _probe_index(self) -> dict[str, Any]:
+        reader = self._rt.reader()
+        try:
+            with reader.guard():
+                readable = reader.active()
+                points = readable.store.count({"workspace_id": self.settings.workspace})
+            return _ok(f"generation {readable.id}: {points} points")
+        except ThothError as exc:
+            return _failed(exc)
+        finally:
+            reader.close()
+
+    def _check_length(self, name: str, value: str) -> None:
+        limit = self.settings.service.max_question_chars
+        if len(value) > limit:
+            message = f"{name} has {len(value)} characters, more than the limit of {limit}"
+            raise RequestError(
+                message,
+                problems=[
+                    Problem(
+                        "",
+                        message,
+                        field=name,
+                        hint="shorten it ([service].max_question_chars)",
+                        code="too_long",
+                    )
+                ],
+            )
+
+    def _run(self, work: Callable[[], T]) -> T:
+        with self._engine:
+            return work()
+
+
+def fragment_dict(fragment: RetrievedFragment) -> dict[str, Any]:
+    record = fragment.record
+    data: dict[str, Any] = {
+        "id": fragment.id,
+        "rank": fragment.rank,
+        "score": round(fragment.score, 6),
+        "kind": record.record_kind,
+        "doc_id": record.doc_id,
+        "title": record.title,
+        "channel": record.channel,
+        "labels": list(record.labels),
+        "text": record.text,
+        "caveats": list(record.caveats),
+    }
+    if isinstance(record, EvidencePayload):
+        data.update(
+            source="evidence",
+            heading_path=[record.fragment_section] if record.fragment_section else [],
+            path=record.unit_path,
+            revision=record.workspace_revision,
+        )
+    else:
+        data.update(
+            source=record.source,
+            heading_path=list(record.heading_path),
+            path=record.path,
+            revision=record.revision,
+            chunk_kind=record.chunk_kind,
+            doc_format=record.doc_format,
+            page=record.page,
+            year=record.year,
+        )
+    return data
+
+
+def _ok(detail: str) -> dict[str, Any]:
+    return {"ok": True, "detail": detail}
+
+
+def _no(detail: str) -> dict[str, Any]:
+    return {"ok": False, "detail": detail}
+
+
+def _failed(exc: ThothError) -> dict[str, Any]:
+    return {"ok": False, "detail": f"[{exc.code}] {exc.message_text()}"}

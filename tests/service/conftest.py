@@ -1,0 +1,135 @@
+"""A real `tht serve` in a subprocess on a free 127.0.0.1 port, over a published workspace
+(the answer tests' corpus: a sealed Qdrant Edge generation, a SQLite state store, the
+OpenAI-compatible embedder talking to a local fake embeddings server), called with httpx."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.answer.test_answer import Corpus
+from tests.fake_embeddings import FakeEmbeddingServer
+from thoth.service.registry import add_caller
+
+STARTUP_S = 60.0
+THT = (sys.executable, "-m", "thoth.cli.main")
+SERVICE = """
+[service]
+max_body_bytes = {body}
+max_question_chars = 300
+max_concurrent = {concurrent}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """One `tht serve` process; `keys` maps caller names to their API keys."""
+
+    def __init__(self, root: Path, keys: dict[str, str], log: Path) -> None:
+        self.root = root
+        self.keys = keys
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self._out = log.open("wb")
+        self.process = subprocess.Popen(
+            [*THT, "serve", "--port", str(self.port), "--workspace", str(root)],
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + STARTUP_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"tht serve exited: {self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"tht serve did not start in {STARTUP_S}s: {self.log.read_text()}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._out.close()
+
+    def headers(self, caller: str | None = "portal") -> dict[str, str]:
+        return {} if caller is None else {"Authorization": f"Bearer {self.keys[caller]}"}
+
+    def post(self, path: str, body: Any, caller: str | None = "portal") -> httpx.Response:
+        return httpx.post(f"{self.url}{path}", json=body, headers=self.headers(caller), timeout=30)
+
+    def get(self, path: str, caller: str | None = "portal") -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", headers=self.headers(caller), timeout=30)
+
+
+def prepare_workspace(
+    base: Path, embeddings: FakeEmbeddingServer, *, body: int = 4096, concurrent: int = 4
+) -> tuple[Corpus, dict[str, str]]:
+    """The answer tests' published corpus, with Evidence labelled `internal`, service limits
+    and three callers: portal (public), analyst (public, internal), night (internal only)."""
+    root = base / "ws"
+    root.mkdir()
+    corpus = Corpus(root, embeddings)
+    corpus.publish()
+    config = root / "thoth.toml"
+    text = config.read_text(encoding="utf-8")
+    text = text.replace("[answers]\n", '[answers]\nevidence_labels = ["internal"]\n', 1)
+    config.write_text(text + SERVICE.format(body=body, concurrent=concurrent), encoding="utf-8")
+    keys: dict[str, str] = {}
+    for name, labels in (
+        ("portal", ["public"]),
+        ("analyst", ["public", "internal"]),
+        ("night", ["internal"]),
+    ):
+        _, keys[name] = add_caller(root, name, labels)
+    return corpus, keys
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Iterator[FakeEmbeddingServer]:
+    with FakeEmbeddingServer(dim=8) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def workspace(
+    tmp_path_factory: pytest.TempPathFactory, embeddings: FakeEmbeddingServer
+) -> tuple[Corpus, dict[str, str]]:
+    return prepare_workspace(tmp_path_factory.mktemp("service"), embeddings)
+
+
+@pytest.fixture(scope="module")
+def server(
+    workspace: tuple[Corpus, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    corpus, keys = workspace
+    served = Server(corpus.root, keys, tmp_path_factory.mktemp("log") / "serve.log")
+    try:
+        yield served
+    finally:
+        served.stop()

@@ -1,0 +1,92 @@
+"""The HTTP API end to end: a real `tht serve` process, real storage, httpx as the caller."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.answer.test_answer import QUESTION, Corpus
+from tests.service.conftest import THT, Server
+from thoth.runtime import open_state
+from thoth.state import LoggedAnswer
+from thoth.workspace import Workspace
+
+PROBLEM = "application/problem+json"
+
+
+def answer_log(corpus: Corpus) -> list[LoggedAnswer]:
+    ws = Workspace.open(corpus.root)
+    with open_state(ws) as state:
+        return state.list_answers(ws.settings.workspace, 200, None)
+
+
+def test_health_needs_no_key_and_ready_names_every_component(server: Server) -> None:
+    assert server.get("/v1/health", caller=None).json() == {"ok": True}
+    response = server.get("/v1/ready")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["ready"] is True
+    assert set(body["components"]) == {"state", "index", "embedder", "analytics"}
+    assert body["components"]["analytics"] == {"ok": True, "detail": "not configured"}
+    assert all(c["ok"] for c in body["components"].values())
+
+
+def test_ask_found_is_the_answer_object_of_tht_ask_json(server: Server) -> None:
+    response = server.post("/v1/ask", {"question": QUESTION})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["status"] == "found"
+    assert {s["title"] for s in answer["sources"]} >= {"Pediatria", "Rapporto PS 2023"}
+    cli = subprocess.run(
+        [*THT, "ask", QUESTION, "--json", "--workspace", str(server.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    printed = json.loads(cli.stdout)
+    assert printed.pop("ok") is True
+    assert set(printed) == set(answer)
+    for key in ("status", "sources", "text", "dropped", "degraded", "error_code"):
+        assert printed[key] == answer[key], key
+
+
+def test_ask_nothing_found_keeps_an_empty_sources_list(server: Server) -> None:
+    response = server.post("/v1/ask", {"question": QUESTION, "year": 1990})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert (answer["status"], answer["sources"]) == ("nothing_found", [])
+
+
+def test_the_caller_goes_to_the_answer_log(
+    server: Server, workspace: tuple[Corpus, dict[str, str]]
+) -> None:
+    answer = server.post("/v1/ask", {"question": QUESTION}, caller="analyst").json()
+    logged = {row.id: row for row in answer_log(workspace[0])}
+    assert logged[answer["id"]].caller == "analyst"
+    assert logged[answer["id"]].request["labels"] == ["public"]  # default ∩ ceiling
+
+
+def test_knowledge_search_returns_fragments_with_their_source_and_status(server: Server) -> None:
+    response = server.post("/v1/knowledge/search", {"query": QUESTION, "limit": 2})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "found" and body["error_code"] is None
+    assert len(body["fragments"]) == 2
+    first = body["fragments"][0]
+    for key in ("source", "title", "heading_path", "kind", "score", "labels", "doc_id", "text"):
+        assert key in first, key
+    assert all(f["labels"] == ["public"] for f in body["fragments"])
+    nothing = server.post("/v1/knowledge/search", {"query": QUESTION, "year": 1990}).json()
+    assert (nothing["status"], nothing["fragments"]) == ("nothing_found", [])
+
+
+def test_evidence_search_is_the_fail_closed_outcome(server: Server) -> None:
+    # This workspace never activated a revision: unavailable, with the reader's stable code.
+    response = server.post(
+        "/v1/evidence/search", {"query": "ricovero", "purpose": "disambiguation"}, "analyst"
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["code"] == "revision_not_activated"
+    assert body["results"] == []
