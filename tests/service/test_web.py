@@ -14,23 +14,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.conftest import WorkspaceFactory, skip_unless_ci
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.service.served import Served, add_caller, serving
+from tests.service.conftest import Server
 from tests.service.web_workspace import (
     CAVEAT,
     CLAIM,
     FOUND_QUESTION,
+    MARKUP_QUESTION,
+    MARKUP_TEXT,
     PAGE_ID,
     PAGE_TITLE,
     answering_workspace,
     index_dirs,
 )
 from thoth.answer.wording import ITALIAN
+from thoth.service.registry import add_caller
 from thoth.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +40,7 @@ pytestmark = pytest.mark.e2e
 CHROMIUM = Path(os.environ.get("THOTH_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
 CALLER = "web-page"
-CEILING = "public,confidential"  # "internal" is above it: the refused label
+CEILING = ["public", "confidential"]  # "internal" is above it: the refused label
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Thoth Tests",
     "GIT_AUTHOR_EMAIL": "tests@thoth.invalid",
@@ -55,13 +57,13 @@ CAVEAT_BG = "rgb(255, 244, 214)"
 
 @dataclass(frozen=True)
 class Site:
-    served: Served
+    server: Server
     key: str
     root: Path
 
     @property
     def url(self) -> str:
-        return self.served.url + "/"
+        return self.server.url + "/"
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +86,12 @@ def _site(base: Path) -> Iterator[Site]:
         for var, value in GIT_IDENTITY.items():
             mp.setenv(var, value)
         ws = answering_workspace(WorkspaceFactory(base), embeddings.url)
-        key = add_caller(ws.root, CALLER, CEILING)
-        with serving(ws.root, base / "serve.log") as served:
-            yield Site(served, key, ws.root)
+        _, key = add_caller(ws.root, CALLER, CEILING)
+        server = Server(ws.root, {CALLER: key}, base / "serve.log")
+        try:
+            yield Site(server, key, ws.root)
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +163,7 @@ def test_found_shows_the_status_the_sources_and_the_caveat_next_to_its_claim(
     first = page.locator("#sources li#source-1")
     expect(first).to_contain_text(PAGE_TITLE)
     expect(first.locator(".source-id")).to_have_text(PAGE_ID)
-    expect(claim.locator('a.marker[href="#source-1"]')).to_have_text("[1]")
+    expect(claim.locator('a.marker[href="#source-1"]').first).to_have_text("[1]")
     expect(page.locator("#no-sources")).to_be_hidden()
     expect(page.locator("#answer-id")).to_contain_text("ans-")
     screenshot(page, "found-with-caveat")
@@ -169,10 +174,12 @@ def test_nothing_found_says_so_in_its_own_words_and_colour(page: Page, site: Sit
     ask(page, site, FOUND_QUESTION, labels="confidential")
     word, classes = status_box(page)
     assert word == "Nothing found" and "status-nothing_found" in classes
-    expect(page.locator("#status-detail")).to_contain_text("the search ran")
+    expect(page.locator("#status-detail")).to_contain_text("The search ran")
     expect(page.locator("#answer-status")).to_have_css("background-color", NOTHING_FOUND_BG)
     expect(page.locator("#answer-text")).to_have_text(ITALIAN.nothing_found)
-    expect(page.locator("#no-sources")).to_be_visible()
+    expect(page.locator("#no-sources")).to_have_text(
+        "No source: nothing in the sources you may read answers the question."
+    )
     expect(page.locator("#sources li")).to_have_count(0)
     screenshot(page, "nothing-found")
 
@@ -187,6 +194,9 @@ def test_failed_search_is_not_nothing_found(page: Page, damaged_site: Site) -> N
     expect(page.locator("#answer-status")).to_have_css("background-color", FAILED_BG)
     assert FAILED_BG != NOTHING_FOUND_BG
     expect(page.locator("#answer-text")).not_to_have_text(ITALIAN.nothing_found)
+    expect(page.locator("#no-sources")).to_have_text(
+        "No source: the sources could not be consulted."
+    )
     screenshot(page, "search-failed")
 
 
@@ -200,6 +210,15 @@ def test_a_label_above_the_ceiling_is_refused_by_name(page: Page, site: Site) ->
     expect(page.locator("#answer-text")).to_be_empty()
     expect(page.locator("#sources-block")).to_be_hidden()
     screenshot(page, "label-refused")
+
+
+def test_markup_in_a_document_is_shown_as_text_never_run(page: Page, site: Site) -> None:
+    ask(page, site, MARKUP_QUESTION, labels="public")
+    expect(page.locator("#status-word")).to_have_text("Found")
+    expect(page.locator("#answer-text")).to_contain_text(MARKUP_TEXT)
+    expect(page.locator("#answer-text img")).to_have_count(0)
+    expect(page.locator("#answer-text b")).to_have_count(0)
+    assert page.evaluate("document.body.dataset.pwned") is None
 
 
 def test_a_wrong_key_is_not_authorised(page: Page, site: Site) -> None:
@@ -227,9 +246,7 @@ def test_the_key_stays_in_the_tab_only(browser: Browser, site: Site) -> None:
 
 
 def test_the_jobs_panel_says_what_the_server_offers(page: Page, site: Site) -> None:
-    jobs = httpx.get(
-        site.served.url + "/v1/jobs", headers={"Authorization": f"Bearer {site.key}"}, timeout=10
-    )
+    jobs = site.server.get("/v1/jobs", CALLER)
     page.goto(site.url)
     page.fill("#api-key", site.key)
     page.dispatch_event("#api-key", "change")

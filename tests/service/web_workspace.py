@@ -58,6 +58,14 @@ caveats:
 I ricoveri urgenti sono cresciuti del 41% nel 2024 secondo il cruscotto di reparto.
 """
 
+# A document whose text holds markup: the page must show it as text, never run it.
+MARKUP = """# Modulo di triage
+
+Il triage in pronto soccorso compila il modulo <b>T1</b> <img src=x onerror="document.body.dataset.pwned='1'"> al primo contatto.
+"""
+MARKUP_QUESTION = "Quale modulo compila il triage in pronto soccorso?"
+MARKUP_TEXT = "<b>T1</b>"
+
 FOUND_QUESTION = "Di quanto sono cresciuti i ricoveri urgenti nel 2024?"
 CLAIM = "I ricoveri urgenti sono cresciuti del 41% nel 2024"
 CAVEAT = "la crescita reale è intorno al 2%"
@@ -73,6 +81,7 @@ def answering_workspace(
     write_config(ws.root, embeddings_url, extra=ANSWERS + service)
     for rel, text in {
         "documents/manuali/ricovero.md": MANUAL,
+        "documents/manuali/triage.md": MARKUP,
         "wiki/ricoveri-urgenti.md": PAGE,
     }.items():
         (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)

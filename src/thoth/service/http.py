@@ -42,6 +42,7 @@ from thoth.service.errors import (
 )
 from thoth.service.models import BODY_MODELS, AskBody, EvidenceSearchBody, KnowledgeSearchBody
 from thoth.service.operations import Operations
+from thoth.service.web import add_web_routes
 from thoth.workspace import Workspace
 
 log = logging.getLogger("thoth.service")
@@ -159,6 +160,7 @@ def create_app(workspace_root: Path) -> FastAPI:
     )
     _handlers(app)
     _routes(app)
+    add_web_routes(app)  # GET /: the page (thoth.service.web), outside the API document
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

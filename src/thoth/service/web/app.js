@@ -186,7 +186,7 @@
     setStatus(answer.status, word, detail + code);
     const sources = Array.isArray(answer.sources) ? answer.sources : null;
     renderText($("answer-text"), answer.text || "", sources ? sources.length : 0);
-    if (sources !== null) renderSources(sources);
+    if (sources !== null) renderSources(sources, answer.status);
     if (answer.provenance) renderProvenance(answer.provenance, answer.figures);
     if (answer.needs_parameter) renderNeedsParameter(answer.needs_parameter);
     if (Array.isArray(answer.degraded) && answer.degraded.length > 0) {
@@ -197,9 +197,15 @@
     $("answer-id").textContent = "Answer id " + answer.id;
   }
 
-  function renderSources(sources) {
+  const NO_SOURCE = {
+    nothing_found: "No source: nothing in the sources you may read answers the question.",
+    failed: "No source: the sources could not be consulted.",
+  };
+
+  function renderSources(sources, status) {
     show("sources-block", true);
     show("no-sources", sources.length === 0);
+    $("no-sources").textContent = NO_SOURCE[status] || "No source.";
     sources.forEach((source, i) => {
       const title = source.url
         ? el("a", { className: "source-title", href: source.url }, source.title)
