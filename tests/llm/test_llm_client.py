@@ -3,6 +3,7 @@ a reply the model cut at max_tokens is an error, never served as a complete one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,7 +11,17 @@ import pytest
 
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.config import LLMSettings
-from thoth.llm.client import AnthropicChat, LLMError, OpenAIChat, ReplySchema, ToolSpec
+from thoth.llm.client import (
+    AnthropicChat,
+    LLMError,
+    OpenAIChat,
+    ReplySchema,
+    ToolCall,
+    ToolReply,
+    ToolResult,
+    ToolSpec,
+    Turn,
+)
 
 MAX_TOKENS = 123
 TRUNCATED = {"openai": "length", "anthropic": "max_tokens"}
@@ -122,3 +133,78 @@ def test_an_anthropic_reply_without_the_forced_call_is_an_error(
     with pytest.raises(LLMError, match="the model did not call the tool answer"):
         client(llm, "anthropic").complete_json("system", "user", SCHEMA)
     assert len(llm.requests) == 1
+
+
+# ---------------------------------------------------------------------- conversations
+
+
+def _conversation_turn(provider: str) -> Turn:
+    first = ToolReply(
+        text="Let me look.",
+        calls=(ToolCall("call_a", "wiki_read", {"path": "mercati/giappone.md"}),),
+    )
+    return Turn(first, (ToolResult("call_a", '{"error": "outside"}', is_error=True),))
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_converse_sends_earlier_calls_and_results_in_the_wire_format(
+    llm: FakeLLMServer, provider: str
+) -> None:
+    llm.reply("The answer.")
+    reply = client(llm, provider).converse("system", "user", [_conversation_turn(provider)], [TOOL])
+    assert reply.text == "The answer." and reply.calls == () and reply.tokens == 2
+    messages = llm.requests[0].body["messages"]
+    if provider == "openai":
+        assert messages[:2] == [
+            {"role": "system", "content": "system"},
+            {"role": "user", "content": "user"},
+        ]
+        assistant, tool = messages[2:]
+        assert assistant["role"] == "assistant" and assistant["content"] == "Let me look."
+        [call] = assistant["tool_calls"]
+        assert call["id"] == "call_a" and call["function"]["name"] == "wiki_read"
+        assert json.loads(call["function"]["arguments"]) == {"path": "mercati/giappone.md"}
+        assert tool == {"role": "tool", "tool_call_id": "call_a", "content": '{"error": "outside"}'}
+    else:
+        assert llm.requests[0].body["system"] == "system"
+        user, assistant, results = messages
+        assert user == {"role": "user", "content": "user"}
+        assert assistant == {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {
+                    "type": "tool_use",
+                    "id": "call_a",
+                    "name": "wiki_read",
+                    "input": {"path": "mercati/giappone.md"},
+                },
+            ],
+        }
+        assert results == {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_a",
+                    "content": '{"error": "outside"}',
+                    "is_error": True,
+                }
+            ],
+        }
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_converse_returns_the_next_tool_calls(llm: FakeLLMServer, provider: str) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}, id="c2"))
+    reply = client(llm, provider).converse("system", "user", [_conversation_turn(provider)], [TOOL])
+    assert reply.calls == (ToolCall("c2", "wiki_list", {}),)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_conversation_reply_cut_at_max_tokens_is_an_error(
+    llm: FakeLLMServer, provider: str
+) -> None:
+    llm.reply("half an ans", finish_reason=TRUNCATED[provider])
+    with pytest.raises(LLMError, match="truncated"):
+        client(llm, provider).converse("system", "user", [], [TOOL])

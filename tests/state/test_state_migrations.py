@@ -32,7 +32,7 @@ from thoth.state.schema import HEAD_REVISION, SCHEMA_VERSION, metadata
 from thoth.state.upgrade import head_revision, known_revisions
 
 WS = "ws"
-HEAD = "0008"
+HEAD = "0009"
 
 DDL_EFCEC13_SQLITE = """\
 CREATE TABLE generations (
@@ -747,7 +747,17 @@ def test_our_tables_without_state_meta_are_refused(url: str, raw: Engine) -> Non
 
 def test_new_database_is_created_at_head_matching_the_schema_module(url: str, raw: Engine) -> None:
     assert head_revision() == HEAD == HEAD_REVISION
-    assert known_revisions() == ["0001", "0002", "0003", "0004", "0005", "0006", "0007", HEAD]
+    assert known_revisions() == [
+        "0001",
+        "0002",
+        "0003",
+        "0004",
+        "0005",
+        "0006",
+        "0007",
+        "0008",
+        HEAD,
+    ]
     with StateStore.open(url):
         pass
     assert versions(raw) == ([HEAD], str(SCHEMA_VERSION))

@@ -3,28 +3,36 @@ provider is chosen."""
 
 from thoth.llm.client import (
     ChatClient,
+    ConversationClient,
     LLMError,
     ReplySchema,
     TextClient,
     ToolCall,
     ToolClient,
     ToolReply,
+    ToolResult,
     ToolSpec,
+    Turn,
     chat_client,
+    conversation_client,
     text_client,
     tool_client,
 )
 
 __all__ = [
     "ChatClient",
+    "ConversationClient",
     "LLMError",
     "ReplySchema",
     "TextClient",
     "ToolCall",
     "ToolClient",
     "ToolReply",
+    "ToolResult",
     "ToolSpec",
+    "Turn",
     "chat_client",
+    "conversation_client",
     "text_client",
     "tool_client",
 ]

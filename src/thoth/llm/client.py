@@ -1,12 +1,16 @@
 """Chat completion clients for OpenAI-compatible servers and Anthropic, with no automatic
 retries: a failure is reported once, attributed, and never hidden behind a second attempt.
 
-Two uses: `complete_json` (one JSON object as text; given a `ReplySchema`, the schema goes
+Three uses: `complete_json` (one JSON object as text; given a `ReplySchema`, the schema goes
 out as the provider's structured output: OpenAI `response_format` json_schema, Anthropic a
 tool the model is forced to call) and `call_tools` (the model answers with calls to the tools
 it was offered: OpenAI chat completions `tools`, Anthropic messages `tools`). `call_tools`
 reports each call as the provider sent it; a call whose arguments are not a JSON object is kept
-with its `error`, for the caller to refuse with attribution.
+with its `error`, for the caller to refuse with attribution. `converse` is `call_tools` over a
+conversation: the model's earlier turns (its text and tool calls) and the results of those
+calls go back in each provider's wire format (OpenAI `assistant` messages with `tool_calls`
+then `tool` messages; Anthropic `assistant` `tool_use` blocks then a `user` message of
+`tool_result` blocks), so the model can call tools again or answer in text.
 
 A reply the model cut at max_tokens (OpenAI `finish_reason` "length", Anthropic `stop_reason`
 "max_tokens") is an LLMError in all three uses: a cut answer, JSON object or list of tool calls
@@ -27,14 +31,20 @@ from anthropic.types import (
     Message,
     MessageParam,
     TextBlock,
+    TextBlockParam,
     ToolChoiceParam,
     ToolParam,
+    ToolResultBlockParam,
     ToolUnionParam,
     ToolUseBlock,
+    ToolUseBlockParam,
 )
 from openai.types.chat import (
     ChatCompletion,
+    ChatCompletionAssistantMessageParam,
     ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
     ChatCompletionToolUnionParam,
     completion_create_params,
 )
@@ -123,6 +133,26 @@ class ToolCall:
 class ToolReply:
     text: str  # any prose the model wrote besides its calls
     calls: tuple[ToolCall, ...]
+    tokens: int = 0  # prompt + completion tokens the provider reported for this call
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one tool call returned, sent back to the model: `content` is text (JSON as text
+    for structured results); `is_error` marks a refused or failed call."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: the model's reply and the results of its calls
+    (one per call, in the order of the calls)."""
+
+    reply: ToolReply
+    results: tuple[ToolResult, ...]
 
 
 class ToolClient(Protocol):
@@ -131,6 +161,23 @@ class ToolClient(Protocol):
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
         """The model's tool calls (and text) for one system + user prompt."""
         ...
+
+
+class ConversationClient(Protocol):
+    name: str
+
+    def converse(
+        self, system: str, user: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
+    ) -> ToolReply:
+        """The model's next reply after the user's prompt and the earlier `turns`: more tool
+        calls, or text alone (its answer)."""
+        ...
+
+
+def _json_arguments(call: ToolCall) -> dict[str, Any]:
+    """The arguments a call is sent back with: an unusable call's as an empty object (its
+    result says why it was refused)."""
+    return call.arguments if call.arguments is not None else {}
 
 
 def _arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -181,14 +228,20 @@ class OpenAIChat:
         *,
         response_format: completion_create_params.ResponseFormat | openai.Omit = openai.omit,
         tools: Sequence[ChatCompletionToolUnionParam] | openai.Omit = openai.omit,
+        history: Sequence[ChatCompletionMessageParam] = (),
     ) -> ChatCompletion:
-        """One chat completion for a system + user prompt (deterministic, capped at
-        max_tokens), with a response format or tools when given; SDK failures become
-        LLMError."""
+        """One chat completion for a system + user prompt and the `history` after them
+        (deterministic, capped at max_tokens), with a response format or tools when given;
+        SDK failures become LLMError."""
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+            *history,
+        ]
         with _model_errors(openai, self._settings.timeout_seconds):
             return self._client.chat.completions.create(
                 model=self._settings.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                messages=messages,
                 response_format=response_format,
                 tools=tools,
                 temperature=0,
@@ -227,6 +280,11 @@ class OpenAIChat:
         return self._content(reply, empty_ok=True)
 
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
+        return self.converse(system, user, (), tools)
+
+    def converse(
+        self, system: str, user: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
+    ) -> ToolReply:
         offered: list[ChatCompletionFunctionToolParam] = []
         for t in tools:
             function: FunctionDefinition = {
@@ -237,7 +295,31 @@ class OpenAIChat:
             if t.strict:
                 function["strict"] = True
             offered.append({"type": "function", "function": function})
-        reply = self._create(system, user, tools=offered)
+        history: list[ChatCompletionMessageParam] = []
+        for turn in turns:
+            sent: list[ChatCompletionMessageFunctionToolCallParam] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(_json_arguments(call), ensure_ascii=False),
+                    },
+                }
+                for call in turn.reply.calls
+            ]
+            assistant: ChatCompletionAssistantMessageParam = {
+                "role": "assistant",
+                "content": turn.reply.text or None,
+            }
+            if sent:
+                assistant["tool_calls"] = sent
+            history.append(assistant)
+            history += [
+                {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+                for r in turn.results
+            ]
+        reply = self._create(system, user, tools=offered, history=history)
         if not reply.choices:
             raise LLMError("the model returned no choices")
         self._refuse_truncated(reply.choices[0].finish_reason)
@@ -251,7 +333,8 @@ class OpenAIChat:
                 continue
             arguments, error = _arguments(call.function.arguments)
             calls.append(ToolCall(call.id, call.function.name, arguments, error))
-        return ToolReply(text=message.content or "", calls=tuple(calls))
+        tokens = reply.usage.total_tokens if reply.usage is not None else 0
+        return ToolReply(text=message.content or "", calls=tuple(calls), tokens=tokens)
 
     def _refuse_truncated(self, finish_reason: str | None) -> None:
         _refuse_truncated(finish_reason, _OPENAI_TRUNCATED, self._settings.max_tokens)
@@ -271,11 +354,13 @@ class AnthropicChat:
         *,
         tools: Sequence[ToolUnionParam] | anthropic.Omit = anthropic.omit,
         tool_choice: ToolChoiceParam | anthropic.Omit = anthropic.omit,
+        history: Sequence[MessageParam] = (),
     ) -> Message:
-        """One message for a system + user prompt (capped at max_tokens, refused when cut
-        there), with tools when given; SDK failures become LLMError."""
+        """One message for a system + user prompt and the `history` after it (capped at
+        max_tokens, refused when cut there), with tools when given; SDK failures become
+        LLMError."""
         with _model_errors(anthropic, self._settings.timeout_seconds):
-            messages: list[MessageParam] = [{"role": "user", "content": user}]
+            messages: list[MessageParam] = [{"role": "user", "content": user}, *history]
             reply = self._client.messages.create(
                 model=self._settings.model,
                 system=system,
@@ -322,11 +407,42 @@ class AnthropicChat:
         )
 
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
+        return self.converse(system, user, (), tools)
+
+    def converse(
+        self, system: str, user: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
+    ) -> ToolReply:
         offered: list[ToolParam] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        reply = self._create(system, user, tools=offered)
+        history: list[MessageParam] = []
+        for turn in turns:
+            blocks: list[TextBlockParam | ToolUseBlockParam] = []
+            if turn.reply.text:
+                blocks.append({"type": "text", "text": turn.reply.text})
+            blocks += [
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": _json_arguments(call),
+                }
+                for call in turn.reply.calls
+            ]
+            history.append({"role": "assistant", "content": blocks})
+            if turn.results:
+                results: list[ToolResultBlockParam] = [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": r.call_id,
+                        "content": r.content,
+                        "is_error": r.is_error,
+                    }
+                    for r in turn.results
+                ]
+                history.append({"role": "user", "content": results})
+        reply = self._create(system, user, tools=offered, history=history)
         texts, calls = [], []
         for block in reply.content:
             if isinstance(block, TextBlock):
@@ -339,7 +455,8 @@ class AnthropicChat:
                 else:
                     error = f"input is a JSON {type(given).__name__}, not an object"
                     calls.append(ToolCall(block.id, block.name, None, error))
-        return ToolReply(text="".join(texts), calls=tuple(calls))
+        tokens = reply.usage.input_tokens + reply.usage.output_tokens
+        return ToolReply(text="".join(texts), calls=tuple(calls), tokens=tokens)
 
     def _refuse_truncated(self, stop_reason: str | None) -> None:
         _refuse_truncated(stop_reason, _ANTHROPIC_TRUNCATED, self._settings.max_tokens)
@@ -374,4 +491,9 @@ def text_client(settings: LLMSettings) -> TextClient:
 
 def tool_client(settings: LLMSettings) -> ToolClient:
     """The tool-calling client `[llm]` asks for (a session's driver)."""
+    return _client(settings)
+
+
+def conversation_client(settings: LLMSettings) -> ConversationClient:
+    """The multi-turn tool-calling client `[llm]` asks for (the deep-analysis agent)."""
     return _client(settings)

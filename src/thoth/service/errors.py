@@ -33,9 +33,3 @@ class Busy(ThothError):
     """The process already holds `[service].max_concurrent` requests."""
 
     code = "busy"
-
-
-class NotReady(ThothError):
-    """A component the service needs cannot be used (see GET /v1/ready)."""
-
-    code = "not_ready"

@@ -28,21 +28,24 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import thoth
+from thoth.analytics.store import AnalyticsError
 from thoth.answer.answerers import AnswerModelError
 from thoth.config import CallerSettings, ServiceSettings
+from thoth.embed.base import EmbedderError
 from thoth.errors import ConfigError, Problem, RequestError, ThothError
+from thoth.index.base import IndexUnavailable
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
     BodyTooLarge,
     Busy,
     LabelAboveCeiling,
-    NotReady,
     Unauthorized,
     UnsupportedMediaType,
 )
 from thoth.service.models import BODY_MODELS, AskBody, EvidenceSearchBody, KnowledgeSearchBody
 from thoth.service.operations import Operations
 from thoth.service.web import add_web_routes
+from thoth.state import StateError
 from thoth.workspace import Workspace
 
 log = logging.getLogger("thoth.service")
@@ -60,7 +63,11 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (UnsupportedMediaType, 415),
     (RequestError, 422),
     (Busy, 503),
-    (NotReady, 503),
+    # A component the request needed could not be used (GET /v1/ready names which).
+    (StateError, 503),
+    (IndexUnavailable, 503),
+    (EmbedderError, 503),
+    (AnalyticsError, 503),
     (AnswerModelError, 502),
 )
 

@@ -13,7 +13,9 @@ Layout, one module per concern:
   there (Alembic, forward-only); `upgrade`: what the store does with a database it opens.
 - `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.
 
-A new concern (jobs, for instance) follows the same pattern: its tables in `schema`, a
+- `jobs`: the deep-analysis agent's queue (`JobQueue`, over the store's engine).
+
+A new concern follows the same pattern: its tables in `schema`, a
 migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head (and
 `schema.HEAD_REVISION` moved to it), a module `jobs.py` with a `Jobs(StoreCore)` class and
 its typed results (frozen dataclasses), and `Jobs` added to the bases of `StateStore`.
@@ -22,6 +24,7 @@ its typed results (frozen dataclasses), and `Jobs` added to the bases of `StateS
 from thoth.state.answers import LoggedAnswer
 from thoth.state.core import StateError, redact_url, state_url
 from thoth.state.generations import Generation, GenerationStatus
+from thoth.state.jobs import Job, JobFinished, JobLeaseLost, JobNotFound, JobQueue, JobStep
 from thoth.state.runs import Build, BuildOutcome, RunKind, SyncRun, SyncRunConflict, SyncStatus
 from thoth.state.schema import ANSWER_STATUSES, BUILD_OUTCOMES, GENERATION_STATUSES, SYNC_STATUSES
 from thoth.state.store import StateStore
@@ -35,6 +38,12 @@ __all__ = [
     "BuildOutcome",
     "Generation",
     "GenerationStatus",
+    "Job",
+    "JobFinished",
+    "JobLeaseLost",
+    "JobNotFound",
+    "JobQueue",
+    "JobStep",
     "LoggedAnswer",
     "RunKind",
     "StateError",

@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0008"
+HEAD_REVISION: Final = "0009"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -193,4 +193,60 @@ answer_log = Table(
     Column("caller", String(100), nullable=True),
     CheckConstraint(_in("status", ANSWER_STATUSES), name="status"),
     Index("ix_answer_log_workspace_created", "workspace", "created_at"),
+)
+
+JOB_STATUSES: Final = ("queued", "running", "completed", "failed", "cancelled")
+STEP_KINDS: Final = ("model", "tool")
+
+# The deep-analysis agent's queue (thoth.agent): a job is claimed by a worker, which holds it
+# while `lease_until` is in the future and extends the lease by heartbeats; a running job whose
+# lease expired belongs to a dead worker and goes back to the queue. JSON documents as text.
+agent_jobs = Table(
+    "agent_jobs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("workspace", String(200), nullable=False),
+    # The calling system of `tht serve` that submitted it; NULL from the CLI.
+    Column("caller", String(100), nullable=True),
+    Column("question", Text, nullable=False),
+    Column("request", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", String(_TS), nullable=False),
+    Column("started_at", String(_TS), nullable=True),
+    Column("finished_at", String(_TS), nullable=True),
+    Column("claimed_by", String(200), nullable=True),
+    Column("lease_until", String(_TS), nullable=True),
+    Column("heartbeat_at", String(_TS), nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("cancel_requested", Boolean, nullable=False),
+    Column("result", Text, nullable=True),
+    Column("error_code", String(64), nullable=True),
+    Column("error", Text, nullable=True),
+    Column("usage", Text, nullable=False),
+    CheckConstraint(_in("status", JOB_STATUSES), name="status"),
+    CheckConstraint(
+        "status <> 'running' OR (claimed_by IS NOT NULL AND lease_until IS NOT NULL)",
+        name="running_is_claimed",
+    ),
+    CheckConstraint(
+        "(status IN ('queued', 'running')) = (finished_at IS NULL)", name="finished_has_time"
+    ),
+    Index("ix_agent_jobs_status_created", "status", "created_at"),
+    Index("ix_agent_jobs_workspace_created", "workspace", "created_at"),
+)
+
+# The transcript of a job: every model turn and tool call with its result, in order, per
+# attempt (a job recovered from a dead worker keeps the steps of the attempt that died).
+agent_job_steps = Table(
+    "agent_job_steps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), ForeignKey("agent_jobs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("at", String(_TS), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("data", Text, nullable=False),
+    CheckConstraint(_in("kind", STEP_KINDS), name="kind"),
+    Index("ix_agent_job_steps_job_id", "job_id", "id"),
 )

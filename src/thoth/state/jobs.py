@@ -1,0 +1,487 @@
+"""The deep-analysis agent's job queue: a table, claimed under a lease, recovered when orphaned.
+
+A job is `queued` until a worker claims it (`running`, `claimed_by` the worker, `lease_until`
+in the future), then ends `completed`, `failed` or `cancelled`. What keeps one job to one
+worker is the claim, one write transaction: on PostgreSQL `SELECT ... FOR UPDATE SKIP LOCKED`
+picks the oldest queued row no other transaction holds; on SQLite the transaction holds the
+database's write lock from BEGIN IMMEDIATE. In both the UPDATE is conditional on
+`status = 'queued'` and its row count is checked, so even a claim that raced is refused by
+the row itself.
+
+Only the lease holder may extend the lease (`heartbeat`), append steps or finish the job: a
+worker whose lease expired and whose job was recovered (or claimed again) is told so
+(`JobLeaseLost`) and must stop. `recover_orphans` puts running jobs with an expired lease back
+in the queue, or fails them when they used up their attempts.
+
+The queue shares the engine of the `StateStore` it was made from (`JobQueue.on(store)`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final, Literal, cast, get_args
+
+from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy.engine import Connection
+
+from thoth.state.core import (
+    StateError,
+    StoreCore,
+    dump_json,
+    load_json,
+    now,
+    parse_ts,
+    require,
+    ts,
+)
+from thoth.state.schema import agent_job_steps, agent_jobs
+
+JobStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
+FinalStatus = Literal["completed", "failed", "cancelled"]
+StepKind = Literal["model", "tool"]
+
+FINISHED: Final = ("completed", "failed", "cancelled")
+MAX_LIMIT: Final = 500
+
+
+class JobNotFound(StateError):
+    """No job with that id (or not one the asking caller submitted)."""
+
+    code = "job_not_found"
+
+
+class JobFinished(StateError):
+    """The job already ended: it cannot be cancelled, its outcome is kept."""
+
+    code = "job_finished"
+
+
+class JobLeaseLost(StateError):
+    """The worker no longer holds the job (its lease expired and it was recovered, or it was
+    never claimed by this worker): it must stop working on it."""
+
+    code = "job_lease_lost"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One deep-analysis job as stored. `result` is set only when `completed`; `error_code`
+    and `error` say why when `failed` (or `cancelled`)."""
+
+    id: str
+    workspace: str
+    caller: str | None
+    question: str
+    request: dict[str, Any]  # labels, channel: the search context of the caller
+    status: JobStatus
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    claimed_by: str | None
+    lease_until: datetime | None
+    heartbeat_at: datetime | None
+    attempts: int
+    cancel_requested: bool
+    result: dict[str, Any] | None
+    error_code: str | None
+    error: str | None
+    usage: dict[str, Any]  # tokens, turns, tool_calls, seconds
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def as_dict(self) -> dict[str, Any]:
+        """The job as JSON: timestamps in ISO-8601 UTC, None where unset."""
+
+        def stamp(moment: datetime | None) -> str | None:
+            return None if moment is None else ts(moment)
+
+        return {
+            "id": self.id,
+            "workspace": self.workspace,
+            "caller": self.caller,
+            "question": self.question,
+            "request": self.request,
+            "status": self.status,
+            "created_at": stamp(self.created_at),
+            "started_at": stamp(self.started_at),
+            "finished_at": stamp(self.finished_at),
+            "claimed_by": self.claimed_by,
+            "lease_until": stamp(self.lease_until),
+            "heartbeat_at": stamp(self.heartbeat_at),
+            "attempts": self.attempts,
+            "cancel_requested": self.cancel_requested,
+            "result": self.result,
+            "error_code": self.error_code,
+            "error": self.error,
+            "usage": self.usage,
+        }
+
+
+@dataclass(frozen=True)
+class JobStep:
+    """One step of a job's transcript: a model turn or a tool call with its result."""
+
+    attempt: int
+    seq: int
+    at: datetime
+    kind: StepKind
+    data: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "seq": self.seq,
+            "at": ts(self.at),
+            "kind": self.kind,
+            "data": self.data,
+        }
+
+
+def new_job_id() -> str:
+    return f"job_{uuid.uuid4().hex[:24]}"
+
+
+class JobQueue(StoreCore):
+    """The queue of deep-analysis jobs in the state database (thread-safe)."""
+
+    @classmethod
+    def on(cls, store: StoreCore) -> JobQueue:
+        """The queue over `store`'s engine: closing either closes both."""
+        return cls(store._engine, store.url)
+
+    # ------------------------------------------------------------------ callers' side
+
+    def create(
+        self, workspace: str, caller: str | None, question: str, request: dict[str, Any]
+    ) -> Job:
+        """Queue a job; `request` holds the caller's search context (labels, channel)."""
+        require("workspace", workspace)
+        require("question", question)
+        job_id = new_job_id()
+        values = {
+            "id": job_id,
+            "workspace": workspace,
+            "caller": caller,
+            "question": question,
+            "request": dump_json(f"request of job {job_id}", request),
+            "status": "queued",
+            "created_at": ts(now()),
+            "attempts": 0,
+            "cancel_requested": False,
+            "usage": "{}",
+        }
+        with self._write(f"agent_jobs: queueing a job of {workspace!r}") as conn:
+            conn.execute(insert(agent_jobs).values(**values))
+            return self._get(conn, job_id)
+
+    def get(self, job_id: str) -> Job:
+        with self._read(f"agent_jobs: reading {job_id}") as conn:
+            return self._get(conn, job_id)
+
+    def list(self, workspace: str, caller: str | None = None, limit: int = 50) -> list[Job]:
+        """The workspace's newest jobs first; only `caller`'s when given."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise StateError(f"agent_jobs: limit must be 1 to {MAX_LIMIT}, got {limit}")
+        query = select(agent_jobs).where(agent_jobs.c.workspace == workspace)
+        if caller is not None:
+            query = query.where(agent_jobs.c.caller == caller)
+        query = query.order_by(agent_jobs.c.created_at.desc(), agent_jobs.c.id.desc()).limit(limit)
+        with self._read(f"agent_jobs: listing {workspace!r}") as conn:
+            return [_job(r) for r in conn.execute(query).all()]
+
+    def cancel(self, job_id: str, caller: str | None = None) -> Job:
+        """Cancel a job: a queued one at once; a running one is asked to stop
+        (`cancel_requested`), and its worker marks it cancelled at its next step. A finished
+        job is refused (JobFinished). With `caller`, only that caller's jobs exist."""
+        with self._write(f"agent_jobs: cancelling {job_id}") as conn:
+            job = self._get(conn, job_id, caller)
+            if job.finished:
+                raise JobFinished(
+                    f"job {job_id} already ended as {job.status!r}; its outcome is kept "
+                    "-> nothing to cancel (submit a new job to ask again)"
+                )
+            if job.status == "queued":
+                conn.execute(
+                    update(agent_jobs)
+                    .where(agent_jobs.c.id == job_id, agent_jobs.c.status == "queued")
+                    .values(
+                        status="cancelled",
+                        cancel_requested=True,
+                        finished_at=ts(now()),
+                        error_code="cancelled",
+                        error="cancelled before a worker took it",
+                    )
+                )
+            else:
+                conn.execute(
+                    update(agent_jobs)
+                    .where(agent_jobs.c.id == job_id)
+                    .values(cancel_requested=True)
+                )
+            return self._get(conn, job_id)
+
+    def steps(self, job_id: str) -> builtins.list[JobStep]:
+        """The job's transcript, in order (attempt, then step)."""
+        with self._read(f"agent_job_steps: reading the steps of {job_id}") as conn:
+            self._get(conn, job_id)
+            rows = conn.execute(
+                select(agent_job_steps)
+                .where(agent_job_steps.c.job_id == job_id)
+                .order_by(agent_job_steps.c.id)
+            ).all()
+        return [
+            JobStep(
+                attempt=int(r.attempt),
+                seq=int(r.seq),
+                at=parse_ts(r.at),
+                kind=cast(StepKind, r.kind),
+                data=load_json(r.data),
+            )
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------------ workers' side
+
+    def claim(self, worker_id: str, lease_seconds: float) -> Job | None:
+        """Take the oldest queued job for `worker_id` under a lease of `lease_seconds`, or
+        None when none is queued. Never gives one job to two workers (see the module)."""
+        require("worker id", worker_id)
+        _positive("lease_seconds", lease_seconds)
+        with self._write(f"agent_jobs: claiming a job for {worker_id}") as conn:
+            picked = conn.execute(
+                select(agent_jobs.c.id)
+                .where(agent_jobs.c.status == "queued")
+                .order_by(agent_jobs.c.created_at, agent_jobs.c.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).first()
+            if picked is None:
+                return None
+            moment = now()
+            taken = conn.execute(
+                update(agent_jobs)
+                .where(agent_jobs.c.id == picked.id, agent_jobs.c.status == "queued")
+                .values(
+                    status="running",
+                    claimed_by=worker_id,
+                    started_at=ts(moment),
+                    heartbeat_at=ts(moment),
+                    lease_until=ts(moment + timedelta(seconds=lease_seconds)),
+                    attempts=agent_jobs.c.attempts + 1,
+                )
+            )
+            if taken.rowcount != 1:  # pragma: no cover - the lock makes this unreachable
+                return None
+            return self._get(conn, picked.id)
+
+    def heartbeat(self, job_id: str, worker_id: str, lease_seconds: float) -> Job:
+        """Extend `worker_id`'s lease on the job; JobLeaseLost when it is no longer its own.
+        The job returned says whether a cancel was requested."""
+        _positive("lease_seconds", lease_seconds)
+        moment = now()
+        with self._write(f"agent_jobs: heartbeat of {job_id} by {worker_id}") as conn:
+            self._holding(conn, job_id, worker_id)
+            conn.execute(
+                update(agent_jobs)
+                .where(agent_jobs.c.id == job_id)
+                .values(
+                    heartbeat_at=ts(moment),
+                    lease_until=ts(moment + timedelta(seconds=lease_seconds)),
+                )
+            )
+            return self._get(conn, job_id)
+
+    def add_step(
+        self,
+        job_id: str,
+        worker_id: str,
+        kind: StepKind,
+        data: dict[str, Any],
+        usage: dict[str, Any],
+    ) -> int:
+        """Append one step to the transcript of the worker's current attempt and record the
+        usage so far; returns the step's number. Only the lease holder may."""
+        if kind not in get_args(StepKind):
+            raise StateError(f"agent_job_steps: unknown kind {kind!r} -> use model or tool")
+        data_text = dump_json(f"step of job {job_id}", data)
+        usage_text = dump_json(f"usage of job {job_id}", usage)
+        with self._write(f"agent_job_steps: recording a step of {job_id}") as conn:
+            job = self._holding(conn, job_id, worker_id)
+            last = conn.scalar(
+                select(func.max(agent_job_steps.c.seq)).where(
+                    agent_job_steps.c.job_id == job_id,
+                    agent_job_steps.c.attempt == job.attempts,
+                )
+            )
+            seq = 1 if last is None else int(last) + 1
+            conn.execute(
+                insert(agent_job_steps).values(
+                    job_id=job_id,
+                    attempt=job.attempts,
+                    seq=seq,
+                    at=ts(now()),
+                    kind=kind,
+                    data=data_text,
+                )
+            )
+            conn.execute(
+                update(agent_jobs).where(agent_jobs.c.id == job_id).values(usage=usage_text)
+            )
+        return seq
+
+    def finish(
+        self,
+        job_id: str,
+        worker_id: str,
+        status: FinalStatus,
+        *,
+        result: dict[str, Any] | None = None,
+        error_code: str | None = None,
+        error: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> Job:
+        """End the job, by its lease holder only: `completed` with a result, `failed` with an
+        error code and message, or `cancelled` (only when a cancel was requested)."""
+        if status not in FINISHED:
+            raise StateError(
+                f"agent_jobs: cannot finish {job_id} as {status!r} -> use completed, failed "
+                "or cancelled"
+            )
+        if status == "completed" and (result is None or error_code is not None):
+            raise StateError(f"agent_jobs: job {job_id} completed needs a result and no error code")
+        if status != "completed" and (result is not None or not error_code):
+            raise StateError(
+                f"agent_jobs: job {job_id} {status} needs an error code and no result: a "
+                "partial result is never stored as one"
+            )
+        values: dict[str, Any] = {
+            "status": status,
+            "finished_at": ts(now()),
+            "lease_until": None,
+            "result": None if result is None else dump_json(f"result of {job_id}", result),
+            "error_code": error_code,
+            "error": error,
+        }
+        if usage is not None:
+            values["usage"] = dump_json(f"usage of job {job_id}", usage)
+        with self._write(f"agent_jobs: finishing {job_id} by {worker_id}") as conn:
+            job = self._holding(conn, job_id, worker_id)
+            if status == "cancelled" and not job.cancel_requested:
+                raise StateError(
+                    f"agent_jobs: job {job_id} was not asked to stop -> finish it as "
+                    "completed or failed"
+                )
+            conn.execute(update(agent_jobs).where(agent_jobs.c.id == job_id).values(**values))
+            return self._get(conn, job_id)
+
+    def recover_orphans(self, max_attempts: int) -> builtins.list[Job]:
+        """Running jobs whose lease expired (their worker died or hung): back to `queued`,
+        or `failed` (error_code `attempts_exhausted`) when they were already claimed
+        `max_attempts` times, or `cancelled` when a cancel was requested. Returns them as
+        they are now."""
+        if max_attempts < 1:
+            raise StateError(f"agent_jobs: max_attempts must be at least 1, got {max_attempts}")
+        stamp = ts(now())
+        with self._write("agent_jobs: recovering orphaned jobs") as conn:
+            rows = conn.execute(
+                select(agent_jobs)
+                .where(agent_jobs.c.status == "running", agent_jobs.c.lease_until < stamp)
+                .with_for_update(skip_locked=True)
+            ).all()
+            for row in rows:
+                job = _job(row)
+                lost = f"worker {job.claimed_by} lost its lease (until {row.lease_until})"
+                cleared: dict[str, Any] = {"lease_until": None}
+                values: dict[str, Any]
+                if job.cancel_requested:
+                    values = {
+                        "status": "cancelled",
+                        "finished_at": stamp,
+                        "error_code": "cancelled",
+                        "error": f"cancelled; {lost}",
+                    }
+                elif job.attempts >= max_attempts:
+                    values = {
+                        "status": "failed",
+                        "finished_at": stamp,
+                        "error_code": "attempts_exhausted",
+                        "error": f"{lost} on attempt {job.attempts} of {max_attempts}; no "
+                        "attempt left -> look at the transcript for the step it stopped at, "
+                        "then submit the question again",
+                    }
+                else:
+                    values = {"status": "queued", "claimed_by": None, "error": f"requeued: {lost}"}
+                conn.execute(
+                    update(agent_jobs)
+                    .where(
+                        agent_jobs.c.id == job.id,
+                        agent_jobs.c.status == "running",
+                        agent_jobs.c.lease_until == row.lease_until,
+                    )
+                    .values(**cleared, **values)
+                )
+            return [self._get(conn, row.id) for row in rows]
+
+    # ------------------------------------------------------------------ helpers
+
+    def _get(self, conn: Connection, job_id: str, caller: str | None = None) -> Job:
+        row = conn.execute(select(agent_jobs).where(agent_jobs.c.id == job_id)).first()
+        if row is None or (caller is not None and row.caller != caller):
+            raise JobNotFound(
+                f"job {job_id!r} not found -> check the id (`tht agent list` lists the jobs)"
+            )
+        return _job(row)
+
+    def _holding(self, conn: Connection, job_id: str, worker_id: str) -> Job:
+        """The job, locked for this transaction, when `worker_id` holds it; else JobLeaseLost."""
+        row = conn.execute(
+            select(agent_jobs).where(agent_jobs.c.id == job_id).with_for_update()
+        ).first()
+        if row is None:
+            raise JobNotFound(f"job {job_id!r} not found -> pass the id claim() returned")
+        if row.status != "running" or row.claimed_by != worker_id:
+            holder = f"held by {row.claimed_by}" if row.claimed_by else "held by no worker"
+            raise JobLeaseLost(
+                f"job {job_id} is {row.status} and {holder}, not by {worker_id} -> this "
+                "worker lost it (its lease expired and the job was recovered): stop working "
+                "on it"
+            )
+        return _job(row)
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise StateError(f"agent_jobs: {name} must be positive, got {value}")
+
+
+def _optional_ts(stored: str | None) -> datetime | None:
+    return None if stored is None else parse_ts(stored)
+
+
+def _job(row: Row[Any]) -> Job:
+    return Job(
+        id=row.id,
+        workspace=row.workspace,
+        caller=row.caller,
+        question=row.question,
+        request=load_json(row.request),
+        status=cast(JobStatus, row.status),
+        created_at=parse_ts(row.created_at),
+        started_at=_optional_ts(row.started_at),
+        finished_at=_optional_ts(row.finished_at),
+        claimed_by=row.claimed_by,
+        lease_until=_optional_ts(row.lease_until),
+        heartbeat_at=_optional_ts(row.heartbeat_at),
+        attempts=int(row.attempts),
+        cancel_requested=bool(row.cancel_requested),
+        result=None if row.result is None else cast(dict[str, Any], json.loads(row.result)),
+        error_code=row.error_code,
+        error=row.error,
+        usage=load_json(row.usage),
+    )

@@ -1,0 +1,58 @@
+"""The service's contract: the checked-in OpenAPI document, the body models built from the
+request models, and the error-to-status mapping."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+from tests.service.conftest import THT
+from thoth.answer.request import request_fields
+from thoth.errors import ConfigError, RequestError, ThothError
+from thoth.search.outcome import EvidenceSearchContext
+from thoth.service.errors import BodyTooLarge, Busy, LabelAboveCeiling, Unauthorized
+from thoth.service.http import create_app, status_for
+from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.state import StateError
+
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+
+
+def test_the_checked_in_openapi_document_is_the_apps() -> None:
+    checked_in = json.loads(OPENAPI.read_text(encoding="utf-8"))
+    assert create_app(Path(".")).openapi() == checked_in, (
+        "docs/openapi.json drifted from the app -> run "
+        "`tht service openapi > docs/openapi.json` and review the diff"
+    )
+
+
+def test_tht_service_openapi_prints_it(tmp_path: Path) -> None:
+    # Anywhere, without a workspace: nothing is opened to describe the routes.
+    printed = subprocess.run(
+        [*THT, "service", "openapi"], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout
+    assert printed == OPENAPI.read_text(encoding="utf-8")
+
+
+def test_every_request_field_is_a_field_of_the_bodies() -> None:
+    for model in (AskBody, KnowledgeSearchBody):
+        assert set(request_fields()) <= set(model.model_fields), model
+    assert set(request_fields()) | {"question", "instructions"} == set(AskBody.model_fields)
+    context = {f.name for f in dataclasses.fields(EvidenceSearchContext)}
+    assert context <= set(EvidenceSearchBody.model_fields)
+    schema = json.loads(OPENAPI.read_text(encoding="utf-8"))["components"]["schemas"]
+    for name in ("AskBody", "KnowledgeSearchBody", "EvidenceSearchBody"):
+        assert schema[name]["additionalProperties"] is False
+
+
+def test_statuses_are_mapped_in_one_place() -> None:
+    assert status_for(Unauthorized("x")) == 401
+    assert status_for(LabelAboveCeiling("x")) == 403
+    assert status_for(BodyTooLarge("x")) == 413
+    assert status_for(RequestError("x")) == 422
+    assert status_for(Busy("x")) == 503
+    assert status_for(StateError("x")) == 503
+    assert status_for(ConfigError("x")) == 500
+    assert status_for(ThothError("x")) == 500
