@@ -3,6 +3,7 @@ and legacy formulas imported as formula units (seed §12, §16)."""
 
 import io
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
-from thoth.runtime import open_runtime
+from thoth.runtime import open_runtime, open_state
 from thoth.workflow.driver import TOOL_NAME
 from thoth.workspace import Workspace
 
@@ -223,3 +224,21 @@ def test_demo_links_a_question_to_the_warehouse_and_runs_its_sql(
     assert runs[0]["run"]["data_date"] == "2025-01-14"
     validated = CliRunner().invoke(app, ["evidence", "validate", str(target), "--schema"])
     assert validated.exit_code == 0, validated.output
+
+
+def test_demo_answers_one_question_over_http(demo: tuple[Path, str]) -> None:
+    target, text = demo
+    assert "13. tht serve" in text
+    assert "GET  /v1/ready -> 200" in text
+    assert re.search(r"POST /v1/ask .* -> 200: status found, [1-9]\d* source\(s\)", text), text[
+        -3000:
+    ]
+    assert "GET  / -> 200 text/html" in text
+    # The caller is declared in the committed thoth.toml by its key's hash, and the answer
+    # logged under its name.
+    ws = Workspace.open(target)
+    assert [c.name for c in ws.settings.service.callers] == ["demo-portal"]
+    assert git(target, "status", "--porcelain", "thoth.toml") == ""
+    with open_state(ws) as state:
+        [served] = [a for a in state.list_answers(ws.settings.workspace, 50, None) if a.caller]
+    assert served.caller == "demo-portal" and served.status == "found"
