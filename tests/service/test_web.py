@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.conftest import WorkspaceFactory, skip_unless_ci
+from tests.conftest import WorkspaceFactory
 from tests.fake_embeddings import FakeEmbeddingServer
+from tests.service.browser import ask_in_page, chromium, screenshot
 from tests.service.conftest import Server
 from tests.service.web_workspace import (
     CAVEAT,
@@ -37,8 +38,6 @@ from thoth.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path(os.environ.get("THOTH_CHROMIUM", "/usr/bin/chromium"))
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
 CALLER = "web-page"
 CEILING = ["public", "confidential"]  # "internal" is above it: the refused label
 GIT_IDENTITY = {
@@ -68,17 +67,8 @@ class Site:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.is_file():
-        skip_unless_ci(
-            f"no Chromium at {CHROMIUM}: apt-get install chromium (or set THOTH_CHROMIUM)",
-            ".ci/run installs Debian's chromium, the page's tests must run",
-        )
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM))
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as opened:
+        yield opened
 
 
 def _site(base: Path) -> Iterator[Site]:
@@ -117,25 +107,8 @@ def page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
-def screenshot(page: Page, name: str) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 0
-    return path
-
-
 def ask(page: Page, site: Site, question: str, *, labels: str = "", key: str = "") -> None:
-    """Type into the page as a person does and press Ask; returns once the answer is shown."""
-    page.goto(site.url)
-    page.fill("#api-key", key or site.key)
-    page.dispatch_event("#api-key", "change")
-    page.fill("#question", question)
-    page.fill("#labels", labels)
-    with page.expect_response(lambda r: r.url.endswith("/v1/ask")):
-        page.click("#ask-button")
-    expect(page.locator("#ask-button")).to_have_text("Ask")
-    expect(page.locator("#answer")).to_be_visible()
+    ask_in_page(page, site.url, key or site.key, question, labels=labels)
 
 
 def status_box(page: Page) -> tuple[str, str]:

@@ -135,7 +135,19 @@
       }
       let list = null;
       let current = null; // the claim the next indented line belongs to
+      let rows = []; // consecutive "| a | b |" lines: a Markdown table (computed figures)
+      const flushTable = () => {
+        if (rows.length > 0) container.append(markdownTable(rows, marked));
+        rows = [];
+      };
       for (const line of lines) {
+        if (line.trim().startsWith("|")) {
+          list = null;
+          current = null;
+          rows.push(line.trim());
+          continue;
+        }
+        flushTable();
         if (isNumberWarning(line)) {
           const caveat = el("span", { className: "caveat caveat-inline" }, ...marked(line.trim()));
           (current || container).append(caveat);
@@ -154,7 +166,26 @@
           container.append(current);
         }
       }
+      flushTable();
     }
+  }
+
+  // A Markdown table as the answerer writes one: a header row, a |---| rule, the rows.
+  function markdownTable(rows, marked) {
+    const cells = (row) => row.replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+    const isRule = (row) => /^\|[\s:|-]+\|$/.test(row);
+    const table = el("table", { className: "answer-table" });
+    const hasHeader = rows.length > 1 && isRule(rows[1]);
+    if (hasHeader) {
+      table.append(el("thead", {}, el("tr", {}, ...cells(rows[0]).map((c) => el("th", {}, c)))));
+    }
+    const body = el("tbody");
+    for (const row of rows.slice(hasHeader ? 2 : 0)) {
+      if (isRule(row)) continue;
+      body.append(el("tr", {}, ...cells(row).map((c) => el("td", {}, ...marked(c)))));
+    }
+    table.append(body);
+    return table;
   }
 
   // ------------------------------------------------------------------ the answer
