@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import WorkspaceFactory
@@ -33,7 +34,11 @@ from tests.service.web_workspace import (
     index_dirs,
 )
 from thoth.answer.wording import ITALIAN
+from thoth.cli.demo_service import running_app as in_thread
+from thoth.runtime import open_state
 from thoth.service.registry import add_caller
+from thoth.service.web import add_web_routes
+from thoth.state import JobQueue
 from thoth.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -52,6 +57,7 @@ GIT_IDENTITY = {
 NOTHING_FOUND_BG = "rgb(238, 240, 242)"
 FAILED_BG = "rgb(253, 232, 232)"
 CAVEAT_BG = "rgb(255, 244, 214)"
+WORKER_USAGE = {"turns": 2, "tool_calls": 3, "tokens": 1800, "seconds": 12.4}
 
 
 @dataclass(frozen=True)
@@ -218,17 +224,57 @@ def test_the_key_stays_in_the_tab_only(browser: Browser, site: Site) -> None:
         context.close()
 
 
-def test_the_jobs_panel_says_what_the_server_offers(page: Page, site: Site) -> None:
-    jobs = site.server.get("/v1/jobs", CALLER)
+def test_the_jobs_panel_lists_the_callers_jobs_with_their_progress(page: Page, site: Site) -> None:
+    ws = Workspace.open(site.root)
+    name = ws.settings.workspace
+    context = {"labels": ["public"], "channel": None}
+    with open_state(ws) as state:
+        queue = JobQueue.on(state)
+        running = queue.create(name, CALLER, "Confronta i ricoveri urgenti 2023 e 2024", context)
+        assert queue.claim("web-test-worker", 600) is not None
+        queue.add_step(running.id, "web-test-worker", "tool", {"tool": "wiki_search"}, WORKER_USAGE)
+        waiting = queue.create(name, CALLER, "Quali reparti hanno più trasferimenti?", context)
+        queue.create(name, "someone-else", "Una domanda di un altro chiamante", context)
     page.goto(site.url)
     page.fill("#api-key", site.key)
     page.dispatch_event("#api-key", "change")
-    if jobs.status_code == 404:
+    rows = page.locator("#jobs tbody tr.job")
+    expect(rows).to_have_count(2)  # this caller's jobs only
+    shown = page.locator(f'#jobs tr[data-job="{running.id}"]')
+    expect(shown.locator(".job-status")).to_have_text("running")
+    expect(shown.locator(".job-progress")).to_have_text("2 model turns, 3 tool calls, 12 s")
+    queued = page.locator(f'#jobs tr[data-job="{waiting.id}"]')
+    expect(queued.locator(".job-progress")).to_have_text("waiting for a worker")
+    queued.locator("button.job-cancel").click()
+    expect(queued.locator(".job-status")).to_have_text("cancelled")
+    expect(queued.locator("button.job-cancel")).to_have_count(0)
+    screenshot(page, "jobs")
+
+
+def test_a_job_the_server_refuses_says_why(page: Page, site: Site) -> None:
+    # The workspace has no [llm]: deep analysis cannot run, and the page says so.
+    page.goto(site.url)
+    page.fill("#api-key", site.key)
+    page.dispatch_event("#api-key", "change")
+    page.fill("#job-question", "Confronta i ricoveri urgenti del 2023 e del 2024")
+    page.click("#job-button")
+    message = page.locator("#jobs-message")
+    expect(message).to_contain_text("The job was refused")
+    expect(message).to_contain_text("[llm]")
+    expect(message).to_have_class(re.compile(r"\berror\b"))
+
+
+def test_without_job_routes_the_panel_says_deep_analysis_is_not_available(
+    page: Page, tmp_path: Path
+) -> None:
+    """A server that serves the page but has no /v1/jobs (404): the panel says so."""
+    app = FastAPI()
+    add_web_routes(app)
+    with in_thread(app) as url:
+        page.goto(url + "/")
+        page.fill("#api-key", "any")
+        page.dispatch_event("#api-key", "change")
         expect(page.locator("#jobs-message")).to_have_text(
             "Deep analysis is not available on this server."
         )
         expect(page.locator("#job-button")).to_be_disabled()
-    else:
-        assert jobs.status_code == 200, jobs.text
-        expect(page.locator("#job-button")).to_be_enabled()
-        expect(page.locator("#jobs-message")).not_to_contain_text("not available")

@@ -15,6 +15,7 @@ from typing import Final
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 from rich.console import Console
 
 from thoth.errors import PreconditionError
@@ -31,12 +32,19 @@ ASK_TIMEOUT_S: Final = 120.0
 @contextmanager
 def running_service(root: Path) -> Iterator[str]:
     """`tht serve`'s application for the workspace at `root`, served until the block ends;
-    yields its base URL. The socket is bound before uvicorn starts: no port race."""
+    yields its base URL."""
+    with running_app(create_app(root), f"the service for {root}") as url:
+        yield url
+
+
+@contextmanager
+def running_app(app: FastAPI, what: str = "the application") -> Iterator[str]:
+    """`app` served by uvicorn in a thread on 127.0.0.1 until the block ends; yields its base
+    URL. The socket is bound before uvicorn starts: no port race."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(root), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="thoth-demo-service", daemon=True
     )
@@ -46,8 +54,8 @@ def running_service(root: Path) -> Iterator[str]:
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
                 raise PreconditionError(
-                    f"the service for {root} did not start -> run `tht serve -w {root}` to see "
-                    "why (its log names the component that failed)"
+                    f"{what} did not start -> run `tht serve` to see why (its log names the "
+                    "component that failed)"
                 )
             time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"

@@ -365,7 +365,7 @@
   // ------------------------------------------------------------------ deep-analysis jobs
 
   let jobsTimer = null;
-  const ACTIVE = new Set(["queued", "pending", "running", "claimed"]);
+  const ACTIVE = new Set(["queued", "running"]);
 
   function jobsMessage(text, isError) {
     const p = $("jobs-message");
@@ -374,19 +374,37 @@
     p.hidden = false;
   }
 
+  function plural(n, one, many) {
+    return n + " " + (n === 1 ? one : many);
+  }
+
+  // A job's progress as the worker reports it (`usage`: model turns, tool calls, seconds).
   function progressOf(job) {
-    const p = job.progress;
-    if (typeof p === "number") {
-      const bar = el("progress", { max: "1", value: String(p) });
-      return el("span", {}, bar, " " + Math.round(p * 100) + "%");
+    if (job.status === "queued") return "waiting for a worker";
+    const usage = job.usage || {};
+    const parts = [];
+    if (typeof usage.turns === "number") parts.push(plural(usage.turns, "model turn", "model turns"));
+    if (typeof usage.tool_calls === "number") {
+      parts.push(plural(usage.tool_calls, "tool call", "tool calls"));
     }
-    if (p && typeof p === "object" && "done" in p && "total" in p && p.total) {
-      return el("span", {}, el("progress", { max: String(p.total), value: String(p.done) }),
-        " " + p.done + "/" + p.total);
+    if (typeof usage.seconds === "number") parts.push(Math.round(usage.seconds) + " s");
+    let text = parts.join(", ") || (job.status === "running" ? "started" : "-");
+    if (job.cancel_requested && job.status === "running") text += " (cancel requested)";
+    return text;
+  }
+
+  function jobOutcome(job) {
+    if (job.status === "failed" || job.status === "cancelled") {
+      const why = [job.error_code, job.error].filter(Boolean).join(": ");
+      return why ? el("div", { className: "job-error" }, why) : null;
     }
-    if (typeof p === "string" && p) return el("span", {}, p);
-    if (Array.isArray(job.steps)) return el("span", {}, job.steps.length + " step(s)");
-    return el("span", {}, "-");
+    if (job.status === "completed" && job.result) {
+      const text = typeof job.result.text === "string"
+        ? job.result.text
+        : JSON.stringify(job.result, null, 2);
+      return el("details", {}, el("summary", {}, "Result"), el("pre", {}, text));
+    }
+    return null;
   }
 
   function renderJobs(jobs) {
@@ -399,18 +417,17 @@
     }
     $("jobs-message").hidden = true;
     for (const job of jobs) {
-      const cancel = ACTIVE.has(job.status)
-        ? el("button", { type: "button", className: "secondary", "data-job": job.id }, "Cancel")
+      const cancellable = ACTIVE.has(job.status) && !job.cancel_requested;
+      const cancel = cancellable
+        ? el("button", { type: "button", className: "secondary job-cancel" }, "Cancel")
         : null;
       if (cancel) cancel.addEventListener("click", () => cancelJob(job.id));
-      const status = el("span", { className: "job-status job-" + job.status }, job.status);
-      const reason = job.error || job.reason;
       tbody.append(
         el("tr", { className: "job", "data-job": job.id },
-          el("td", {}, job.id),
-          el("td", {}, status, reason ? el("div", { className: "hint" }, reason) : null),
-          el("td", {}, progressOf(job)),
-          el("td", {}, job.question || ""),
+          el("td", { className: "job-id" }, job.id),
+          el("td", {}, el("span", { className: "job-status job-" + job.status }, job.status)),
+          el("td", { className: "job-progress" }, progressOf(job)),
+          el("td", {}, job.question || "", jobOutcome(job)),
           el("td", {}, cancel)),
       );
     }
@@ -473,8 +490,12 @@
   }
 
   async function cancelJob(id) {
-    await api("POST", "/v1/jobs/" + encodeURIComponent(id) + "/cancel");
+    const response = await api("POST", "/v1/jobs/" + encodeURIComponent(id) + "/cancel");
     await loadJobs();
+    if (!response.ok) {
+      const d = response.data || {};
+      jobsMessage("The job could not be cancelled (" + response.status + "): " + (d.message || ""), true);
+    }
   }
 
   // ------------------------------------------------------------------ wiring
