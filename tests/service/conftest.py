@@ -20,8 +20,9 @@ from tests.answer.test_answer import Corpus
 from tests.fake_embeddings import FakeEmbeddingServer
 from thoth.service.registry import add_caller
 
-STARTUP_S = 60.0
+STARTUP_S = 180.0  # a loaded 2-core CI machine imports the engine slowly
 THT = (sys.executable, "-m", "thoth.cli.main")
+LLM_KEY_ENV = "OPENAI_API_KEY"  # [llm]'s default api_key_env
 SERVICE = """
 [service]
 max_body_bytes = {body}
@@ -36,10 +37,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def base_env() -> dict[str, str]:
+    """The test's environment without a model key: no [llm] is usable unless a test says so."""
+    return {k: v for k, v in os.environ.items() if k != LLM_KEY_ENV}
+
+
 class Server:
     """One `tht serve` process; `keys` maps caller names to their API keys."""
 
-    def __init__(self, root: Path, keys: dict[str, str], log: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        keys: dict[str, str],
+        log: Path,
+        env: dict[str, str] | None = None,
+        workers: int = 1,
+    ) -> None:
         self.root = root
         self.keys = keys
         self.port = free_port()
@@ -47,10 +60,10 @@ class Server:
         self.log = log
         self._out = log.open("wb")
         self.process = subprocess.Popen(
-            [*THT, "serve", "--port", str(self.port), "--workspace", str(root)],
+            [*THT, "serve", "--port", str(self.port), "--workers", str(workers), "-w", str(root)],
             stdout=self._out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**base_env(), "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         self._wait()
 

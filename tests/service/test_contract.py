@@ -9,12 +9,12 @@ import subprocess
 from pathlib import Path
 
 from tests.service.conftest import THT
-from thoth.answer.request import request_fields
+from thoth.answer.request import SearchRequest, request_fields
 from thoth.errors import ConfigError, RequestError, ThothError
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.service.errors import BodyTooLarge, Busy, LabelAboveCeiling, Unauthorized
 from thoth.service.http import create_app, status_for
-from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.service.models import AskBody, EvidenceSearchBody, JobBody, KnowledgeSearchBody
 from thoth.state import StateError
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
@@ -40,10 +40,12 @@ def test_every_request_field_is_a_field_of_the_bodies() -> None:
     for model in (AskBody, KnowledgeSearchBody):
         assert set(request_fields()) <= set(model.model_fields), model
     assert set(request_fields()) | {"question", "instructions"} == set(AskBody.model_fields)
+    for name in ("labels", "channel"):
+        assert JobBody.model_fields[name].annotation == SearchRequest.model_fields[name].annotation
     context = {f.name for f in dataclasses.fields(EvidenceSearchContext)}
     assert context <= set(EvidenceSearchBody.model_fields)
     schema = json.loads(OPENAPI.read_text(encoding="utf-8"))["components"]["schemas"]
-    for name in ("AskBody", "KnowledgeSearchBody", "EvidenceSearchBody"):
+    for name in ("AskBody", "KnowledgeSearchBody", "EvidenceSearchBody", "JobBody"):
         assert schema[name]["additionalProperties"] is False
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.answer.test_answer import QUESTION, Corpus
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.service.conftest import Server, prepare_workspace
@@ -79,3 +81,22 @@ def test_two_processes_on_one_workspace_answer_the_same(
         logged = {row.id for row in state.list_answers(ws.settings.workspace, 500, None)}
     assert {a["id"] for a in answers} <= logged
     assert len({a["id"] for a in answers}) == 4
+
+
+@pytest.mark.slow
+def test_workers_of_one_serve_answer_and_log_their_caller(
+    workspace: tuple[Corpus, dict[str, str]], tmp_path: Path
+) -> None:
+    corpus, keys = workspace
+    served = Server(corpus.root, keys, tmp_path / "workers.log", workers=2)
+    try:
+        ready = served.get("/v1/ready")
+        assert ready.status_code == 200, ready.text
+        answers = [served.post("/v1/ask", {"question": QUESTION}).json() for _ in range(4)]
+    finally:
+        served.stop()
+    assert {a["status"] for a in answers} == {"found"}
+    ws = Workspace.open(corpus.root)
+    with open_state(ws) as state:
+        logged = {r.id: r.caller for r in state.list_answers(ws.settings.workspace, 500, None)}
+    assert all(logged[a["id"]] == "portal" for a in answers)

@@ -19,6 +19,7 @@ from thoth.service.http import WORKSPACE_ENV, create_app
 from thoth.service.registry import add_caller, remove_caller
 from thoth.workspace import Workspace
 
+WORKER_STARTUP_S = 120
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 
@@ -67,6 +68,9 @@ def serve_cmd(
         port=port,
         workers=workers,
         log_level="info",
+        # A spawned worker imports the whole engine before it can answer the supervisor's
+        # health check; uvicorn's 5 s default killed workers in a restart loop on a busy host.
+        timeout_worker_healthcheck=WORKER_STARTUP_S,
     )
 
 

@@ -33,3 +33,9 @@ class Busy(ThothError):
     """The process already holds `[service].max_concurrent` requests."""
 
     code = "busy"
+
+
+class AgentNotConfigured(ThothError):
+    """A deep-analysis job needs the model of `[llm]`, which cannot be used here."""
+
+    code = "agent_not_configured"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -36,16 +37,23 @@ from thoth.errors import ConfigError, Problem, RequestError, ThothError
 from thoth.index.base import IndexUnavailable
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
+    AgentNotConfigured,
     BodyTooLarge,
     Busy,
     LabelAboveCeiling,
     Unauthorized,
     UnsupportedMediaType,
 )
-from thoth.service.models import BODY_MODELS, AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.service.models import (
+    BODY_MODELS,
+    AskBody,
+    EvidenceSearchBody,
+    JobBody,
+    KnowledgeSearchBody,
+)
 from thoth.service.operations import Operations
 from thoth.service.web import add_web_routes
-from thoth.state import StateError
+from thoth.state import JobFinished, JobNotFound, StateError
 from thoth.workspace import Workspace
 
 log = logging.getLogger("thoth.service")
@@ -63,6 +71,9 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (UnsupportedMediaType, 415),
     (RequestError, 422),
     (Busy, 503),
+    (JobNotFound, 404),
+    (JobFinished, 409),
+    (AgentNotConfigured, 503),
     # A component the request needed could not be used (GET /v1/ready names which).
     (StateError, 503),
     (IndexUnavailable, 503),
@@ -196,9 +207,15 @@ _ERRORS: Final[dict[int | str, dict[str, Any]]] = {
         (403, "A label above the caller's ceiling (`label_above_ceiling`)."),
         (413, "The body is larger than [service].max_body_bytes (`body_too_large`)."),
         (415, "The body is not application/json (`unsupported_media_type`)."),
+        (404, "No such route, or no such job of this caller (`not_found`, `job_not_found`)."),
+        (409, "The job already ended (`job_finished`)."),
         (422, "A malformed request; each problem names its field (`bad_request`)."),
         (500, "An unexpected failure (`internal`), logged with the request id."),
-        (503, "The process is full (`busy`, with Retry-After)."),
+        (
+            503,
+            "The process is full (`busy`, with Retry-After), a component cannot be used, or "
+            "no model is configured for deep analysis (`agent_not_configured`).",
+        ),
     )
 }
 
@@ -259,16 +276,66 @@ def _routes(app: FastAPI) -> None:
         nothing_found, failed with its code)."""
         return await _operation(request, KnowledgeSearchBody, lambda ops: ops.knowledge_search)
 
+    @app.post(
+        "/v1/jobs",
+        tags=["jobs"],
+        status_code=202,
+        responses=_ERRORS,
+        openapi_extra=_body_spec(JobBody),
+    )
+    async def create_job(request: Request) -> JSONResponse:
+        """Queue a question for the deep-analysis agent (a worker runs it: `tht agent
+        worker`). 202 with the job; refused without a model configured."""
+        return await _operation(request, JobBody, lambda ops: ops.create_job, status=202)
+
+    @app.get("/v1/jobs", tags=["jobs"], responses=_ERRORS)
+    async def list_jobs(request: Request) -> JSONResponse:
+        """This caller's jobs, newest first (at most 50)."""
+        return await _call(request, lambda ops, caller: ops.list_jobs(caller))
+
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"], responses=_ERRORS)
+    async def get_job(request: Request, job_id: str) -> JSONResponse:
+        """One of this caller's jobs, with its steps so far."""
+        return await _call(request, lambda ops, caller: ops.get_job(_job_id(job_id), caller))
+
+    @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"], responses=_ERRORS)
+    async def cancel_job(request: Request, job_id: str) -> JSONResponse:
+        """Cancel a queued job at once; a running one stops at its next step."""
+        return await _call(request, lambda ops, caller: ops.cancel_job(_job_id(job_id), caller))
+
+
+_JOB_ID = re.compile(r"^job_[0-9a-f]{24}$")
+
+
+def _job_id(value: str) -> str:
+    """A path's job id, checked before the state store is asked (a malformed one is no job)."""
+    if not _JOB_ID.match(value):
+        raise JobNotFound(f"job {value[:80]!r} not found: job ids look like job_<24 hex digits>")
+    return value
+
+
+async def _call(
+    request: Request,
+    work: Callable[[Operations, CallerSettings], dict[str, Any]],
+) -> JSONResponse:
+    """An operation without a body (a GET, a cancel)."""
+
+    async def run(state: _State, caller: CallerSettings) -> JSONResponse:
+        return JSONResponse(await run_in_threadpool(work, state.operations, caller))
+
+    return await _guarded(request, run)
+
 
 async def _operation(
     request: Request,
     model: type[B],
     pick: Callable[[Operations], Callable[[B, CallerSettings], dict[str, Any]]],
+    status: int = 200,
 ) -> JSONResponse:
     async def work(state: _State, caller: CallerSettings) -> JSONResponse:
         body = validate(model, await read_json(request, state.service.max_body_bytes))
         result = await run_in_threadpool(pick(state.operations), body, caller)
-        return JSONResponse(result)
+        return JSONResponse(result, status_code=status)
 
     return await _guarded(request, work)
 

@@ -9,6 +9,7 @@ belongs is an error naming the field, never coerced or dropped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -84,4 +85,21 @@ class EvidenceSearchBody(BaseModel):
         return value
 
 
-BODY_MODELS: tuple[type[BaseModel], ...] = (AskBody, EvidenceSearchBody, KnowledgeSearchBody)
+class JobBody(BaseModel):
+    """POST /v1/jobs: a question for the deep-analysis agent, in the caller's search context
+    (the SearchRequest fields the agent's knowledge search takes)."""
+
+    model_config = _STRICT
+
+    question: str = Field(min_length=1, description="The multi-step question.")
+    # As SearchRequest declares them (a test compares the annotations).
+    labels: Sequence[str] | None = None
+    channel: str | None = None
+
+
+BODY_MODELS: tuple[type[BaseModel], ...] = (
+    AskBody,
+    EvidenceSearchBody,
+    KnowledgeSearchBody,
+    JobBody,
+)

@@ -20,12 +20,14 @@ from thoth.answer.service import AnswerService
 from thoth.config import CallerSettings, Settings
 from thoth.errors import Problem, RequestError, ThothError
 from thoth.index.records import EvidencePayload
+from thoth.llm.client import conversation_client
 from thoth.runtime import Runtime, open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
 from thoth.service.callers import ceiling_labels, require_within_ceiling
-from thoth.service.errors import LabelAboveCeiling
-from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody
+from thoth.service.errors import AgentNotConfigured, LabelAboveCeiling
+from thoth.service.models import AskBody, EvidenceSearchBody, JobBody, KnowledgeSearchBody
+from thoth.state import JobNotFound, JobQueue
 from thoth.workspace import Workspace
 
 T = TypeVar("T")
@@ -33,11 +35,15 @@ READY_PROBE = "ready"
 
 
 class Operations:
+    """The service's operations over one workspace, opened once per process (close it).
+    `caller` None is a trusted local transport: the request's labels are taken as given."""
+
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.settings: Settings = ws.settings
         self._engine = threading.Lock()
-        # The answer service first: a missing model key opens nothing.
+        # One runtime (state store, index backend, embedder) for the searches and the jobs;
+        # the answer service opens its own over the same embedder instance.
         rt: Runtime | None = None
         answers: AnswerService | None = None
         try:
@@ -45,6 +51,9 @@ class Operations:
             answers = open_answer_service(ws, rt.embedder)
             self._knowledge = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
             self._evidence: EvidenceSearch = rt.search()
+            # The agent's queue shares the state store's engine (closed with it). Job calls
+            # are state-store calls only: they never wait for the engine lock.
+            self._jobs = JobQueue.on(rt.state)
             self._analytics = (
                 AnalyticsStore(ws.settings.analytics, ws.root) if ws.settings.analytics else None
             )
@@ -142,6 +151,49 @@ class Operations:
         )
         outcome = self._run(lambda: self._evidence.search(body.query, body.purpose, context))
         return outcome.as_dict()
+
+    # -- deep-analysis jobs (the agent's queue; a worker runs them: `tht agent worker`) ------
+
+    def create_job(self, body: JobBody, caller: CallerSettings | None) -> dict[str, Any]:
+        """Queue a job in the caller's search context (labels resolved against its ceiling,
+        then stored: the worker never widens them). Refused without a usable model."""
+        self._check_length("question", body.question)
+        try:
+            conversation_client(self.settings.llm)
+        except ThothError as exc:
+            raise AgentNotConfigured(
+                f"deep analysis needs the model of [llm], which cannot be used: "
+                f"{exc.message_text()} (synchronous answers keep working: POST /v1/ask)"
+            ) from exc
+        labels = ceiling_labels(self.settings, caller, body.labels)
+        request = self._knowledge.validate(
+            body.question, {"labels": labels, "channel": body.channel}
+        )
+        request["labels"] = labels or list(self.settings.answers.default_labels)
+        job = self._jobs.create(
+            self.settings.workspace, caller.name if caller else None, body.question, request
+        )
+        return job.as_dict()
+
+    def list_jobs(self, caller: CallerSettings | None, limit: int = 50) -> dict[str, Any]:
+        """The caller's newest jobs first (every job of the workspace without a caller)."""
+        jobs = self._jobs.list(self.settings.workspace, caller.name if caller else None, limit)
+        return {"jobs": [job.as_dict() for job in jobs]}
+
+    def get_job(self, job_id: str, caller: CallerSettings | None) -> dict[str, Any]:
+        """One of the caller's jobs with its transcript so far; another caller's job does
+        not exist for it."""
+        job = self._jobs.get(job_id)
+        if job.workspace != self.settings.workspace or (
+            caller is not None and job.caller != caller.name
+        ):
+            raise JobNotFound(f"job {job_id!r} not found -> GET /v1/jobs lists yours")
+        return {**job.as_dict(), "steps": [s.as_dict() for s in self._jobs.steps(job_id)]}
+
+    def cancel_job(self, job_id: str, caller: CallerSettings | None) -> dict[str, Any]:
+        """Cancel a queued job at once, or ask a running one to stop."""
+        self.get_job(job_id, caller)  # the same existence rule as reading it
+        return self._jobs.cancel(job_id, caller.name if caller else None).as_dict()
 
     def readiness(self) -> dict[str, Any]:
         """{"ready": bool, "components": {name: {"ok", "detail"}}} for the state store, the
