@@ -281,7 +281,10 @@
         table.querySelector("tbody").append(el("tr", {}, ...row.map((v) => el("td", {}, String(v)))));
       }
     }
-    table.hidden = !(figures && Array.isArray(figures.columns));
+    // Folded when the answer's text already shows them as a table; open when it does not.
+    const block = $("figures-block");
+    block.hidden = !(figures && Array.isArray(figures.columns));
+    block.open = $("answer-text").querySelector("table") === null;
   }
 
   function renderNeedsParameter(n) {
