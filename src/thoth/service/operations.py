@@ -3,15 +3,17 @@
 `Operations` opens the engine once per process (the answer service, the knowledge and Evidence
 searches, one embedder shared by all) and keeps no state a second process would need: every
 answer goes to the shared answer log, every search reads the shared state store and index.
-Engine calls run one at a time per process (`_engine`): the embedder serialises its calls
-anyway, and the readers' per-generation handles are not meant to be shared between threads.
+Engine calls run one at a time per process, on one thread (`_engine`): the embedder
+serialises its calls anyway, the readers' per-generation handles are not meant to be shared
+between threads, and a SQLite connection (the analytics store's) refuses any thread but the
+one that opened it.
 Run more processes for more throughput (docs/service.md).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from thoth.analytics import AnalyticsStore
@@ -41,7 +43,19 @@ class Operations:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.settings: Settings = ws.settings
-        self._engine = threading.Lock()
+        # Every engine call runs on this one thread, opening included: one call at a time,
+        # and always from the thread that opened what it uses (a SQLite connection of the
+        # analytics store refuses any other thread; the readers' per-generation handles are
+        # not meant to be shared between threads).
+        self._engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thoth-engine")
+        try:
+            self._engine.submit(self._open).result()
+        except BaseException:
+            self._engine.shutdown()
+            raise
+
+    def _open(self) -> None:
+        ws = self.ws
         # One runtime (state store, index backend, embedder) for the searches and the jobs;
         # the answer service opens its own over the same embedder instance.
         rt: Runtime | None = None
@@ -52,7 +66,7 @@ class Operations:
             self._knowledge = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
             self._evidence: EvidenceSearch = rt.search()
             # The agent's queue shares the state store's engine (closed with it). Job calls
-            # are state-store calls only: they never wait for the engine lock.
+            # are state-store calls only: they never wait for the engine thread.
             self._jobs = JobQueue.on(rt.state)
             self._analytics = (
                 AnalyticsStore(ws.settings.analytics, ws.root) if ws.settings.analytics else None
@@ -67,13 +81,18 @@ class Operations:
         self._answers = answers
 
     def close(self) -> None:
-        with self._engine:
-            self._knowledge.close()
-            self._evidence.close()
-            if self._analytics is not None:
-                self._analytics.close()
-            self._answers.close()
-            self._rt.close()
+        try:
+            self._engine.submit(self._close).result()
+        finally:
+            self._engine.shutdown()
+
+    def _close(self) -> None:
+        self._knowledge.close()
+        self._evidence.close()
+        if self._analytics is not None:
+            self._analytics.close()
+        self._answers.close()
+        self._rt.close()
 
     # -- operations ---------------------------------------------------------------------
 
@@ -262,8 +281,8 @@ class Operations:
             )
 
     def _run(self, work: Callable[[], T]) -> T:
-        with self._engine:
-            return work()
+        """`work` on the engine thread, after the calls submitted before it."""
+        return self._engine.submit(work).result()
 
 
 def fragment_dict(fragment: RetrievedFragment) -> dict[str, Any]:
