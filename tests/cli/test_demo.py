@@ -3,25 +3,30 @@ and legacy formulas imported as formula units (seed §12, §16)."""
 
 import io
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.conftest import EXAMPLES, commit_all, git, status
 from tests.fake_llm import FakeLLMServer, ToolCallScript
-from thoth.cli.demo import DEMO_SQL_QUESTION, run_demo
+from tests.service.browser import ask_in_page, chromium, screenshot
+from tests.service.conftest import Server
+from thoth.cli.demo import DEMO_QUESTIONS, DEMO_SQL_QUESTION, run_demo
+from thoth.cli.demo_service import DEMO_CALLER
 from thoth.cli.main import app
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.migrate import import_formulas
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
-from thoth.runtime import open_runtime
+from thoth.runtime import open_runtime, open_state
 from thoth.workflow.driver import TOOL_NAME
 from thoth.workspace import Workspace
 
@@ -223,3 +228,69 @@ def test_demo_links_a_question_to_the_warehouse_and_runs_its_sql(
     assert runs[0]["run"]["data_date"] == "2025-01-14"
     validated = CliRunner().invoke(app, ["evidence", "validate", str(target), "--schema"])
     assert validated.exit_code == 0, validated.output
+
+
+def test_demo_answers_one_question_over_http(demo: tuple[Path, str]) -> None:
+    target, text = demo
+    assert "13. tht serve" in text
+    assert "GET  /v1/ready -> 200" in text
+    assert re.search(r"POST /v1/ask .* -> 200: status found, [1-9]\d* source\(s\)", text), text[
+        -3000:
+    ]
+    assert "GET  / -> 200 text/html" in text
+    # The caller is declared in the committed thoth.toml by its key's hash, and the answer
+    # logged under its name.
+    ws = Workspace.open(target)
+    assert [c.name for c in ws.settings.service.callers] == ["demo-portal"]
+    assert git(target, "status", "--porcelain", "thoth.toml") == ""
+    with open_state(ws) as state:
+        [served] = [a for a in state.list_answers(ws.settings.workspace, 50, None) if a.caller]
+    assert served.caller == "demo-portal" and served.status == "found"
+
+
+# A figure a catalog query of the demo's analytics store computes, and one that lacks its year.
+COMPUTED_QUESTION = "Di quanto sono cresciuti gli accessi pediatrici al pronto soccorso nel 2023?"
+NEEDS_PARAMETER_QUESTION = "Quanti ricoveri ordinari ha dimesso ogni reparto?"
+
+
+@pytest.mark.e2e
+def test_the_demo_answers_through_the_page(demo: tuple[Path, str], tmp_path: Path) -> None:
+    """The demo's caller, with the key the demo printed, uses the page on the demo corpus:
+    a computed figure with its provenance, a question that lacks a parameter, a found answer."""
+    target, text = demo
+    shown = re.search(r"the key is shown once:\n\s+(\S+)", text)
+    assert shown is not None, text[-3000:]
+    key = shown.group(1)
+    server = Server(target, {DEMO_CALLER: key}, tmp_path / "serve.log")
+    try:
+        with chromium() as browser:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            url = server.url + "/"
+            ask_in_page(page, url, key, COMPUTED_QUESTION)
+            expect(page.locator("#status-word")).to_have_text("Computed")
+            provenance = page.locator("#provenance")
+            expect(provenance).to_be_visible()
+            expect(provenance.locator("dt")).to_have_text(
+                ["Catalog query", "Catalog revision", "Parameters", "Rows", "Data date"]
+            )
+            expect(provenance.locator("dd").nth(2)).to_contain_text("anno = 2023")
+            expect(provenance.locator("dd").nth(4)).to_have_text(re.compile(r"^\d{4}-\d{2}-\d{2}$"))
+            # The table the answer's text holds is a table on the page, not lines of pipes;
+            # the figures as the query returned them are then folded under it, not repeated.
+            text_rows = page.locator("#answer-text table.answer-table tbody tr")
+            expect(text_rows.first).to_be_visible()
+            expect(page.locator("#answer-text")).not_to_contain_text("| ---")
+            figures = page.locator("#figures-block")
+            expect(figures).to_be_visible()
+            expect(figures).not_to_have_attribute("open", "")
+            expect(page.locator("#figures tbody tr")).to_have_count(text_rows.count())
+            screenshot(page, "demo-computed")
+            ask_in_page(page, url, key, NEEDS_PARAMETER_QUESTION)
+            expect(page.locator("#status-word")).to_have_text("Needs a parameter")
+            expect(page.locator("#needs-parameter")).to_contain_text("needs: anno")
+            ask_in_page(page, url, key, DEMO_QUESTIONS[0][1], labels="public, internal")
+            expect(page.locator("#status-word")).to_have_text("Found")
+            expect(page.locator("#sources li").first).to_be_visible()
+            screenshot(page, "demo-found")
+    finally:
+        server.stop()

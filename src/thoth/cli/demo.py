@@ -5,7 +5,8 @@ import legacy formulas, prepare, validate, show the review items and the diff, r
 doubts as caveats, publish an evaluated generation with the bundled embedder and Qdrant Edge,
 run a few Evidence searches; then index the declared documents and wiki pages
 (`tht docs sync`), answer questions with the offline extractive answerer (`tht ask`) and run
-the answer evaluation (`tht eval run`)."""
+the answer evaluation (`tht eval run`); link a question to the warehouse's SQL; and serve
+the workspace over HTTP for one question (`tht serve`: /v1/ask and the web page)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from rich.table import Table
 from thoth.cli import render
 from thoth.cli.ask import print_answer
 from thoth.cli.common import progress_bar
+from thoth.cli.demo_service import demo_service
 from thoth.cli.docs import render_sync
 from thoth.cli.schema import render_proposal
 from thoth.cli.schema import render_sync as render_schema_sync
@@ -273,6 +275,9 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
         if case.verdict != "pass":
             console.print(f"  [red]{case.id}[/]: fails at {case.verdict}")
     demo_sql_session(console, ws)
+    console.rule("13. tht serve: the same engine over HTTP, for calling systems and the page")
+    demo_service(console, ws, DEMO_QUESTIONS[0][1])
+    git(target, "commit", "-q", "-am", "Declare the demo's calling system")
     console.print(
         f'\nWorkspace kept at {target}: try `tht ask "..." -w {target}`, '
         f'`tht evidence search "..." --purpose disambiguation -w {target}`, '

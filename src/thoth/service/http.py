@@ -53,6 +53,7 @@ from thoth.service.models import (
     validate,
 )
 from thoth.service.operations import Operations
+from thoth.service.web import add_web_routes
 from thoth.state import JobFinished, JobNotFound, StateError
 from thoth.workspace import Workspace
 
@@ -178,6 +179,7 @@ def create_app(workspace_root: Path) -> FastAPI:
     )
     _handlers(app)
     _routes(app)
+    add_web_routes(app)  # GET /: the page (thoth.service.web), outside the API document
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

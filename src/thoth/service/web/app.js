@@ -1,0 +1,520 @@
+// Thoth's page: ask a question through POST /v1/ask and show the answer object as a person
+// reads it; list and start deep-analysis jobs (/v1/jobs). No framework, no build step, no
+// network asset: everything the page needs is served by `tht serve` itself.
+// Every text that comes from the server is inserted as text (textContent), never as HTML:
+// a document may contain markup, and the page must show it, not run it.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const KEY_STORE = "thoth.apiKey";
+  // The answer's own words for its caveats, one entry per language (thoth.answer.wording),
+  // written into the page by the server: the page recognises what the answerer wrote.
+  const WORDING = JSON.parse($("thoth-wording").textContent);
+  const WARNING_SIGN = "⚠";
+
+  const STATUS = {
+    found: ["Found", "Answered from the sources listed below."],
+    truncated: [
+      "Found, incomplete",
+      "Some of what the search found did not fit in the answer: it may be incomplete.",
+    ],
+    nothing_found: [
+      "Nothing found",
+      "The search ran and the sources you may read hold nothing that answers the question.",
+    ],
+    failed: [
+      "Search failed",
+      "The sources could not be searched: this is not an answer, and not an empty result.",
+    ],
+    computed: [
+      "Computed",
+      "By a reviewed catalog query of the analytics store; no text source was consulted.",
+    ],
+    needs_parameter: [
+      "Needs a parameter",
+      "The figure can be computed once the question states what is missing.",
+    ],
+    not_searched: ["Not searched", "The sources were not searched for this request."],
+  };
+  const ANSWER_FAILED = [
+    "Answer failed",
+    "The sources were searched, but the answer could not be written: nothing is served.",
+  ];
+
+  // ------------------------------------------------------------------ HTTP
+
+  function apiKey() {
+    return $("api-key").value.trim();
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const key = apiKey();
+    if (key) headers.Authorization = "Bearer " + key;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (_) {
+      data = null; // a body that is not JSON: the status code still says what happened
+    }
+    return { status: response.status, ok: response.ok, data };
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (name === "className") node.className = value;
+      else node.setAttribute(name, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function show(id, visible) {
+    $(id).hidden = !visible;
+  }
+
+  // "[2]" in an answer's text becomes a link to the second source, when there is one.
+  function withMarkers(text, sourceCount) {
+    const nodes = [];
+    let last = 0;
+    for (const match of text.matchAll(/\[(\d+)\]/g)) {
+      const n = Number(match[1]);
+      if (n < 1 || n > sourceCount) continue;
+      if (match.index > last) nodes.push(document.createTextNode(text.slice(last, match.index)));
+      nodes.push(el("a", { className: "marker", href: "#source-" + n }, "[" + n + "]"));
+      last = match.index + match[0].length;
+    }
+    if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+    return nodes;
+  }
+
+  function isNumberWarning(line) {
+    const trimmed = line.trim();
+    return (
+      trimmed.startsWith(WARNING_SIGN) || WORDING.some((w) => trimmed.startsWith(w.number_warning))
+    );
+  }
+
+  function isCaveatsHeading(line) {
+    return WORDING.some((w) => line.trim() === w.caveats_heading);
+  }
+
+  // ------------------------------------------------------------------ the answer's text
+
+  // The text as the answerer wrote it, with its structure made visible: quoted claims as a
+  // list, a caveat flagged next to the claim whose figure it qualifies (the indented "⚠" line
+  // right under it), and the block of the sources' caveats highlighted as caveats.
+  function renderText(container, text, sourceCount) {
+    container.replaceChildren();
+    const marked = (s) => withMarkers(s, sourceCount);
+    for (const paragraph of text.split(/\n\s*\n/)) {
+      const lines = paragraph.split("\n").filter((l) => l.trim() !== "");
+      if (lines.length === 0) continue;
+      if (isCaveatsHeading(lines[0])) {
+        const block = el("div", { className: "caveats" });
+        block.append(el("p", { className: "caveats-heading" }, lines[0].trim()));
+        for (const line of lines.slice(1)) {
+          const item = line.trim().replace(/^[-*]\s+/, "");
+          block.append(el("div", { className: "caveat" }, ...marked(item)));
+        }
+        container.append(block);
+        continue;
+      }
+      let list = null;
+      let current = null; // the claim the next indented line belongs to
+      let rows = []; // consecutive "| a | b |" lines: a Markdown table (computed figures)
+      const flushTable = () => {
+        if (rows.length > 0) container.append(markdownTable(rows, marked));
+        rows = [];
+      };
+      for (const line of lines) {
+        if (line.trim().startsWith("|")) {
+          list = null;
+          current = null;
+          rows.push(line.trim());
+          continue;
+        }
+        flushTable();
+        if (isNumberWarning(line)) {
+          const caveat = el("span", { className: "caveat caveat-inline" }, ...marked(line.trim()));
+          (current || container).append(caveat);
+        } else if (/^[-*]\s+/.test(line)) {
+          if (list === null) {
+            list = el("ul");
+            container.append(list);
+          }
+          current = el("li", { className: "claim" }, ...marked(line.replace(/^[-*]\s+/, "")));
+          list.append(current);
+        } else if (current !== null && /^\s/.test(line)) {
+          current.append(" ", ...marked(line.trim()));
+        } else {
+          list = null;
+          current = el("p", {}, ...marked(line));
+          container.append(current);
+        }
+      }
+      flushTable();
+    }
+  }
+
+  // A Markdown table as the answerer writes one: a header row, a |---| rule, the rows.
+  function markdownTable(rows, marked) {
+    const cells = (row) => row.replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+    const isRule = (row) => /^\|[\s:|-]+\|$/.test(row);
+    const table = el("table", { className: "answer-table" });
+    const hasHeader = rows.length > 1 && isRule(rows[1]);
+    if (hasHeader) {
+      table.append(el("thead", {}, el("tr", {}, ...cells(rows[0]).map((c) => el("th", {}, c)))));
+    }
+    const body = el("tbody");
+    for (const row of rows.slice(hasHeader ? 2 : 0)) {
+      if (isRule(row)) continue;
+      body.append(el("tr", {}, ...cells(row).map((c) => el("td", {}, ...marked(c)))));
+    }
+    table.append(body);
+    return table;
+  }
+
+  // ------------------------------------------------------------------ the answer
+
+  function setStatus(cssStatus, word, detail) {
+    const box = $("answer-status");
+    box.className = "status status-" + cssStatus;
+    $("status-word").textContent = word;
+    $("status-detail").textContent = detail;
+  }
+
+  function resetAnswer() {
+    for (const id of ["needs-parameter", "degraded", "provenance", "sources-block", "problems"]) {
+      show(id, false);
+    }
+    $("answer-text").replaceChildren();
+    $("sources").replaceChildren();
+    $("answer-id").textContent = "";
+    show("answer", true);
+  }
+
+  function renderAnswer(answer) {
+    resetAnswer();
+    const failedAnswer = answer.status === "failed" && answer.error_code === "answer_failed";
+    const [word, detail] = failedAnswer
+      ? ANSWER_FAILED
+      : STATUS[answer.status] || [answer.status, ""];
+    const code = answer.error_code ? " (code " + answer.error_code + ")" : "";
+    setStatus(answer.status, word, detail + code);
+    const sources = Array.isArray(answer.sources) ? answer.sources : null;
+    renderText($("answer-text"), answer.text || "", sources ? sources.length : 0);
+    if (sources !== null) renderSources(sources, answer.status);
+    if (answer.provenance) renderProvenance(answer.provenance, answer.figures);
+    if (answer.needs_parameter) renderNeedsParameter(answer.needs_parameter);
+    if (Array.isArray(answer.degraded) && answer.degraded.length > 0) {
+      $("degraded").textContent =
+        "Served without part of the engine: " + answer.degraded.join("; ");
+      show("degraded", true);
+    }
+    $("answer-id").textContent = "Answer id " + answer.id;
+  }
+
+  const NO_SOURCE = {
+    nothing_found: "No source: nothing in the sources you may read answers the question.",
+    failed: "No source: the sources could not be consulted.",
+  };
+
+  function renderSources(sources, status) {
+    show("sources-block", true);
+    show("no-sources", sources.length === 0);
+    $("no-sources").textContent = NO_SOURCE[status] || "No source.";
+    sources.forEach((source, i) => {
+      const title = source.url
+        ? el("a", { className: "source-title", href: source.url }, source.title)
+        : el("span", { className: "source-title" }, source.title);
+      const where = source.revision
+        ? source.doc_id + " @ " + String(source.revision).slice(0, 12)
+        : source.doc_id;
+      $("sources").append(
+        el("li", { id: "source-" + (i + 1), className: "source" }, title, el("span", {
+          className: "source-id",
+        }, where)),
+      );
+    });
+  }
+
+  function renderProvenance(p, figures) {
+    show("provenance", true);
+    const params = Object.entries(p.parameters || {})
+      .map(([k, v]) => k + " = " + v)
+      .join(", ");
+    const rows = [
+      ["Catalog query", p.query_id],
+      ["Catalog revision", p.catalog_revision ? String(p.catalog_revision).slice(0, 12) : "-"],
+      ["Parameters", params || "none"],
+      ["Rows", String(p.row_count) + (p.truncated ? " (truncated)" : "")],
+      ["Data date", p.data_date],
+    ];
+    const dl = $("provenance-fields");
+    dl.replaceChildren();
+    for (const [name, value] of rows) dl.append(el("dt", {}, name), el("dd", {}, String(value)));
+    $("provenance-sql").textContent = p.sql || "";
+    const table = $("figures");
+    table.querySelector("thead").replaceChildren();
+    table.querySelector("tbody").replaceChildren();
+    if (figures && Array.isArray(figures.columns)) {
+      const head = el("tr");
+      for (const c of figures.columns) {
+        head.append(el("th", {}, (c.label || c.name) + (c.unit ? " (" + c.unit + ")" : "")));
+      }
+      table.querySelector("thead").append(head);
+      for (const row of figures.rows || []) {
+        table.querySelector("tbody").append(el("tr", {}, ...row.map((v) => el("td", {}, String(v)))));
+      }
+    }
+    // Folded when the answer's text already shows them as a table; open when it does not.
+    const block = $("figures-block");
+    block.hidden = !(figures && Array.isArray(figures.columns));
+    block.open = $("answer-text").querySelector("table") === null;
+  }
+
+  function renderNeedsParameter(n) {
+    const box = $("needs-parameter");
+    box.replaceChildren();
+    if (Array.isArray(n.missing) && n.missing.length > 0) {
+      box.append(el("p", {}, "Query " + n.query_id + " needs: " + n.missing.join(", ") + "."));
+    }
+    for (const [name, why] of Object.entries(n.invalid || {})) {
+      box.append(el("p", {}, name + ": " + why));
+    }
+    show("needs-parameter", true);
+  }
+
+  // An HTTP error (application/problem+json): said in words, never as an empty answer.
+  function renderProblem(status, data) {
+    resetAnswer();
+    const code = data && data.code;
+    const message = (data && (data.message || data.detail)) || "";
+    if (status === 401) {
+      setStatus("unauthorized", "Not authorised", message || "The API key is missing or invalid.");
+    } else if (status === 403 && code === "label_above_ceiling") {
+      setStatus("label_refused", "Label refused", message);
+    } else if (status === 403) {
+      setStatus("label_refused", "Refused", message);
+    } else if (status === 429 || (status === 503 && code === "busy")) {
+      setStatus("busy", "Busy", message || "The server is at its limit: ask again shortly.");
+    } else if (status === 413) {
+      setStatus("error", "Request too large", message);
+    } else if (status === 422) {
+      setStatus("error", "Request refused", message);
+    } else {
+      setStatus("error", "Error " + status, message || "The server could not answer.");
+    }
+    const problems = (data && Array.isArray(data.problems) && data.problems) || [];
+    if (problems.length > 0) {
+      const list = $("problems").querySelector("ul");
+      list.replaceChildren(
+        ...problems.map((p) => {
+          const where = p.field || p.where;
+          const text = (where ? where + ": " : "") + (p.message || "") + (p.hint ? " -> " + p.hint : "");
+          return el("li", {}, text);
+        }),
+      );
+      show("problems", true);
+    }
+  }
+
+  function labelsOf(text) {
+    return text
+      .split(/[,\s]+/)
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+  }
+
+  async function ask(event) {
+    event.preventDefault();
+    const question = $("question").value.trim();
+    if (!question) return;
+    const body = { question };
+    const labels = labelsOf($("labels").value);
+    if (labels.length > 0) body.labels = labels; // none: the workspace's default labels
+    const channel = $("channel").value.trim();
+    if (channel) body.channel = channel;
+    const button = $("ask-button");
+    button.disabled = true;
+    button.textContent = "Asking…";
+    try {
+      const response = await api("POST", "/v1/ask", body);
+      if (response.ok && response.data && response.data.status) renderAnswer(response.data);
+      else renderProblem(response.status, response.data);
+    } catch (err) {
+      resetAnswer();
+      setStatus("error", "Server unreachable", String(err));
+    } finally {
+      button.disabled = false;
+      button.textContent = "Ask";
+    }
+  }
+
+  // ------------------------------------------------------------------ deep-analysis jobs
+
+  let jobsTimer = null;
+  const ACTIVE = new Set(["queued", "running"]);
+
+  function jobsMessage(text, isError) {
+    const p = $("jobs-message");
+    p.textContent = text;
+    p.className = "jobs-message" + (isError ? " error" : "");
+    p.hidden = false;
+  }
+
+  function plural(n, one, many) {
+    return n + " " + (n === 1 ? one : many);
+  }
+
+  // A job's progress as the worker reports it (`usage`: model turns, tool calls, seconds).
+  function progressOf(job) {
+    if (job.status === "queued") return "waiting for a worker";
+    const usage = job.usage || {};
+    const parts = [];
+    if (typeof usage.turns === "number") parts.push(plural(usage.turns, "model turn", "model turns"));
+    if (typeof usage.tool_calls === "number") {
+      parts.push(plural(usage.tool_calls, "tool call", "tool calls"));
+    }
+    if (typeof usage.seconds === "number") parts.push(Math.round(usage.seconds) + " s");
+    let text = parts.join(", ") || (job.status === "running" ? "started" : "-");
+    if (job.cancel_requested && job.status === "running") text += " (cancel requested)";
+    return text;
+  }
+
+  function jobOutcome(job) {
+    if (job.status === "failed" || job.status === "cancelled") {
+      const why = [job.error_code, job.error].filter(Boolean).join(": ");
+      return why ? el("div", { className: "job-error" }, why) : null;
+    }
+    if (job.status === "completed" && job.result) {
+      const text = typeof job.result.text === "string"
+        ? job.result.text
+        : JSON.stringify(job.result, null, 2);
+      return el("details", {}, el("summary", {}, "Result"), el("pre", {}, text));
+    }
+    return null;
+  }
+
+  function renderJobs(jobs) {
+    const tbody = $("jobs").querySelector("tbody");
+    tbody.replaceChildren();
+    if (jobs.length === 0) {
+      jobsMessage("No deep-analysis job yet.", false);
+      show("jobs", false);
+      return;
+    }
+    $("jobs-message").hidden = true;
+    for (const job of jobs) {
+      const cancellable = ACTIVE.has(job.status) && !job.cancel_requested;
+      const cancel = cancellable
+        ? el("button", { type: "button", className: "secondary job-cancel" }, "Cancel")
+        : null;
+      if (cancel) cancel.addEventListener("click", () => cancelJob(job.id));
+      tbody.append(
+        el("tr", { className: "job", "data-job": job.id },
+          el("td", { className: "job-id" }, job.id),
+          el("td", {}, el("span", { className: "job-status job-" + job.status }, job.status)),
+          el("td", { className: "job-progress" }, progressOf(job)),
+          el("td", {}, job.question || "", jobOutcome(job)),
+          el("td", {}, cancel)),
+      );
+    }
+    show("jobs", true);
+  }
+
+  async function loadJobs() {
+    clearTimeout(jobsTimer);
+    let response;
+    try {
+      response = await api("GET", "/v1/jobs");
+    } catch (err) {
+      jobsMessage("Server unreachable: " + err, true);
+      return;
+    }
+    if (response.status === 404 || response.status === 405) {
+      jobsMessage("Deep analysis is not available on this server.", false);
+      $("job-button").disabled = true;
+      show("jobs", false);
+      return;
+    }
+    if (response.status === 401) {
+      jobsMessage("Not authorised: enter a valid API key to see your jobs.", true);
+      show("jobs", false);
+      return;
+    }
+    if (!response.ok) {
+      const message = (response.data && response.data.message) || "";
+      jobsMessage("The jobs could not be listed (" + response.status + "): " + message, true);
+      return;
+    }
+    const data = response.data;
+    const jobs = Array.isArray(data) ? data : (data && data.jobs) || [];
+    renderJobs(jobs);
+    if (jobs.some((j) => ACTIVE.has(j.status))) jobsTimer = setTimeout(loadJobs, 2000);
+  }
+
+  async function submitJob(event) {
+    event.preventDefault();
+    const question = $("job-question").value.trim();
+    if (!question) return;
+    const body = { question };
+    const labels = labelsOf($("labels").value);
+    if (labels.length > 0) body.labels = labels;
+    const channel = $("channel").value.trim();
+    if (channel) body.channel = channel;
+    const response = await api("POST", "/v1/jobs", body);
+    if (response.status === 404 || response.status === 405) {
+      jobsMessage("Deep analysis is not available on this server.", false);
+      $("job-button").disabled = true;
+      return;
+    }
+    if (!response.ok) {
+      const d = response.data || {};
+      jobsMessage("The job was refused (" + response.status + "): " + (d.message || ""), true);
+      return;
+    }
+    $("job-question").value = "";
+    await loadJobs();
+  }
+
+  async function cancelJob(id) {
+    const response = await api("POST", "/v1/jobs/" + encodeURIComponent(id) + "/cancel");
+    await loadJobs();
+    if (!response.ok) {
+      const d = response.data || {};
+      jobsMessage("The job could not be cancelled (" + response.status + "): " + (d.message || ""), true);
+    }
+  }
+
+  // ------------------------------------------------------------------ wiring
+
+  function start() {
+    const input = $("api-key");
+    input.value = sessionStorage.getItem(KEY_STORE) || "";
+    input.addEventListener("change", () => {
+      sessionStorage.setItem(KEY_STORE, apiKey());
+      loadJobs();
+    });
+    $("ask-form").addEventListener("submit", ask);
+    $("job-form").addEventListener("submit", submitJob);
+    $("jobs-refresh").addEventListener("click", loadJobs);
+    loadJobs();
+  }
+
+  start();
+})();

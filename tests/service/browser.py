@@ -1,0 +1,54 @@
+"""Debian's Chromium driven by Playwright, for the tests that look at the web page: never a
+browser Playwright downloads. Absent, the test skips saying so — or fails under CI, where
+.ci/run installs it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.conftest import skip_unless_ci
+
+CHROMIUM = Path(os.environ.get("THOTH_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    if not CHROMIUM.is_file():
+        skip_unless_ci(
+            f"no Chromium at {CHROMIUM}: apt-get install chromium (or set THOTH_CHROMIUM)",
+            ".ci/run installs Debian's chromium, the page's tests must run",
+        )
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """A full-page PNG under test-artifacts/web/ (gitignored), kept for a person to look at."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
+    return path
+
+
+def ask_in_page(page: Page, url: str, key: str, question: str, *, labels: str = "") -> None:
+    """Type into the page as a person does and press Ask; returns once the answer is shown."""
+    page.goto(url)
+    page.fill("#api-key", key)
+    page.dispatch_event("#api-key", "change")
+    page.fill("#question", question)
+    page.fill("#labels", labels)
+    with page.expect_response(lambda r: r.url.endswith("/v1/ask")):
+        page.click("#ask-button")
+    expect(page.locator("#ask-button")).to_have_text("Ask")
+    expect(page.locator("#answer")).to_be_visible()
