@@ -81,7 +81,7 @@ class _Stop(Exception):
         self.code = code
 
 
-class LeaseGone(Exception):
+class _LeaseGone(Exception):
     """The worker lost the job: it stops without writing anything more."""
 
 
@@ -118,7 +118,7 @@ class AgentRun:
                 error_code=exc.code,
                 error=f"the model call failed: {exc}; the steps done are in the transcript",
             )
-        except (LeaseGone, JobLeaseLost):
+        except (_LeaseGone, JobLeaseLost):
             return None
         result = {"answer": answer, "sources": list(self._sources.values())}
         return self._finish("completed", result=result)
@@ -189,7 +189,7 @@ class AgentRun:
 
     def _checkpoint(self) -> None:
         if self.lease.lost:
-            raise LeaseGone
+            raise _LeaseGone
         if self.lease.cancel_requested:
             raise _Stop("cancelled", "cancelled at the caller's request; steps done are kept")
         seconds = self.clock() - self._started
@@ -235,7 +235,7 @@ class AgentRun:
 
     def _step(self, kind: StepKind, data: dict[str, Any]) -> None:
         if self.lease.lost:
-            raise LeaseGone
+            raise _LeaseGone
         self.queue.add_step(self.job.id, self.worker_id, kind, data, self.usage())
 
     def _finish(
