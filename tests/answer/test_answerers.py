@@ -64,6 +64,7 @@ def frag(
         ordinal=rank,
         text=text,
         caveats=caveats,
+        revision=f"rev-{doc_id}",
     )
     return RetrievedFragment(
         id=fragment_point_id(doc_id, rank),
@@ -166,7 +167,12 @@ def test_sources_count_one_per_document_ordered_by_best_rank() -> None:
         ("docs:b.md", 2),
         ("wiki:c.md", 3),
     ]
-    assert sources[0].as_dict() == {"title": "DOCS:A.MD", "doc_id": "docs:a.md"}
+    # The revision the text was read at goes with the source: a reader can go back to it.
+    assert sources[0].as_dict() == {
+        "title": "DOCS:A.MD",
+        "doc_id": "docs:a.md",
+        "revision": "rev-docs:a.md",
+    }
 
 
 # -- context --------------------------------------------------------------------------------

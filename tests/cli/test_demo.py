@@ -244,8 +244,17 @@ def test_demo_answers_one_question_over_http(demo: tuple[Path, str]) -> None:
     assert [c.name for c in ws.settings.service.callers] == ["demo-portal"]
     assert git(target, "status", "--porcelain", "thoth.toml") == ""
     with open_state(ws) as state:
-        [served] = [a for a in state.list_answers(ws.settings.workspace, 50, None) if a.caller]
-    assert served.caller == "demo-portal" and served.status == "found"
+        served = [a for a in state.list_answers(ws.settings.workspace, 50, None) if a.caller]
+    # One through HTTP (step 13), one through MCP (step 14), both under the caller's name.
+    assert [(a.caller, a.status) for a in served] == [("demo-portal", "found")] * 2
+
+
+def test_demo_answers_one_question_through_mcp(demo: tuple[Path, str]) -> None:
+    _target, text = demo
+    assert "14. tht mcp" in text
+    assert re.search(r"offers ask, .*; ask .* -> status found, [1-9]\d* source\(s\)", text), text[
+        -3000:
+    ]
 
 
 # A figure a catalog query of the demo's analytics store computes, and one that lacks its year.

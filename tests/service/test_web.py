@@ -141,7 +141,10 @@ def test_found_shows_the_status_the_sources_and_the_caveat_next_to_its_claim(
     # in the text leads to source 1.
     first = page.locator("#sources li#source-1")
     expect(first).to_contain_text(PAGE_TITLE)
-    expect(first.locator(".source-id")).to_have_text(PAGE_ID)
+    # ... with the Git revision its text was read at.
+    expect(first.locator(".source-id")).to_have_text(
+        re.compile(re.escape(PAGE_ID) + r" @ [0-9a-f]{12}$")
+    )
     expect(claim.locator('a.marker[href="#source-1"]').first).to_have_text("[1]")
     expect(page.locator("#no-sources")).to_be_hidden()
     expect(page.locator("#answer-id")).to_contain_text("ans-")

@@ -84,6 +84,13 @@ class RetrievedFragment:
     def title(self) -> str:
         return self.record.title
 
+    @property
+    def revision(self) -> str:
+        """The Git revision the fragment's text was read at (see Source.revision)."""
+        if isinstance(self.record, EvidencePayload):
+            return self.record.workspace_revision
+        return self.record.revision
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

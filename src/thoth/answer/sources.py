@@ -24,18 +24,24 @@ class RankedFragment(Protocol):
     @property
     def record_kind(self) -> str: ...
 
+    @property
+    def revision(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Source:
-    """One document an answer rests on: its display title and the identifier to go back to it."""
+    """One document an answer rests on: its display title, the identifier to go back to it,
+    and the Git revision its text was read at (a document's source repository commit, or the
+    workspace commit an Evidence Unit was published from); "" when the record has none."""
 
     title: str
     doc_id: str
     best_rank: int  # the best rank of its fragments: proximity, kept for ordering
     record_kind: str
+    revision: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        return {"title": self.title, "doc_id": self.doc_id}
+        return {"title": self.title, "doc_id": self.doc_id, "revision": self.revision}
 
 
 def aggregate_sources(fragments: Iterable[RankedFragment]) -> list[Source]:
@@ -49,5 +55,6 @@ def aggregate_sources(fragments: Iterable[RankedFragment]) -> list[Source]:
                 doc_id=frag.doc_id,
                 best_rank=frag.rank,
                 record_kind=frag.record_kind,
+                revision=frag.revision,
             )
     return sorted(best.values(), key=lambda s: (s.best_rank, s.doc_id))

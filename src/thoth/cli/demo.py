@@ -27,7 +27,7 @@ from rich.table import Table
 from thoth.cli import render
 from thoth.cli.ask import print_answer
 from thoth.cli.common import progress_bar
-from thoth.cli.demo_service import demo_service
+from thoth.cli.demo_service import demo_mcp, demo_service
 from thoth.cli.docs import render_sync
 from thoth.cli.schema import render_proposal
 from thoth.cli.schema import render_sync as render_schema_sync
@@ -278,6 +278,8 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     console.rule("13. tht serve: the same engine over HTTP, for calling systems and the page")
     demo_service(console, ws, DEMO_QUESTIONS[0][1])
     git(target, "commit", "-q", "-am", "Declare the demo's calling system")
+    console.rule("14. tht mcp: the same engine as MCP tools, for an assistant")
+    demo_mcp(console, ws, DEMO_QUESTIONS[0][1])
     console.print(
         f'\nWorkspace kept at {target}: try `tht ask "..." -w {target}`, '
         f'`tht evidence search "..." --purpose disambiguation -w {target}`, '

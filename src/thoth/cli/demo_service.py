@@ -1,17 +1,19 @@
 """The demo's service step: the demo workspace answering over HTTP, as a calling system and
 the web page reach it. A caller is declared (`tht service add-caller`), the application of
 `tht serve` runs in this process on a free port of 127.0.0.1 (uvicorn in a thread) while one
-question is asked through POST /v1/ask, then it stops."""
+question is asked through POST /v1/ask, then it stops. The same question then goes through
+`tht mcp`, as an assistant asks it."""
 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import httpx
 import uvicorn
@@ -113,6 +115,52 @@ def demo_service(console: Console, ws: Workspace, question: str) -> str:
     console.print(
         f"Stopped. To use the page: `tht serve -w {ws.root}`, open http://127.0.0.1:8787/ "
         "and paste the key above.",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    return status
+
+
+def demo_mcp(console: Console, ws: Workspace, question: str) -> str:
+    """Ask `question` through `tht mcp` as an assistant would: the SDK's stdio client spawns
+    the server as a child process (the demo's caller bounds the labels); returns the status."""
+    # Imported here: only this step speaks MCP, and the SDK is not free to import.
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    script = Path(sys.executable).with_name("tht")  # the console script beside this Python
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "thoth.cli.main"]
+    params = StdioServerParameters(
+        command=launcher[0],
+        args=[*launcher[1:], "mcp", "-w", str(ws.root), "--caller", DEMO_CALLER],
+    )
+    log_path = ws.root / ".thoth" / "demo-mcp.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    async def ask() -> tuple[list[str], dict[str, Any] | None, bool]:
+        with log_path.open("a", encoding="utf-8") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                tools = [tool.name for tool in (await session.list_tools()).tools]
+                result = await session.call_tool("ask", {"question": question})
+                return tools, result.structured_content, bool(result.is_error)
+
+    tools, data, failed = anyio.run(ask)
+    if failed or data is None:
+        detail = data or {}
+        raise PreconditionError(
+            f"the MCP tool ask failed [{detail.get('code')}]: {detail.get('message')} -> run "
+            f"`tht mcp -w {ws.root} --caller {DEMO_CALLER}` and read {log_path}"
+        )
+    status: str = data["status"]
+    console.print(
+        f"`tht mcp --caller {DEMO_CALLER}` (stdio) offers {', '.join(tools)}; "
+        f"ask {question!r} -> status {status}, {len(data.get('sources') or [])} source(s)",
         highlight=False,
         markup=False,
         soft_wrap=True,
