@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from thoth.config import Settings, load_settings
 from thoth.errors import PreconditionError
 from thoth.gitrepo import head_revision
-from thoth.state import Generation, StateStore
+
+if TYPE_CHECKING:
+    from thoth.state import Generation, StateStore
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ import pytest
 
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.config import LLMSettings
-from thoth.llm.client import AnthropicChat, LLMError, OpenAIChat, ReplySchema, ToolSpec
+from thoth.llm.anthropic_chat import AnthropicChat
+from thoth.llm.client import LLMError, ReplySchema, ToolSpec
+from thoth.llm.openai_chat import OpenAIChat
 
 MAX_TOKENS = 123
 TRUNCATED = {"openai": "length", "anthropic": "max_tokens"}

@@ -9,22 +9,33 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.answer.request import SearchRequestError, parse_request
-from thoth.answer.service import Answer
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.runtime import open_answer_service, open_state
-from thoth.state import ANSWER_STATUSES
 from thoth.workspace import Workspace
 
+if TYPE_CHECKING:
+    from thoth.answer.service import Answer
+
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+# The statuses an answer is logged with (thoth.state.ANSWER_STATUSES, which is not imported
+# here: the state store loads SQLAlchemy, and `tht --help` must not). A test keeps them equal.
+ANSWER_STATUSES: Final = (
+    "not_searched",
+    "nothing_found",
+    "failed",
+    "truncated",
+    "found",
+    "computed",
+    "needs_parameter",
+)
 
 # Request field (KnowledgeSearch.search's keyword) -> the option that sets it. A test compares
 # the keys with request_fields(): a new filter without an option here fails it.
@@ -68,6 +79,8 @@ def ask_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the corpus, with its sources and the search status."""
+    from thoth.runtime import open_answer_service
+
     given: dict[str, Any] = {
         "channel": channel,
         "labels": labels or None,  # no --label: the workspace's default labels
@@ -94,6 +107,8 @@ def ask_cmd(
 def check_options(request: dict[str, Any]) -> None:
     """The request's fields checked as the service will check them, before anything is opened;
     an error about a field names the option that set it (`--year`)."""
+    from thoth.answer.request import SearchRequestError, parse_request
+
     try:
         parse_request(request)
     except SearchRequestError as exc:
@@ -188,6 +203,8 @@ def log_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The most recent answers, newest first (ids for `tht eval add-from-answer`)."""
+    from thoth.runtime import open_state
+
     if status is not None and status not in ANSWER_STATUSES:
         raise typer.BadParameter(
             f"{status!r} is not an answer status -> use one of {', '.join(ANSWER_STATUSES)}",

@@ -10,25 +10,20 @@ Exit codes: 0 done; 1 bad set, no channels or embedder unavailable; 4 no workspa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.answer.retrieval import KnowledgeSearch
-from thoth.answer.routing import (
-    ChannelRouter,
-    RelevanceCalibration,
-    calibrate,
-    load_calibration_set,
-    split_threshold,
-)
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.embed.base import EmbedderError
 from thoth.errors import ThothError
-from thoth.runtime import open_embedder, open_runtime
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.answer.routing import (
+        RelevanceCalibration,
+    )
 
 DEFAULT_SET = Path("answers/channels.yaml")
 
@@ -53,6 +48,10 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the channel examples and suggest the threshold."""
+    from thoth.answer.routing import ChannelRouter, calibrate, load_calibration_set
+    from thoth.embed.base import EmbedderError
+    from thoth.runtime import open_embedder
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         path = labelled_set or ws.root / DEFAULT_SET
@@ -128,6 +127,10 @@ def _relevance(
 ) -> RelevanceCalibration | None:
     """The closest fragment's similarity per question, over every label (the corpus, not a
     caller's view). None when nothing is published yet."""
+    from thoth.answer.retrieval import KnowledgeSearch
+    from thoth.answer.routing import split_threshold
+    from thoth.runtime import open_runtime
+
     rt = open_runtime(ws)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -25,12 +25,12 @@ from thoth.cli.common import (
     report_error,
 )
 from thoth.errors import PreconditionError, ThothError
-from thoth.gitrepo import default_run_by
-from thoth.knowledge.sync import DocsSync, SyncReport
-from thoth.runtime import Runtime, open_runtime
-from thoth.state import SyncRun
-from thoth.state.store import pid_alive
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.knowledge.sync import DocsSync, SyncReport
+    from thoth.runtime import Runtime
+    from thoth.state import SyncRun
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 FullOpt = Annotated[
@@ -58,6 +58,9 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     Exit 0 synced (or nothing changed), 1 failed (the error says which generation serves: the
     active one, untouched, unless the failure came after an activation), 4 refused to start
     (another sync is running, no Git commit)."""
+    from thoth.knowledge.sync import DocsSync
+    from thoth.runtime import open_runtime
+
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
@@ -193,6 +196,8 @@ def runs_cmd(
 ) -> None:
     """The registry of sync runs (and of the Evidence publications that share their lock),
     newest first."""
+    from thoth.runtime import open_runtime
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         name = rt.ws.settings.workspace
         if interrupt is not None:
@@ -226,6 +231,9 @@ def runs_cmd(
 
 
 def _interrupt(rt: Runtime, run_id: int) -> None:
+    from thoth.gitrepo import default_run_by
+    from thoth.state.store import pid_alive
+
     run = rt.state.get_sync_run(run_id)
     if run is None or run.workspace != rt.ws.settings.workspace:
         raise PreconditionError(
