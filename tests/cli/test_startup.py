@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -87,25 +89,43 @@ def test_verify_loads_no_model_sdk_embedder_or_qdrant_client(tmp_path: Path) -> 
     assert loaded_by(tmp_path, ["verify", "-w", str(root)], NOT_FOR_VERIFY) == []
 
 
-def _commands(group: TyperGroup, path: list[str]) -> list[list[str]]:
-    found = [path]
+def _commands(group: TyperGroup, path: list[str]) -> list[tuple[list[str], Any]]:
+    found: list[tuple[list[str], Any]] = [(path, group)]
     for name, command in sorted(group.commands.items()):
         if isinstance(command, TyperGroup):
             found += _commands(command, [*path, name])
         else:
-            found.append([*path, name])
+            found.append(([*path, name], command))
     return found
 
 
 COMMANDS = _commands(typer.main.get_group(app), [])
+SETTING = re.compile(r"\[[a-z_]+\]")  # a thoth.toml section as help texts name it: [llm]
 
 
-@pytest.mark.parametrize("path", COMMANDS, ids=[" ".join(p) or "tht" for p in COMMANDS])
-def test_every_command_prints_its_help(path: list[str]) -> None:
-    """Imports moved into the commands must leave their options' annotations resolvable."""
-    result = CliRunner().invoke(app, [*path, "--help"])
+@pytest.mark.parametrize(
+    ("path", "command"), COMMANDS, ids=[" ".join(p) or "tht" for p, _ in COMMANDS]
+)
+def test_every_command_prints_its_help_with_the_settings_it_names(
+    path: list[str], command: Any
+) -> None:
+    """Imports moved into the commands must leave their options' annotations resolvable, and
+    a `[section]` in a help text is shown, not taken for a style tag and dropped."""
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
+    texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+    if isinstance(command, TyperGroup):
+        texts += [c.help or "" for c in command.commands.values()]
+    for setting in sorted({m for text in texts for m in SETTING.findall(text)}):
+        assert setting in result.output, f"{setting} missing from `tht {' '.join(path)} --help`"
+
+
+def test_the_help_names_the_privacy_and_llm_sections() -> None:
+    top = CliRunner().invoke(app, ["--help"], terminal_width=200).output
+    assert "Pseudonymisation ([privacy])." in top
+    drive = CliRunner().invoke(app, ["session", "drive", "--help"], terminal_width=200).output
+    assert "Ask the [llm] model" in drive
 
 
 def test_the_cli_copies_of_library_constants_are_equal() -> None:

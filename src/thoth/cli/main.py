@@ -18,7 +18,11 @@ from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out,
 from thoth.errors import Problem
 from thoth.workspace import Workspace
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+# Markdown, not Rich markup: help texts name settings as `[privacy]` or `[llm]`, which Rich
+# markup would take for style tags and drop; Markdown also reflows a docstring's paragraphs.
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help=__doc__, rich_markup_mode="markdown"
+)
 evidence_app = typer.Typer(no_args_is_help=True, help="Author and check Evidence Units.")
 app.add_typer(evidence_app, name="evidence")
 publish.register(app, evidence_app)
