@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     # a second to import, loaded only with the server backend).
     from qdrant_client import QdrantClient
 
-    from thoth.analytics import AnalyticsService, AnalyticsStore
+    from thoth.analytics.branch import AnalyticsService
+    from thoth.analytics.store import AnalyticsStore
     from thoth.answer.service import AnswerService
     from thoth.database import ReadOnlyDatabase
     from thoth.embed.base import Embedder
@@ -33,6 +34,14 @@ if TYPE_CHECKING:
     from thoth.search.service import EvidenceSearch
 
 STATE_DIR = ".thoth"
+
+# What the entry points below accept: an open workspace, or its root as a str or a path.
+WorkspaceLike = Workspace | str | os.PathLike[str]
+
+
+def as_workspace(ws: WorkspaceLike) -> Workspace:
+    """`ws` itself, or the workspace opened at that root."""
+    return ws if isinstance(ws, Workspace) else Workspace.open(ws)
 
 
 def state_dir(ws: Workspace) -> Path:
@@ -176,14 +185,17 @@ class Runtime:
         self.close()
 
 
-def open_state(ws: Workspace) -> StateStore:
+def open_state(ws: WorkspaceLike) -> StateStore:
+    ws = as_workspace(ws)
     url = state_url(ws.root, ws.settings.state.url)
     if url.startswith("sqlite"):
         state_dir(ws).mkdir(parents=True, exist_ok=True)
     return StateStore.open(url)
 
 
-def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
+def open_runtime(ws: WorkspaceLike, embedder: Embedder | None = None) -> Runtime:
+    """The state store, index backend and embedder of the workspace `ws` (or of its root)."""
+    ws = as_workspace(ws)
     state = open_state(ws)
     client = qdrant_client(ws) if ws.settings.index.backend == "server" else None
     return Runtime(
@@ -205,7 +217,7 @@ def require_analytics(ws: Workspace) -> AnalyticsSettings:
 
 
 def open_analytics_store(ws: Workspace) -> AnalyticsStore:
-    from thoth.analytics import AnalyticsStore
+    from thoth.analytics.store import AnalyticsStore
 
     return AnalyticsStore(require_analytics(ws), ws.root)
 
@@ -213,7 +225,9 @@ def open_analytics_store(ws: Workspace) -> AnalyticsStore:
 def make_analytics(rt: Runtime) -> AnalyticsService:
     """The analytics branch `[analytics]` describes: the model's function call routes when
     `[answers].answerer = "llm"` (the model is configured), similarity offline otherwise."""
-    from thoth.analytics import AnalyticsService, AnalyticsStore, ModelRouter, OfflineRouter
+    from thoth.analytics.branch import AnalyticsService
+    from thoth.analytics.routing import ModelRouter, OfflineRouter
+    from thoth.analytics.store import AnalyticsStore
     from thoth.answer.wording import wording_for
     from thoth.llm.client import tool_client
 
@@ -277,15 +291,17 @@ def open_registry(ws: Workspace) -> Registry:
     return Registry(entities)
 
 
-def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> AnswerService:
+def open_answer_service(ws: WorkspaceLike, embedder: Embedder | None = None) -> AnswerService:
     """The answer service `[answers]`, `[llm]`, `[analytics]` and `[privacy]` describe.
     Without `[analytics]` the branch that covers nothing is injected; the pseudonymizer of
-    `[privacy]` (the identity when it is off) stands between every path and the model."""
+    `[privacy]` (the identity when it is off) stands between every path and the model.
+    `ws`: the workspace, or its root as a str or a path."""
     from thoth.answer.answerers import make_answerer
     from thoth.answer.retrieval import KnowledgeSearch
     from thoth.answer.seams import AnalyticsBranch, NoAnalytics
     from thoth.answer.service import AnswerService
 
+    ws = as_workspace(ws)
     answerer = make_answerer(ws.settings)  # first: a missing API key opens nothing
     rt = open_runtime(ws, embedder)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,9 +34,10 @@ class Workspace:
         return self.evidence / "manifest.yaml"
 
     @classmethod
-    def open(cls, root: Path) -> Workspace:
-        root = root.resolve()
-        return cls(root=root, settings=load_settings(root))
+    def open(cls, root: str | os.PathLike[str]) -> Workspace:
+        """The workspace at `root` (a str or a path), its thoth.toml read and checked."""
+        resolved = Path(root).resolve()
+        return cls(root=resolved, settings=load_settings(resolved))
 
 
 def generation_revision(ws: Workspace, state: StateStore, active: Generation | None) -> str:

@@ -41,7 +41,8 @@ def check_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Check every catalog entry against the store. Exit 0 valid, 1 problems, 4 no store."""
-    from thoth.analytics import check_catalog, load_catalog_at, load_catalog_files
+    from thoth.analytics.catalog import load_catalog_at, load_catalog_files
+    from thoth.analytics.check import check_catalog
     from thoth.gitrepo import resolve_revision
     from thoth.runtime import open_analytics_store
     from thoth.runtime import require_analytics as _require
@@ -107,7 +108,8 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the catalog and suggest the routing threshold."""
-    from thoth.analytics import OfflineRouter, calibrate, load_catalog_files
+    from thoth.analytics.catalog import load_catalog_files
+    from thoth.analytics.routing import OfflineRouter, calibrate
     from thoth.embed.base import EmbedderError
     from thoth.runtime import open_embedder
     from thoth.runtime import require_analytics as _require

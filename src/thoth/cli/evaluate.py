@@ -196,7 +196,8 @@ def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
 
 def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
     """The served analytics catalog against the store (views gone, entries broken)."""
-    from thoth.analytics import AnalyticsStore, load_catalog_at
+    from thoth.analytics.catalog import load_catalog_at
+    from thoth.analytics.store import AnalyticsStore
     from thoth.analytics.verify import catalog_findings
     from thoth.runtime import open_state
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from thoth.config import CONFIG_FILE, render_default_config
@@ -26,8 +27,12 @@ questions: []
 """
 
 
-def init_workspace(root: Path, name: str | None = None, language: str = "it") -> list[Path]:
-    """Create the layout; refuses to overwrite an existing configuration."""
+def init_workspace(
+    root: str | os.PathLike[str], name: str | None = None, language: str = "it"
+) -> list[Path]:
+    """Create the layout at `root` (a str or a path); refuses to overwrite an existing
+    configuration."""
+    root = Path(root)
     config = root / CONFIG_FILE
     if config.exists():
         raise PreconditionError(f"{config} already exists: {root} is already a workspace")
