@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from thoth.errors import ConfigError
 
 CONFIG_FILE = "thoth.toml"
+# The labelled questions of `tht channels calibrate`, relative to the workspace root (`tht init`
+# creates it with commented examples).
+CALIBRATION_SET = "answers/channels.yaml"
 
 
 class _Strict(BaseModel):

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from thoth.cli.common import JsonOpt, emit_json, errors, out
+from thoth.config import CALIBRATION_SET
 from thoth.errors import ThothError
 from thoth.workspace import Workspace
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
         RelevanceCalibration,
     )
 
-DEFAULT_SET = Path("answers/channels.yaml")
+DEFAULT_SET = Path(CALIBRATION_SET)
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 
