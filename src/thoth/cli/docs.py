@@ -28,6 +28,7 @@ from thoth.errors import PreconditionError, ThothError
 from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
+    from thoth.answer.document_view import DocumentView
     from thoth.knowledge.sync import DocsSync, SyncReport
     from thoth.runtime import Runtime
     from thoth.state import SyncRun
@@ -50,6 +51,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(docs_app, name="docs")
     docs_app.command("sync")(sync_cmd)
     docs_app.command("runs")(runs_cmd)
+    docs_app.command("show")(show_cmd)
 
 
 def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
@@ -271,3 +273,69 @@ def run_dict(run: SyncRun) -> dict[str, Any]:
     data["started_at"] = run.started_at.isoformat()
     data["finished_at"] = run.finished_at.isoformat() if run.finished_at else None
     return data
+
+
+def show_cmd(
+    document: Annotated[
+        str,
+        typer.Argument(
+            help="A document or wiki page: its doc id (source:path, as `tht docs sync` lists "
+            "it) or its path."
+        ),
+    ],
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """A document's fragments in the active generation: heading path, page, kind, title,
+    labels, and the search text (embedded, BM25) beside the read text (what the answerer
+    reads: the text and its caveats).
+
+    Exit 0 shown, 2 no such document, 4 no readable generation."""
+    from thoth.answer.document_view import show_document
+    from thoth.answer.wording import wording_for
+    from thoth.index.reader import Unreadable
+    from thoth.runtime import open_runtime
+
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        label = wording_for(ws.settings.language).caveat_label
+        with open_runtime(ws) as rt:
+            reader = rt.reader()
+            try:
+                view = show_document(reader, document, label)
+            except Unreadable as exc:
+                raise PreconditionError(str(exc), code=exc.code) from exc
+            finally:
+                reader.close()
+    if as_json:
+        emit_json({"ok": True, **view.as_dict()})
+    else:
+        render_document(out, view)
+
+
+def render_document(console: Console, view: DocumentView) -> None:
+    console.print(
+        f"[bold]{escape(view.doc_id)}[/] ({view.doc_format}, source {escape(view.source)}, "
+        f"revision {view.revision[:12] or '-'}, generation {view.generation}): "
+        f"{len(view.fragments)} fragment(s)",
+        highlight=False,
+    )
+    for f in view.fragments:
+        where = " > ".join(f.heading_path) or "-"
+        page = "-" if f.page is None else str(f.page)
+        console.print()
+        console.print(
+            f"[bold]#{f.ordinal}[/] {f.record_kind}/{f.chunk_kind}  page {page}  "
+            f"labels {escape(', '.join(f.labels) or '(none: never served)')}  "
+            f"channel {escape(f.channel or '-')}",
+            highlight=False,
+        )
+        console.print(f"  title: {escape(f.title or '-')}", highlight=False)
+        console.print(f"  heading path: {escape(where)}", highlight=False)
+        console.print("  search text (embedded, BM25):", style="dim")
+        console.print(f.search_text, markup=False, highlight=False, soft_wrap=True)
+        if f.read_text == f.search_text:
+            console.print("  read text: the same (no caveats)", style="dim")
+        else:
+            console.print("  read text (what the answerer reads):", style="dim")
+            console.print(f.read_text, markup=False, highlight=False, soft_wrap=True)
