@@ -174,23 +174,46 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
     fragments = data.get("fragments") or []
     if fragments:
         table = Table(title="retrieved fragments")
-        for col in ("rank", "cited as", "doc_id", "kind", "score", "dense", "bm25", "floor"):
+        for col in ("rank", "cited as", "doc_id", "kind", "score"):
+            table.add_column(col)
+        table.add_column("similarity", min_width=10)  # dense: what the relevance floor measures
+        for col in ("dense", "bm25", "floor"):
             table.add_column(col)
         for f in fragments:
+            similarity = f.get("similarity")
             table.add_row(
                 str(f["rank"]),
                 "dropped" if f["marker"] is None else f"\\[{f['marker']}]",
                 escape(f["doc_id"]),
                 f["record_kind"],
                 f"{f['score']:.4f}",
+                "-" if similarity is None else f"{similarity:.4f}",
                 str(f["dense_rank"] or "-"),
                 str(f["bm25_rank"] or "-"),
                 "yes" if f["floor"] else "",
             )
         out.print(table)
+        for f in fragments:  # below the table: a terminal is too narrow for the text in it
+            out.print(f"  {f['rank']}. {f.get('snippet') or ''}", markup=False, highlight=False)
+    relevance = data.get("relevance")
+    if relevance:
+        out.print(_relevance_line(relevance), markup=False, highlight=False, soft_wrap=True)
     for key in ("route", "filters", "generation", "degraded", "counts", "error", "analytics"):
         if key in data and data[key] not in (None, [], {}):
             out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _relevance_line(relevance: dict[str, Any]) -> str:
+    """What the relevance floor compared: the closest fragment's dense similarity against
+    `[answers] min_similarity`."""
+    best, floor = relevance.get("best_similarity"), relevance.get("min_similarity")
+    shown = "-" if best is None else f"{best:.4f}"
+    if floor is None:
+        return f"relevance floor: best similarity {shown}; none set ([answers] min_similarity)"
+    if best is None:
+        return f"relevance floor: min_similarity {floor} not applied (no dense similarity)"
+    verdict = "passed" if best >= floor else "below: nothing_found"
+    return f"relevance floor: best similarity {shown} vs min_similarity {floor} ({verdict})"
 
 
 def log_cmd(
