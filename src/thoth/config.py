@@ -297,7 +297,13 @@ class ChannelSettings(_Strict):
 class RoutingSettings(_Strict):
     # Below this similarity to the closest channel's examples every channel is searched.
     # Calibrate it on labelled questions with `tht channels calibrate`.
-    channel_threshold: float = Field(default=0.45, ge=-1.0, le=1.0)
+    channel_threshold: float = Field(
+        default=0.45,
+        ge=-1.0,
+        le=1.0,
+        description="Similarity to the closest channel's examples below which every channel is "
+        "searched; calibrate it with `tht channels calibrate`.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -316,29 +322,59 @@ class RoutingSettings(_Strict):
 class AnswersSettings(_Strict):
     # The governed vocabulary of confidentiality labels, shared by indexing and requests.
     labels: list[str] = Field(
-        default_factory=lambda: ["public", "internal", "confidential"], min_length=1
+        default_factory=lambda: ["public", "internal", "confidential"],
+        min_length=1,
+        description="The governed vocabulary of confidentiality labels.",
     )
     # What a request may see when it declares no labels.
-    default_labels: list[str] = Field(default_factory=lambda: ["public"])
-    top_k: int = Field(default=5, ge=1, le=50)
-    verbatim_floor: int = Field(default=1, ge=0)  # raw document chunks guaranteed in results
-    curated_weight: float = Field(default=0.0, ge=0.0)  # bonus for wiki/evidence: kept at 0
-    context_budget_chars: int = Field(default=12000, ge=500)
+    default_labels: list[str] = Field(
+        default_factory=lambda: ["public"],
+        description="What a request that declares no labels may see.",
+    )
+    top_k: int = Field(default=5, ge=1, le=50, description="Fragments retrieved for one question.")
+    verbatim_floor: int = Field(
+        default=1, ge=0, description="Raw document chunks guaranteed among the fragments."
+    )
+    curated_weight: float = Field(
+        default=0.0, ge=0.0, description="Score bonus of wiki pages and Evidence (kept at 0)."
+    )
+    context_budget_chars: int = Field(
+        default=12000,
+        ge=500,
+        description="Characters of fragments (with caveats) the answerer reads; what does not "
+        "fit is dropped and counted (status truncated).",
+    )
     # Relevance floor: when the closest fragment's dense similarity is below it, the search
     # reports nothing_found instead of serving the least unrelated text. Model-specific:
     # calibrate it with `tht channels calibrate` (None: no floor).
-    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
-    answerer: Literal["extractive", "llm"] = "extractive"
+    min_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Relevance floor: below this dense similarity of the closest fragment the "
+        "answer is nothing_found; unset: no floor. Calibrate with `tht channels calibrate`.",
+    )
+    answerer: Literal["extractive", "llm"] = Field(
+        default="extractive",
+        description="extractive: offline quotes of the sources; llm: the model of [llm].",
+    )
     # Published Evidence Units answer questions too, under this channel and these labels.
     evidence_channel: str | None = Field(default=None, pattern=_NAME)
     evidence_labels: list[str] = []
-    evaluation: str = "answers/evaluation.yaml"
+    evaluation: str = Field(
+        default="answers/evaluation.yaml",
+        description="The reference questions of `tht eval run`, relative to the workspace.",
+    )
     routing: RoutingSettings = RoutingSettings()
 
 
 class Settings(_Strict):
-    workspace: str = Field(min_length=1)
-    language: str = Field(default="it", pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
+    workspace: str = Field(min_length=1, description="The workspace's name.")
+    language: str = Field(
+        default="it",
+        pattern=r"^[a-z]{2}(-[A-Z]{2})?$",
+        description="Language of the sources: BM25 stemming and stopwords, answer wording.",
+    )
     evidence: EvidenceSettings = EvidenceSettings()
     llm: LLMSettings = LLMSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
