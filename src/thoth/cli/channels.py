@@ -22,9 +22,7 @@ from thoth.errors import ThothError
 from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
-    from thoth.answer.routing import (
-        RelevanceCalibration,
-    )
+    from thoth.answer.routing import RelevanceCalibration
 
 DEFAULT_SET = Path(CALIBRATION_SET)
 

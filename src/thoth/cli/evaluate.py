@@ -17,9 +17,7 @@ from thoth.errors import PreconditionError
 from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
-    from thoth.evaluation.answers import (
-        AnswerEvalReport,
-    )
+    from thoth.evaluation.answers import AnswerEvalReport
     from thoth.knowledge.verify import VerifyReport
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]

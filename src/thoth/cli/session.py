@@ -28,9 +28,7 @@ if TYPE_CHECKING:
     from thoth.session import Entry, Session, SessionStore
     from thoth.session.proposals import ProposalView
     from thoth.workflow.consult import StageBlocked
-    from thoth.workflow.sql import (
-        RunFailed,
-    )
+    from thoth.workflow.sql import RunFailed
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 IdArg = Annotated[str, typer.Argument(help="Session id (s-YYYYMMDD-HHMMSS-xxxxxx).")]
