@@ -24,18 +24,32 @@ class _Strict(BaseModel):
 class LLMSettings(_Strict):
     """An OpenAI-compatible or Anthropic endpoint. The key is read from an env variable."""
 
-    provider: Literal["openai", "anthropic"] = "openai"
-    base_url: str | None = None
-    model: str = "gpt-4o-mini"
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_seconds: float = Field(default=120.0, gt=0)
-    max_tokens: int = Field(default=8000, gt=0)
+    provider: Literal["openai", "anthropic"] = Field(
+        default="openai",
+        description="openai: any OpenAI-compatible server (vLLM, Ollama ...); anthropic.",
+    )
+    base_url: str | None = Field(default=None, description="The server's URL (openai: its /v1).")
+    model: str = Field(default="gpt-4o-mini", description="The model name the server expects.")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="The environment variable holding the API key."
+    )
+    timeout_seconds: float = Field(default=120.0, gt=0, description="Timeout of one call.")
+    max_tokens: int = Field(
+        default=8000, gt=0, description="Longest reply; a reply cut there is an error."
+    )
 
 
 class EvidenceSettings(_Strict):
-    restructurer: Literal["rules", "llm"] = "rules"
-    max_source_bytes: int = Field(default=512 * 1024, gt=0)
-    max_chunk_chars: int = Field(default=4000, gt=200)
+    restructurer: Literal["rules", "llm"] = Field(
+        default="rules",
+        description="rules: the offline rule-based restructurer; llm: the model of [llm].",
+    )
+    max_source_bytes: int = Field(
+        default=512 * 1024, gt=0, description="Largest Evidence source file accepted."
+    )
+    max_chunk_chars: int = Field(
+        default=4000, gt=200, description="Longest text embedded for one fragment (labels too)."
+    )
 
 
 class EmbeddingSettings(_Strict):
@@ -69,8 +83,12 @@ class IndexSettings(_Strict):
     url: str | None = None
     path: str | None = None
     api_key_env: str | None = None
-    retain: int = Field(default=2, ge=0)
-    prefetch_limit: int = Field(default=50, ge=10, le=1000)
+    retain: int = Field(
+        default=2, ge=0, description="Earlier generations kept for rollback (`activate`)."
+    )
+    prefetch_limit: int = Field(
+        default=50, ge=10, le=1000, description="Candidates each search branch fetches."
+    )
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
