@@ -82,17 +82,29 @@ class EmbeddingSettings(_Strict):
 class StateSettings(_Strict):
     """Where Thoth records what it publishes. None: SQLite at `<workspace>/.thoth/state.sqlite`."""
 
-    url: str | None = Field(default=None, min_length=1)
+    url: str | None = Field(
+        default=None,
+        min_length=1,
+        description="SQLAlchemy URL of the state store (PostgreSQL to share it); unset: SQLite.",
+    )
 
 
 class IndexSettings(_Strict):
     """Where index generations live. "edge": Qdrant Edge shards under `.thoth/index/` (or
     `path`); "server": a Qdrant server at `url`, or qdrant-client's local mode at `path`."""
 
-    backend: Literal["edge", "server"] = "edge"
-    url: str | None = None
-    path: str | None = None
-    api_key_env: str | None = None
+    backend: Literal["edge", "server"] = Field(
+        default="edge", description="edge: Qdrant Edge in-process; server: a Qdrant server."
+    )
+    url: str | None = Field(default=None, description="server: the Qdrant server's URL.")
+    path: str | None = Field(
+        default=None,
+        description="edge: the generations' directory; server without url: qdrant-client's "
+        "local mode at this path (relative to the workspace).",
+    )
+    api_key_env: str | None = Field(
+        default=None, description="server: the environment variable holding the API key."
+    )
     retain: int = Field(
         default=2, ge=0, description="Earlier generations kept for rollback (`activate`)."
     )
@@ -316,10 +328,14 @@ class ChannelSettings(_Strict):
     """A thematic channel, described by a few curated example questions (routing compares the
     question with them) and keywords (the fallback when the embedder is down)."""
 
-    name: str = Field(pattern=_NAME)
-    description: str = ""
-    examples: list[str] = Field(min_length=1)
-    keywords: list[str] = []
+    name: str = Field(pattern=_NAME, description="The channel's name (sources name it).")
+    description: str = Field(default="", description="What the channel covers, for people.")
+    examples: list[str] = Field(
+        min_length=1, description="Example questions routing compares a question with."
+    )
+    keywords: list[str] = Field(
+        default=[], description="Words that route a question here when the embedder is down."
+    )
 
 
 class RoutingSettings(_Strict):
@@ -387,8 +403,12 @@ class AnswersSettings(_Strict):
         description="extractive: offline quotes of the sources; llm: the model of [llm].",
     )
     # Published Evidence Units answer questions too, under this channel and these labels.
-    evidence_channel: str | None = Field(default=None, pattern=_NAME)
-    evidence_labels: list[str] = []
+    evidence_channel: str | None = Field(
+        default=None, pattern=_NAME, description="The channel published Evidence answers in."
+    )
+    evidence_labels: list[str] = Field(
+        default=[], description="The labels of published Evidence fragments."
+    )
     evaluation: str = Field(
         default="answers/evaluation.yaml",
         description="The reference questions of `tht eval run`, relative to the workspace.",
