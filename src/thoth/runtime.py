@@ -8,40 +8,40 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from qdrant_client import QdrantClient
-
-from thoth.analytics import AnalyticsService, AnalyticsStore, ModelRouter, OfflineRouter
-from thoth.answer.answerers import make_answerer
-from thoth.answer.retrieval import KnowledgeSearch
-from thoth.answer.seams import AnalyticsBranch, NoAnalytics
-from thoth.answer.service import AnswerService
-from thoth.answer.wording import wording_for
 from thoth.config import AnalyticsSettings
-from thoth.database import ReadOnlyDatabase, open_database
-from thoth.embed import make_embedder
-from thoth.embed.base import Embedder
 from thoth.errors import ConfigError
 from thoth.index.base import IndexUnavailable
-from thoth.index.generations import EdgeBackend, IndexBackend, ServerBackend
-from thoth.index.live import EdgeLiveCollection, LiveCollection, ServerLiveCollection
-from thoth.index.reader import GenerationReader
-from thoth.llm.client import tool_client
-from thoth.privacy import (
-    NoPseudonymizer,
-    PlaceholderPseudonymizer,
-    Pseudonymizer,
-    Registry,
-    entities_from_rows,
-    load_registry,
-)
-from thoth.privacy.registry import Entity
-from thoth.schema import require_database
-from thoth.search.service import EvidenceSearch
+from thoth.index.generations import EdgeBackend, IndexBackend
+from thoth.index.live import EdgeLiveCollection, LiveCollection
 from thoth.state import StateStore, state_url
 from thoth.workspace import Workspace
 
+if TYPE_CHECKING:
+    # What a command needs is imported where it is composed, not here: a command that only
+    # reads the state store must not load the model SDKs, the embedder or qdrant-client (about
+    # a second to import, loaded only with the server backend).
+    from qdrant_client import QdrantClient
+
+    from thoth.analytics.branch import AnalyticsService
+    from thoth.analytics.store import AnalyticsStore
+    from thoth.answer.service import AnswerService
+    from thoth.database import ReadOnlyDatabase
+    from thoth.embed.base import Embedder
+    from thoth.index.reader import GenerationReader
+    from thoth.privacy import Pseudonymizer, Registry
+    from thoth.search.service import EvidenceSearch
+
 STATE_DIR = ".thoth"
+
+# What the entry points below accept: an open workspace, or its root as a str or a path.
+WorkspaceLike = Workspace | str | os.PathLike[str]
+
+
+def as_workspace(ws: WorkspaceLike) -> Workspace:
+    """`ws` itself, or the workspace opened at that root."""
+    return ws if isinstance(ws, Workspace) else Workspace.open(ws)
 
 
 def state_dir(ws: Workspace) -> Path:
@@ -69,6 +69,8 @@ def memory_index_path(ws: Workspace) -> Path:
 
 
 def open_embedder(ws: Workspace) -> Embedder:
+    from thoth.embed import make_embedder
+
     return make_embedder(ws.settings.embedding, state_dir(ws) / "cache")
 
 
@@ -79,6 +81,8 @@ def index_prefix(ws: Workspace) -> str:
 
 def qdrant_client(ws: Workspace) -> QdrantClient:
     """The client `[index]` describes for the server backend."""
+    from qdrant_client import QdrantClient
+
     cfg = ws.settings.index
     if cfg.url:
         key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
@@ -102,6 +106,8 @@ def make_backend(ws: Workspace, client: QdrantClient | None = None) -> IndexBack
     """`client`: a server client to use (and close with the backend) instead of a new one."""
     cfg = ws.settings.index
     if cfg.backend == "server":
+        from thoth.index.server import ServerBackend
+
         return ServerBackend(client or qdrant_client(ws), index_prefix(ws))
     root = ws.root / cfg.path if cfg.path else state_dir(ws) / "index" / ws.settings.workspace
     return EdgeBackend(root)
@@ -115,6 +121,8 @@ def make_live_collection(
     client shared with the caller, who closes it (qdrant-client's local mode allows one per
     path); without it the collection opens and closes its own."""
     if ws.settings.index.backend == "server":
+        from thoth.index.server_live import ServerLiveCollection
+
         if client is not None:
             return ServerLiveCollection(client, index_prefix(ws), name)
         return ServerLiveCollection(qdrant_client(ws), index_prefix(ws), name, owns_client=True)
@@ -130,6 +138,8 @@ class Runtime:
     qdrant: QdrantClient | None = None  # the server backend's client, shared, closed with it
 
     def search(self) -> EvidenceSearch:
+        from thoth.search.service import EvidenceSearch
+
         return EvidenceSearch(
             self.ws.settings.workspace,
             self.ws.root,
@@ -141,6 +151,8 @@ class Runtime:
 
     def reader(self) -> GenerationReader:
         """A reader of this workspace's generations (close it when done)."""
+        from thoth.index.reader import GenerationReader
+
         return GenerationReader(
             self.ws.settings.workspace,
             self.state,
@@ -157,6 +169,9 @@ class Runtime:
 
     def database(self) -> ReadOnlyDatabase:
         """The session database of [database], opened read-only (close it when done)."""
+        from thoth.database import open_database
+        from thoth.schema import require_database
+
         return open_database(require_database(self.ws), self.ws.root)
 
     def close(self) -> None:
@@ -170,14 +185,17 @@ class Runtime:
         self.close()
 
 
-def open_state(ws: Workspace) -> StateStore:
+def open_state(ws: WorkspaceLike) -> StateStore:
+    ws = as_workspace(ws)
     url = state_url(ws.root, ws.settings.state.url)
     if url.startswith("sqlite"):
         state_dir(ws).mkdir(parents=True, exist_ok=True)
     return StateStore.open(url)
 
 
-def open_runtime(ws: Workspace, embedder: Embedder | None = None) -> Runtime:
+def open_runtime(ws: WorkspaceLike, embedder: Embedder | None = None) -> Runtime:
+    """The state store, index backend and embedder of the workspace `ws` (or of its root)."""
+    ws = as_workspace(ws)
     state = open_state(ws)
     client = qdrant_client(ws) if ws.settings.index.backend == "server" else None
     return Runtime(
@@ -199,12 +217,20 @@ def require_analytics(ws: Workspace) -> AnalyticsSettings:
 
 
 def open_analytics_store(ws: Workspace) -> AnalyticsStore:
+    from thoth.analytics.store import AnalyticsStore
+
     return AnalyticsStore(require_analytics(ws), ws.root)
 
 
 def make_analytics(rt: Runtime) -> AnalyticsService:
     """The analytics branch `[analytics]` describes: the model's function call routes when
     `[answers].answerer = "llm"` (the model is configured), similarity offline otherwise."""
+    from thoth.analytics.branch import AnalyticsService
+    from thoth.analytics.routing import ModelRouter, OfflineRouter
+    from thoth.analytics.store import AnalyticsStore
+    from thoth.answer.wording import wording_for
+    from thoth.llm.client import tool_client
+
     ws = rt.ws
     settings = require_analytics(ws)
     model = (
@@ -232,6 +258,8 @@ def open_pseudonymizer(ws: Workspace) -> Pseudonymizer:
     """What stands between every path and an external model: the one place that reads
     `[privacy] pseudonymise`. Off, the identity (nothing changes, not one `if` in the hooks);
     on, placeholders from the registry file and/or query."""
+    from thoth.privacy import NoPseudonymizer, PlaceholderPseudonymizer
+
     cfg = ws.settings.privacy
     if not cfg.pseudonymise:
         return NoPseudonymizer()
@@ -242,6 +270,11 @@ def open_pseudonymizer(ws: Workspace) -> Pseudonymizer:
 
 def open_registry(ws: Workspace) -> Registry:
     """The known names `[privacy] registry` (file) and `registry_sql` (query) give, together."""
+    from thoth.database import open_database
+    from thoth.privacy import Registry, entities_from_rows, load_registry
+    from thoth.privacy.registry import Entity
+    from thoth.schema import require_database
+
     cfg = ws.settings.privacy
     entities: list[Entity] = []
     if cfg.registry:
@@ -258,10 +291,17 @@ def open_registry(ws: Workspace) -> Registry:
     return Registry(entities)
 
 
-def open_answer_service(ws: Workspace, embedder: Embedder | None = None) -> AnswerService:
+def open_answer_service(ws: WorkspaceLike, embedder: Embedder | None = None) -> AnswerService:
     """The answer service `[answers]`, `[llm]`, `[analytics]` and `[privacy]` describe.
     Without `[analytics]` the branch that covers nothing is injected; the pseudonymizer of
-    `[privacy]` (the identity when it is off) stands between every path and the model."""
+    `[privacy]` (the identity when it is off) stands between every path and the model.
+    `ws`: the workspace, or its root as a str or a path."""
+    from thoth.answer.answerers import make_answerer
+    from thoth.answer.retrieval import KnowledgeSearch
+    from thoth.answer.seams import AnalyticsBranch, NoAnalytics
+    from thoth.answer.service import AnswerService
+
+    ws = as_workspace(ws)
     answerer = make_answerer(ws.settings)  # first: a missing API key opens nothing
     rt = open_runtime(ws, embedder)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)

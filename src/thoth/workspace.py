@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from thoth.config import Settings, load_settings
 from thoth.errors import PreconditionError
 from thoth.gitrepo import head_revision
-from thoth.state import Generation, StateStore
+
+if TYPE_CHECKING:
+    from thoth.state import Generation, StateStore
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,10 @@ class Workspace:
         return self.evidence / "manifest.yaml"
 
     @classmethod
-    def open(cls, root: Path) -> Workspace:
-        root = root.resolve()
-        return cls(root=root, settings=load_settings(root))
+    def open(cls, root: str | os.PathLike[str]) -> Workspace:
+        """The workspace at `root` (a str or a path), its thoth.toml read and checked."""
+        resolved = Path(root).resolve()
+        return cls(root=resolved, settings=load_settings(resolved))
 
 
 def generation_revision(ws: Workspace, state: StateStore, active: Generation | None) -> str:

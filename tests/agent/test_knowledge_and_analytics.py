@@ -17,7 +17,7 @@ from tests.analytics.conftest import AnalyticsWorkspace, analytics_ws  # noqa: F
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.agent import Worker, submit_job
 from thoth.config import LLMSettings
-from thoth.llm.client import OpenAIChat
+from thoth.llm.openai_chat import OpenAIChat
 from thoth.runtime import open_runtime
 from thoth.state import Job, JobQueue
 

@@ -18,7 +18,8 @@ from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.agent import AgentRun, Budgets, Toolbox, WikiShelf
 from thoth.agent.worker import Heartbeat
 from thoth.config import LLMSettings, Settings
-from thoth.llm.client import AnthropicChat, OpenAIChat
+from thoth.llm.anthropic_chat import AnthropicChat
+from thoth.llm.openai_chat import OpenAIChat
 from thoth.privacy import NoPseudonymizer, PlaceholderPseudonymizer, Pseudonymizer, Registry
 from thoth.privacy.registry import Entity
 from thoth.state import Job, JobQueue, JobStep, StateStore

@@ -172,7 +172,7 @@ def test_cli_calibrate_prints_distributions_and_threshold(
         {"question": "fattura al fornitore", "channel": "amministrazione"},
         {"question": "previsioni del tempo", "channel": None},
     ]
-    (ws.root / "answers").mkdir()
+    (ws.root / "answers").mkdir(exist_ok=True)  # tht init created it
     (ws.root / "answers" / "channels.yaml").write_text(json.dumps(labelled))
     with FakeEmbeddingServer(dim=64) as server:
         (ws.root / "thoth.toml").write_text(

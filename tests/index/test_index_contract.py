@@ -8,21 +8,19 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import QdrantClient, models
 
-from thoth.index import (
+from thoth.index.base import (
     BM25,
-    EdgeBackend,
-    IndexBackend,
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
     Match,
-    ServerBackend,
     SparseVec,
+    where_conditions,
 )
-from thoth.index.base import where_conditions
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.edge import EdgeStore
-from thoth.index.server import ServerStore
+from thoth.index.generations import EdgeBackend, IndexBackend
+from thoth.index.server import ServerBackend, ServerStore
 
 DIM = 4
 TEXTS = {

@@ -11,17 +11,9 @@ import pytest
 
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.config import LLMSettings
-from thoth.llm.client import (
-    AnthropicChat,
-    LLMError,
-    OpenAIChat,
-    ReplySchema,
-    ToolCall,
-    ToolReply,
-    ToolResult,
-    ToolSpec,
-    Turn,
-)
+from thoth.llm.anthropic_chat import AnthropicChat
+from thoth.llm.client import LLMError, ReplySchema, ToolCall, ToolReply, ToolResult, ToolSpec, Turn
+from thoth.llm.openai_chat import OpenAIChat
 
 MAX_TOKENS = 123
 TRUNCATED = {"openai": "length", "anthropic": "max_tokens"}

@@ -20,7 +20,7 @@ from thoth.cli.main import app
 from thoth.embed.openai_compat import OpenAICompatEmbedder
 from thoth.errors import PreconditionError
 from thoth.index.base import IndexRecord, IndexUnavailable, record_from_point
-from thoth.index.live import ServerLiveCollection
+from thoth.index.server_live import ServerLiveCollection
 from thoth.memory import MemoryDraft, Registry
 from thoth.memory.index import MemoryIndex, point_id
 from thoth.memory.migrate import migrate

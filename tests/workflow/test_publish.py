@@ -25,7 +25,7 @@ from thoth.embed.base import EmbedderError, Vectors
 from thoth.errors import PreconditionError, ProblemsError
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
-from thoth.index import IndexRecord
+from thoth.index.base import IndexRecord
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_runtime
 from thoth.state import StateError, SyncRunConflict

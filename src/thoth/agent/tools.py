@@ -17,8 +17,8 @@ from typing import Any, Final, cast
 
 from thoth.agent.errors import BAD_ARGUMENTS, UNKNOWN_TOOL, ToolRefused
 from thoth.agent.wiki import WikiShelf
-from thoth.analytics import AnalyticsError, AnalyticsService
-from thoth.analytics.store import json_value
+from thoth.analytics.branch import AnalyticsService
+from thoth.analytics.store import AnalyticsError, json_value
 from thoth.answer.retrieval import KnowledgeSearch, SearchRequestError
 from thoth.database import DatabaseUnavailable, Dialect, StatementRefused, check_statement
 from thoth.errors import ThothError

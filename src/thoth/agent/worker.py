@@ -22,7 +22,7 @@ from thoth.agent.loop import AgentRun, Budgets
 from thoth.agent.submit import require_model
 from thoth.agent.tools import Toolbox
 from thoth.agent.wiki import WikiShelf
-from thoth.analytics import AnalyticsService
+from thoth.analytics.branch import AnalyticsService
 from thoth.answer.retrieval import KnowledgeSearch
 from thoth.answer.scope import allowed_labels
 from thoth.errors import ThothError

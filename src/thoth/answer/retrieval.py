@@ -71,6 +71,9 @@ class RetrievedFragment:
     dense_rank: int | None  # rank in the dense branch under the same condition, if there
     bm25_rank: int | None
     floor: bool  # added by the verbatim floor
+    # Its dense (cosine) similarity to the question, the measure the relevance floor compares
+    # with `answers.min_similarity` (None: outside the dense branch's candidates, or no vector).
+    dense_similarity: float | None = None
 
     @property
     def record_kind(self) -> str:
@@ -103,6 +106,7 @@ class RetrievedFragment:
             "dense_rank": self.dense_rank,
             "bm25_rank": self.bm25_rank,
             "floor": self.floor,
+            "dense_similarity": self.dense_similarity,
         }
 
 
@@ -149,6 +153,7 @@ class _Candidates:
     dense_ranks: dict[str, int]
     bm25_ranks: dict[str, int]
     best_similarity: float | None
+    dense_scores: dict[str, float] = field(default_factory=dict)  # id -> dense similarity
 
 
 class KnowledgeSearch:
@@ -327,6 +332,7 @@ class KnowledgeSearch:
                 dense_rank=found.dense_ranks.get(hit.id),
                 bm25_rank=found.bm25_ranks.get(hit.id),
                 floor=hit.id in floor_ids,
+                dense_similarity=found.dense_scores.get(hit.id),
             )
             for rank, hit in enumerate(top, start=1)
         ]
@@ -401,10 +407,11 @@ def _candidates(
         return _Candidates(bm25, {}, bm25_ranks, None)
     dense_hits = deterministic_top(store.query_dense(dense, where, depth), depth)
     best = dense_hits[0].score if dense_hits else None
+    scores = {h.id: h.score for h in dense_hits}
     if not sparse.indices:  # only stopwords: the sparse branch has nothing to say
-        return _Candidates(dense_hits, _ranks(dense_hits), bm25_ranks, best)
+        return _Candidates(dense_hits, _ranks(dense_hits), bm25_ranks, best, scores)
     fused = store.query_hybrid(dense, sparse, where, limit=depth, prefetch_limit=depth)
-    return _Candidates(fused, _ranks(dense_hits), bm25_ranks, best)
+    return _Candidates(fused, _ranks(dense_hits), bm25_ranks, best, scores)
 
 
 def _answer_record(hit: Hit) -> AnswerPayload:

@@ -371,6 +371,12 @@ def load_calibration_set(path: Path) -> list[tuple[str, str | None]]:
         raise ThothError(f"{path}: not valid YAML ({exc}) -> fix the syntax") from exc
     if isinstance(data, dict) and set(data) == {"questions"}:
         data = data["questions"]
+    if data is None or data == []:
+        raise ThothError(
+            f"{path}: no labelled questions yet -> add in-domain questions with their channel "
+            "and out-of-domain ones with `channel: null` (the comments `tht init` wrote there "
+            "show the format)"
+        )
     if not isinstance(data, list) or not data:
         raise ThothError(
             f"{path}: expected a non-empty list of {{question, channel}} entries "

@@ -367,14 +367,31 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
                 "doc_id": f.doc_id,
                 "record_kind": f.record_kind,
                 "score": round(f.score, 6),
+                "similarity": _rounded(f.dense_similarity),  # what the relevance floor measures
                 "dense_rank": f.dense_rank,
                 "bm25_rank": f.bm25_rank,
                 "floor": f.floor,
                 "marker": markers.get(f.id),  # None: dropped for lack of space
+                "snippet": snippet(f.record.text),
             }
             for f in retrieval.fragments
         ],
     }
+
+
+SNIPPET_CHARS = 160
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The start of a fragment's text on one line, cut at a word with an ellipsis."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _storable(request: dict[str, Any]) -> dict[str, Any]:

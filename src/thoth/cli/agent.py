@@ -18,17 +18,17 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.agent import Worker, submit_job, worker_id
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.runtime import open_runtime, open_state
-from thoth.state import Job, JobQueue
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.state import Job
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 JobArg = Annotated[str, typer.Argument(help="The job id (`tht agent list` shows them).")]
@@ -55,6 +55,10 @@ def submit_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Queue a question for the agent; a worker (`tht agent worker`) runs it."""
+    from thoth.agent import submit_job
+    from thoth.runtime import open_state
+    from thoth.state import JobQueue
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         split = [part for label in labels or [] for part in label.split(",") if part.strip()]
@@ -81,6 +85,9 @@ def worker_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Take jobs from the queue and run them; recovers jobs of dead workers at start."""
+    from thoth.agent import Worker, worker_id
+    from thoth.runtime import open_runtime
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         with open_runtime(ws) as rt:
@@ -116,6 +123,9 @@ def show_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """A job: status, usage, the answer with its sources, or why it failed."""
+    from thoth.runtime import open_state
+    from thoth.state import JobQueue
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         with open_state(ws) as state:
@@ -175,6 +185,9 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The workspace's jobs, newest first."""
+    from thoth.runtime import open_state
+    from thoth.state import JobQueue
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         with open_state(ws) as state:
@@ -202,6 +215,9 @@ def _status(job: Job) -> str:
 
 def cancel_cmd(job_id: JobArg, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Cancel a job: a queued one at once, a running one at its next step."""
+    from thoth.runtime import open_state
+    from thoth.state import JobQueue
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         with open_state(ws) as state:

@@ -14,24 +14,9 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.analytics import (
-    OfflineRouter,
-    calibrate,
-    check_catalog,
-    load_catalog_at,
-    load_catalog_files,
-)
-from thoth.analytics.grants import grant_sql
-from thoth.analytics.metrics import metrics_page
-from thoth.answer.wording import wording_for
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.embed.base import EmbedderError
 from thoth.errors import ThothError
-from thoth.gitrepo import resolve_revision
-from thoth.markup import load_yaml
-from thoth.runtime import make_analytics, open_analytics_store, open_embedder, open_runtime
-from thoth.runtime import require_analytics as _require
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -56,6 +41,12 @@ def check_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Check every catalog entry against the store. Exit 0 valid, 1 problems, 4 no store."""
+    from thoth.analytics.catalog import load_catalog_at, load_catalog_files
+    from thoth.analytics.check import check_catalog
+    from thoth.gitrepo import resolve_revision
+    from thoth.runtime import open_analytics_store
+    from thoth.runtime import require_analytics as _require
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         settings = _require(ws)
@@ -82,6 +73,8 @@ def check_cmd(
 def load_labelled(path: Path) -> list[tuple[str, str | None, bool]]:
     """A YAML list of {question, query (id or null), figure (true: a figure no query
     computes)}."""
+    from thoth.markup import load_yaml
+
     try:
         data = load_yaml(path.read_text("utf-8"))
     except OSError as exc:
@@ -115,6 +108,12 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the catalog and suggest the routing threshold."""
+    from thoth.analytics.catalog import load_catalog_files
+    from thoth.analytics.routing import OfflineRouter, calibrate
+    from thoth.embed.base import EmbedderError
+    from thoth.runtime import open_embedder
+    from thoth.runtime import require_analytics as _require
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         settings = _require(ws)
@@ -184,6 +183,9 @@ def grant_sql_cmd(
     workspace: WsOpt = Path("."),
 ) -> None:
     """Print the SQL a DBA runs: a role that sees only the views of [analytics] schemas."""
+    from thoth.analytics.grants import grant_sql
+    from thoth.runtime import require_analytics as _require
+
     with errors(False):
         settings = _require(Workspace.open(workspace))
         if settings.dialect != "postgresql":
@@ -196,6 +198,11 @@ def grant_sql_cmd(
 
 def metrics_page_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Regenerate the metrics page (figures with data date) into the wiki; never indexed."""
+    from thoth.analytics.metrics import metrics_page
+    from thoth.answer.wording import wording_for
+    from thoth.runtime import make_analytics, open_runtime
+    from thoth.runtime import require_analytics as _require
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         settings = _require(ws)

@@ -9,22 +9,33 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.answer.request import SearchRequestError, parse_request
-from thoth.answer.service import Answer
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.runtime import open_answer_service, open_state
-from thoth.state import ANSWER_STATUSES
 from thoth.workspace import Workspace
 
+if TYPE_CHECKING:
+    from thoth.answer.service import Answer
+
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+# The statuses an answer is logged with (thoth.state.ANSWER_STATUSES, which is not imported
+# here: the state store loads SQLAlchemy, and `tht --help` must not). A test keeps them equal.
+ANSWER_STATUSES: Final = (
+    "not_searched",
+    "nothing_found",
+    "failed",
+    "truncated",
+    "found",
+    "computed",
+    "needs_parameter",
+)
 
 # Request field (KnowledgeSearch.search's keyword) -> the option that sets it. A test compares
 # the keys with request_fields(): a new filter without an option here fails it.
@@ -68,6 +79,8 @@ def ask_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the corpus, with its sources and the search status."""
+    from thoth.runtime import open_answer_service
+
     given: dict[str, Any] = {
         "channel": channel,
         "labels": labels or None,  # no --label: the workspace's default labels
@@ -94,6 +107,8 @@ def ask_cmd(
 def check_options(request: dict[str, Any]) -> None:
     """The request's fields checked as the service will check them, before anything is opened;
     an error about a field names the option that set it (`--year`)."""
+    from thoth.answer.request import SearchRequestError, parse_request
+
     try:
         parse_request(request)
     except SearchRequestError as exc:
@@ -159,23 +174,51 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
     fragments = data.get("fragments") or []
     if fragments:
         table = Table(title="retrieved fragments")
-        for col in ("rank", "cited as", "doc_id", "kind", "score", "dense", "bm25", "floor"):
+        for col in ("rank", "cited as", "doc_id", "kind", "score"):
+            table.add_column(col)
+        table.add_column("similarity", min_width=10)  # dense: what the relevance floor measures
+        for col in ("dense", "bm25", "floor"):
             table.add_column(col)
         for f in fragments:
+            similarity = f.get("similarity")
             table.add_row(
                 str(f["rank"]),
                 "dropped" if f["marker"] is None else f"\\[{f['marker']}]",
                 escape(f["doc_id"]),
                 f["record_kind"],
                 f"{f['score']:.4f}",
+                "-" if similarity is None else f"{similarity:.4f}",
                 str(f["dense_rank"] or "-"),
                 str(f["bm25_rank"] or "-"),
                 "yes" if f["floor"] else "",
             )
         out.print(table)
+        for f in fragments:  # below the table: a terminal is too narrow for the text in it
+            out.print(f"  {f['rank']}. {f.get('snippet') or ''}", markup=False, highlight=False)
+    relevance = data.get("relevance")
+    if relevance:
+        out.print(_relevance_line(relevance), markup=False, highlight=False, soft_wrap=True)
     for key in ("route", "filters", "generation", "degraded", "counts", "error", "analytics"):
         if key in data and data[key] not in (None, [], {}):
             out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _relevance_line(relevance: dict[str, Any]) -> str:
+    """What the relevance check compared: the closest fragment's dense similarity against
+    `[answers] min_similarity`, and the question's distinctive terms missing from what was
+    retrieved (thoth.answer.relevance)."""
+    best, floor = relevance.get("similarity"), relevance.get("min_similarity")
+    missing = relevance.get("missing") or []
+    shown = "-" if best is None else f"{best:.4f}"
+    if floor is None:
+        line = f"relevance floor: best similarity {shown}; none set ([answers] min_similarity)"
+    elif best is None:
+        line = f"relevance floor: min_similarity {floor} not applied (no dense similarity)"
+    else:
+        verdict = "passed" if best >= floor else "below: nothing_found"
+        line = f"relevance floor: best similarity {shown} vs min_similarity {floor} ({verdict})"
+    terms = f"missing terms: {', '.join(missing)}" if missing else "no distinctive term missing"
+    return f"{line}; {terms} (verdict {relevance.get('verdict')})"
 
 
 def log_cmd(
@@ -188,6 +231,8 @@ def log_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The most recent answers, newest first (ids for `tht eval add-from-answer`)."""
+    from thoth.runtime import open_state
+
     if status is not None and status not in ANSWER_STATUSES:
         raise typer.BadParameter(
             f"{status!r} is not an answer status -> use one of {', '.join(ANSWER_STATUSES)}",

@@ -10,22 +10,21 @@ Exit codes: 0 done; 1 bad set, no channels or embedder unavailable; 4 no workspa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.answer.calibration import FoundCalibration, Observed, calibrate_found
-from thoth.answer.retrieval import KnowledgeSearch
-from thoth.answer.routing import ChannelRouter, calibrate, load_calibration_set
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.embed.base import EmbedderError
+from thoth.config import CALIBRATION_SET
 from thoth.errors import ThothError
-from thoth.runtime import open_embedder, open_runtime
 from thoth.workspace import Workspace
 
-DEFAULT_SET = Path("answers/channels.yaml")
+if TYPE_CHECKING:
+    from thoth.answer.calibration import FoundCalibration
+
+DEFAULT_SET = Path(CALIBRATION_SET)
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 
@@ -48,6 +47,10 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the channel examples and suggest the threshold."""
+    from thoth.answer.routing import ChannelRouter, calibrate, load_calibration_set
+    from thoth.embed.base import EmbedderError
+    from thoth.runtime import open_embedder
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         path = labelled_set or ws.root / DEFAULT_SET
@@ -139,6 +142,10 @@ def _rate(rate: tuple[int, int]) -> str:
 def _relevance(ws: Workspace, labelled: list[tuple[str, str | None]]) -> FoundCalibration | None:
     """Every labelled question searched over every label (the corpus, not a caller's view),
     with both relevance signals. None when nothing is published yet."""
+    from thoth.answer.calibration import Observed, calibrate_found
+    from thoth.answer.retrieval import KnowledgeSearch
+    from thoth.runtime import open_runtime
+
     rt = open_runtime(ws)
     search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -25,12 +25,13 @@ from thoth.cli.common import (
     report_error,
 )
 from thoth.errors import PreconditionError, ThothError
-from thoth.gitrepo import default_run_by
-from thoth.knowledge.sync import DocsSync, SyncReport
-from thoth.runtime import Runtime, open_runtime
-from thoth.state import SyncRun
-from thoth.state.store import pid_alive
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.answer.document_view import DocumentView
+    from thoth.knowledge.sync import DocsSync, SyncReport
+    from thoth.runtime import Runtime
+    from thoth.state import SyncRun
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 FullOpt = Annotated[
@@ -50,6 +51,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(docs_app, name="docs")
     docs_app.command("sync")(sync_cmd)
     docs_app.command("runs")(runs_cmd)
+    docs_app.command("show")(show_cmd)
 
 
 def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
@@ -58,6 +60,9 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     Exit 0 synced (or nothing changed), 1 failed (the error says which generation serves: the
     active one, untouched, unless the failure came after an activation), 4 refused to start
     (another sync is running, no Git commit)."""
+    from thoth.knowledge.sync import DocsSync
+    from thoth.runtime import open_runtime
+
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
@@ -193,6 +198,8 @@ def runs_cmd(
 ) -> None:
     """The registry of sync runs (and of the Evidence publications that share their lock),
     newest first."""
+    from thoth.runtime import open_runtime
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         name = rt.ws.settings.workspace
         if interrupt is not None:
@@ -226,6 +233,9 @@ def runs_cmd(
 
 
 def _interrupt(rt: Runtime, run_id: int) -> None:
+    from thoth.gitrepo import default_run_by
+    from thoth.state.store import pid_alive
+
     run = rt.state.get_sync_run(run_id)
     if run is None or run.workspace != rt.ws.settings.workspace:
         raise PreconditionError(
@@ -263,3 +273,69 @@ def run_dict(run: SyncRun) -> dict[str, Any]:
     data["started_at"] = run.started_at.isoformat()
     data["finished_at"] = run.finished_at.isoformat() if run.finished_at else None
     return data
+
+
+def show_cmd(
+    document: Annotated[
+        str,
+        typer.Argument(
+            help="A document or wiki page: its doc id (source:path, as `tht docs sync` lists "
+            "it) or its path."
+        ),
+    ],
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """A document's fragments in the active generation: heading path, page, kind, title,
+    labels, and the search text (embedded, BM25) beside the read text (what the answerer
+    reads: the text and its caveats).
+
+    Exit 0 shown, 2 no such document, 4 no readable generation."""
+    from thoth.answer.document_view import show_document
+    from thoth.answer.wording import wording_for
+    from thoth.index.reader import Unreadable
+    from thoth.runtime import open_runtime
+
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        label = wording_for(ws.settings.language).caveat_label
+        with open_runtime(ws) as rt:
+            reader = rt.reader()
+            try:
+                view = show_document(reader, document, label)
+            except Unreadable as exc:
+                raise PreconditionError(str(exc), code=exc.code) from exc
+            finally:
+                reader.close()
+    if as_json:
+        emit_json({"ok": True, **view.as_dict()})
+    else:
+        render_document(out, view)
+
+
+def render_document(console: Console, view: DocumentView) -> None:
+    console.print(
+        f"[bold]{escape(view.doc_id)}[/] ({view.doc_format}, source {escape(view.source)}, "
+        f"revision {view.revision[:12] or '-'}, generation {view.generation}): "
+        f"{len(view.fragments)} fragment(s)",
+        highlight=False,
+    )
+    for f in view.fragments:
+        where = " > ".join(f.heading_path) or "-"
+        page = "-" if f.page is None else str(f.page)
+        console.print()
+        console.print(
+            f"[bold]#{f.ordinal}[/] {f.record_kind}/{f.chunk_kind}  page {page}  "
+            f"labels {escape(', '.join(f.labels) or '(none: never served)')}  "
+            f"channel {escape(f.channel or '-')}",
+            highlight=False,
+        )
+        console.print(f"  title: {escape(f.title or '-')}", highlight=False)
+        console.print(f"  heading path: {escape(where)}", highlight=False)
+        console.print("  search text (embedded, BM25):", style="dim")
+        console.print(f.search_text, markup=False, highlight=False, soft_wrap=True)
+        if f.read_text == f.search_text:
+            console.print("  read text: the same (no caveats)", style="dim")
+        else:
+            console.print("  read text (what the answerer reads):", style="dim")
+            console.print(f.read_text, markup=False, highlight=False, soft_wrap=True)

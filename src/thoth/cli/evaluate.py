@@ -5,38 +5,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.analytics import AnalyticsStore, load_catalog_at
-from thoth.analytics.verify import catalog_findings
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
 from thoth.errors import PreconditionError
-from thoth.evaluation.answers import (
-    DEFAULT_K,
-    AnswerEvalReport,
-    case_from_answer,
-    first_figure,
-    load_answer_cases,
-    run_answer_evaluation,
-)
-from thoth.index.base import IndexUnavailable
-from thoth.index.reader import Unreadable, open_generation
-from thoth.knowledge.verify import VerifyReport, verify
-from thoth.runtime import (
-    make_analytics,
-    make_backend,
-    open_answer_service,
-    open_runtime,
-    open_state,
-)
 from thoth.workspace import Workspace
 
+if TYPE_CHECKING:
+    from thoth.evaluation.answers import AnswerEvalReport
+    from thoth.knowledge.verify import VerifyReport
+
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+# thoth.evaluation.answers.DEFAULT_K, not imported here (it loads the answer engine, and
+# `tht --help` must not). A test keeps them equal.
+DEFAULT_K: Final = 5
 
 
 def register(app: typer.Typer) -> None:
@@ -61,6 +49,9 @@ def eval_run_cmd(
     """Ask every reference question; judge retrieval and answer separately.
 
     Exit 0 all pass, 1 any case fails."""
+    from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
+    from thoth.runtime import open_answer_service
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         rel = file or Path(ws.settings.answers.evaluation)
@@ -87,10 +78,14 @@ class _StoreReference:
     numeric case without a written value is checked against."""
 
     def __init__(self, ws: Workspace) -> None:
+        from thoth.runtime import make_analytics, open_runtime
+
         self._rt = open_runtime(ws)
         self._service = make_analytics(self._rt)
 
     def figure(self, query_id: str, parameters: Mapping[str, Any]) -> object:
+        from thoth.evaluation.answers import first_figure
+
         rows = self._service.compute(query_id, parameters).rows
         return first_figure(rows)
 
@@ -146,6 +141,9 @@ def add_from_answer_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Turn a logged (bad) answer into a ready evaluation entry appended to the file."""
+    from thoth.evaluation.answers import case_from_answer, load_answer_cases
+    from thoth.runtime import open_state
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         rel = file or Path(ws.settings.answers.evaluation)
@@ -196,6 +194,11 @@ def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
 
 def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
     """The served analytics catalog against the store (views gone, entries broken)."""
+    from thoth.analytics.catalog import load_catalog_at
+    from thoth.analytics.store import AnalyticsStore
+    from thoth.analytics.verify import catalog_findings
+    from thoth.runtime import open_state
+
     settings = ws.settings.analytics
     if settings is None:
         return
@@ -217,6 +220,11 @@ def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
 
 
 def _verify_with_index(ws: Workspace) -> VerifyReport:
+    from thoth.index.base import IndexUnavailable
+    from thoth.index.reader import Unreadable, open_generation
+    from thoth.knowledge.verify import verify
+    from thoth.runtime import make_backend, open_state
+
     state = open_state(ws)
     backend = make_backend(ws)
     try:

@@ -12,8 +12,6 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.index.reader import check_generations
-from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -30,6 +28,9 @@ def check_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     sealed (size and SHA-256 of each), its points per record kind against the sealed counts.
 
     Exit 0 every generation intact, 1 one or more damaged (the active one included or not)."""
+    from thoth.index.reader import check_generations
+    from thoth.runtime import open_runtime
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         checks = check_generations(rt.state.list_generations(rt.ws.settings.workspace), rt.backend)
     ok = all(c.ok for c in checks)

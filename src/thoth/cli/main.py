@@ -19,19 +19,13 @@ from thoth.cli import schema as schema_cli
 from thoth.cli import service as service_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.errors import Problem
-from thoth.evidence.corpus import load_corpus
-from thoth.evidence.layout import init_workspace
-from thoth.evidence.migrate import import_formulas
-from thoth.evidence.prepare import prepare
-from thoth.evidence.resolve import resolve
-from thoth.evidence.restructure import make_restructurer
-from thoth.evidence.validate import validate_workspace
-from thoth.runtime import open_pseudonymizer, open_runtime
-from thoth.schema.catalog import unit_problems
-from thoth.workflow.sql import read_catalog
 from thoth.workspace import Workspace
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+# Markdown, not Rich markup: help texts name settings as `[privacy]` or `[llm]`, which Rich
+# markup would take for style tags and drop; Markdown also reflows a docstring's paragraphs.
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help=__doc__, rich_markup_mode="markdown"
+)
 evidence_app = typer.Typer(no_args_is_help=True, help="Author and check Evidence Units.")
 app.add_typer(evidence_app, name="evidence")
 publish.register(app, evidence_app)
@@ -58,6 +52,8 @@ def init_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a workspace: thoth.toml and the evidence/ layout."""
+    from thoth.evidence.layout import init_workspace
+
     with errors(as_json):
         created = init_workspace(root, name, language)
     if as_json:
@@ -81,6 +77,10 @@ def prepare_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Turn changed sources into curated units and update the manifest, all or nothing."""
+    from thoth.evidence.prepare import prepare
+    from thoth.evidence.restructure import make_restructurer
+    from thoth.runtime import open_pseudonymizer
+
     with errors(as_json):
         ws = Workspace.open(root)
         restructurer = make_restructurer(ws.settings, open_pseudonymizer(ws))
@@ -96,6 +96,11 @@ def prepare_cmd(
 def schema_problems(ws: Workspace) -> list[Problem]:
     """The units' table and column names the schema index lacks (SchemaUnreadable, with the
     reader's code, when there is no schema index to check against)."""
+    from thoth.evidence.corpus import load_corpus
+    from thoth.runtime import open_runtime
+    from thoth.schema.catalog import unit_problems
+    from thoth.workflow.sql import read_catalog
+
     files, _ = load_corpus(ws.evidence)  # structural problems are validate's own
     with open_runtime(ws) as rt:
         catalog = read_catalog(rt, "tht evidence validate --schema")
@@ -116,6 +121,8 @@ def validate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Check the whole corpus. Exit 0 publishable, 3 valid with doubts, 1 invalid."""
+    from thoth.evidence.validate import validate_workspace
+
     with errors(as_json):
         ws = Workspace.open(root)
         report = validate_workspace(ws)
@@ -149,6 +156,8 @@ def resolve_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Settle an orphan or a retirement candidate (--retire or --source, not both)."""
+    from thoth.evidence.resolve import resolve
+
     with errors(as_json):
         result = resolve(Workspace.open(workspace), unit_id, retire=retire, source=source)
     if as_json:
@@ -176,6 +185,8 @@ def import_formulas_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Copy legacy formulas/*.sql.md into evidence/source/ for the next prepare."""
+    from thoth.evidence.migrate import import_formulas
+
     with errors(as_json):
         result = import_formulas(Workspace.open(root), folder)
     if as_json:

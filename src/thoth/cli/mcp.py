@@ -11,7 +11,6 @@ from typing import Annotated
 import typer
 
 from thoth.cli.common import errors
-from thoth.service.mcp_server import run_stdio
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -34,5 +33,7 @@ def mcp_cmd(
 ) -> None:
     """Serve ask, Evidence and knowledge search, and session consult/show as MCP tools on
     stdin/stdout (configure it as a stdio server in the assistant; docs/mcp.md)."""
+    from thoth.service.mcp_server import run_stdio
+
     with errors(as_json=False):
         run_stdio(Workspace.open(workspace), caller)

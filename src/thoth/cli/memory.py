@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -24,13 +24,10 @@ from rich.table import Table
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
 from thoth.errors import PreconditionError
-from thoth.memory.migrate import migrate
-from thoth.memory.projection import summarize
-from thoth.memory.promotion import decline, preview, save_one
-from thoth.memory.recall import choose, search_memories
-from thoth.memory.reconcile import reconcile
-from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.workflow.stores import MemoryStores
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 SessionOpt = Annotated[str, typer.Option("--session", help="Session id (s-YYYYMMDD-HHMMSS-…).")]
@@ -56,6 +53,8 @@ def register(app: typer.Typer) -> None:
 @contextmanager
 def _stores(root: Path) -> Iterator[MemoryStores]:
     """The workspace's memory stores; the embedder is loaded only by commands that embed."""
+    from thoth.workflow.stores import MemoryStores
+
     with MemoryStores(Workspace.open(root)) as stores:
         yield stores
 
@@ -77,6 +76,8 @@ def promote_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F8: the session's next promotion candidates (then save-one or decline each)."""
+    from thoth.memory.promotion import preview
+
     if not show_preview:
         raise typer.BadParameter(
             "promotion is decided one concept at a time: run with --preview to list the "
@@ -118,6 +119,8 @@ def save_one_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F8: promote one clarified concept (registry, index, then the ledger marker)."""
+    from thoth.memory.promotion import save_one
+
     with errors(as_json), _stores(workspace) as st:
         result = save_one(
             st.session(session),
@@ -142,6 +145,8 @@ def decline_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F8: the reviewer does not want this concept as a memory."""
+    from thoth.memory.promotion import decline
+
     with errors(as_json), _stores(workspace) as st:
         result = decline(st.session(session), seq, registry=st.registry, rationale=rationale)
     if as_json:
@@ -159,6 +164,8 @@ def search_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F2: memories of other sessions to propose to the reviewer (nothing is applied)."""
+    from thoth.memory.recall import search_memories
+
     with errors(as_json), _stores(workspace) as st:
         result = search_memories(
             question,
@@ -192,6 +199,8 @@ def choose_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """F2: apply a proposed memory to the session (a new concept_clarified citing it)."""
+    from thoth.memory.recall import choose
+
     with errors(as_json), _stores(workspace) as st:
         result = choose(st.session(session), memory_id, registry=st.registry)
     if as_json:
@@ -207,6 +216,8 @@ def summary_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The session's memories: approved first, then declined (Markdown, or JSON)."""
+    from thoth.memory.projection import summarize
+
     with errors(as_json), _stores(workspace) as st:
         result = summarize(st.session(session), st.registry)
     if as_json:
@@ -225,6 +236,8 @@ def reconcile_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Repair drift between the registry, the memory index and the ledger markers."""
+    from thoth.memory.reconcile import reconcile
+
     with errors(as_json), _stores(workspace) as st:
         report = reconcile(
             sessions=st.sessions,
@@ -252,6 +265,8 @@ def migrate_cmd(
 ) -> None:
     """Copy the local memory shard into the server collection (`[index] backend = "server"`);
     the local shard is left in place."""
+    from thoth.memory.migrate import migrate
+
     with errors(as_json), _stores(workspace) as st:
         if st.ws.settings.index.backend != "server":
             raise PreconditionError(

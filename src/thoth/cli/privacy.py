@@ -19,8 +19,6 @@ from rich.table import Table
 
 from thoth.cli.common import JsonOpt, emit_json, errors, out
 from thoth.errors import ConfigError, ThothError
-from thoth.privacy.names import length_profile
-from thoth.runtime import open_registry
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -44,6 +42,9 @@ def names_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Count the registry's names in sample text, by name length, to choose min_name_length."""
+    from thoth.privacy.names import length_profile
+    from thoth.runtime import open_registry
+
     with errors(as_json):
         ws = Workspace.open(workspace)
         registry = open_registry(ws)

@@ -4,7 +4,7 @@ preprocess evidence`, `tht evidence activate|search|evaluate|generations`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -13,19 +13,11 @@ from rich.table import Table
 from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, phase_bars
 from thoth.errors import PreconditionError
-from thoth.evaluation.evidence import (
-    evaluate,
-    load_evaluation,
-    save_first_baseline,
-)
-from thoth.evidence.corpus import load_corpus
-from thoth.evidence.publish import materialize
-from thoth.gitrepo import dirty_paths, resolve_revision
-from thoth.index.shard import SHARD_FILES
-from thoth.runtime import Runtime, open_runtime, state_dir
-from thoth.search.outcome import EvidenceSearchContext
-from thoth.workflow.publish import Publisher, PublishReport
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.runtime import Runtime
+    from thoth.workflow.publish import PublishReport
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 _BINDABLE = ("concepts", "tables", "columns")
@@ -50,6 +42,9 @@ def activate_revision_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Activate a reviewed Git revision: the one search must serve from now on."""
+    from thoth.gitrepo import dirty_paths, resolve_revision
+    from thoth.runtime import open_runtime
+
     with errors(as_json):
         ws = Workspace.open(root)
         dirty = dirty_paths(ws.root, "evidence", "thoth.toml")
@@ -74,6 +69,8 @@ def activate_revision_cmd(
 
 
 def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
+    from thoth.workflow.publish import Publisher
+
     with phase_bars(show_progress) as tick:
         publisher = Publisher(
             rt.ws,
@@ -88,6 +85,8 @@ def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
 
 def preprocess_evidence_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> None:
     """Build, evaluate and (if the gate passes) activate a new Evidence generation."""
+    from thoth.runtime import open_runtime
+
     with errors(as_json), open_runtime(Workspace.open(root)) as rt:
         report = run_preprocess(rt, show_progress=not as_json and err.is_terminal)
     if as_json:
@@ -104,6 +103,9 @@ def activate_generation_cmd(
 ) -> None:
     """Activate an earlier generation (rollback): atomic, no rebuild. Only a generation that
     was active before (retired) qualifies: a candidate never passed its evaluation gate."""
+    from thoth.runtime import open_runtime
+    from thoth.workflow.publish import Publisher
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         previous = Publisher(rt.ws, rt.state, rt.backend, rt.embedder).rollback(generation)
         gen = rt.state.get_generation(generation)
@@ -143,6 +145,9 @@ def search_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Search published Evidence. Exit 0 available (even with no results), 1 unavailable."""
+    from thoth.runtime import open_runtime
+    from thoth.search.outcome import EvidenceSearchContext
+
     context = EvidenceSearchContext(
         concepts=tuple(concept or ()),
         tables=tuple(table or ()),
@@ -175,6 +180,11 @@ def evaluate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run evaluation.yaml against a generation. Never modifies the index."""
+    from thoth.evaluation.evidence import evaluate, load_evaluation, save_first_baseline
+    from thoth.evidence.corpus import load_corpus
+    from thoth.evidence.publish import materialize
+    from thoth.runtime import open_runtime, state_dir
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         name = rt.ws.settings.workspace
         gen = (
@@ -216,6 +226,10 @@ def generations_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List index generations and recent builds."""
+    from thoth.index.shard import SHARD_FILES
+    from thoth.runtime import open_runtime
+    from thoth.workflow.publish import Publisher
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         removed = Publisher(rt.ws, rt.state, rt.backend, rt.embedder).cleanup() if cleanup else None
         name = rt.ws.settings.workspace

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from thoth.errors import Problem
-from thoth.evaluation.evidence import EvaluationReport
-from thoth.evidence.prepare import PrepareReport
-from thoth.evidence.validate import ValidationReport
-from thoth.search.outcome import EvidenceSearchOutcome
-from thoth.workflow.publish import PublishReport
+
+if TYPE_CHECKING:
+    from thoth.evaluation.evidence import EvaluationReport
+    from thoth.evidence.prepare import PrepareReport
+    from thoth.evidence.validate import ValidationReport
+    from thoth.search.outcome import EvidenceSearchOutcome
+    from thoth.workflow.publish import PublishReport
 
 
 def problems(console: Console, summary: str, found: Sequence[Problem]) -> None:

@@ -12,7 +12,7 @@ schema synced).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.console import Console
@@ -22,14 +22,18 @@ from rich.table import Table
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out, phase_bars
 from thoth.errors import PreconditionError, ThothError
-from thoth.index.reader import Unreadable
-from thoth.runtime import open_runtime
-from thoth.schema import DEFAULT_PROPOSAL_COLUMNS, SchemaLinker, SchemaProposal, SchemaSync
-from thoth.schema.sync import SchemaSyncReport
-from thoth.workflow.sql import read_catalog
 from thoth.workspace import Workspace
 
+if TYPE_CHECKING:
+    from thoth.index.reader import Unreadable
+    from thoth.schema import SchemaProposal
+    from thoth.schema.sync import SchemaSyncReport
+
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
+
+# thoth.schema.DEFAULT_PROPOSAL_COLUMNS, not imported here (it loads the index reader, and
+# `tht --help` must not). A test keeps them equal.
+DEFAULT_PROPOSAL_COLUMNS: Final = 20
 
 
 def register(app: typer.Typer) -> None:
@@ -57,6 +61,9 @@ def sync_cmd(
 
     Exit 0 synced (or unchanged), 1 failed (the active generation is untouched), 4 refused to
     start (no [database], database unreachable, another sync running)."""
+    from thoth.runtime import open_runtime
+    from thoth.schema import SchemaSync
+
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
@@ -109,6 +116,9 @@ def show_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List the tables and columns of the schema index (the active generation's snapshot)."""
+    from thoth.runtime import open_runtime
+    from thoth.workflow.sql import read_catalog
+
     with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
         catalog = read_catalog(rt, "tht schema show")
         tables = sorted(catalog.tables.values(), key=lambda t: t.table)
@@ -164,6 +174,10 @@ def link_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """What schema linking proposes for a question (no session, no Evidence)."""
+    from thoth.index.reader import Unreadable
+    from thoth.runtime import open_runtime
+    from thoth.schema import SchemaLinker
+
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,

@@ -9,14 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 from rich.markup import escape
 from rich.table import Table
 
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
 from thoth.errors import ConfigError
-from thoth.service.http import WORKSPACE_ENV, create_app
-from thoth.service.registry import add_caller, remove_caller
 from thoth.workspace import Workspace
 
 WORKER_STARTUP_S = 120
@@ -43,6 +40,10 @@ def serve_cmd(
     workspace: WsOpt = Path("."),
 ) -> None:
     """Serve the HTTP API (docs/service.md) until interrupted."""
+    import uvicorn
+
+    from thoth.service.http import WORKSPACE_ENV, create_app
+
     with errors(False):
         ws = Workspace.open(workspace)  # a broken thoth.toml stops here, with its message
         if not ws.settings.service.callers:
@@ -83,6 +84,8 @@ def add_caller_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Declare a calling system: prints its API key ONCE (thoth.toml keeps only its SHA-256)."""
+    from thoth.service.registry import add_caller
+
     with errors(as_json):
         root = Workspace.open(workspace).root
         caller, key = add_caller(root, name, labels.split(","))
@@ -130,6 +133,8 @@ def remove_caller_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove a calling system (its key stops working when the service restarts)."""
+    from thoth.service.registry import remove_caller
+
     with errors(as_json):
         caller = remove_caller(Workspace.open(workspace).root, name)
     if as_json:
@@ -140,5 +145,7 @@ def remove_caller_cmd(
 
 def openapi_cmd() -> None:
     """Print the OpenAPI document (docs/openapi.json is this output)."""
+    from thoth.service.http import create_app
+
     schema = create_app(Path(".")).openapi()
     typer.echo(json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True))

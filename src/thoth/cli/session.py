@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -21,18 +21,13 @@ from rich.table import Table
 from thoth.cli import exitcodes, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
 from thoth.cli.schema import render_proposal
-from thoth.llm import tool_client
-from thoth.runtime import open_runtime, sessions_dir
-from thoth.search.outcome import EvidenceSearchOutcome
-from thoth.session import DISPLAY_CODES, Entry, Session, SessionStore, decide
-from thoth.session.proposals import ProposalBook, ProposalView
-from thoth.workflow.consult import SessionWorkflow, StageBlocked
-from thoth.workflow.driver import accept_proposal, drive
-from thoth.workflow.formulas import import_proposals
-from thoth.workflow.overview import entry_dict, session_overview
-from thoth.workflow.sql import NAME_CHECKED, SQL_CHECKED, RunFailed, decide_checked, run_final_sql
-from thoth.workflow.stores import MemoryStores
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from thoth.session import Entry, Session, SessionStore
+    from thoth.session.proposals import ProposalView
+    from thoth.workflow.consult import StageBlocked
+    from thoth.workflow.sql import RunFailed
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 IdArg = Annotated[str, typer.Argument(help="Session id (s-YYYYMMDD-HHMMSS-xxxxxx).")]
@@ -64,6 +59,9 @@ def register(app: typer.Typer, evidence_app: typer.Typer) -> None:
 
 
 def sessions(ws: Workspace) -> SessionStore:
+    from thoth.runtime import sessions_dir
+    from thoth.session import SessionStore
+
     return SessionStore(sessions_dir(ws))
 
 
@@ -73,6 +71,8 @@ def open_session(workspace: Path, session_id: str) -> tuple[Workspace, Session]:
 
 
 def _entry_line(e: Entry) -> str:
+    from thoth.session import DISPLAY_CODES
+
     text = f"{e.seq:>3}  {DISPLAY_CODES[e.stage]} {e.stage:<16} {e.type:<26} {escape(e.subject)}"
     if e.detail:
         text += f"  [dim]{escape(' '.join(e.detail.split())[:120])}[/]"
@@ -80,6 +80,8 @@ def _entry_line(e: Entry) -> str:
 
 
 def _written(session: Session, entry: Entry, as_json: bool, what: str) -> None:
+    from thoth.workflow.overview import entry_dict
+
     if as_json:
         emit_json({"ok": True, "session": session.id, "entry": entry_dict(entry)})
     else:
@@ -135,6 +137,8 @@ def list_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
 
 def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """The session's standing decisions, Evidence receipts, proposals and memories."""
+    from thoth.workflow.overview import session_overview
+
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
         view = session_overview(ws, session)
@@ -207,6 +211,10 @@ def consult_cmd(
     session_id: IdArg, stage: StageOpt, workspace: WsOpt = Path("."), as_json: JsonOpt = False
 ) -> None:
     """Search Evidence for a stage with what the session has settled. Exit 1 when unavailable."""
+    from thoth.runtime import open_runtime
+    from thoth.search.outcome import EvidenceSearchOutcome
+    from thoth.workflow.consult import SessionWorkflow, StageBlocked
+
     blocked: StageBlocked | None = None
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
@@ -251,6 +259,9 @@ def run_cmd(
 
     Exit 0 ran; 1 the database refused it (recorded as a failed run); 4 not ready (no single
     approved final SQL) or the database cannot be reached (nothing recorded)."""
+    from thoth.runtime import open_runtime
+    from thoth.workflow.sql import RunFailed, run_final_sql
+
     failed: RunFailed | None = None
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
@@ -313,6 +324,10 @@ def decide_cmd(
     """Record a decision of a stage. With a [database]: tables and columns must exist in the
     schema index, and a final SQL (or a CTE plan written as SQL) must pass the database's
     EXPLAIN, read-only."""
+    from thoth.runtime import open_runtime
+    from thoth.session import decide
+    from thoth.workflow.sql import NAME_CHECKED, SQL_CHECKED, decide_checked
+
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
         if ws.settings.database is not None and (type in NAME_CHECKED or type in SQL_CHECKED):
@@ -373,6 +388,11 @@ def drive_cmd(
     session_id: IdArg, stage: StageOpt, workspace: WsOpt = Path("."), as_json: JsonOpt = False
 ) -> None:
     """Ask the [llm] model to propose decisions for a stage; a reviewer accepts them."""
+    from thoth.llm import tool_client
+    from thoth.runtime import open_runtime
+    from thoth.workflow.consult import SessionWorkflow, StageBlocked
+    from thoth.workflow.driver import drive
+
     blocked: StageBlocked | None = None
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
@@ -414,6 +434,10 @@ def accept_cmd(
 ) -> None:
     """Accept a model's proposal: it becomes a decision in the ledger (memory stages: applied
     like `tht memory choose`, `save-one` or `decline`)."""
+    from thoth.runtime import open_runtime
+    from thoth.workflow.driver import accept_proposal
+    from thoth.workflow.stores import MemoryStores
+
     with errors(as_json):
         ws, session = open_session(workspace, session_id)
         # Memory-stage proposals are applied through the memory registry (opened when needed).
@@ -430,6 +454,8 @@ def reject_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Reject a model's proposal (the ledger is not touched)."""
+    from thoth.session.proposals import ProposalBook
+
     with errors(as_json):
         _, session = open_session(workspace, session_id)
         ProposalBook(session).reject(no, rationale=rationale)
@@ -445,6 +471,8 @@ def import_proposals_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a session's Formula proposals as sources under evidence/source/proposals/."""
+    from thoth.workflow.formulas import import_proposals
+
     with errors(as_json):
         ws, session = open_session(root, session_id)
         result = import_proposals(ws, session)

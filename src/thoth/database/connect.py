@@ -8,7 +8,6 @@ from pathlib import Path
 
 from thoth.config import DatabaseSettings
 from thoth.database.base import ReadOnlyDatabase
-from thoth.database.postgres import PostgresDatabase
 from thoth.database.sqlite import SqliteDatabase
 
 
@@ -20,4 +19,6 @@ def open_database(
     DatabaseUnavailable when it cannot be opened, naming the setting at fault."""
     if settings.dialect == "sqlite":
         return SqliteDatabase(settings, root)
+    from thoth.database.postgres import PostgresDatabase  # psycopg loads only when needed
+
     return PostgresDatabase(settings, os.environ if environ is None else environ)

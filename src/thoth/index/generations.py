@@ -6,7 +6,8 @@ next build removes.
 Edge layout under the index directory (one per workspace):
     <gen-id>.building/   being written (never opened by readers)
     <gen-id>/            sealed: flushed, closed, renamed in one step, never written again
-Server layout: collection `<prefix>__<gen-id>__building`, sealed by an alias `<prefix>__<gen-id>`.
+Server layout (thoth.index.server.ServerBackend): collection `<prefix>__<gen-id>__building`,
+sealed by an alias `<prefix>__<gen-id>`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from qdrant_client import QdrantClient, models
-
 from thoth.index.base import IndexStore, IndexUnavailable
 from thoth.index.edge import EdgeStore
-from thoth.index.server import ServerStore
 from thoth.index.shard import SHARD_FILES, fingerprint, private_copy
 from thoth.storage import fsync_dir
 
@@ -118,76 +116,3 @@ class EdgeBackend:
 
     def close(self) -> None:
         """Nothing shared to release: each store owns its shard handle."""
-
-
-class ServerBackend:
-    name = "server"
-
-    def __init__(self, client: QdrantClient, prefix: str) -> None:
-        self._client = client
-        self.prefix = prefix
-
-    def _name(self, gen_id: str) -> str:
-        return f"{self.prefix}__{gen_id}"
-
-    def create(self, gen_id: str, dim: int) -> IndexStore:
-        return ServerStore.create(self._client, self._name(gen_id) + "__building", dim)
-
-    def seal(self, gen_id: str, store: IndexStore) -> dict[str, Any]:
-        store.flush()
-        self._client.update_collection_aliases(
-            change_aliases_operations=[
-                models.CreateAliasOperation(
-                    create_alias=models.CreateAlias(
-                        collection_name=self._name(gen_id) + "__building",
-                        alias_name=self._name(gen_id),
-                    )
-                )
-            ]
-        )
-        return {}  # a server collection has no files Thoth can check; counts still are
-
-    def open(self, gen_id: str, sealed: Mapping[str, Any] | None = None) -> IndexStore:
-        aliases = {a.alias_name for a in self._client.get_aliases().aliases}
-        if self._name(gen_id) not in aliases:
-            raise IndexUnavailable(
-                f"Qdrant: generation {gen_id} has no sealed collection "
-                f"(alias {self._name(gen_id)!r} missing)"
-            )
-        return ServerStore.open(self._client, self._name(gen_id))
-
-    def drop(self, gen_id: str) -> None:
-        aliases = {a.alias_name for a in self._client.get_aliases().aliases}
-        if self._name(gen_id) in aliases:
-            self._client.update_collection_aliases(
-                change_aliases_operations=[
-                    models.DeleteAliasOperation(
-                        delete_alias=models.DeleteAlias(alias_name=self._name(gen_id))
-                    )
-                ]
-            )
-        if self._client.collection_exists(self._name(gen_id) + "__building"):
-            self._client.delete_collection(self._name(gen_id) + "__building")
-
-    def sealed(self) -> list[str]:
-        head = f"{self.prefix}__"
-        return sorted(
-            a.alias_name.removeprefix(head)
-            for a in self._client.get_aliases().aliases
-            if a.alias_name.startswith(head)
-        )
-
-    def discard_unsealed(self) -> list[str]:
-        sealed = set(self.sealed())
-        head = f"{self.prefix}__"
-        removed = []
-        for c in self._client.get_collections().collections:
-            if c.name.startswith(head) and c.name.endswith("__building"):
-                gen_id = c.name.removeprefix(head).removesuffix("__building")
-                if gen_id not in sealed:
-                    self._client.delete_collection(c.name)
-                    removed.append(gen_id)
-        return removed
-
-    def close(self) -> None:
-        self._client.close()

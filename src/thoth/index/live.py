@@ -11,10 +11,11 @@ built it), so the caller can refuse to mix vectors of two embedders:
   files, so a reader opening it during a write would tear the writer's flush. A new shard is
   built in a hidden directory and renamed into place: complete or absent. The metadata is a
   JSON file inside the shard (`thoth_<name>.json`).
-- `ServerLiveCollection`: the qdrant-client collection `<prefix>__<name>` on a Qdrant server
-  (or qdrant-client's local mode), with the metadata in the collection's own `metadata`
-  (written by the same call that creates the collection). The server serialises writes;
-  there is no lock to take. Several hosts serving one workspace share it.
+- `ServerLiveCollection` (in thoth.index.server_live): the qdrant-client collection
+  `<prefix>__<name>` on a Qdrant server (or qdrant-client's local mode), with the metadata
+  in the collection's own `metadata` (written by the same call that creates the
+  collection). The server serialises writes; there is no lock to take. Several hosts
+  serving one workspace share it.
 
 Every fault is `IndexUnavailable` (the cause kept), never an empty answer.
 """
@@ -30,15 +31,13 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 import qdrant_edge as qe
-from qdrant_client import QdrantClient, models
 
-from thoth.index.base import BM25, IndexStore, IndexUnavailable
+from thoth.index.base import IndexStore, IndexUnavailable
 from thoth.index.edge import EdgeStore
-from thoth.index.server import ServerStore
 from thoth.storage import file_lock, fsync_dir, write_durably
 
 META_KEY: Final = "thoth"  # the key of the caller's metadata in a server collection's metadata
-_PAGE: Final = 1024
+PAGE: Final = 1024  # points per scroll page
 
 
 class LiveStore(IndexStore, Protocol):
@@ -104,7 +103,7 @@ class EdgeLiveStore(EdgeStore):
             try:
                 records, offset = self._shard.scroll(
                     qe.ScrollRequest(
-                        offset=offset, limit=_PAGE, with_payload=True, with_vector=False
+                        offset=offset, limit=PAGE, with_payload=True, with_vector=False
                     )
                 )
             except Exception as exc:  # see payloads()
@@ -193,130 +192,3 @@ class EdgeLiveCollection:
 
     def close(self) -> None:
         """Nothing held between calls: each open is closed by its caller."""
-
-
-# ---------------------------------------------------------------------- Qdrant server
-
-
-class ServerLiveStore(ServerStore):
-    def payloads(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        try:
-            points = self._client.retrieve(
-                self.collection, list(ids), with_payload=True, with_vectors=False
-            )
-        except Exception as exc:  # qdrant-client raises several unrelated types: keep the cause
-            raise IndexUnavailable(f"Qdrant {self.collection!r}: retrieve failed: {exc}") from exc
-        return [dict(p.payload or {}) for p in points]
-
-    def all_payloads(self) -> Iterator[dict[str, Any]]:
-        offset: Any = None
-        while True:
-            try:
-                points, offset = self._client.scroll(
-                    self.collection,
-                    limit=_PAGE,
-                    offset=offset,
-                    with_payload=True,
-                    with_vectors=False,
-                )
-            except Exception as exc:  # see payloads()
-                raise IndexUnavailable(f"Qdrant {self.collection!r}: scroll failed: {exc}") from exc
-            for p in points:
-                yield dict(p.payload or {})
-            if offset is None:
-                return
-
-    def delete(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        try:
-            self._client.delete(
-                self.collection, points_selector=models.PointIdsList(points=list(ids)), wait=True
-            )
-        except Exception as exc:  # see payloads()
-            raise IndexUnavailable(f"Qdrant {self.collection!r}: delete failed: {exc}") from exc
-
-
-class ServerLiveCollection:
-    """The collection `<prefix>__<name>`. The client is the caller's: closed by whoever made
-    it (`owns_client=True` hands it over to this collection)."""
-
-    def __init__(
-        self, client: QdrantClient, prefix: str, name: str, *, owns_client: bool = False
-    ) -> None:
-        self._client = client
-        self.name = name
-        self.collection = f"{prefix}__{name}"
-        self.where = f"Qdrant collection {self.collection!r}"
-        self._owns_client = owns_client
-
-    def exists(self) -> bool:
-        try:
-            return bool(self._client.collection_exists(self.collection))
-        except Exception as exc:  # qdrant-client raises several unrelated types: keep the cause
-            raise IndexUnavailable(f"{self.where}: cannot reach Qdrant ({exc})") from exc
-
-    @contextmanager
-    def locked(self, *, exclusive: bool) -> Iterator[None]:
-        """The server serialises writes itself: nothing to lock."""
-        yield
-
-    def create(self, dim: int, payload_indexes: Sequence[str], meta: Mapping[str, Any]) -> None:
-        try:
-            self._client.create_collection(
-                self.collection,
-                vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
-                sparse_vectors_config={
-                    BM25: models.SparseVectorParams(modifier=models.Modifier.IDF)
-                },
-                metadata={META_KEY: dict(meta)},
-            )
-        except Exception as exc:  # see exists()
-            if self._created_elsewhere():
-                return  # another host created it meanwhile; meta() checks what it holds
-            raise IndexUnavailable(f"{self.where}: cannot create it ({exc})") from exc
-        try:
-            for name in payload_indexes:
-                self._client.create_payload_index(
-                    self.collection, name, field_schema=models.PayloadSchemaType.KEYWORD
-                )
-        except Exception as exc:  # see exists()
-            raise IndexUnavailable(
-                f"{self.where}: created, but its payload indexes failed ({exc})"
-            ) from exc
-
-    def _created_elsewhere(self) -> bool:
-        try:
-            return self.exists()
-        except IndexUnavailable:  # the creation error is the one reported, with its cause
-            return False
-
-    def meta(self) -> dict[str, Any]:
-        try:
-            info = self._client.get_collection(self.collection)
-        except Exception as exc:  # see exists()
-            raise IndexUnavailable(f"{self.where}: unavailable ({exc})") from exc
-        meta = (info.config.metadata or {}).get(META_KEY)
-        if not isinstance(meta, dict):
-            raise IndexUnavailable(
-                f"{self.where}: no Thoth metadata ({META_KEY!r}) in the collection's metadata"
-            )
-        return dict(meta)
-
-    def open(self) -> ServerLiveStore:
-        store = ServerLiveStore.open(self._client, self.collection)
-        assert isinstance(store, ServerLiveStore)  # ServerStore.open builds `cls`
-        return store
-
-    def drop(self) -> bool:
-        try:
-            existed = bool(self._client.collection_exists(self.collection))
-            if existed:
-                self._client.delete_collection(self.collection)
-        except Exception as exc:  # see exists()
-            raise IndexUnavailable(f"{self.where}: cannot delete it ({exc})") from exc
-        return existed
-
-    def close(self) -> None:
-        if self._owns_client:
-            self._client.close()

@@ -1,9 +1,11 @@
 """Qdrant server adapter (qdrant-client): the same collection layout on a Qdrant server or
-cluster. In tests qdrant-client's local mode stands in for a server."""
+cluster, and the backend of its generations (`ServerBackend`). In tests qdrant-client's local
+mode stands in for a server. Imported only where `[index].backend = "server"` is used:
+qdrant-client takes about a second to import."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
@@ -14,6 +16,7 @@ from thoth.index.base import (
     Hit,
     IndexConfigError,
     IndexRecord,
+    IndexStore,
     IndexUnavailable,
     SparseVec,
     Where,
@@ -194,3 +197,76 @@ class ServerStore:
 
     def close(self) -> None:
         """The client is shared by the backend, which closes it."""
+
+
+class ServerBackend:
+    name = "server"
+
+    def __init__(self, client: QdrantClient, prefix: str) -> None:
+        self._client = client
+        self.prefix = prefix
+
+    def _name(self, gen_id: str) -> str:
+        return f"{self.prefix}__{gen_id}"
+
+    def create(self, gen_id: str, dim: int) -> IndexStore:
+        return ServerStore.create(self._client, self._name(gen_id) + "__building", dim)
+
+    def seal(self, gen_id: str, store: IndexStore) -> dict[str, Any]:
+        store.flush()
+        self._client.update_collection_aliases(
+            change_aliases_operations=[
+                models.CreateAliasOperation(
+                    create_alias=models.CreateAlias(
+                        collection_name=self._name(gen_id) + "__building",
+                        alias_name=self._name(gen_id),
+                    )
+                )
+            ]
+        )
+        return {}  # a server collection has no files Thoth can check; counts still are
+
+    def open(self, gen_id: str, sealed: Mapping[str, Any] | None = None) -> IndexStore:
+        aliases = {a.alias_name for a in self._client.get_aliases().aliases}
+        if self._name(gen_id) not in aliases:
+            raise IndexUnavailable(
+                f"Qdrant: generation {gen_id} has no sealed collection "
+                f"(alias {self._name(gen_id)!r} missing)"
+            )
+        return ServerStore.open(self._client, self._name(gen_id))
+
+    def drop(self, gen_id: str) -> None:
+        aliases = {a.alias_name for a in self._client.get_aliases().aliases}
+        if self._name(gen_id) in aliases:
+            self._client.update_collection_aliases(
+                change_aliases_operations=[
+                    models.DeleteAliasOperation(
+                        delete_alias=models.DeleteAlias(alias_name=self._name(gen_id))
+                    )
+                ]
+            )
+        if self._client.collection_exists(self._name(gen_id) + "__building"):
+            self._client.delete_collection(self._name(gen_id) + "__building")
+
+    def sealed(self) -> list[str]:
+        head = f"{self.prefix}__"
+        return sorted(
+            a.alias_name.removeprefix(head)
+            for a in self._client.get_aliases().aliases
+            if a.alias_name.startswith(head)
+        )
+
+    def discard_unsealed(self) -> list[str]:
+        sealed = set(self.sealed())
+        head = f"{self.prefix}__"
+        removed = []
+        for c in self._client.get_collections().collections:
+            if c.name.startswith(head) and c.name.endswith("__building"):
+                gen_id = c.name.removeprefix(head).removesuffix("__building")
+                if gen_id not in sealed:
+                    self._client.delete_collection(c.name)
+                    removed.append(gen_id)
+        return removed
+
+    def close(self) -> None:
+        self._client.close()

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from thoth.agent.submit import submit_job
-from thoth.analytics import AnalyticsStore
+from thoth.analytics.store import AnalyticsStore
 from thoth.answer.retrieval import KnowledgeSearch, RetrievedFragment
 from thoth.answer.service import AnswerService
 from thoth.config import CallerSettings, Settings

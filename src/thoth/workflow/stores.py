@@ -7,9 +7,7 @@ open them here, so they never disagree on where memories live.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Final
-
-from qdrant_client import QdrantClient
+from typing import TYPE_CHECKING, Final
 
 from thoth.embed.base import Embedder, EmbedderError
 from thoth.index.live import EdgeLiveCollection
@@ -25,6 +23,9 @@ from thoth.runtime import (
 )
 from thoth.session import Session, SessionStore
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
 
 MEMORY_COLLECTION: Final = COLLECTION
 
