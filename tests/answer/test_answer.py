@@ -456,7 +456,11 @@ def test_cli_ask_json_keys(corpus: Corpus) -> None:
         "ok", "id", "question", "text", "status", "sources", "answerer", "dropped",
         "degraded", "error_code", "diagnostics",
     }  # fmt: skip
-    assert data["ok"] and data["sources"] and set(data["sources"][0]) == {"title", "doc_id", "revision"}
+    assert (
+        data["ok"]
+        and data["sources"]
+        and set(data["sources"][0]) == {"title", "doc_id", "revision"}
+    )
     assert data["degraded"] == []
 
 
