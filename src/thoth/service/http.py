@@ -363,6 +363,8 @@ async def _guarded(
             log.error("request %s %s failed [%s]: %s", request_id, request.url.path, exc.code, exc)
         return problem_response(exc, request_id)
     except Exception:
+        # The last resort, not a swallow: the traceback is logged under the request id, and the
+        # caller gets a 500 `internal` naming that id (never the traceback, never a bare 500).
         log.exception("request %s %s: unexpected failure", request_id, request.url.path)
         return problem_response(_internal(request_id), request_id)
     response.headers[REQUEST_ID] = request_id
