@@ -218,11 +218,25 @@ def _split_row(line: _Line) -> tuple[list[Word], list[Word]] | None:
 def _data_row(line: _Line) -> bool:
     """A row of figures that is not a header line of years ("2023 2022")."""
     row = _split_row(line)
-    return row is not None and not _years_only(row)
+    return row is not None and not _years_only(line, row)
 
 
-def _years_only(row: tuple[list[Word], list[Word]]) -> bool:
-    return not row[0] and all(_YEAR.match(str(w["text"])) for w in row[1])
+def _years_only(line: _Line, row: tuple[list[Word], list[Word]]) -> bool:
+    """A header line of years: years alone ("2023 2022"), or with words, two or more years
+    and no other figure standing alone ("Three Months Ended September 30,   2023   2022";
+    "(In millions)   2023   Acquisitions   Other   2023"), as MSFT sets its headers."""
+    if not all(_YEAR.match(str(w["text"])) for w in row[1]):
+        return False
+    if not row[0]:
+        return True
+    alone = [
+        str(w["text"])
+        for phrase in _phrases(line)
+        if all(_is_value(str(w["text"])) for w in phrase)
+        for w in phrase
+        if _is_figure(str(w["text"]))
+    ]
+    return len(alone) >= 2 and all(_YEAR.match(text) for text in alone)
 
 
 # -- aligned tables (no rules) -----------------------------------------------------------------
@@ -281,7 +295,9 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     columns = _columns([t for row in tokens for t in row])
     if not columns:
         return None
-    limit = columns[0][0]  # the label column ends where the first column of figures starts
+    # The label column ends where the first column of figures starts, at its `$` when it has
+    # one: a date right-aligned over that `$` ("April 1, 2023") heads figures, not labels.
+    limit = min(columns[0][0], *(float(s[1][0]["x0"]) for s in split if s))
     if any(s is None and lines[i].x1 > limit for i, s in zip(body, split, strict=True)):
         return None
     if any(s is not None and s[0] and float(s[0][-1]["x1"]) > limit for s in split):
@@ -302,7 +318,7 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         if below.top - line.bottom > 2.5 * line.height or len(header_lines) == 4:
             break
         row = _split_row(line)
-        if row is not None and not _years_only(row):
+        if row is not None and not _years_only(line, row):
             break
         phrases = _phrases(line)
         if any(float(p[0]["x0"]) < label_end and float(p[-1]["x1"]) > limit for p in phrases):
@@ -335,18 +351,30 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     # a "Three Months Ended" centred over two dates heads the columns of both.
     cells: list[list[str]] = [[] for _ in range(width)]
     widened = list(columns)
-    for line in reversed(header_lines):
+    for index in reversed(range(len(header_lines))):
+        line = header_lines[index]
+        neighbours = header_lines[max(0, index - 1) : index] + header_lines[index + 1 : index + 2]
         given: list[tuple[int, float, float]] = []
         spans = _phrase_spans(line.words, line.height)
         spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], columns)
+        caption = _period_caption(line, spans, limit)
+        texts: dict[int, list[str]] = {}  # this line's phrases per column, left to right
         for text, x0, x1 in spans:
+            if (text, x0, x1) in caption:
+                continue  # the period of the years on this line: it heads their columns
             found = targets(x0, x1, widened)
+            if _table_note(spans, neighbours):
+                found = [0]
             if x1 > limit:
                 more = spanned.get((x0, x1), [])
                 found = sorted({*found, *(len(starts) + c for c in more)})
             for target in found:
-                cells[target].insert(0, text)
+                texts.setdefault(target, []).append(text)
                 given.append((target - len(starts), x0, x1))
+        for target, parts in texts.items():
+            if caption and target >= len(starts):
+                parts.insert(0, " ".join(text for text, _, _ in caption))
+            cells[target].insert(0, " ".join(parts))
         for col, x0, x1 in given:
             if col >= 0:
                 a, b = widened[col]
@@ -360,6 +388,43 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
             cells_of_row[col] = f"{cells_of_row[col]} {text}".strip()
         table.rows.append(tuple(cells_of_row))
     return table
+
+
+def _table_note(spans: Sequence[tuple[str, float, float]], neighbours: Sequence[_Line]) -> bool:
+    """Whether a header line is a note on the whole table: one phrase in parentheses that
+    lines up (left edge, right edge or centre, over or under it) with no phrase of the
+    header lines next to it: NVDA's "(In millions)" set loose between the date columns.
+    Lined up with a column's header phrases it belongs to that column (MSFT's "(In
+    millions)" right-aligned under "Approximate Dollar Value of Shares That May Yet Be
+    Purchased")."""
+    if len(spans) != 1:
+        return False
+    text, x0, x1 = spans[0]
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    centre = (x0 + x1) / 2
+    return not any(
+        a <= centre <= b and min(abs(a - x0), abs(b - x1), abs((a + b) / 2 - centre)) <= 2
+        for line in neighbours
+        for _, a, b in _phrase_spans(line.words, line.height)
+    )
+
+
+def _period_caption(
+    line: _Line, spans: Sequence[tuple[str, float, float]], limit: float
+) -> list[tuple[str, float, float]]:
+    """The label-side phrases of a header line of years that name their period: on
+    "Three Months Ended September 30,   2023   2022" the period heads each year's column
+    ("Three Months Ended September 30, 2023"). A phrase in parentheses is a note on the
+    table ("(In millions)"), not a period, and stays over the labels."""
+    row = _split_row(line)
+    if row is None or not row[0] or not _years_only(line, row):
+        return []
+    return [
+        (text, x0, x1)
+        for text, x0, x1 in spans
+        if x1 <= limit and not (text.startswith("(") and text.endswith(")"))
+    ]
 
 
 def _spanned_columns(
@@ -455,12 +520,14 @@ def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
             start -= 1
         end = index + 1  # one past the last row of figures
         probe = end
+        first_value = float(_split_row(lines[index])[1][0]["x0"])  # type: ignore[index]
         while probe < len(lines) and lines[probe].top - lines[probe - 1].bottom <= 2.0 * (
             lines[probe].height
         ):
             if _data_row(lines[probe]):
                 end = probe = probe + 1
-            elif len(_phrases(lines[probe])) == 1:
+            elif len(_phrases(lines[probe])) == 1 and lines[probe].x1 < first_value:
+                # a label-only line ("Net sales:"); one reaching over the figures is prose
                 probe += 1
             else:
                 break
