@@ -266,8 +266,14 @@ def _tokens(values: Sequence[Word]) -> list[tuple[str, float, float]]:
 
 
 def _columns(tokens: Sequence[tuple[str, float, float]]) -> list[tuple[float, float]]:
-    """Column extents: the horizontal extents of the figures, overlapping ones merged."""
-    spans = sorted((x0, x1) for text, x0, x1 in tokens if _is_figure(text.lstrip("$€£")))
+    """Column extents: the horizontal extents of the figures and of the dashes that stand
+    for nil, overlapping ones merged (a column of "—" alone, as INTC's "Gross Amounts
+    Offset", is a column). A hyphen is not one: AMZN's "2024 - 2044" is one range."""
+    spans = sorted(
+        (x0, x1)
+        for text, x0, x1 in tokens
+        if _is_figure(text.lstrip("$€£")) or (text != "-" and _DASH.match(text.lstrip("$€£")))
+    )
     columns: list[list[float]] = []
     for x0, x1 in spans:
         if columns and x0 <= columns[-1][1]:
@@ -356,21 +362,31 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         neighbours = header_lines[max(0, index - 1) : index] + header_lines[index + 1 : index + 2]
         given: list[tuple[int, float, float]] = []
         spans = _phrase_spans(line.words, line.height)
-        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], columns)
+        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], widened)
         caption = _period_caption(line, spans, limit)
         texts: dict[int, list[str]] = {}  # this line's phrases per column, left to right
         for text, x0, x1 in spans:
             if (text, x0, x1) in caption:
                 continue  # the period of the years on this line: it heads their columns
             found = targets(x0, x1, widened)
-            if _table_note(spans, neighbours):
+            if x1 > limit and _table_note(text, x0, x1, neighbours):
                 found = [0]
-            if x1 > limit:
+            elif x1 > limit and not _lines_up(
+                x0, x1, header_lines[index + 1 : index + 2], centres=False
+            ):
+                # A phrase flush with a column's header phrase below it (MSFT's "Cash" over
+                # "and Cash Equivalents") heads that column only; a centred one may head
+                # several (AMZN's "2022" over three columns, centred on the middle one).
                 more = spanned.get((x0, x1), [])
                 found = sorted({*found, *(len(starts) + c for c in more)})
             for target in found:
                 texts.setdefault(target, []).append(text)
                 given.append((target - len(starts), x0, x1))
+        if any(len(parts) > 1 for target, parts in texts.items() if target >= len(starts)):
+            # Two phrases of one header line over one column of figures: the phrases are
+            # not where the columns are ("Gross ... Net" over three columns), and a header
+            # guessed from them would be wrong in every chunk; the lines stay text.
+            return None
         for target, parts in texts.items():
             if caption and target >= len(starts):
                 parts.insert(0, " ".join(text for text, _, _ in caption))
@@ -390,22 +406,26 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     return table
 
 
-def _table_note(spans: Sequence[tuple[str, float, float]], neighbours: Sequence[_Line]) -> bool:
-    """Whether a header line is a note on the whole table: one phrase in parentheses that
-    lines up (left edge, right edge or centre, over or under it) with no phrase of the
+def _table_note(text: str, x0: float, x1: float, neighbours: Sequence[_Line]) -> bool:
+    """Whether a header phrase over the figures is a note on the whole table: in parentheses,
+    and lined up (left edge, right edge or centre, over or under it) with no phrase of the
     header lines next to it: NVDA's "(In millions)" set loose between the date columns.
     Lined up with a column's header phrases it belongs to that column (MSFT's "(In
     millions)" right-aligned under "Approximate Dollar Value of Shares That May Yet Be
-    Purchased")."""
-    if len(spans) != 1:
-        return False
-    text, x0, x1 = spans[0]
+    Purchased", its "(calendar year)" under "Maturities")."""
     if not (text.startswith("(") and text.endswith(")")):
         return False
+    return not _lines_up(x0, x1, neighbours)
+
+
+def _lines_up(x0: float, x1: float, lines: Sequence[_Line], centres: bool = True) -> bool:
+    """Whether a phrase lines up with a phrase of `lines`: same left edge, right edge or
+    (with `centres`) centre, within 2 pt, its centre over the other phrase."""
     centre = (x0 + x1) / 2
-    return not any(
-        a <= centre <= b and min(abs(a - x0), abs(b - x1), abs((a + b) / 2 - centre)) <= 2
-        for line in neighbours
+    return any(
+        a <= centre <= b
+        and min(abs(a - x0), abs(b - x1), abs((a + b) / 2 - centre) if centres else 9.0) <= 2
+        for line in lines
         for _, a, b in _phrase_spans(line.words, line.height)
     )
 
