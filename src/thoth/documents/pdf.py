@@ -91,6 +91,8 @@ _FIGURE = re.compile(r"^[(\[]?[-−–+]?[$€£]?\d[\d.,']*%?[)\]]?%?$")
 _CURRENCY = re.compile(r"^[$€£]$")
 _DASH = re.compile(r"^(?:[-—–]|n/?[ad]|nm)$", re.IGNORECASE)
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+# A range in one word, a value but not a figure of its own: "2023–2043", "3.63%–4.88%".
+_RANGE = re.compile(r"^\d[\d.,]*%?[–-]\d[\d.,]*%?$")
 _WS = re.compile(r"\s+")
 
 
@@ -99,7 +101,11 @@ def _is_figure(text: str) -> bool:
 
 
 def _is_value(text: str) -> bool:
-    return _is_figure(text) or bool(_CURRENCY.match(text) or _DASH.match(text)) or text == "%"
+    return (
+        _is_figure(text)
+        or bool(_CURRENCY.match(text) or _DASH.match(text) or _RANGE.match(text))
+        or text == "%"
+    )
 
 
 def _clean(cell: str | None) -> str:
@@ -199,13 +205,17 @@ def _split_row(line: _Line) -> tuple[list[Word], list[Word]] | None:
     """(label words, value words) of a row of figures, or None when the line is not one.
 
     The values are the words from the first value-like word that stands a wide gap away from
-    the label (or starts the line) to the end of the line, all value-like, one a figure.
+    the label (or starts the line) to the end of the line, all value-like, one a figure. A
+    line that starts with two figures close together ("31, 2022)   35,653   31,580", the
+    end of a label wrapped onto a second line) starts with text.
     """
     words = line.words
     for start, word in enumerate(words):
         if not _is_value(str(word["text"])):
             continue
         if start and float(word["x0"]) - float(words[start - 1]["x1"]) <= line.height:
+            continue
+        if not start and sum(1 for w in _phrases(line)[0] if _is_figure(str(w["text"]))) > 1:
             continue
         values = words[start:]
         if all(_is_value(str(w["text"])) for w in values) and any(
@@ -222,21 +232,25 @@ def _data_row(line: _Line) -> bool:
 
 
 def _years_only(line: _Line, row: tuple[list[Word], list[Word]]) -> bool:
-    """A header line of years: years alone ("2023 2022"), or with words, two or more years
-    and no other figure standing alone ("Three Months Ended September 30,   2023   2022";
-    "(In millions)   2023   Acquisitions   Other   2023"), as MSFT sets its headers."""
+    """A header line of years: years alone ("2023 2022"), or with words, no figure standing
+    alone but years, and two or more of them ("Three Months Ended September 30,   2023
+    2022"; "(In millions)   2023   Acquisitions   Other   2023", as MSFT sets its headers)
+    or one after several phrases ("(years)   Interest Rate   July 30, 2023   2023", NVDA's
+    debt table): a row has one label, not phrases spread over the columns."""
     if not all(_YEAR.match(str(w["text"])) for w in row[1]):
         return False
     if not row[0]:
         return True
+    phrases = _phrases(line)
     alone = [
         str(w["text"])
-        for phrase in _phrases(line)
+        for phrase in phrases
         if all(_is_value(str(w["text"])) for w in phrase)
         for w in phrase
         if _is_figure(str(w["text"]))
     ]
-    return len(alone) >= 2 and all(_YEAR.match(text) for text in alone)
+    enough = len(alone) >= 2 or (len(alone) == 1 and len(phrases) >= 3)
+    return enough and all(_YEAR.match(text) for text in alone)
 
 
 # -- aligned tables (no rules) -----------------------------------------------------------------
