@@ -207,22 +207,56 @@ def _split_row(line: _Line) -> tuple[list[Word], list[Word]] | None:
     The values are the words from the first value-like word that stands a wide gap away from
     the label (or starts the line) to the end of the line, all value-like, one a figure. A
     line that starts with two figures close together ("31, 2022)   35,653   31,580", the
-    end of a label wrapped onto a second line) starts with text.
+    end of a label wrapped onto a second line) starts with text, and so does one that starts
+    with a year before other figures ("2025   2,834   2,196": the year is the row's label in
+    a table of maturities). A unit after the figures of
+    two or more columns is part of their values ("8 years   8 years", "5.5 pts   26.6 pts").
     """
     words = line.words
+    units = _units(line)
     for start, word in enumerate(words):
         if not _is_value(str(word["text"])):
             continue
         if start and float(word["x0"]) - float(words[start - 1]["x1"]) <= line.height:
             continue
-        if not start and sum(1 for w in _phrases(line)[0] if _is_figure(str(w["text"]))) > 1:
+        if not start and _label_like_start(line):
             continue
         values = words[start:]
-        if all(_is_value(str(w["text"])) for w in values) and any(
+        if all(_is_value(str(w["text"])) or str(w["text"]) in units for w in values) and any(
             _is_figure(str(w["text"])) for w in values
         ):
             return words[:start], values
     return None
+
+
+def _label_like_start(line: _Line) -> bool:
+    """Whether the first phrase of a line that starts with figures is its label: two figures
+    close together, or a year alone before figures that are not years."""
+    first = [str(w["text"]) for w in _phrases(line)[0]]
+    if sum(1 for text in first if _is_figure(text)) > 1:
+        return True
+    rest = [str(w["text"]) for w in line.words[len(first) :]]
+    return (
+        len(first) == 1
+        and bool(_YEAR.match(first[0]))
+        and any(_is_figure(text) and not _YEAR.match(text) for text in rest)
+    )
+
+
+def _units(line: _Line) -> set[str]:
+    """Words that follow a figure closely (a short word of letters) twice or more on a line:
+    the unit of a row's values ("years", "pts"), not prose."""
+    seen: dict[str, int] = {}
+    for prev, word in zip(line.words, line.words[1:], strict=False):
+        text = str(word["text"])
+        if (
+            _is_figure(str(prev["text"]))
+            and text.isalpha()
+            and len(text) <= 6
+            and float(word["x0"]) - float(prev["x1"]) <= line.height
+        ):
+            seen[text] = seen.get(text, 0) + 1
+    return {text for text, count in seen.items() if count >= 2}
 
 
 def _data_row(line: _Line) -> bool:
@@ -273,6 +307,8 @@ def _tokens(values: Sequence[Word]) -> list[tuple[str, float, float]]:
             pending = text
         elif text == "%" and out:
             out[-1] = (out[-1][0] + "%", out[-1][1], x1)
+        elif not _is_value(text) and out:  # a unit ("years"): part of the figure before
+            out[-1] = (f"{out[-1][0]} {text}", out[-1][1], x1)
         else:
             out.append((pending + text, x0, x1))
             pending = ""
@@ -286,7 +322,8 @@ def _columns(tokens: Sequence[tuple[str, float, float]]) -> list[tuple[float, fl
     spans = sorted(
         (x0, x1)
         for text, x0, x1 in tokens
-        if _is_figure(text.lstrip("$€£")) or (text != "-" and _DASH.match(text.lstrip("$€£")))
+        if _is_figure(text.lstrip("$€£").split(" ")[0])
+        or (text != "-" and _DASH.match(text.lstrip("$€£")))
     )
     columns: list[list[float]] = []
     for x0, x1 in spans:
@@ -345,6 +382,11 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
             break  # a caption across labels and figures, not a column header
         if all(float(p[-1]["x1"]) <= limit for p in phrases):
             break  # nothing over the figures: a caption or the end of the text above
+        over = [str(p[0]["text"]) for p in phrases if float(p[-1]["x1"]) > limit]
+        if len(over) < len(phrases) and all(
+            _is_figure(text) and not _YEAR.match(text) for text in over
+        ):
+            break  # a label and figures with units ("Operating leases   8 years"): a row
         header_lines.insert(0, line)
         below = line
     if not header_lines or all(
