@@ -425,7 +425,7 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
             if (text, x0, x1) in caption:
                 continue  # the period of the years on this line: it heads their columns
             found = targets(x0, x1, widened)
-            if x1 > limit and _table_note(text, x0, x1, neighbours):
+            if x1 > limit and _table_note(text, x0, x1, neighbours, columns):
                 found = [0]
             elif x1 > limit and not _lines_up(
                 x0, x1, header_lines[index + 1 : index + 2], centres=False
@@ -462,16 +462,24 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     return table
 
 
-def _table_note(text: str, x0: float, x1: float, neighbours: Sequence[_Line]) -> bool:
+def _table_note(
+    text: str,
+    x0: float,
+    x1: float,
+    neighbours: Sequence[_Line],
+    columns: Sequence[tuple[float, float]],
+) -> bool:
     """Whether a header phrase over the figures is a note on the whole table: in parentheses,
-    and lined up (left edge, right edge or centre, over or under it) with no phrase of the
-    header lines next to it: NVDA's "(In millions)" set loose between the date columns.
-    Lined up with a column's header phrases it belongs to that column (MSFT's "(In
-    millions)" right-aligned under "Approximate Dollar Value of Shares That May Yet Be
+    and over the figures of two columns or more ("($ in millions, except per share data)"
+    across three dates), or lined up (left edge, right edge or centre, over or under it) with
+    no phrase of the header lines next to it: NVDA's "(In millions)" set loose between the
+    date columns. Lined up with a column's header phrases it belongs to that column (MSFT's
+    "(In millions)" right-aligned under "Approximate Dollar Value of Shares That May Yet Be
     Purchased", its "(calendar year)" under "Maturities")."""
     if not (text.startswith("(") and text.endswith(")")):
         return False
-    return not _lines_up(x0, x1, neighbours)
+    over = sum(1 for a, b in columns if x0 < b and x1 > a)
+    return over >= 2 or not _lines_up(x0, x1, neighbours)
 
 
 def _lines_up(x0: float, x1: float, lines: Sequence[_Line], centres: bool = True) -> bool:
