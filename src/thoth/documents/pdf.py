@@ -12,15 +12,20 @@ as a header plus rows of cells. Two kinds of table are found:
   part is figures separated from the row label by a wide gap; the columns are the clusters of
   the figures' horizontal extents, and the header is the lines just above the run, each phrase
   given to the columns it spans (a "Three Months Ended" over two date columns heads both), the
-  header lines of a column joined top to bottom ("Three Months Ended April 1, 2023").
+  header lines of a column joined top to bottom ("Three Months Ended April 1, 2023"). A
+  header line may carry its period on the label side ("Three Months Ended September 30,
+  2023 2022", as MSFT sets it): the period then heads each year's column. A note in
+  parentheses set loose over the figures ("(In millions)") heads the labels, not a column.
   pdfplumber's text-based strategy was measured on the same pages and not kept: on a filing
   page it takes the whole page, prose included, for one table and cuts words between columns
   (see docs/documents.md).
 
 Aligned text without figures (option lists, two-column layouts) stays text, and a run of
-figures without a header line above it stays text too: a wrong table, whose first line is
-repeated as a header in every chunk, is worse than none. `$` and `%` cells are merged with
-their figure, and empty spacer columns are removed.
+figures without a header line above it stays text too, and so does one whose header
+phrases cannot be placed (two phrases of one header line over one column): a wrong table,
+whose first line is repeated as a header in every chunk, is worse than none. `$` and `%`
+cells are merged with their figure, a unit repeated after the figures ("8 years") is part of
+them, one-word ranges ("2023–2043") are values, and empty spacer columns are removed.
 
 This module returns plain structures (`PdfContent`); `extract.py` turns them into blocks.
 """
