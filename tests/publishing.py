@@ -3,12 +3,13 @@ the real OpenAI-compatible client talking to a local fake embeddings server."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tests.conftest import ENUM, FORMULA, GLOSSARY, commit_all, git
 from thoth.evidence.prepare import prepare
 from thoth.evidence.restructure import RuleBasedRestructurer
+from thoth.knowledge.sync import DocsSync
 from thoth.runtime import Runtime, open_runtime
 from thoth.workflow.publish import Publisher, PublishReport
 from thoth.workspace import Workspace
@@ -90,3 +91,24 @@ def published(
     report = publish(rt)
     assert report.outcome == "activated", report.message
     return rt
+
+
+def synced_workspace(
+    ws: Workspace, embeddings_url: str, extra: str, files: Mapping[str, str]
+) -> Workspace:
+    """A prepared workspace answering questions: `extra` appended to its thoth.toml and
+    `files` (path: text) committed, then its Evidence published and its documents and wiki
+    synced into the same active generation; fails unless both activate."""
+    write_config(ws.root, embeddings_url, extra=extra)
+    for rel, text in files.items():
+        path = ws.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+    commit_all(ws.root, "answers corpus")
+    ws = Workspace.open(ws.root)
+    with open_runtime(ws) as rt:
+        activate_head(rt)
+        assert publish(rt).outcome == "activated"
+        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
+        assert report.outcome == "activated", report.message
+    return ws

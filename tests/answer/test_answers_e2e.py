@@ -12,14 +12,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.conftest import commit_all
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import activate_head, prepared_workspace, publish, write_config
+from tests.publishing import prepared_workspace, synced_workspace
 from thoth.cli.main import app
 from thoth.documents.records import RECORD_EVIDENCE
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.document import render_unit
-from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
@@ -98,25 +96,12 @@ def ws(make_workspace: Callable[..., Workspace], embeddings: FakeEmbeddingServer
     (ws.evidence / unit.rel).write_text(
         render_unit(unit.unit.model_copy(update={"caveats": [CAVEAT]})), "utf-8"
     )
-    write_config(ws.root, embeddings.url, extra=ANSWERS)
-    for rel, text in {
+    corpus = {
         "documents/manuali/ricovero.md": MANUAL,
         "documents/audit/audit.md": AUDIT,
         "wiki/ricoveri-urgenti.md": PAGE,
-    }.items():
-        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / rel).write_text(text, "utf-8")
-    commit_all(ws.root, "answers corpus")
-    ws = Workspace.open(ws.root)
-    rt = open_runtime(ws)
-    try:
-        activate_head(rt)
-        assert publish(rt).outcome == "activated"
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
-        assert report.outcome == "activated", report.message
-    finally:
-        rt.close()
-    return ws
+    }
+    return synced_workspace(ws, embeddings.url, ANSWERS, corpus)
 
 
 def run(ws: Workspace, *args: str) -> tuple[int, str]:

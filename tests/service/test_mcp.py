@@ -21,12 +21,11 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import WorkspaceFactory, commit_all
+from tests.conftest import WorkspaceFactory
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import activate_head, prepared_workspace, publish, write_config
+from tests.publishing import prepared_workspace, synced_workspace
 from thoth.answer.request import request_fields
-from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_runtime, open_state, sessions_dir
+from thoth.runtime import open_state, sessions_dir
 from thoth.session import SessionStore
 from thoth.workspace import Workspace
 
@@ -118,18 +117,7 @@ def embeddings() -> Iterator[FakeEmbeddingServer]:
 
 def build_workspace(base: Path, embeddings_url: str) -> Workspace:
     ws = prepared_workspace(WorkspaceFactory(base), embeddings_url)
-    write_config(ws.root, embeddings_url, extra=ANSWERS)
-    for rel, text in FILES.items():
-        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / rel).write_text(text, "utf-8")
-    commit_all(ws.root, "answers corpus")
-    ws = Workspace.open(ws.root)
-    with open_runtime(ws) as rt:
-        activate_head(rt)
-        assert publish(rt).outcome == "activated"
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
-        assert report.outcome == "activated", report.message
-    return ws
+    return synced_workspace(ws, embeddings_url, ANSWERS, FILES)
 
 
 @pytest.fixture(scope="module")

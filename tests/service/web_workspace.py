@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import commit_all
-from tests.publishing import activate_head, prepared_workspace, publish, write_config
-from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_runtime, state_dir
+from tests.publishing import prepared_workspace, synced_workspace
+from thoth.runtime import state_dir
 from thoth.workspace import Workspace
 
 ANSWERS = """
@@ -77,26 +75,16 @@ def answering_workspace(
     make_workspace: Callable[..., Workspace], embeddings_url: str, service: str = ""
 ) -> Workspace:
     """The workspace, published and synced, with `service` appended to its thoth.toml."""
-    ws = prepared_workspace(make_workspace, embeddings_url)
-    write_config(ws.root, embeddings_url, extra=ANSWERS + service)
-    for rel, text in {
-        "documents/manuali/ricovero.md": MANUAL,
-        "documents/manuali/triage.md": MARKUP,
-        "wiki/ricoveri-urgenti.md": PAGE,
-    }.items():
-        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / rel).write_text(text, "utf-8")
-    commit_all(ws.root, "answers corpus")
-    ws = Workspace.open(ws.root)
-    rt = open_runtime(ws)
-    try:
-        activate_head(rt)
-        assert publish(rt).outcome == "activated"
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
-        assert report.outcome == "activated", report.message
-    finally:
-        rt.close()
-    return ws
+    return synced_workspace(
+        prepared_workspace(make_workspace, embeddings_url),
+        embeddings_url,
+        ANSWERS + service,
+        {
+            "documents/manuali/ricovero.md": MANUAL,
+            "documents/manuali/triage.md": MARKUP,
+            "wiki/ricoveri-urgenti.md": PAGE,
+        },
+    )
 
 
 def index_dirs(ws: Workspace) -> list[Path]:
