@@ -93,6 +93,62 @@ def published(
     return rt
 
 
+# The clinical answering corpus the MCP, web and answer end-to-end tests share: its
+# [answers] settings, channel and public manual source (each test adds its own sources and
+# then CLINICA_WIKI), the manual and the wiki page citing it.
+CLINICA_ANSWERS = """
+[answers]
+labels = ["public", "internal", "confidential"]
+default_labels = ["public"]
+evidence_channel = "clinica"
+evidence_labels = ["internal"]
+
+[[channels]]
+name = "clinica"
+examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
+keywords = ["ricovero", "pronto soccorso"]
+
+[[sources]]
+name = "manuali"
+include = ["documents/manuali/**"]
+channel = "clinica"
+labels = ["public"]
+"""
+
+CLINICA_WIKI = """
+[[sources]]
+name = "wiki"
+kind = "wiki"
+include = ["wiki/**/*.md"]
+channel = "clinica"
+labels = ["public"]
+"""
+
+MANUAL = """# Registrazione del ricovero
+
+Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
+con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
+"""
+
+AUDIT = """# Audit riservato
+
+L'audit interno ha trovato il 17,9% di schede di ricovero con codice di provenienza errato.
+"""
+
+PAGE = """---
+title: Ricoveri urgenti
+documents: [manuali:documents/manuali/ricovero.md]
+---
+# Ricoveri urgenti
+
+I ricoveri urgenti sono cresciuti del 41% nel 2024 secondo il cruscotto di reparto.
+
+## Avvertenze
+
+- Il 41% conta due volte i trasferimenti interni: la crescita reale è intorno al 2%.
+"""
+
+
 def synced_workspace(
     ws: Workspace, embeddings_url: str, extra: str, files: Mapping[str, str]
 ) -> Workspace:

@@ -23,7 +23,15 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import WorkspaceFactory
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import prepared_workspace, synced_workspace
+from tests.publishing import (
+    AUDIT,
+    CLINICA_ANSWERS,
+    CLINICA_WIKI,
+    MANUAL,
+    PAGE,
+    prepared_workspace,
+    synced_workspace,
+)
 from thoth.answer.request import request_fields
 from thoth.runtime import open_state, sessions_dir
 from thoth.session import SessionStore
@@ -33,37 +41,17 @@ pytestmark = pytest.mark.e2e
 
 T = TypeVar("T")
 
-ANSWERS = """
-[answers]
-labels = ["public", "internal", "confidential"]
-default_labels = ["public"]
-evidence_channel = "clinica"
-evidence_labels = ["internal"]
-
-[[channels]]
-name = "clinica"
-examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
-keywords = ["ricovero", "pronto soccorso"]
-
-[[sources]]
-name = "manuali"
-include = ["documents/manuali/**"]
-channel = "clinica"
-labels = ["public"]
-
+ANSWERS = (
+    CLINICA_ANSWERS
+    + """
 [[sources]]
 name = "riservati"
 include = ["documents/riservati/**"]
 channel = "clinica"
 labels = ["confidential"]
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
-
+"""
+    + CLINICA_WIKI
+    + """
 # The calling systems `tht mcp --caller` may act as (keys unused over stdio).
 [[service.callers]]
 name = "assistant"
@@ -80,29 +68,12 @@ name = "reader"
 key_sha256 = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 labels = ["public"]
 """
+)
 
 FILES = {
-    "documents/manuali/ricovero.md": """# Registrazione del ricovero
-
-Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
-con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
-""",
-    "documents/riservati/audit.md": """# Audit riservato
-
-L'audit interno ha trovato il 17,9% di schede di ricovero con codice di provenienza errato.
-""",
-    "wiki/ricoveri-urgenti.md": """---
-title: Ricoveri urgenti
-documents: [manuali:documents/manuali/ricovero.md]
----
-# Ricoveri urgenti
-
-I ricoveri urgenti sono cresciuti del 41% nel 2024 secondo il cruscotto di reparto.
-
-## Avvertenze
-
-- Il 41% conta due volte i trasferimenti interni: la crescita reale è intorno al 2%.
-""",
+    "documents/manuali/ricovero.md": MANUAL,
+    "documents/riservati/audit.md": AUDIT,
+    "wiki/ricoveri-urgenti.md": PAGE,
 }
 
 TOOLS = {"ask", "evidence_search", "knowledge_search", "session_consult", "session_show"}

@@ -9,41 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.publishing import prepared_workspace, synced_workspace
+from tests.publishing import (
+    CLINICA_ANSWERS,
+    CLINICA_WIKI,
+    MANUAL,
+    prepared_workspace,
+    synced_workspace,
+)
 from thoth.runtime import state_dir
 from thoth.workspace import Workspace
 
-ANSWERS = """
-[answers]
-labels = ["public", "internal", "confidential"]
-default_labels = ["public"]
-evidence_channel = "clinica"
-evidence_labels = ["internal"]
-
-[[channels]]
-name = "clinica"
-examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
-keywords = ["ricovero", "pronto soccorso"]
-
-[[sources]]
-name = "manuali"
-include = ["documents/manuali/**"]
-channel = "clinica"
-labels = ["public"]
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
-"""
-
-MANUAL = """# Registrazione del ricovero
-
-Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
-con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
-"""
+ANSWERS = CLINICA_ANSWERS + CLINICA_WIKI
 
 PAGE = """---
 title: Ricoveri urgenti
