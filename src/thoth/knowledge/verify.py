@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from thoth.config import Settings
 from thoth.documents.records import (
@@ -24,7 +24,12 @@ from thoth.documents.records import (
     RECORD_EVIDENCE,
     RECORD_WIKI,
 )
-from thoth.documents.sources import SourceSnapshot, SourceUnavailable, read_source
+from thoth.documents.sources import (
+    GitMemo,
+    SourceSnapshot,
+    SourceUnavailable,
+    read_source,
+)
 from thoth.errors import ProblemsError
 from thoth.index.base import IndexRecord
 from thoth.knowledge.ingest import admit
@@ -32,6 +37,8 @@ from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
 Level = Literal["error", "warning"]
+# The records of a generation verify reads (schema records carry no labels).
+VERIFIED_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE)
 
 
 @dataclass(frozen=True)
@@ -86,9 +93,10 @@ def verify(ws: Workspace, indexed: Iterable[IndexRecord] | None = None) -> Verif
     settings = ws.settings
     report = VerifyReport()
     snapshots: list[SourceSnapshot] = []
+    memo = GitMemo()  # verify aligns nothing: each repository is asked once
     for source in settings.sources:
         try:
-            snapshot = read_source(ws.root, source, align_first=False)
+            snapshot = read_source(ws.root, source, align_first=False, memo=memo)
         except (SourceUnavailable, ProblemsError) as exc:
             report.add("error", "source_unreadable", f"sources.{source.name}", str(exc))
             continue
@@ -245,7 +253,7 @@ def _check_index(settings: Settings, records: Iterable[IndexRecord], report: Ver
     for record in records:
         payload = record.payload
         kind = payload.get("record_kind")
-        if kind not in (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE):
+        if kind not in VERIFIED_KINDS:
             continue
         count += 1
         for label in payload.get("labels") or []:
