@@ -10,12 +10,14 @@ is therefore never written after its seal, a read-only index directory can be se
 damaged shard is `IndexCorrupt` before the engine sees it.
 
 Copies live in `thoth-readers/<pid>-<generation>-*` under the memory file system (/dev/shm) when
-the shard holds at most `MEMORY_COPY_LIMIT` bytes of data, else under the system temporary
-directory; a TMPDIR set in the environment is obeyed for every copy. Memory, because on a disk
-the copy is most of what a read costs: writing its files, the engine's flush when the store
-closes and the removal after it (open and close of the demo's generation: 2.3 s on /tmp, 1.1 s
-in /dev/shm, on a loaded 2-core machine; docs/benchmarks/README.md). Copies are removed when the
-store is closed; those of processes that died are swept by the next open, wherever they lie.
+the shard's files add up to at most `MEMORY_COPY_LIMIT` (apparent sizes) and a quarter of its
+free space, else under the system temporary directory; a TMPDIR set in the environment is obeyed
+for every copy. Memory, because on a disk the copy is most of what a one-shot read costs: the
+engine fills the preallocated files it opens (~180 MiB for the demo's generation), flushes them
+when the store closes, and the removal follows (open and close of the demo's generation: 2.3 s
+on /tmp, 1.1 s in /dev/shm, on a loaded 2-core machine; docs/benchmarks/README.md). The price:
+that memory is held while the generation is read. Copies are removed when the store is closed;
+those of processes that died are swept by the next open, wherever they lie.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ SHARD_FILES = "files"
 _CHUNK = 1 << 20
 _READERS_DIR = "thoth-readers"
 MEMORY_DIR = Path("/dev/shm")
-# A shard with more data than this (allocated bytes, holes excluded) is copied to disk: every
-# reading process holds its own copy, and memory is shared with the engine's own.
+# A shard larger than this (its files' apparent sizes: the copy is sparse, but the engine fills
+# the preallocated files once it opens them, ~180 MiB for the demo's 3 MiB of data) is copied
+# to disk: every reading process holds its own copy for as long as it reads the generation.
 MEMORY_COPY_LIMIT = 256 << 20
 
 
@@ -122,17 +125,17 @@ def readers_roots() -> list[Path]:
 
 
 def _copy_root(sealed: Path) -> Path:
-    """Memory for a shard with little data that fits easily, else disk."""
+    """Memory for a small shard that fits easily, else disk."""
     memory = _memory_root()
     if memory is None:
         return disk_readers_root()
     try:
-        data = sum(p.lstat().st_blocks * 512 for p in sealed.rglob("*") if p.is_file())
+        size = sum(p.lstat().st_size for p in sealed.rglob("*") if p.is_file())
         free = os.statvfs(MEMORY_DIR)
     except OSError:
         return disk_readers_root()  # the copy reports what cannot be read
     room = free.f_bavail * free.f_frsize // 4  # never crowd the memory file system
-    return memory if data <= min(MEMORY_COPY_LIMIT, room) else disk_readers_root()
+    return memory if size <= min(MEMORY_COPY_LIMIT, room) else disk_readers_root()
 
 
 def private_copy(sealed: Path, expected: Mapping[str, Any] | None, gen_id: str) -> Path:
