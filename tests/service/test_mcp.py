@@ -366,10 +366,19 @@ def test_an_unavailable_index_is_an_error_with_its_code(
             ),
         ]
 
-    for result in serve(broken, body, "--caller", "assistant"):
+    errlog = tmp_path / "mcp.log"
+    results = serve(broken, body, "--caller", "assistant", errlog=errlog)
+    for result in results:
         assert result.is_error, result
         error = structured(result)
         assert error["code"] in ("index_unavailable", "index_corrupt"), error
         assert error["problems"] and error["problems"][0]["code"] == error["code"]
         assert error["problems"][0]["hint"], error  # what to do, not only what failed
         assert error["code"] in text_of(result)
+        # Where the server keeps its files is not the assistant's business: relative paths,
+        # and the full message in the server's log (stderr) under the error's request id.
+        for root in {str(broken.root), str(broken.root.resolve())}:
+            assert root not in text_of(result) and root not in json.dumps(error), error
+        logged = [line for line in errlog.read_text().splitlines() if error["request_id"] in line]
+        assert any(str(broken.root) in line for line in logged), (error, errlog.read_text())
+    assert any("<workspace>/.thoth/index" in text_of(r) for r in results), results
