@@ -422,14 +422,14 @@ def test_make_answerer_follows_the_configuration(monkeypatch: pytest.MonkeyPatch
 
 
 def test_quotable_units_unwrap_lines_and_spell_table_rows() -> None:
-    from thoth.answer.answerers import _sentences
+    from thoth.answer.answerers import quotable_units
 
     text = (
         "## Abbandoni\n\nLa soglia di abbandono è fissata al 4% degli\naccessi totali. Poi altro.\n\n"
         "- una voce\n- un'altra voce\n\n"
         "| Codice | Attesa max (min) |\n| --- | --- |\n| arancione | 15 |\n"
     )
-    assert _sentences(text) == [
+    assert quotable_units(text) == [
         "La soglia di abbandono è fissata al 4% degli accessi totali.",
         "Poi altro.",
         "una voce",

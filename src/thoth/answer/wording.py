@@ -29,6 +29,7 @@ class Wording:
     numbers_heading: str  # before the figures' table a model reads
     no_overlap: str
     number_warning: str  # prefix of a caveat quoted next to a sentence with its number
+    page: str  # {page}: where in its document a quote is, after its [n] marker
     default_instructions: str
     floor_heading: str
     floor_caveats: str
@@ -87,6 +88,7 @@ ITALIAN = Wording(
         "Nessun passo delle fonti trovate contiene i termini della domanda; il passo più vicino è:"
     ),
     number_warning="⚠ Attenzione, dato segnalato dalla fonte",
+    page="pag. {page}",
     default_instructions=(
         "Rispondi alla domanda usando solo il contesto numerato qui sotto e cita le fonti "
         "con i loro marcatori [n]."
@@ -160,6 +162,7 @@ ENGLISH = Wording(
     numbers_heading="Computed figures (use only these numbers, with their date):",
     no_overlap="No passage of the sources found holds the question's terms; the closest is:",
     number_warning="⚠ Warning, figure flagged by the source",
+    page="p. {page}",
     default_instructions=(
         "Answer the question using only the numbered context below and cite the sources "
         "with their [n] markers."
