@@ -127,6 +127,26 @@ def test_a_header_written_over_two_lines_gives_each_value_its_whole_period() -> 
     ), text
 
 
+def test_a_table_left_as_text_lines_is_quoted_row_by_row_with_its_period() -> None:
+    ctx = context(passage(1, MSFT, sec.MSFT_SEGMENTS, sec.MSFT_SEGMENTS_PAGE))
+    text = answer(ctx, "What was the revenue of Microsoft's Intelligent Cloud segment?")
+    rows = [q["text"] for q in quotes(text) if "Intelligent Cloud" in q["text"]]
+    assert rows[0] == (
+        "Revenue: Intelligent Cloud — Three Months Ended September 30, 2023: 24,259; "
+        "Three Months Ended September 30, 2022: 20,325 (In millions)"
+    ), text
+    # The geography table's rows are lines of their own, not one run-on "sentence".
+    units = quotable_units(sec.MSFT_SEGMENTS)
+    assert (
+        "United States — Three Months Ended September 30, 2023: $ 28,812; "
+        "Three Months Ended September 30, 2022: $ 25,867 (In millions)"
+    ) in units, units
+    assert (
+        "Operating Income: Total — Three Months Ended September 30, 2023: $ 26,895; "
+        in "\n".join(units)
+    )
+
+
 def test_the_row_holding_the_asked_figure_wins_over_a_sentence_without_one() -> None:
     ctx = context(passage(1, AAPL, sec.AAPL_SEGMENTS, sec.AAPL_SEGMENTS_PAGE))
     text = answer(
@@ -160,7 +180,13 @@ def test_every_quoted_unit_is_made_of_the_fragments_own_words() -> None:
     """A sentence is the fragment's text (line breaks unwrapped); a row is its cells, each
     verbatim, joined to its header cells (a header written over two lines joined back): no
     word and no number of a quote is Thoth's own but the joints ("; ", ": ", " — ")."""
-    for text in (sec.AAPL_OPERATIONS, sec.MSFT_NOTIONAL, sec.AAPL_HIGHLIGHTS, sec.MSFT_SUMMARY):
+    for text in (
+        sec.AAPL_OPERATIONS,
+        sec.MSFT_NOTIONAL,
+        sec.AAPL_HIGHLIGHTS,
+        sec.MSFT_SUMMARY,
+        sec.MSFT_SEGMENTS,
+    ):
         words = set(text.split())
         units = quotable_units(text)
         assert units

@@ -302,27 +302,101 @@ def quotable_units(text: str) -> list[str]:
     """The quotable units of a fragment: sentences of unwrapped paragraphs (PDF and Markdown
     lines are hard-wrapped: a sentence must not stop at a line end), list items one by one, and
     table rows spelled out with their header ("Codice: arancione; Attesa max: 15"), so a quoted
-    cell never travels without the column that gives it meaning. A line in parentheses right
-    before a table ("(In millions)") is the table's unit and goes with each of its rows."""
+    cell never travels without the column that gives it meaning. A line in parentheses before a
+    table ("(In millions)") is the table's unit and goes with each of its rows. A table PDF
+    extraction left as text lines (a period line "Three Months Ended September 30, 2023 2022",
+    a section line "Revenue", rows ending in figures) is spelled out the same way, row by row."""
     found: list[str] = []
-    note = ""
+    loose = _LooseTable()
     for block in re.split(r"\n\s*\n", text):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
         table = table_cells(block) if lines and lines[0].startswith("|") else None
         if table is not None:
-            found += _table_rows(*table, note=note)
-            note = ""
+            found += _table_rows(*table, note=loose.note)
+            loose = _LooseTable()
             continue
-        note = lines[0] if len(lines) == 1 and _NOTE.match(lines[0]) else ""
+        if len(lines) == 1 and _NOTE.match(lines[0]):
+            loose = _LooseTable(note=lines[0])
+            continue
         paragraph: list[str] = []
         for line in [*lines, ""]:
-            if paragraph and (not line or _LIST_ITEM.match(line) or line.startswith("#")):
-                found += _split_sentences(" ".join(paragraph))
+            row = _loose_row(line)
+            if row is None and _period_line(line) is None:
+                if paragraph and (not line or _LIST_ITEM.match(line) or line.startswith("#")):
+                    found += loose.prose(_split_sentences(" ".join(paragraph)))
+                    paragraph = []
+                # A heading names a section, it answers nothing: never quoted on its own.
+                if line and not line.startswith("#"):
+                    paragraph.append(line)
+                continue
+            # A short line right before a row or under the period line is the rows' section.
+            if paragraph and _title_like(paragraph[-1]):
+                loose.section = paragraph.pop()
+            if paragraph:
+                found += loose.prose(_split_sentences(" ".join(paragraph)))
                 paragraph = []
-            # A heading names a section, it answers nothing: never quoted on its own.
-            if line and not line.startswith("#"):
-                paragraph.append(line)
+            if row is None:
+                loose.period = _period_line(line)
+            else:
+                found.append(loose.spell(*row))
     return found
+
+
+@dataclass
+class _LooseTable:
+    """What the rows of a table left as text lines read under: unit, period line, section."""
+
+    note: str = ""
+    period: tuple[str, list[str]] | None = None  # ("Three Months Ended September 30,", years)
+    section: str = ""
+
+    def prose(self, sentences: list[str]) -> list[str]:
+        if any(s.endswith((".", ":", ";")) for s in sentences):
+            self.period, self.section, self.note = None, "", ""  # a paragraph ends the table
+        return sentences
+
+    def spell(self, label: str, values: list[str]) -> str:
+        name = _joined(self.section, label)
+        if self.period is not None and len(self.period[1]) == len(values):
+            prefix, years = self.period
+            pairs = [f"{prefix} {y}: {v}".strip() for y, v in zip(years, values, strict=True)]
+            line = f"{name} — " + "; ".join(pairs)
+        else:
+            line = f"{name} {' '.join(values)}".strip()
+            if self.period is not None:
+                line += f" ({' '.join([self.period[0], *self.period[1]]).strip()})"
+        return f"{line} {self.note}" if self.note else line
+
+
+_CELL = r"(?:\$\s?)?\(?-?\d(?:[\d,.]*\d)?\)?%?"
+_TRAILING_CELLS = re.compile(rf"(?:(?<=\s)|^)(?:{_CELL})(?:\s+{_CELL})+$")
+
+
+def _loose_row(line: str) -> tuple[str, list[str]] | None:
+    """(label, values) of a text line ending in two or more figures that are not all years:
+    "Intelligent Cloud 24,259 20,325", "Derivatives $ (16) $ (43)"."""
+    m = _TRAILING_CELLS.search(line)
+    if m is None or _period_line(line) is not None:
+        return None
+    values = re.findall(_CELL, m.group(0))
+    if all(_YEAR.fullmatch(v) for v in values) or not any(_DIGIT.search(v) for v in values):
+        return None
+    label = line[: m.start()].strip()
+    if label.endswith((".", ";")):  # a sentence ending before the numbers: not a row
+        return None
+    return label, values
+
+
+def _period_line(line: str) -> tuple[str, list[str]] | None:
+    """A line ending in two or more years and holding no other figure: the period header of a
+    table left as text ("Three Months Ended September 30, 2023 2022")."""
+    m = re.search(r"(?:\s+(?:1[89]|2\d)\d\d){2,}$", " " + line)
+    if m is None:
+        return None
+    prefix = (" " + line)[: m.start()].strip()
+    if _FIGURE.search(prefix):
+        return None
+    return prefix, m.group(0).split()
 
 
 def _headings(entry: ContextEntry) -> str:
