@@ -195,3 +195,18 @@ def test_every_quoted_unit_is_made_of_the_fragments_own_words() -> None:
                 assert word == "—" or word in words or word.rstrip(":;") in words, (word, unit)
             if " — " not in unit:
                 assert unit in squeeze(text), unit  # a sentence: verbatim, unwrapped
+
+
+def test_without_any_matching_term_the_closest_passage_is_quoted_figures_first() -> None:
+    # An Italian question on English filings shares no word with them but the company's name:
+    # the dense ranking put the summary table first, so its rows are what the answer shows,
+    # under the sentence saying that no passage holds the question's terms.
+    ctx = context(
+        passage(1, MSFT, sec.MSFT_SUMMARY, sec.MSFT_SUMMARY_PAGE),
+        passage(2, AAPL, sec.AAPL_MDA_INTRO, sec.AAPL_MDA_INTRO_PAGE),
+    )
+    text = answer(ctx, "Qual è l'utile netto di Microsoft nel 10-Q più recente?")
+    assert text.startswith(ENGLISH.no_overlap), text
+    found = quotes(text)
+    assert {q["marker"] for q in found} == {"1"}, text
+    assert any(q["text"].startswith("Net income — ") for q in found), text

@@ -274,7 +274,7 @@ class ExtractiveAnswerer:
             key=lambda u: (_title_like(u.text), -u.score, u.entry, u.position),
         )
         if not ranked:
-            return [units[0]]  # the top fragment's first unit: the closest passage
+            return _closest(units)
         best = ranked[0].score
         chosen: list[_Unit] = []
         for unit in ranked:
@@ -296,6 +296,16 @@ class ExtractiveAnswerer:
             if numbers & _numbers(caveat):
                 line += f"\n  {self._wording.number_warning} [{entry.marker}]: {caveat}"
         return line
+
+
+def _closest(units: list[_Unit]) -> list[_Unit]:
+    """No unit holds a distinctive term of the question (a question in another language than
+    the documents, a paraphrase): the closest passage is the top-ranked fragment, which the
+    dense search chose; its figures first (its first rows or sentences holding one), else its
+    first unit. The answer says it holds none of the question's terms."""
+    top = [u for u in units if u.entry == 0]
+    with_figures = [u for u in top if _FIGURE.search(u.text)][:MAX_QUOTES]
+    return with_figures or top[:1] or units[:1]
 
 
 def quotable_units(text: str) -> list[str]:

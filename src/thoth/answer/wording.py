@@ -85,7 +85,7 @@ ITALIAN = Wording(
     ),
     numbers_heading="Dati calcolati (usa solo questi numeri, con la loro data):",
     no_overlap=(
-        "Nessun passo delle fonti trovate contiene i termini della domanda; il passo più vicino è:"
+        "Nessun passo delle fonti trovate contiene i termini della domanda; dal passo più vicino:"
     ),
     number_warning="⚠ Attenzione, dato segnalato dalla fonte",
     page="pag. {page}",
@@ -160,7 +160,7 @@ ENGLISH = Wording(
         "Computing the figure failed (code {code}): no number was served. Details: {error}"
     ),
     numbers_heading="Computed figures (use only these numbers, with their date):",
-    no_overlap="No passage of the sources found holds the question's terms; the closest is:",
+    no_overlap="No passage of the sources found holds the question's terms; from the closest passage:",
     number_warning="⚠ Warning, figure flagged by the source",
     page="p. {page}",
     default_instructions=(
