@@ -160,7 +160,9 @@ ENGLISH = Wording(
         "Computing the figure failed (code {code}): no number was served. Details: {error}"
     ),
     numbers_heading="Computed figures (use only these numbers, with their date):",
-    no_overlap="No passage of the sources found holds the question's terms; from the closest passage:",
+    no_overlap=(
+        "No passage of the sources found holds the question's terms; from the closest passage:"
+    ),
     number_warning="⚠ Warning, figure flagged by the source",
     page="p. {page}",
     default_instructions=(
