@@ -210,3 +210,33 @@ def test_without_any_matching_term_the_closest_passage_is_quoted_figures_first()
     found = quotes(text)
     assert {q["marker"] for q in found} == {"1"}, text
     assert any(q["text"].startswith("Net income — ") for q in found), text
+
+
+def test_a_lowercase_word_of_the_title_is_still_asked_about() -> None:
+    # Only the question's names (capitalised) that the title holds locate the document; the
+    # subject of a page titled "Triage" is still what a question about triage asks.
+    record = KnowledgeFragment(
+        record_kind="wiki",
+        doc_id="wiki:ps/triage.md",
+        source="wiki",
+        path="ps/triage.md",
+        title="Triage",
+        channel="salute",
+        labels=("public",),
+        ordinal=1,
+        text="Il reparto è aperto tutto l'anno. Il triage assegna un codice di priorità.",
+    )
+    fragment = RetrievedFragment(
+        id=fragment_point_id(record.doc_id, 1),
+        rank=1,
+        score=1.0,
+        record=record.record("ws", "g1"),
+        dense_rank=1,
+        bm25_rank=None,
+        floor=False,
+    )
+    ctx = assemble_context(Retrieval("found", [fragment], Route(), {}, "g1"), 8000, ITALIAN)
+    text = ExtractiveAnswerer("it", ITALIAN).answer(
+        "Che cosa fa il triage?", ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert text == "- «Il triage assegna un codice di priorità.» [1]", text

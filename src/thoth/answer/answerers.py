@@ -226,14 +226,14 @@ class ExtractiveAnswerer:
     def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Unit]:
         """The units holding the most weight of the question's distinctive terms, in reading
         order. A term's weight is its rarity among the context's units (a word every passage
-        repeats says little); the words that name the document (its title and identifier: the
-        company, the filing) and the question's periods and form names ("Q2", "2023", "10-Q")
-        weigh nothing, for they locate the passage without saying anything: boilerplate that
-        matches only them is never quoted."""
+        repeats says little); the question's names that name the document (held by its title
+        or identifier: the company, the filing) and its periods and form names ("Q2", "2023",
+        "10-Q") weigh nothing, for they locate the passage without saying anything:
+        boilerplate that matches only them is never quoted."""
         asked = self._terms(question)
-        locating = set().union(
-            *(self._terms(t) for t in _QUESTION_TOKEN.findall(question) if _DIGIT.search(t))
-        )
+        tokens = _QUESTION_TOKEN.findall(question)
+        periods = set().union(*(self._terms(t) for t in tokens if _DIGIT.search(t)))
+        names = set().union(*(self._terms(t) for t in tokens if t != t.lower()))
         raw = [
             (i, pos, text)
             for i, entry in enumerate(entries)
@@ -241,8 +241,12 @@ class ExtractiveAnswerer:
         ]
         if not raw:
             return [_Unit(0, 0, entries[0].fragment.record.text.strip(), 0.0)]
+        # A name of the question that the document's title or identifier holds names the
+        # document ("Apple" in Apple's filing): a lowercase word of the title ("triage" in a
+        # page titled "Triage") is still asked about.
         naming = [
-            self._terms(f"{e.fragment.title} {e.fragment.doc_id}") | locating for e in entries
+            (self._terms(f"{e.fragment.title} {e.fragment.doc_id}") & names) | periods
+            for e in entries
         ]
         held = [(self._terms(text) & asked) - naming[i] for i, _, text in raw]
         # A section's heading says what its sentences are about ("Legal Proceedings" above a
