@@ -240,3 +240,11 @@ def test_a_lowercase_word_of_the_title_is_still_asked_about() -> None:
         "Che cosa fa il triage?", ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
     assert text == "- «Il triage assegna un codice di priorità.» [1]", text
+
+
+def test_an_abbreviation_does_not_end_a_sentence() -> None:
+    units = quotable_units(sec.AAPL_HIGHLIGHTS)
+    assert units[0].startswith("Weakness in foreign currencies relative to the U.S. dollar had"), (
+        units
+    )
+    assert units[0].endswith("compared to the same quarter in 2022."), units

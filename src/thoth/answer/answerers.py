@@ -40,7 +40,9 @@ KEEP_SHARE = 0.5
 # A sentence or row holding a figure weighs this much more: the questions an extractive answer
 # serves best ask for quantities, and a figure with the asked terms around it is the answer.
 FIGURE_WEIGHT = 1.5
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+# A sentence ends at . ! ? ; and a space, but not after an initial or an abbreviation written
+# with them ("U.S. dollar", "e.g. the"): a quote must not start in the middle of a sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)\s+")
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"\w+")
