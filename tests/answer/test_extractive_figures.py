@@ -147,6 +147,22 @@ def test_a_table_left_as_text_lines_is_quoted_row_by_row_with_its_period() -> No
     )
 
 
+def test_nested_sections_and_a_subtotal_without_label_keep_their_names() -> None:
+    units = quotable_units(sec.INTEL_SEGMENTS)
+    # "Client Computing" is a subsection of "Net revenue:"; its subtotal row has no label and
+    # closes it, so "Data Center and AI" is net revenue again, not client computing.
+    assert any(u.startswith("Net revenue: Client Computing: Desktop — ") for u in units), units
+    assert any(
+        u.startswith("Net revenue: Client Computing — Three Months Ended Sep 30, 2023: 7,867;")
+        for u in units
+    ), units
+    assert any(
+        u.startswith("Net revenue: Data Center and AI — Three Months Ended Sep 30, 2023: 3,814;")
+        for u in units
+    ), units
+    assert any(u.startswith("Operating income (loss): Data Center and AI — ") for u in units)
+
+
 def test_the_row_holding_the_asked_figure_wins_over_a_sentence_without_one() -> None:
     ctx = context(passage(1, AAPL, sec.AAPL_SEGMENTS, sec.AAPL_SEGMENTS_PAGE))
     text = answer(

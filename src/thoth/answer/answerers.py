@@ -36,10 +36,11 @@ from thoth.markup import markdown_table, table_cells
 MAX_QUOTES = 5
 # A quote must score at least this share of the best one: a weak match next to a strong one is
 # noise (a sentence that shares one common word with the question).
-KEEP_SHARE = 0.5
+KEEP_SHARE = 0.3
 # A sentence or row holding a figure weighs this much more: the questions an extractive answer
 # serves best ask for quantities, and a figure with the asked terms around it is the answer.
-FIGURE_WEIGHT = 1.5
+FIGURE_WEIGHT = 2.0  # measured on the sec10q contexts: 1.5 and 2.0 alike, 2.0 with length norm
+LENGTH_NORM = 0.5  # BM25's b: how much a unit's length discounts its score
 # A sentence ends at . ! ? ; and a space, but not after an initial or an abbreviation written
 # with them ("U.S. dollar", "e.g. the"): a quote must not start in the middle of a sentence.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)\s+")
@@ -264,12 +265,17 @@ class ExtractiveAnswerer:
             covered[i] |= terms
         passage = [sum(weight[t] for t in terms) for terms in covered]
         top = max(passage) or 1.0
+        # A long unit holds more of the question's words by chance (a page-long "forward-looking
+        # statements" sentence): scores are normalised by length, as BM25 does.
+        lengths = [len(_WORD.findall(text)) for _, _, text in raw]
+        average = sum(lengths) / len(lengths) or 1.0
         units = []
-        for (i, pos, text), terms in zip(raw, held, strict=True):
+        for (i, pos, text), terms, length in zip(raw, held, lengths, strict=True):
             score = sum(weight[t] for t in terms)
             if score:
                 score += sum(0.5 * weight[t] for t in headed[i] - terms)
                 score *= 0.5 + 0.5 * passage[i] / top
+                score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
             if score and _FIGURE.search(text):
                 score *= FIGURE_WEIGHT
             units.append(_Unit(i, pos, text, round(score, 6)))
@@ -457,16 +463,27 @@ def _table_rows(
     if _NOTE.match(label_head):
         note, label_head = note or label_head, ""
     spelled = []
-    section = previous = ""
+    sections: list[str] = []  # "Net revenue:" then "Client Computing": nested sections
     after_section = False
     for row in body:
         label, values = (row[0] if row else ""), row[1:]
         if label and not any(values):
-            previous, section, after_section = section, label, True
+            if label.endswith(":"):
+                sections = [label]  # "Net sales:", "Cost of sales:": a new top section
+            elif sections and not after_section and not sections[-1].endswith(":"):
+                sections[-1] = label  # the next section at the same level
+            else:
+                sections.append(label)
+            after_section = True
             continue
-        if after_section and label[:1].islower():
-            label, section = f"{section} {label}", previous  # a label wrapped over two lines
+        if after_section and label[:1].islower() and sections:
+            label = f"{sections.pop()} {label}"  # a label wrapped over two lines
+        elif not label and len(sections) > 1:
+            label = sections.pop()  # a subsection's subtotal: the row without a label
         after_section = False
+        section = ""
+        for name in sections:
+            section = _joined(section, name) if section else name
         pairs = [f"{h}: {c}" if h else c for h, c in zip(head[1:], values, strict=False) if c]
         if label_head:
             line = "; ".join([f"{label_head}: {label}", *pairs] if label else pairs)
@@ -478,6 +495,8 @@ def _table_rows(
             line = "; ".join(pairs)
         if line:
             spelled.append(f"{line} {note}" if note and pairs else line)
+        if label.lower().startswith("total") and len(sections) > 1:
+            sections.pop()  # a total closes its subsection
     return spelled
 
 
