@@ -264,3 +264,15 @@ def test_an_abbreviation_does_not_end_a_sentence() -> None:
         units
     )
     assert units[0].endswith("compared to the same quarter in 2022."), units
+
+
+def test_a_row_of_another_company_does_not_answer_for_the_one_asked_about() -> None:
+    # Both filings have a "Net income" row; the question is about Apple, and Microsoft's
+    # passage (ranked first by the search) never mentions Apple.
+    ctx = context(
+        passage(1, MSFT, sec.MSFT_SUMMARY, sec.MSFT_SUMMARY_PAGE),
+        passage(2, AAPL, sec.AAPL_OPERATIONS, sec.AAPL_OPERATIONS_PAGE),
+    )
+    text = answer(ctx, "What was the net income of Apple in the quarter?")
+    assert "Net income — Three Months Ended April 1, 2023: $24,160" in text, text
+    assert "22,291" not in text, text

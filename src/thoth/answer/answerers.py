@@ -41,6 +41,7 @@ KEEP_SHARE = 0.3
 # serves best ask for quantities, and a figure with the asked terms around it is the answer.
 FIGURE_WEIGHT = 2.0  # measured on the sec10q contexts: 1.5 and 2.0 alike, 2.0 with length norm
 LENGTH_NORM = 0.5  # BM25's b: how much a unit's length discounts its score
+OTHER_ENTITY = 0.25  # a unit of a fragment holding none of the question's entities weighs this
 # A sentence ends at . ! ? ; and a space, but not after an initial or an abbreviation written
 # with them ("U.S. dollar", "e.g. the"): a quote must not start in the middle of a sentence.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)\s+")
@@ -237,6 +238,13 @@ class ExtractiveAnswerer:
         tokens = _QUESTION_TOKEN.findall(question)
         periods = set().union(*(self._terms(t) for t in tokens if _DIGIT.search(t)))
         names = set().union(*(self._terms(t) for t in tokens if t != t.lower()))
+        # The entities the question is about: its capitalised words past the first, without
+        # a digit ("Apple", "Intelligent Cloud"). A fragment none of them occurs in (its
+        # document's title, identifier or text) is about something else: another company's
+        # "net income" row is not Apple's.
+        entities = set().union(
+            *(self._terms(t) for t in tokens[1:] if t != t.lower() and not _DIGIT.search(t))
+        )
         raw = [
             (i, pos, text)
             for i, entry in enumerate(entries)
@@ -265,6 +273,11 @@ class ExtractiveAnswerer:
             covered[i] |= terms
         passage = [sum(weight[t] for t in terms) for terms in covered]
         top = max(passage) or 1.0
+        about = [
+            not entities
+            or bool(entities & self._terms(f"{e.fragment.title} {e.fragment.doc_id} {e.text}"))
+            for e in entries
+        ]
         # A long unit holds more of the question's words by chance (a page-long "forward-looking
         # statements" sentence): scores are normalised by length, as BM25 does.
         lengths = [len(_WORD.findall(text)) for _, _, text in raw]
@@ -278,6 +291,8 @@ class ExtractiveAnswerer:
                 score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
             if score and _FIGURE.search(text):
                 score *= FIGURE_WEIGHT
+            if score and not about[i]:
+                score *= OTHER_ENTITY
             units.append(_Unit(i, pos, text, round(score, 6)))
         # A title-like line (short, no figure, no final punctuation: a PDF section heading)
         # matches the question's words and says nothing: quoted only when nothing else matches.
