@@ -307,6 +307,8 @@ class ExtractiveAnswerer:
         for unit in ranked:
             if len(chosen) == MAX_QUOTES or unit.score < KEEP_SHARE * best:
                 break
+            if chosen and _title_like(unit.text):
+                break  # title-like lines come last: only when nothing else matched
             if all(unit.text != c.text for c in chosen):  # chunks overlap: quote once
                 chosen.append(unit)
         return sorted(chosen, key=lambda u: (u.entry, u.position))  # reading order
