@@ -12,11 +12,17 @@ as benchmarks/ask_latency.py does), or on `--workspace DIR` (for example one kep
 `--importtime` adds, per command, the packages that take the most import time (Python's
 `-X importtime`, self time summed per top-level package, one run).
 
+`--baseline-src DIR` measures another version of Thoth's sources too (for example `git
+archive main src | tar -x -C /tmp/base`, then `--baseline-src /tmp/base/src`): each command
+runs alternately with DIR and with these sources on PYTHONPATH, so that both sides see the
+same load; the rows of the baseline are labelled `(baseline)`.
+
 Target: under 1.5 s for the commands that embed nothing (`--help`, `verify`); `ask` embeds
 its question and is reported for comparison. Exit 1 when a target is missed.
 
 Usage:
-    .venv/bin/python benchmarks/startup.py [--runs 5] [--workspace DIR] [--importtime] [--json]
+    .venv/bin/python benchmarks/startup.py [--runs 5] [--workspace DIR] [--importtime]
+        [--baseline-src DIR] [--json]
 """
 
 from __future__ import annotations
@@ -83,6 +89,13 @@ def commands(ws: Path) -> dict[str, list[str]]:
 
 # The children's environment: bytecode written and read, as for an installed package.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+SRC = ROOT / "src"
+
+
+def env_for(src: Path) -> dict[str, str]:
+    """ENV with `src` first on PYTHONPATH: the Thoth sources a child imports."""
+    rest = [p for p in ENV.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(src), *rest])}
 
 
 def _child_cpu() -> float:
@@ -90,25 +103,27 @@ def _child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def time_once(argv: Sequence[str]) -> tuple[float, float]:
+def time_once(argv: Sequence[str], env: dict[str, str] = ENV) -> tuple[float, float]:
     """Wall and CPU seconds of one run; a failing command stops the benchmark."""
     cpu0 = _child_cpu()
     t0 = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=ENV)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:4])} ... exited {done.returncode}:\n{done.stderr}")
     return wall, _child_cpu() - cpu0
 
 
-def import_breakdown(argv: Sequence[str], top: int = 6) -> dict[str, float]:
+def import_breakdown(
+    argv: Sequence[str], top: int = 6, env: dict[str, str] = ENV
+) -> dict[str, float]:
     """Seconds of import time per top-level package (self times summed), the `top` largest."""
     done = subprocess.run(
         [argv[0], "-X", "importtime", *argv[1:]],
         capture_output=True,
         text=True,
         check=True,
-        env=ENV,
+        env=env,
     )
     per_package: Counter[str] = Counter()
     for line in done.stderr.splitlines():
@@ -120,26 +135,44 @@ def import_breakdown(argv: Sequence[str], top: int = 6) -> dict[str, float]:
     return {"total": round(total / 1e6, 3), **result}
 
 
-def run(runs: int, workspace: Path | None, importtime: bool) -> dict[str, Any]:
+def _row(label: str, samples: list[tuple[float, float]]) -> dict[str, Any]:
+    wall = statistics.median(s[0] for s in samples)
+    embeds_nothing = label in ("tht --help", "tht verify")
+    return {
+        "median_wall_s": round(wall, 3),
+        "median_cpu_s": round(statistics.median(s[1] for s in samples), 3),
+        "min_wall_s": round(min(s[0] for s in samples), 3),
+        "target_s": TARGET_S if embeds_nothing else None,
+        "meets_target": wall < TARGET_S if embeds_nothing else None,
+    }
+
+
+def run(
+    runs: int, workspace: Path | None, importtime: bool, baseline: Path | None = None
+) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="thoth-startup-bench-"))
+    sides = {"": env_for(SRC)}
+    if baseline is not None:
+        sides[" (baseline)"] = env_for(baseline.resolve())
     try:
         ws = workspace.resolve() if workspace else demo_workspace(tmp)
         load_before = loadavg()
         rows: dict[str, Any] = {}
         for label, argv in commands(ws).items():
-            time_once(argv)  # warm-up: caches, bytecode
-            samples = [time_once(argv) for _ in range(runs)]
-            wall = statistics.median(s[0] for s in samples)
-            embeds_nothing = label in ("tht --help", "tht verify")
-            rows[label] = {
-                "median_wall_s": round(wall, 3),
-                "median_cpu_s": round(statistics.median(s[1] for s in samples), 3),
-                "min_wall_s": round(min(s[0] for s in samples), 3),
-                "target_s": TARGET_S if embeds_nothing else None,
-                "meets_target": wall < TARGET_S if embeds_nothing else None,
-            }
-            if importtime and label != "python -c pass":
-                rows[label]["imports_s"] = import_breakdown(argv)
+            samples: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+            for env in sides.values():
+                time_once(argv, env)  # warm-up: caches, bytecode
+            for i in range(runs):
+                # Alternating sides, and which goes first: both see the same load.
+                order = list(sides.items()) if i % 2 == 0 else list(reversed(sides.items()))
+                for side, env in order:
+                    samples[side].append(time_once(argv, env))
+            for side, env in sides.items():
+                if side and label == "python -c pass":
+                    continue  # the same interpreter on both sides
+                rows[label + side] = _row(label, samples[side])
+                if importtime and label != "python -c pass":
+                    rows[label + side]["imports_s"] = import_breakdown(argv, env=env)
         base = rows["python -c pass"]["median_wall_s"]
         for row in rows.values():
             row["over_bare_python_s"] = round(row["median_wall_s"] - base, 3)
@@ -161,7 +194,7 @@ def report(result: dict[str, Any]) -> None:
         f"{result['runs']} warm runs per command, workspace: {result['workspace']}; "
         f"load avg before {before}, after {after}"
     )
-    print(f"{'command':18}{'wall p50':>10}{'cpu p50':>10}{'min':>8}{'+python':>9}  target")
+    print(f"{'command':29}{'wall p50':>10}{'cpu p50':>10}{'min':>8}{'+python':>9}  target")
     for label, row in result["commands"].items():
         target = (
             "-"
@@ -169,7 +202,7 @@ def report(result: dict[str, Any]) -> None:
             else f"< {row['target_s']} s {'PASS' if row['meets_target'] else 'FAIL'}"
         )
         print(
-            f"{label:18}{row['median_wall_s']:>9.3f}s{row['median_cpu_s']:>9.3f}s"
+            f"{label:29}{row['median_wall_s']:>9.3f}s{row['median_cpu_s']:>9.3f}s"
             f"{row['min_wall_s']:>7.3f}s{row['over_bare_python_s']:>8.3f}s  {target}"
         )
     for label, row in result["commands"].items():
@@ -185,11 +218,21 @@ def main() -> int:
         "--workspace", type=Path, help="an indexed workspace to use instead of the demo"
     )
     parser.add_argument("--importtime", action="store_true", help="import time per package")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="another version's src directory, measured alternately with this one",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = run(args.runs, args.workspace, args.importtime)
+    result = run(args.runs, args.workspace, args.importtime, args.baseline_src)
+    result["baseline_src"] = str(args.baseline_src) if args.baseline_src else None
     emit(result, args.json, report)
-    missed = [r for r in result["commands"].values() if r["meets_target"] is False]
+    missed = [
+        r
+        for label, r in result["commands"].items()
+        if r["meets_target"] is False and not label.endswith("(baseline)")
+    ]
     return 1 if missed else 0
 
 

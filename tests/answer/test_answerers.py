@@ -422,14 +422,14 @@ def test_make_answerer_follows_the_configuration(monkeypatch: pytest.MonkeyPatch
 
 
 def test_quotable_units_unwrap_lines_and_spell_table_rows() -> None:
-    from thoth.answer.answerers import _sentences
+    from thoth.answer.answerers import quotable_units
 
     text = (
         "## Abbandoni\n\nLa soglia di abbandono è fissata al 4% degli\naccessi totali. Poi altro.\n\n"
         "- una voce\n- un'altra voce\n\n"
         "| Codice | Attesa max (min) |\n| --- | --- |\n| arancione | 15 |\n"
     )
-    assert _sentences(text) == [
+    assert quotable_units(text) == [
         "La soglia di abbandono è fissata al 4% degli accessi totali.",
         "Poi altro.",
         "una voce",
@@ -444,3 +444,11 @@ def test_a_title_like_line_is_not_quoted_when_a_real_sentence_matches() -> None:
     assert _title_like("Tempi massimi di attesa per codice di triage")
     assert not _title_like("Codice: arancione; Attesa max (min): 15")
     assert not _title_like("Il codice arancione attende al massimo 15 minuti.")
+
+
+def test_a_title_like_line_is_not_quoted_next_to_a_real_match() -> None:
+    ctx = context(
+        frag(1, "docs:ps.md", "Tempi massimi di attesa\n\nIl codice arancione attende 15 minuti.")
+    )
+    text = extractive(ctx, "Quali sono i tempi di attesa del codice arancione?")
+    assert text == "- «Il codice arancione attende 15 minuti.» [1]", text

@@ -12,74 +12,36 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.conftest import commit_all
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import activate_head, prepared_workspace, publish, write_config
+from tests.publishing import (
+    AUDIT,
+    CLINICA_ANSWERS,
+    CLINICA_WIKI,
+    MANUAL,
+    PAGE,
+    prepared_workspace,
+    synced_workspace,
+)
 from thoth.cli.main import app
 from thoth.documents.records import RECORD_EVIDENCE
 from thoth.evidence.corpus import load_corpus
 from thoth.evidence.document import render_unit
-from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 
-ANSWERS = """
-[answers]
-labels = ["public", "internal", "confidential"]
-default_labels = ["public"]
-evidence_channel = "clinica"
-evidence_labels = ["internal"]
-
-[[channels]]
-name = "clinica"
-examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
-keywords = ["ricovero", "pronto soccorso"]
-
-[[sources]]
-name = "manuali"
-include = ["documents/manuali/**"]
-channel = "clinica"
-labels = ["public"]
-
+ANSWERS = (
+    CLINICA_ANSWERS
+    + """
 [[sources]]
 name = "audit"
 include = ["documents/audit/**"]
 channel = "clinica"
 # No labels on purpose: an unlabelled confidential document must never be served.
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
 """
-
-MANUAL = """# Registrazione del ricovero
-
-Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
-con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
-"""
-
-AUDIT = """# Audit riservato
-
-L'audit interno ha trovato il 17,9% di schede di ricovero con codice di provenienza errato.
-"""
-
-PAGE = """---
-title: Ricoveri urgenti
-documents: [manuali:documents/manuali/ricovero.md]
----
-# Ricoveri urgenti
-
-I ricoveri urgenti sono cresciuti del 41% nel 2024 secondo il cruscotto di reparto.
-
-## Avvertenze
-
-- Il 41% conta due volte i trasferimenti interni: la crescita reale è intorno al 2%.
-"""
+    + CLINICA_WIKI
+)
 
 CAVEAT = "Il campo admission_type vale 'U' anche per i trasferimenti."
 
@@ -98,25 +60,12 @@ def ws(make_workspace: Callable[..., Workspace], embeddings: FakeEmbeddingServer
     (ws.evidence / unit.rel).write_text(
         render_unit(unit.unit.model_copy(update={"caveats": [CAVEAT]})), "utf-8"
     )
-    write_config(ws.root, embeddings.url, extra=ANSWERS)
-    for rel, text in {
+    corpus = {
         "documents/manuali/ricovero.md": MANUAL,
         "documents/audit/audit.md": AUDIT,
         "wiki/ricoveri-urgenti.md": PAGE,
-    }.items():
-        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / rel).write_text(text, "utf-8")
-    commit_all(ws.root, "answers corpus")
-    ws = Workspace.open(ws.root)
-    rt = open_runtime(ws)
-    try:
-        activate_head(rt)
-        assert publish(rt).outcome == "activated"
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
-        assert report.outcome == "activated", report.message
-    finally:
-        rt.close()
-    return ws
+    }
+    return synced_workspace(ws, embeddings.url, ANSWERS, corpus)
 
 
 def run(ws: Workspace, *args: str) -> tuple[int, str]:

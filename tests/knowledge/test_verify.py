@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import commit_all, git
+from tests.fake_embeddings import FakeEmbeddingServer
 from tests.knowledge.test_ingest import write_files
-from thoth.documents.records import KnowledgeFragment, fragment_point_id
+from tests.knowledge.test_sync import docs_workspace, tht
+from thoth.cli import exitcodes
+from thoth.documents.records import PIPELINE_VERSION, KnowledgeFragment, fragment_point_id
 from thoth.index.base import IndexRecord
+from thoth.index.reader import open_generation
+from thoth.index.records import DOCUMENT_KINDS
+from thoth.knowledge import verify as verify_module
 from thoth.knowledge.verify import verify
+from thoth.runtime import open_runtime
 from thoth.workspace import Workspace
 
 TOML = """
@@ -72,6 +83,12 @@ FILES = {
     "nolabel/bando.md": "# Bando\n\nIl bando scade il 30 giugno.\n",
     "wiki/giappone.md": PAGE,
 }
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeEmbeddingServer]:
+    with FakeEmbeddingServer(dim=8) as server:
+        yield server
 
 
 def test_a_channel_without_documents_is_an_error(tmp_path: Path) -> None:
@@ -162,3 +179,50 @@ def test_a_clean_workspace_verifies(tmp_path: Path) -> None:
     report = verify(Workspace.open(root))
     assert report.ok, report.findings
     assert report.documents == 2 and report.pages == 1
+
+
+def test_fragments_of_an_older_pipeline_are_flagged_per_source_with_the_fix(
+    tmp_path: Path, fake: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real sync, then a pipeline newer than the one that built the active generation: every
+    document and page fragment is stale, counted per source and per document."""
+    ws = docs_workspace(tmp_path / "ws", fake.url)
+    code, synced = tht("docs", "sync", "-w", str(ws.root))
+    assert code == exitcodes.OK, synced
+    current_code, data = tht("verify", "-w", str(ws.root))
+    assert "stale_fragments" not in {f["code"] for f in data["findings"]}, data
+    assert data["stale_fragments"] == 0
+
+    monkeypatch.setattr(verify_module, "PIPELINE_VERSION", PIPELINE_VERSION + 1)
+    code, data = tht("verify", "-w", str(ws.root))
+    stale = [f for f in data["findings"] if f["code"] == "stale_fragments"]
+    assert code == current_code, data  # served as built: a warning, the outcome is unchanged
+    with open_runtime(ws) as rt:
+        active = rt.state.active_generation(ws.settings.workspace)
+        assert active is not None
+        store = open_generation(rt.backend, active)
+        try:
+            built = Counter(
+                (str(r.payload["source"]), str(r.payload["doc_id"]))
+                for r in store.scroll({"record_kind": list(DOCUMENT_KINDS)})
+            )
+        finally:
+            store.close()
+    per_source: dict[str, dict[str, int]] = {}
+    for (source, doc_id), n in built.items():
+        per_source.setdefault(source, {})[doc_id] = n
+    assert {f["where"] for f in stale} == {f"sources.{s}" for s in per_source}
+    for finding in stale:
+        assert finding["level"] == "warning"
+        assert finding["hint"] == "run `tht docs sync --full` to rebuild them"
+        source = finding["where"].removeprefix("sources.")
+        details = finding["details"]
+        assert details["documents"] == per_source[source]
+        assert details["fragments"] == sum(per_source[source].values())
+        assert details["built_by"] == [PIPELINE_VERSION]
+        assert details["current"] == PIPELINE_VERSION + 1
+        assert (
+            f"{details['fragments']} fragment(s) of {len(per_source[source])}"
+            in (finding["message"])
+        )
+    assert data["stale_fragments"] == sum(built.values())

@@ -21,12 +21,19 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import WorkspaceFactory, commit_all
+from tests.conftest import WorkspaceFactory
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import activate_head, prepared_workspace, publish, write_config
+from tests.publishing import (
+    AUDIT,
+    CLINICA_ANSWERS,
+    CLINICA_WIKI,
+    MANUAL,
+    PAGE,
+    prepared_workspace,
+    synced_workspace,
+)
 from thoth.answer.request import request_fields
-from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_runtime, open_state, sessions_dir
+from thoth.runtime import open_state, sessions_dir
 from thoth.session import SessionStore
 from thoth.workspace import Workspace
 
@@ -34,37 +41,17 @@ pytestmark = pytest.mark.e2e
 
 T = TypeVar("T")
 
-ANSWERS = """
-[answers]
-labels = ["public", "internal", "confidential"]
-default_labels = ["public"]
-evidence_channel = "clinica"
-evidence_labels = ["internal"]
-
-[[channels]]
-name = "clinica"
-examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
-keywords = ["ricovero", "pronto soccorso"]
-
-[[sources]]
-name = "manuali"
-include = ["documents/manuali/**"]
-channel = "clinica"
-labels = ["public"]
-
+ANSWERS = (
+    CLINICA_ANSWERS
+    + """
 [[sources]]
 name = "riservati"
 include = ["documents/riservati/**"]
 channel = "clinica"
 labels = ["confidential"]
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
-
+"""
+    + CLINICA_WIKI
+    + """
 # The calling systems `tht mcp --caller` may act as (keys unused over stdio).
 [[service.callers]]
 name = "assistant"
@@ -81,29 +68,12 @@ name = "reader"
 key_sha256 = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 labels = ["public"]
 """
+)
 
 FILES = {
-    "documents/manuali/ricovero.md": """# Registrazione del ricovero
-
-Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
-con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
-""",
-    "documents/riservati/audit.md": """# Audit riservato
-
-L'audit interno ha trovato il 17,9% di schede di ricovero con codice di provenienza errato.
-""",
-    "wiki/ricoveri-urgenti.md": """---
-title: Ricoveri urgenti
-documents: [manuali:documents/manuali/ricovero.md]
----
-# Ricoveri urgenti
-
-I ricoveri urgenti sono cresciuti del 41% nel 2024 secondo il cruscotto di reparto.
-
-## Avvertenze
-
-- Il 41% conta due volte i trasferimenti interni: la crescita reale è intorno al 2%.
-""",
+    "documents/manuali/ricovero.md": MANUAL,
+    "documents/riservati/audit.md": AUDIT,
+    "wiki/ricoveri-urgenti.md": PAGE,
 }
 
 TOOLS = {"ask", "evidence_search", "knowledge_search", "session_consult", "session_show"}
@@ -118,18 +88,7 @@ def embeddings() -> Iterator[FakeEmbeddingServer]:
 
 def build_workspace(base: Path, embeddings_url: str) -> Workspace:
     ws = prepared_workspace(WorkspaceFactory(base), embeddings_url)
-    write_config(ws.root, embeddings_url, extra=ANSWERS)
-    for rel, text in FILES.items():
-        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / rel).write_text(text, "utf-8")
-    commit_all(ws.root, "answers corpus")
-    ws = Workspace.open(ws.root)
-    with open_runtime(ws) as rt:
-        activate_head(rt)
-        assert publish(rt).outcome == "activated"
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
-        assert report.outcome == "activated", report.message
-    return ws
+    return synced_workspace(ws, embeddings_url, ANSWERS, FILES)
 
 
 @pytest.fixture(scope="module")
@@ -407,10 +366,19 @@ def test_an_unavailable_index_is_an_error_with_its_code(
             ),
         ]
 
-    for result in serve(broken, body, "--caller", "assistant"):
+    errlog = tmp_path / "mcp.log"
+    results = serve(broken, body, "--caller", "assistant", errlog=errlog)
+    for result in results:
         assert result.is_error, result
         error = structured(result)
         assert error["code"] in ("index_unavailable", "index_corrupt"), error
         assert error["problems"] and error["problems"][0]["code"] == error["code"]
         assert error["problems"][0]["hint"], error  # what to do, not only what failed
         assert error["code"] in text_of(result)
+        # Where the server keeps its files is not the assistant's business: relative paths,
+        # and the full message in the server's log (stderr) under the error's request id.
+        for root in {str(broken.root), str(broken.root.resolve())}:
+            assert root not in text_of(result) and root not in json.dumps(error), error
+        logged = [line for line in errlog.read_text().splitlines() if error["request_id"] in line]
+        assert any(str(broken.root) in line for line in logged), (error, errlog.read_text())
+    assert any("<workspace>/.thoth/index" in text_of(r) for r in results), results

@@ -9,43 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import commit_all
-from tests.publishing import activate_head, prepared_workspace, publish, write_config
-from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_runtime, state_dir
+from tests.publishing import (
+    CLINICA_ANSWERS,
+    CLINICA_WIKI,
+    MANUAL,
+    prepared_workspace,
+    synced_workspace,
+)
+from thoth.runtime import state_dir
 from thoth.workspace import Workspace
 
-ANSWERS = """
-[answers]
-labels = ["public", "internal", "confidential"]
-default_labels = ["public"]
-evidence_channel = "clinica"
-evidence_labels = ["internal"]
-
-[[channels]]
-name = "clinica"
-examples = ["Cosa si intende per ricovero?", "Come si registra un accesso in pronto soccorso?"]
-keywords = ["ricovero", "pronto soccorso"]
-
-[[sources]]
-name = "manuali"
-include = ["documents/manuali/**"]
-channel = "clinica"
-labels = ["public"]
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
-"""
-
-MANUAL = """# Registrazione del ricovero
-
-Il ricovero ordinario viene registrato dal reparto entro 24 ore dall'ingresso del paziente,
-con la scheda di accettazione firmata dal medico di guardia e il codice di provenienza.
-"""
+ANSWERS = CLINICA_ANSWERS + CLINICA_WIKI
 
 PAGE = """---
 title: Ricoveri urgenti
@@ -77,26 +51,16 @@ def answering_workspace(
     make_workspace: Callable[..., Workspace], embeddings_url: str, service: str = ""
 ) -> Workspace:
     """The workspace, published and synced, with `service` appended to its thoth.toml."""
-    ws = prepared_workspace(make_workspace, embeddings_url)
-    write_config(ws.root, embeddings_url, extra=ANSWERS + service)
-    for rel, text in {
-        "documents/manuali/ricovero.md": MANUAL,
-        "documents/manuali/triage.md": MARKUP,
-        "wiki/ricoveri-urgenti.md": PAGE,
-    }.items():
-        (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / rel).write_text(text, "utf-8")
-    commit_all(ws.root, "answers corpus")
-    ws = Workspace.open(ws.root)
-    rt = open_runtime(ws)
-    try:
-        activate_head(rt)
-        assert publish(rt).outcome == "activated"
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
-        assert report.outcome == "activated", report.message
-    finally:
-        rt.close()
-    return ws
+    return synced_workspace(
+        prepared_workspace(make_workspace, embeddings_url),
+        embeddings_url,
+        ANSWERS + service,
+        {
+            "documents/manuali/ricovero.md": MANUAL,
+            "documents/manuali/triage.md": MARKUP,
+            "wiki/ricoveri-urgenti.md": PAGE,
+        },
+    )
 
 
 def index_dirs(ws: Workspace) -> list[Path]:

@@ -1,8 +1,10 @@
 """Answerers: turn an assembled context into the answer's text.
 
-- `ExtractiveAnswerer` (the offline default, no model): quotes the retrieved sentences that
-  best overlap the question, with [n] markers, puts a source's warning right next to any quoted
-  sentence whose number the warning mentions, then lists every caveat verbatim.
+- `ExtractiveAnswerer` (the offline default, no model): quotes the retrieved sentences and table
+  rows that hold the question's distinctive terms (weighted by how rare they are in the context,
+  a unit with a figure preferred), a table row spelled out with its header (the period) and
+  section, each quote with its [n] marker and page; puts a source's warning right next to any
+  quoted sentence whose number the warning mentions, then lists every caveat verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
   + the honesty floor; user message = question + numbered context. A model failure is an
   error naming provider, model and server: never retried, never replaced by the extractive
@@ -13,9 +15,12 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
@@ -28,13 +33,29 @@ from thoth.index.bm25 import Bm25Encoder
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
 
-MAX_SENTENCES = 3
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+MAX_QUOTES = 5
+# A quote must score at least this share of the best one: a weak match next to a strong one is
+# noise (a sentence that shares one common word with the question).
+KEEP_SHARE = 0.3
+# A sentence or row holding a figure weighs this much more: the questions an extractive answer
+# serves best ask for quantities, and a figure with the asked terms around it is the answer.
+FIGURE_WEIGHT = 2.0  # measured on the sec10q contexts: 1.5 and 2.0 alike, 2.0 with length norm
+LENGTH_NORM = 0.5  # BM25's b: how much a unit's length discounts its score
+OTHER_ENTITY = 0.25  # a unit of a fragment holding none of the question's entities weighs this
+# A sentence ends at . ! ? ; and a space, but not after an initial or an abbreviation written
+# with them ("U.S. dollar", "e.g. the"): a quote must not start in the middle of a sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)\s+")
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
 _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
+# A figure: an amount, a percentage, a number with thousands separators or decimals (a year or a
+# day is not one).
+_FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+|\d[.,]\d")
+_YEAR = re.compile(r"(?:1[89]|2\d)\d\d")
+_NOTE = re.compile(r"^\(.*\)$")  # "(In millions)": a table's unit, not a column or a row
+_QUESTION_TOKEN = re.compile(r"\w[\w\-]*")
 
 
 class AnswerModelError(LLMError, ThothError):
@@ -146,11 +167,13 @@ class ModelAnswerer:
 
 
 @dataclass(frozen=True)
-class _Sentence:
+class _Unit:
+    """A quotable unit of the context: a sentence, a list item or a table row spelled out."""
+
     entry: int  # index of its entry in the context (rank order)
     position: int  # within the entry's text
     text: str
-    overlap: int  # distinct question terms it holds
+    score: float  # weight of the distinctive question terms it holds (0: none)
 
 
 class ExtractiveAnswerer:
@@ -179,9 +202,9 @@ class ExtractiveAnswerer:
             return w.nothing_found
         parts: list[str] = []
         chosen = self._choose(question, context.entries)
-        if chosen[0].overlap == 0:
+        if chosen[0].score == 0:
             parts.append(w.no_overlap)
-        parts.append("\n".join(self._quote(s, context.entries[s.entry]) for s in chosen))
+        parts.append("\n".join(self._quote(u, context.entries[u.entry]) for u in chosen))
         caveats = _caveat_block(context.entries)
         if caveats:
             parts.append(w.caveats_heading + "\n" + "\n".join(caveats))
@@ -204,56 +227,222 @@ class ExtractiveAnswerer:
         # No model: the figures as the analytics branch wrote them, data date included.
         return numeric.text
 
-    def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Sentence]:
+    def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Unit]:
+        """The units holding the most weight of the question's distinctive terms, in reading
+        order. A term's weight is its rarity among the context's units (a word every passage
+        repeats says little); the question's names that name the document (held by its title
+        or identifier: the company, the filing) and its periods and form names ("Q2", "2023",
+        "10-Q") weigh nothing, for they locate the passage without saying anything:
+        boilerplate that matches only them is never quoted."""
         asked = self._terms(question)
-        found = [
-            _Sentence(i, pos, text, len(asked & self._terms(text)))
+        tokens = _QUESTION_TOKEN.findall(question)
+        periods = set().union(*(self._terms(t) for t in tokens if _DIGIT.search(t)))
+        names = set().union(*(self._terms(t) for t in tokens if t != t.lower()))
+        # The entities the question is about: its capitalised words past the first, without
+        # a digit ("Apple", "Intelligent Cloud"). A fragment none of them occurs in (its
+        # document's title, identifier or text) is about something else: another company's
+        # "net income" row is not Apple's.
+        entities = set().union(
+            *(self._terms(t) for t in tokens[1:] if t != t.lower() and not _DIGIT.search(t))
+        )
+        raw = [
+            (i, pos, text)
             for i, entry in enumerate(entries)
-            for pos, text in enumerate(_sentences(entry.fragment.record.text))
+            for pos, text in enumerate(quotable_units(entry.fragment.record.text))
         ]
-        if not found:
-            return [_Sentence(0, 0, entries[0].fragment.record.text.strip(), 0)]
+        if not raw:
+            return [_Unit(0, 0, entries[0].fragment.record.text.strip(), 0.0)]
+        # A name of the question that the document's title or identifier holds names the
+        # document ("Apple" in Apple's filing): a lowercase word of the title ("triage" in a
+        # page titled "Triage") is still asked about.
+        naming = [
+            (self._terms(f"{e.fragment.title} {e.fragment.doc_id}") & names) | periods
+            for e in entries
+        ]
+        held = [(self._terms(text) & asked) - naming[i] for i, _, text in raw]
+        # A section's heading says what its sentences are about ("Legal Proceedings" above a
+        # lawsuit's story): a term only the headings hold counts half.
+        headed = [(self._terms(_headings(e)) & asked) - naming[i] for i, e in enumerate(entries)]
+        spread = Counter(t for terms in held for t in terms)
+        spread.update(t for terms in headed for t in terms)
+        weight = {t: math.log(1 + len(raw) / n) for t, n in spread.items()}
+        # A passage about the question holds many of its terms: a sentence of it outweighs one
+        # that shares as many words but stands alone in a passage about something else.
+        covered = [set(headed[i]) for i in range(len(entries))]
+        for (i, _, _), terms in zip(raw, held, strict=True):
+            covered[i] |= terms
+        passage = [sum(weight[t] for t in terms) for terms in covered]
+        top = max(passage) or 1.0
+        about = [
+            not entities
+            or bool(entities & self._terms(f"{e.fragment.title} {e.fragment.doc_id} {e.text}"))
+            for e in entries
+        ]
+        # A long unit holds more of the question's words by chance (a page-long "forward-looking
+        # statements" sentence): scores are normalised by length, as BM25 does.
+        lengths = [len(_WORD.findall(text)) for _, _, text in raw]
+        average = sum(lengths) / len(lengths) or 1.0
+        units = []
+        for (i, pos, text), terms, length in zip(raw, held, lengths, strict=True):
+            score = sum(weight[t] for t in terms)
+            if score:
+                score += sum(0.5 * weight[t] for t in headed[i] - terms)
+                score *= 0.5 + 0.5 * passage[i] / top
+                score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
+            if score and _FIGURE.search(text):
+                score *= FIGURE_WEIGHT
+            if score and not about[i]:
+                score *= OTHER_ENTITY
+            units.append(_Unit(i, pos, text, round(score, 6)))
         # A title-like line (short, no figure, no final punctuation: a PDF section heading)
         # matches the question's words and says nothing: quoted only when nothing else matches.
-        matching = sorted(
-            (s for s in found if s.overlap),
-            key=lambda s: (_title_like(s.text), -s.overlap, s.entry, s.position),
-        )[:MAX_SENTENCES]
-        if not matching:
-            return [found[0]]  # the top fragment's first sentence: the closest passage
-        return sorted(matching, key=lambda s: (s.entry, s.position))  # reading order
+        ranked = sorted(
+            (u for u in units if u.score),
+            key=lambda u: (_title_like(u.text), -u.score, u.entry, u.position),
+        )
+        if not ranked:
+            return _closest(units)
+        best = ranked[0].score
+        chosen: list[_Unit] = []
+        for unit in ranked:
+            if len(chosen) == MAX_QUOTES or unit.score < KEEP_SHARE * best:
+                break
+            if chosen and _title_like(unit.text):
+                break  # title-like lines come last: only when nothing else matched
+            if all(unit.text != c.text for c in chosen):  # chunks overlap: quote once
+                chosen.append(unit)
+        return sorted(chosen, key=lambda u: (u.entry, u.position))  # reading order
 
-    def _quote(self, sentence: _Sentence, entry: ContextEntry) -> str:
-        line = f"- «{sentence.text}» [{entry.marker}]"
+    def _quote(self, unit: _Unit, entry: ContextEntry) -> str:
+        line = f"- «{unit.text}» [{entry.marker}]"
+        # Which fragment: a document cited as [n] has many; its page says where the quote is.
+        page = getattr(entry.fragment.record, "page", None)
+        if page is not None:
+            line += f" ({self._wording.page.format(page=page)})"
         # A number the source flags must never travel without its warning: put it right here.
-        numbers = _numbers(sentence.text)
+        numbers = _numbers(unit.text)
         for caveat in entry.caveats:
             if numbers & _numbers(caveat):
                 line += f"\n  {self._wording.number_warning} [{entry.marker}]: {caveat}"
         return line
 
 
-def _sentences(text: str) -> list[str]:
+def _closest(units: list[_Unit]) -> list[_Unit]:
+    """No unit holds a distinctive term of the question (a question in another language than
+    the documents, a paraphrase): the closest passage is the top-ranked fragment, which the
+    dense search chose; its figures first (its first rows or sentences holding one), else its
+    first unit. The answer says it holds none of the question's terms."""
+    top = [u for u in units if u.entry == 0]
+    with_figures = [u for u in top if _FIGURE.search(u.text)][:MAX_QUOTES]
+    return with_figures or top[:1] or units[:1]
+
+
+def quotable_units(text: str) -> list[str]:
     """The quotable units of a fragment: sentences of unwrapped paragraphs (PDF and Markdown
     lines are hard-wrapped: a sentence must not stop at a line end), list items one by one, and
     table rows spelled out with their header ("Codice: arancione; Attesa max: 15"), so a quoted
-    cell never travels without the column that gives it meaning."""
+    cell never travels without the column that gives it meaning. A line in parentheses before a
+    table ("(In millions)") is the table's unit and goes with each of its rows. A table PDF
+    extraction left as text lines (a period line "Three Months Ended September 30, 2023 2022",
+    a section line "Revenue", rows ending in figures) is spelled out the same way, row by row."""
     found: list[str] = []
+    loose = _LooseTable()
     for block in re.split(r"\n\s*\n", text):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
         table = table_cells(block) if lines and lines[0].startswith("|") else None
         if table is not None:
-            found += _table_rows(*table)
+            found += _table_rows(*table, note=loose.note)
+            loose = _LooseTable()
+            continue
+        if len(lines) == 1 and _NOTE.match(lines[0]):
+            loose = _LooseTable(note=lines[0])
             continue
         paragraph: list[str] = []
         for line in [*lines, ""]:
-            if paragraph and (not line or _LIST_ITEM.match(line) or line.startswith("#")):
-                found += _split_sentences(" ".join(paragraph))
+            row = _loose_row(line)
+            if row is None and _period_line(line) is None:
+                if paragraph and (not line or _LIST_ITEM.match(line) or line.startswith("#")):
+                    found += loose.prose(_split_sentences(" ".join(paragraph)))
+                    paragraph = []
+                # A heading names a section, it answers nothing: never quoted on its own.
+                if line and not line.startswith("#"):
+                    paragraph.append(line)
+                continue
+            # A short line right before a row or under the period line is the rows' section.
+            if paragraph and _title_like(paragraph[-1]):
+                loose.section = paragraph.pop()
+            if paragraph:
+                found += loose.prose(_split_sentences(" ".join(paragraph)))
                 paragraph = []
-            # A heading names a section, it answers nothing: never quoted on its own.
-            if line and not line.startswith("#"):
-                paragraph.append(line)
+            if row is None:
+                loose.period = _period_line(line)
+            else:
+                found.append(loose.spell(*row))
     return found
+
+
+@dataclass
+class _LooseTable:
+    """What the rows of a table left as text lines read under: unit, period line, section."""
+
+    note: str = ""
+    period: tuple[str, list[str]] | None = None  # ("Three Months Ended September 30,", years)
+    section: str = ""
+
+    def prose(self, sentences: list[str]) -> list[str]:
+        if any(s.endswith((".", ":", ";")) for s in sentences):
+            self.period, self.section, self.note = None, "", ""  # a paragraph ends the table
+        return sentences
+
+    def spell(self, label: str, values: list[str]) -> str:
+        name = _joined(self.section, label)
+        if self.period is not None and len(self.period[1]) == len(values):
+            prefix, years = self.period
+            pairs = [f"{prefix} {y}: {v}".strip() for y, v in zip(years, values, strict=True)]
+            line = f"{name} — " + "; ".join(pairs)
+        else:
+            line = f"{name} {' '.join(values)}".strip()
+            if self.period is not None:
+                line += f" ({' '.join([self.period[0], *self.period[1]]).strip()})"
+        return f"{line} {self.note}" if self.note else line
+
+
+_CELL = r"(?:\$\s?)?\(?-?\d(?:[\d,.]*\d)?\)?%?"
+_TRAILING_CELLS = re.compile(rf"(?:(?<=\s)|^)(?:{_CELL})(?:\s+{_CELL})+$")
+
+
+def _loose_row(line: str) -> tuple[str, list[str]] | None:
+    """(label, values) of a text line ending in two or more figures that are not all years:
+    "Intelligent Cloud 24,259 20,325", "Derivatives $ (16) $ (43)"."""
+    m = _TRAILING_CELLS.search(line)
+    if m is None or _period_line(line) is not None:
+        return None
+    values = re.findall(_CELL, m.group(0))
+    if all(_YEAR.fullmatch(v) for v in values) or not any(_DIGIT.search(v) for v in values):
+        return None
+    label = line[: m.start()].strip()
+    if label.endswith((".", ";")):  # a sentence ending before the numbers: not a row
+        return None
+    return label, values
+
+
+def _period_line(line: str) -> tuple[str, list[str]] | None:
+    """A line ending in two or more years and holding no other figure: the period header of a
+    table left as text ("Three Months Ended September 30, 2023 2022")."""
+    m = re.search(r"(?:\s+(?:1[89]|2\d)\d\d){2,}$", " " + line)
+    if m is None:
+        return None
+    prefix = (" " + line)[: m.start()].strip()
+    if _FIGURE.search(prefix):
+        return None
+    return prefix, m.group(0).split()
+
+
+def _headings(entry: ContextEntry) -> str:
+    """The headings a fragment sits under (its heading path) and those inside its text."""
+    path = getattr(entry.fragment.record, "heading_path", ())
+    inside = [line.lstrip("#").strip() for line in entry.text.splitlines() if line[:1] == "#"]
+    return "\n".join([*path, *inside])
 
 
 def _title_like(text: str) -> bool:
@@ -274,13 +463,77 @@ def _split_sentences(paragraph: str) -> list[str]:
     return found
 
 
-def _table_rows(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def _table_rows(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, note: str = ""
+) -> list[str]:
+    """Each row with the header of every value (its period, in a financial table) and the
+    section it sits under ("Cost of sales:" above "Services"): "Cost of sales: Services —
+    Three Months Ended April 1, 2023: 6,065; ...". A header PDF extraction wrote over two lines
+    (| | September 30, | then | (In millions) | 2023 |) is joined back; a row whose only cell
+    is its label is a section; a label starting in lower case continues the line above."""
+    head = list(header)
+    body = [list(row) for row in rows]
+    while body and _continues_header(head, body[0]):
+        more = body.pop(0)
+        head = [" ".join(p for p in (h, c) if p) for h, c in zip_longest(head, more, fillvalue="")]
+    label_head = head[0] if head else ""
+    if _NOTE.match(label_head):
+        note, label_head = note or label_head, ""
     spelled = []
-    for row in rows:
-        pairs = [f"{h}: {c}" if h else c for h, c in zip(header, row, strict=False) if c]
-        if pairs:
-            spelled.append("; ".join(pairs))
+    sections: list[str] = []  # "Net revenue:" then "Client Computing": nested sections
+    after_section = False
+    for row in body:
+        label, values = (row[0] if row else ""), row[1:]
+        if label and not any(values):
+            if label.endswith(":"):
+                sections = [label]  # "Net sales:", "Cost of sales:": a new top section
+            elif sections and not after_section and not sections[-1].endswith(":"):
+                sections[-1] = label  # the next section at the same level
+            else:
+                sections.append(label)
+            after_section = True
+            continue
+        if after_section and label[:1].islower() and sections:
+            label = f"{sections.pop()} {label}"  # a label wrapped over two lines
+        elif not label and len(sections) > 1:
+            label = sections.pop()  # a subsection's subtotal: the row without a label
+        after_section = False
+        section = ""
+        for name in sections:
+            section = _joined(section, name) if section else name
+        pairs = [f"{h}: {c}" if h else c for h, c in zip(head[1:], values, strict=False) if c]
+        if label_head:
+            line = "; ".join([f"{label_head}: {label}", *pairs] if label else pairs)
+            if section:
+                line = f"{_joined(section, label='')} — {line}"
+        elif label:
+            line = f"{_joined(section, label)} — " + "; ".join(pairs) if pairs else label
+        else:
+            line = "; ".join(pairs)
+        if line:
+            spelled.append(f"{line} {note}" if note and pairs else line)
+        if label.lower().startswith("total") and len(sections) > 1:
+            sections.pop()  # a total closes its subsection
     return spelled
+
+
+def _joined(section: str, label: str) -> str:
+    if not section:
+        return label
+    if not label:
+        return section.rstrip(":")
+    return f"{section} {label}" if section.endswith(":") else f"{section}: {label}"
+
+
+def _continues_header(head: Sequence[str], row: Sequence[str]) -> bool:
+    """A first row whose values are all years, under a header without any year: the second
+    line of the header (| | September 30, | over | (In millions) | 2023 |)."""
+    values = [c for c in row[1:] if c]
+    return (
+        bool(values)
+        and all(_YEAR.fullmatch(c) for c in values)
+        and not any(_YEAR.search(h) for h in head[1:])
+    )
 
 
 def _caveat_block(entries: tuple[ContextEntry, ...]) -> list[str]:

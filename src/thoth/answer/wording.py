@@ -29,6 +29,7 @@ class Wording:
     numbers_heading: str  # before the figures' table a model reads
     no_overlap: str
     number_warning: str  # prefix of a caveat quoted next to a sentence with its number
+    page: str  # {page}: where in its document a quote is, after its [n] marker
     default_instructions: str
     floor_heading: str
     floor_caveats: str
@@ -84,9 +85,10 @@ ITALIAN = Wording(
     ),
     numbers_heading="Dati calcolati (usa solo questi numeri, con la loro data):",
     no_overlap=(
-        "Nessun passo delle fonti trovate contiene i termini della domanda; il passo più vicino è:"
+        "Nessun passo delle fonti trovate contiene i termini della domanda; dal passo più vicino:"
     ),
     number_warning="⚠ Attenzione, dato segnalato dalla fonte",
+    page="pag. {page}",
     default_instructions=(
         "Rispondi alla domanda usando solo il contesto numerato qui sotto e cita le fonti "
         "con i loro marcatori [n]."
@@ -158,8 +160,11 @@ ENGLISH = Wording(
         "Computing the figure failed (code {code}): no number was served. Details: {error}"
     ),
     numbers_heading="Computed figures (use only these numbers, with their date):",
-    no_overlap="No passage of the sources found holds the question's terms; the closest is:",
+    no_overlap=(
+        "No passage of the sources found holds the question's terms; from the closest passage:"
+    ),
     number_warning="⚠ Warning, figure flagged by the source",
+    page="p. {page}",
     default_instructions=(
         "Answer the question using only the numbered context below and cite the sources "
         "with their [n] markers."

@@ -222,7 +222,7 @@ def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
 def _verify_with_index(ws: Workspace) -> VerifyReport:
     from thoth.index.base import IndexUnavailable
     from thoth.index.reader import Unreadable, open_generation
-    from thoth.knowledge.verify import verify
+    from thoth.knowledge.verify import VERIFIED_KINDS, verify
     from thoth.runtime import make_backend, open_state
 
     state = open_state(ws)
@@ -242,7 +242,8 @@ def _verify_with_index(ws: Workspace) -> VerifyReport:
             report.add("error", "index_unavailable", f"generation {active.id}", str(exc))
             return report
         try:
-            return verify(ws, store.scroll())
+            # Only what verify checks: schema records are many and carry no labels.
+            return verify(ws, store.scroll({"record_kind": list(VERIFIED_KINDS)}))
         finally:
             store.close()
     finally:

@@ -33,7 +33,13 @@ def mcp_cmd(
 ) -> None:
     """Serve ask, Evidence and knowledge search, and session consult/show as MCP tools on
     stdin/stdout (configure it as a stdio server in the assistant; docs/mcp.md)."""
+    import logging
+
+    from thoth.cli.service import LOG_FORMAT
     from thoth.service.mcp_server import run_stdio
 
+    # stderr is the server's log (stdout belongs to the protocol): failures in full, under
+    # the request id their tool error carries.
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     with errors(as_json=False):
         run_stdio(Workspace.open(workspace), caller)

@@ -12,15 +12,20 @@ as a header plus rows of cells. Two kinds of table are found:
   part is figures separated from the row label by a wide gap; the columns are the clusters of
   the figures' horizontal extents, and the header is the lines just above the run, each phrase
   given to the columns it spans (a "Three Months Ended" over two date columns heads both), the
-  header lines of a column joined top to bottom ("Three Months Ended April 1, 2023").
+  header lines of a column joined top to bottom ("Three Months Ended April 1, 2023"). A
+  header line may carry its period on the label side ("Three Months Ended September 30,
+  2023 2022", as MSFT sets it): the period then heads each year's column. A note in
+  parentheses set loose over the figures ("(In millions)") heads the labels, not a column.
   pdfplumber's text-based strategy was measured on the same pages and not kept: on a filing
   page it takes the whole page, prose included, for one table and cuts words between columns
   (see docs/documents.md).
 
 Aligned text without figures (option lists, two-column layouts) stays text, and a run of
-figures without a header line above it stays text too: a wrong table, whose first line is
-repeated as a header in every chunk, is worse than none. `$` and `%` cells are merged with
-their figure, and empty spacer columns are removed.
+figures without a header line above it stays text too, and so does one whose header
+phrases cannot be placed (two phrases of one header line over one column): a wrong table,
+whose first line is repeated as a header in every chunk, is worse than none. `$` and `%`
+cells are merged with their figure, a unit repeated after the figures ("8 years") is part of
+them, one-word ranges ("2023–2043") are values, and empty spacer columns are removed.
 
 This module returns plain structures (`PdfContent`); `extract.py` turns them into blocks.
 """
@@ -91,6 +96,8 @@ _FIGURE = re.compile(r"^[(\[]?[-−–+]?[$€£]?\d[\d.,']*%?[)\]]?%?$")
 _CURRENCY = re.compile(r"^[$€£]$")
 _DASH = re.compile(r"^(?:[-—–]|n/?[ad]|nm)$", re.IGNORECASE)
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+# A range in one word, a value but not a figure of its own: "2023–2043", "3.63%–4.88%".
+_RANGE = re.compile(r"^\d[\d.,]*%?[–-]\d[\d.,]*%?$")
 _WS = re.compile(r"\s+")
 
 
@@ -99,7 +106,11 @@ def _is_figure(text: str) -> bool:
 
 
 def _is_value(text: str) -> bool:
-    return _is_figure(text) or bool(_CURRENCY.match(text) or _DASH.match(text)) or text == "%"
+    return (
+        _is_figure(text)
+        or bool(_CURRENCY.match(text) or _DASH.match(text) or _RANGE.match(text))
+        or text == "%"
+    )
 
 
 def _clean(cell: str | None) -> str:
@@ -199,30 +210,86 @@ def _split_row(line: _Line) -> tuple[list[Word], list[Word]] | None:
     """(label words, value words) of a row of figures, or None when the line is not one.
 
     The values are the words from the first value-like word that stands a wide gap away from
-    the label (or starts the line) to the end of the line, all value-like, one a figure.
+    the label (or starts the line) to the end of the line, all value-like, one a figure. A
+    line that starts with two figures close together ("31, 2022)   35,653   31,580", the
+    end of a label wrapped onto a second line) starts with text, and so does one that starts
+    with a year before other figures ("2025   2,834   2,196": the year is the row's label in
+    a table of maturities). A unit after the figures of
+    two or more columns is part of their values ("8 years   8 years", "5.5 pts   26.6 pts").
     """
     words = line.words
+    units = _units(line)
     for start, word in enumerate(words):
         if not _is_value(str(word["text"])):
             continue
         if start and float(word["x0"]) - float(words[start - 1]["x1"]) <= line.height:
             continue
+        if not start and _label_like_start(line):
+            continue
         values = words[start:]
-        if all(_is_value(str(w["text"])) for w in values) and any(
+        if all(_is_value(str(w["text"])) or str(w["text"]) in units for w in values) and any(
             _is_figure(str(w["text"])) for w in values
         ):
             return words[:start], values
     return None
 
 
+def _label_like_start(line: _Line) -> bool:
+    """Whether the first phrase of a line that starts with figures is its label: two figures
+    close together, or a year alone before figures that are not years."""
+    first = [str(w["text"]) for w in _phrases(line)[0]]
+    if sum(1 for text in first if _is_figure(text)) > 1:
+        return True
+    rest = [str(w["text"]) for w in line.words[len(first) :]]
+    return (
+        len(first) == 1
+        and bool(_YEAR.match(first[0]))
+        and any(_is_figure(text) and not _YEAR.match(text) for text in rest)
+    )
+
+
+def _units(line: _Line) -> set[str]:
+    """Words that follow a figure closely (a short word of letters) twice or more on a line:
+    the unit of a row's values ("years", "pts"), not prose."""
+    seen: dict[str, int] = {}
+    for prev, word in zip(line.words, line.words[1:], strict=False):
+        text = str(word["text"])
+        if (
+            _is_figure(str(prev["text"]))
+            and text.isalpha()
+            and len(text) <= 6
+            and float(word["x0"]) - float(prev["x1"]) <= line.height
+        ):
+            seen[text] = seen.get(text, 0) + 1
+    return {text for text, count in seen.items() if count >= 2}
+
+
 def _data_row(line: _Line) -> bool:
     """A row of figures that is not a header line of years ("2023 2022")."""
     row = _split_row(line)
-    return row is not None and not _years_only(row)
+    return row is not None and not _years_only(line, row)
 
 
-def _years_only(row: tuple[list[Word], list[Word]]) -> bool:
-    return not row[0] and all(_YEAR.match(str(w["text"])) for w in row[1])
+def _years_only(line: _Line, row: tuple[list[Word], list[Word]]) -> bool:
+    """A header line of years: years alone ("2023 2022"), or with words, no figure standing
+    alone but years, and two or more of them ("Three Months Ended September 30,   2023
+    2022"; "(In millions)   2023   Acquisitions   Other   2023", as MSFT sets its headers)
+    or one after several phrases ("(years)   Interest Rate   July 30, 2023   2023", NVDA's
+    debt table): a row has one label, not phrases spread over the columns."""
+    if not all(_YEAR.match(str(w["text"])) for w in row[1]):
+        return False
+    if not row[0]:
+        return True
+    phrases = _phrases(line)
+    alone = [
+        str(w["text"])
+        for phrase in phrases
+        if all(_is_value(str(w["text"])) for w in phrase)
+        for w in phrase
+        if _is_figure(str(w["text"]))
+    ]
+    enough = len(alone) >= 2 or (len(alone) == 1 and len(phrases) >= 3)
+    return enough and all(_YEAR.match(text) for text in alone)
 
 
 # -- aligned tables (no rules) -----------------------------------------------------------------
@@ -245,6 +312,8 @@ def _tokens(values: Sequence[Word]) -> list[tuple[str, float, float]]:
             pending = text
         elif text == "%" and out:
             out[-1] = (out[-1][0] + "%", out[-1][1], x1)
+        elif not _is_value(text) and out:  # a unit ("years"): part of the figure before
+            out[-1] = (f"{out[-1][0]} {text}", out[-1][1], x1)
         else:
             out.append((pending + text, x0, x1))
             pending = ""
@@ -252,8 +321,15 @@ def _tokens(values: Sequence[Word]) -> list[tuple[str, float, float]]:
 
 
 def _columns(tokens: Sequence[tuple[str, float, float]]) -> list[tuple[float, float]]:
-    """Column extents: the horizontal extents of the figures, overlapping ones merged."""
-    spans = sorted((x0, x1) for text, x0, x1 in tokens if _is_figure(text.lstrip("$€£")))
+    """Column extents: the horizontal extents of the figures and of the dashes that stand
+    for nil, overlapping ones merged (a column of "—" alone, as INTC's "Gross Amounts
+    Offset", is a column). A hyphen is not one: AMZN's "2024 - 2044" is one range."""
+    spans = sorted(
+        (x0, x1)
+        for text, x0, x1 in tokens
+        if _is_figure(text.lstrip("$€£").split(" ")[0])
+        or (text != "-" and _DASH.match(text.lstrip("$€£")))
+    )
     columns: list[list[float]] = []
     for x0, x1 in spans:
         if columns and x0 <= columns[-1][1]:
@@ -281,7 +357,9 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     columns = _columns([t for row in tokens for t in row])
     if not columns:
         return None
-    limit = columns[0][0]  # the label column ends where the first column of figures starts
+    # The label column ends where the first column of figures starts, at its `$` when it has
+    # one: a date right-aligned over that `$` ("April 1, 2023") heads figures, not labels.
+    limit = min(columns[0][0], *(float(s[1][0]["x0"]) for s in split if s))
     if any(s is None and lines[i].x1 > limit for i, s in zip(body, split, strict=True)):
         return None
     if any(s is not None and s[0] and float(s[0][-1]["x1"]) > limit for s in split):
@@ -302,13 +380,18 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         if below.top - line.bottom > 2.5 * line.height or len(header_lines) == 4:
             break
         row = _split_row(line)
-        if row is not None and not _years_only(row):
+        if row is not None and not _years_only(line, row):
             break
         phrases = _phrases(line)
         if any(float(p[0]["x0"]) < label_end and float(p[-1]["x1"]) > limit for p in phrases):
             break  # a caption across labels and figures, not a column header
         if all(float(p[-1]["x1"]) <= limit for p in phrases):
             break  # nothing over the figures: a caption or the end of the text above
+        over = [str(p[0]["text"]) for p in phrases if float(p[-1]["x1"]) > limit]
+        if len(over) < len(phrases) and all(
+            _is_figure(text) and not _YEAR.match(text) for text in over
+        ):
+            break  # a label and figures with units ("Operating leases   8 years"): a row
         header_lines.insert(0, line)
         below = line
     if not header_lines or all(
@@ -335,18 +418,40 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
     # a "Three Months Ended" centred over two dates heads the columns of both.
     cells: list[list[str]] = [[] for _ in range(width)]
     widened = list(columns)
-    for line in reversed(header_lines):
+    for index in reversed(range(len(header_lines))):
+        line = header_lines[index]
+        neighbours = header_lines[max(0, index - 1) : index] + header_lines[index + 1 : index + 2]
         given: list[tuple[int, float, float]] = []
         spans = _phrase_spans(line.words, line.height)
-        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], columns)
+        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], widened)
+        caption = _period_caption(line, spans, limit)
+        texts: dict[int, list[str]] = {}  # this line's phrases per column, left to right
         for text, x0, x1 in spans:
+            if (text, x0, x1) in caption:
+                continue  # the period of the years on this line: it heads their columns
             found = targets(x0, x1, widened)
-            if x1 > limit:
+            if x1 > limit and _table_note(text, x0, x1, neighbours, columns):
+                found = [0]
+            elif x1 > limit and not _lines_up(
+                x0, x1, header_lines[index + 1 : index + 2], centres=False
+            ):
+                # A phrase flush with a column's header phrase below it (MSFT's "Cash" over
+                # "and Cash Equivalents") heads that column only; a centred one may head
+                # several (AMZN's "2022" over three columns, centred on the middle one).
                 more = spanned.get((x0, x1), [])
                 found = sorted({*found, *(len(starts) + c for c in more)})
             for target in found:
-                cells[target].insert(0, text)
+                texts.setdefault(target, []).append(text)
                 given.append((target - len(starts), x0, x1))
+        if any(len(parts) > 1 for target, parts in texts.items() if target >= len(starts)):
+            # Two phrases of one header line over one column of figures: the phrases are
+            # not where the columns are ("Gross ... Net" over three columns), and a header
+            # guessed from them would be wrong in every chunk; the lines stay text.
+            return None
+        for target, parts in texts.items():
+            if caption and target >= len(starts):
+                parts.insert(0, " ".join(text for text, _, _ in caption))
+            cells[target].insert(0, " ".join(parts))
         for col, x0, x1 in given:
             if col >= 0:
                 a, b = widened[col]
@@ -360,6 +465,55 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
             cells_of_row[col] = f"{cells_of_row[col]} {text}".strip()
         table.rows.append(tuple(cells_of_row))
     return table
+
+
+def _table_note(
+    text: str,
+    x0: float,
+    x1: float,
+    neighbours: Sequence[_Line],
+    columns: Sequence[tuple[float, float]],
+) -> bool:
+    """Whether a header phrase over the figures is a note on the whole table: in parentheses,
+    and over the figures of two columns or more ("($ in millions, except per share data)"
+    across three dates), or lined up (left edge, right edge or centre, over or under it) with
+    no phrase of the header lines next to it: NVDA's "(In millions)" set loose between the
+    date columns. Lined up with a column's header phrases it belongs to that column (MSFT's
+    "(In millions)" right-aligned under "Approximate Dollar Value of Shares That May Yet Be
+    Purchased", its "(calendar year)" under "Maturities")."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    over = sum(1 for a, b in columns if x0 < b and x1 > a)
+    return over >= 2 or not _lines_up(x0, x1, neighbours)
+
+
+def _lines_up(x0: float, x1: float, lines: Sequence[_Line], centres: bool = True) -> bool:
+    """Whether a phrase lines up with a phrase of `lines`: same left edge, right edge or
+    (with `centres`) centre, within 2 pt, its centre over the other phrase."""
+    centre = (x0 + x1) / 2
+    return any(
+        a <= centre <= b
+        and min(abs(a - x0), abs(b - x1), abs((a + b) / 2 - centre) if centres else 9.0) <= 2
+        for line in lines
+        for _, a, b in _phrase_spans(line.words, line.height)
+    )
+
+
+def _period_caption(
+    line: _Line, spans: Sequence[tuple[str, float, float]], limit: float
+) -> list[tuple[str, float, float]]:
+    """The label-side phrases of a header line of years that name their period: on
+    "Three Months Ended September 30,   2023   2022" the period heads each year's column
+    ("Three Months Ended September 30, 2023"). A phrase in parentheses is a note on the
+    table ("(In millions)"), not a period, and stays over the labels."""
+    row = _split_row(line)
+    if row is None or not row[0] or not _years_only(line, row):
+        return []
+    return [
+        (text, x0, x1)
+        for text, x0, x1 in spans
+        if x1 <= limit and not (text.startswith("(") and text.endswith(")"))
+    ]
 
 
 def _spanned_columns(
@@ -455,12 +609,14 @@ def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
             start -= 1
         end = index + 1  # one past the last row of figures
         probe = end
+        first_value = float(_split_row(lines[index])[1][0]["x0"])  # type: ignore[index]
         while probe < len(lines) and lines[probe].top - lines[probe - 1].bottom <= 2.0 * (
             lines[probe].height
         ):
             if _data_row(lines[probe]):
                 end = probe = probe + 1
-            elif len(_phrases(lines[probe])) == 1:
+            elif len(_phrases(lines[probe])) == 1 and lines[probe].x1 < first_value:
+                # a label-only line ("Net sales:"); one reaching over the figures is prose
                 probe += 1
             else:
                 break

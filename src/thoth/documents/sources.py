@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -186,6 +186,29 @@ def _git(
     return done.stdout
 
 
+class GitMemo:
+    """The answers to repository-wide git queries (its top level, HEAD, the tree, the status),
+    asked once per repository for a pass over several sources that changes nothing in
+    between (`tht verify`: no alignment): sources that share a repository, as the demo's eight
+    do, would each ask again. Failures are not kept: the next source asks and names itself."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[Path, tuple[str, ...]], bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def git(self, repo: Path, source_name: str, *args: str, hint: str) -> bytes:
+        key = (repo, args)
+        if key not in self._answers:
+            self._answers[key] = _git(repo, source_name, *args, hint=hint)
+        return self._answers[key]
+
+
+def _asker(memo: GitMemo | None) -> Callable[..., bytes]:
+    return memo.git if memo is not None else _git
+
+
 def _git_optional(repo: Path, *args: str) -> str | None:
     """Output of a git query whose failure means "not set" (a config key, a branch name)."""
     done = subprocess.run(
@@ -196,14 +219,15 @@ def _git_optional(repo: Path, *args: str) -> str | None:
     return done.stdout.strip() or None
 
 
-def _check_repository(repo: Path, source_name: str) -> None:
+def _check_repository(repo: Path, source_name: str, memo: GitMemo | None = None) -> None:
     where = f"source {source_name!r} ({repo})"
     if not repo.is_dir():
         raise SourceUnavailable(
             f"{where}: the repository path does not exist -> clone the source there, or fix "
             "`repo` in the [[sources]] entry of thoth.toml"
         )
-    top = _git(
+    git = _asker(memo)
+    top = git(
         repo,
         source_name,
         "rev-parse",
@@ -217,7 +241,7 @@ def _check_repository(repo: Path, source_name: str) -> None:
             f"{where}: not the root of its Git repository ({top_path}) -> set `repo` to "
             "the repository root and put the subdirectory in the include globs"
         )
-    _git(
+    git(
         repo,
         source_name,
         "rev-parse",
@@ -286,11 +310,13 @@ def align(repo: Path, source_name: str) -> str | None:
     return name
 
 
-def _tree(repo: Path, source_name: str, revision: str) -> list[tuple[str, str, str, int | None]]:
+def _tree(
+    repo: Path, source_name: str, revision: str, memo: GitMemo | None = None
+) -> list[tuple[str, str, str, int | None]]:
     """(mode, object id, path, size in bytes) of every entry of the tree at `revision`; the
     size is None for entries that are not blobs (submodules). Sizes come from Git's object
     headers: nothing is read."""
-    out = _git(
+    out = _asker(memo)(
         repo,
         source_name,
         "ls-tree",
@@ -354,8 +380,10 @@ def _blobs(repo: Path, source_name: str, oids: Sequence[str]) -> list[bytes]:
     return blobs
 
 
-def _uncommitted(repo: Path, source: SourceSettings) -> tuple[str, ...]:
-    out = _git(
+def _uncommitted(
+    repo: Path, source: SourceSettings, memo: GitMemo | None = None
+) -> tuple[str, ...]:
+    out = _asker(memo)(
         repo,
         source.name,
         "status",
@@ -418,25 +446,37 @@ def _check_titles(source: SourceSettings, repo: Path, paths: Sequence[str]) -> N
 
 
 def read_source(
-    ws_root: Path, source: SourceSettings, *, align_first: bool = True
+    ws_root: Path,
+    source: SourceSettings,
+    *,
+    align_first: bool = True,
+    memo: GitMemo | None = None,
 ) -> SourceSnapshot:
     """Every file the source declares, read at its repository's HEAD (after `align`).
 
     A source whose globs match nothing gives an empty snapshot: sync and verify report it.
     Symbolic links and submodules matched by the globs are refused: their content is not in
-    the commit.
+    the commit. `memo`: repository-wide answers shared by the sources of one pass that aligns
+    nothing (refused with `align_first`, which moves HEAD).
     """
+    if align_first and memo is not None:
+        raise ValueError(
+            "read_source: a GitMemo cannot be shared across alignments -> pass align_first=False"
+        )
     repo = repo_root(ws_root, source)
     if align_first:
         align(repo, source.name)
     else:
-        _check_repository(repo, source.name)
+        _check_repository(repo, source.name, memo)
     revision = (
-        _git(repo, source.name, "rev-parse", "--verify", "HEAD^{commit}", hint="check `git log`")
+        _asker(memo)(
+            repo, source.name, "rev-parse", "--verify", "HEAD^{commit}", hint="check `git log`"
+        )
         .decode()
         .strip()
     )
-    chosen = [entry for entry in _tree(repo, source.name, revision) if selects(source, entry[2])]
+    tree = _tree(repo, source.name, revision, memo)
+    chosen = [entry for entry in tree if selects(source, entry[2])]
     refused = [
         Problem(
             doc_identifier(source.name, path),
@@ -476,4 +516,4 @@ def read_source(
         SourceFile(source, path, data, hashlib.sha256(data).hexdigest(), revision)
         for (_, _, path, _), data in zip(chosen, blobs, strict=True)
     )
-    return SourceSnapshot(source, repo, revision, files, _uncommitted(repo, source))
+    return SourceSnapshot(source, repo, revision, files, _uncommitted(repo, source, memo))

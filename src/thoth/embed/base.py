@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from thoth.errors import ThothError
 
-Vectors = npt.NDArray[np.float32]  # shape (n, dim), L2-normalised rows
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# shape (n, dim), L2-normalised rows. A name for annotations only: numpy is imported where
+# vectors are made, so that a command that embeds nothing (`tht verify`) never loads it.
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 
 class EmbedderError(ThothError):
@@ -45,6 +48,8 @@ def finish_vectors(raw: npt.ArrayLike, *, count: int, dim: int, who: str) -> Vec
     Every provider goes through here, so a wrong shape, a NaN or an all-zero row is reported
     with the model's name instead of silently poisoning an index.
     """
+    import numpy as np
+
     try:
         arr = np.asarray(raw, dtype=np.float32)
     except (TypeError, ValueError) as exc:

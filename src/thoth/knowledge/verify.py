@@ -3,9 +3,11 @@
 The silent failures it catches: a correct filter that selects nothing because nobody labelled
 the documents, a label value outside the governed vocabulary, a wiki page pointing at a document
 that does not exist, or at another wiki page where a document is required (`contradicted_by`,
-`documents`: admission decides on documents only, so such a reference would be ignored). It
-reads the sources at their committed revision (without aligning them: verify changes nothing)
-and, when there is one, the active generation.
+`documents`: admission decides on documents only, so such a reference would be ignored), and
+fragments served as an older pipeline built them (`stale_fragments`: what the pipeline now does
+better, they do not have until `tht docs sync --full`). It reads the sources at their committed
+revision (without aligning them: verify changes nothing) and, when there is one, the active
+generation.
 """
 
 from __future__ import annotations
@@ -13,11 +15,21 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from thoth.config import Settings
-from thoth.documents.records import RECORD_DOCUMENT, RECORD_EVIDENCE, RECORD_WIKI
-from thoth.documents.sources import SourceSnapshot, SourceUnavailable, read_source
+from thoth.documents.records import (
+    PIPELINE_VERSION,
+    RECORD_DOCUMENT,
+    RECORD_EVIDENCE,
+    RECORD_WIKI,
+)
+from thoth.documents.sources import (
+    GitMemo,
+    SourceSnapshot,
+    SourceUnavailable,
+    read_source,
+)
 from thoth.errors import ProblemsError
 from thoth.index.base import IndexRecord
 from thoth.knowledge.ingest import admit
@@ -25,6 +37,8 @@ from thoth.wiki import WikiPage, parse_page
 from thoth.workspace import Workspace
 
 Level = Literal["error", "warning"]
+# The records of a generation verify reads (schema records carry no labels).
+VERIFIED_KINDS: Final = (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE)
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,7 @@ class Finding:
     where: str
     message: str
     hint: str = ""
+    details: dict[str, Any] = field(default_factory=dict)  # counts, for --json readers
 
 
 @dataclass
@@ -42,13 +57,22 @@ class VerifyReport:
     documents: int = 0
     pages: int = 0
     indexed_records: int | None = None  # None: no active generation to check
+    stale_fragments: int = 0  # document and page fragments built by an older pipeline
 
     @property
     def ok(self) -> bool:
         return not any(f.level == "error" for f in self.findings)
 
-    def add(self, level: Level, code: str, where: str, message: str, hint: str = "") -> None:
-        self.findings.append(Finding(level, code, where, message, hint))
+    def add(
+        self,
+        level: Level,
+        code: str,
+        where: str,
+        message: str,
+        hint: str = "",
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.findings.append(Finding(level, code, where, message, hint, details or {}))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +80,7 @@ class VerifyReport:
             "documents": self.documents,
             "pages": self.pages,
             "indexed_records": self.indexed_records,
+            "stale_fragments": self.stale_fragments,
             "errors": sum(f.level == "error" for f in self.findings),
             "warnings": sum(f.level == "warning" for f in self.findings),
             "findings": [asdict(f) for f in self.findings],
@@ -68,9 +93,10 @@ def verify(ws: Workspace, indexed: Iterable[IndexRecord] | None = None) -> Verif
     settings = ws.settings
     report = VerifyReport()
     snapshots: list[SourceSnapshot] = []
+    memo = GitMemo()  # verify aligns nothing: each repository is asked once
     for source in settings.sources:
         try:
-            snapshot = read_source(ws.root, source, align_first=False)
+            snapshot = read_source(ws.root, source, align_first=False, memo=memo)
         except (SourceUnavailable, ProblemsError) as exc:
             report.add("error", "source_unreadable", f"sources.{source.name}", str(exc))
             continue
@@ -221,16 +247,26 @@ def _check_references(pages: list[WikiPage], known: set[str], report: VerifyRepo
 def _check_index(settings: Settings, records: Iterable[IndexRecord], report: VerifyReport) -> None:
     vocabulary = set(settings.answers.labels)
     outside: dict[str, set[str]] = defaultdict(set)
+    stale: dict[str, Counter[str]] = defaultdict(Counter)  # source -> doc id -> fragments
+    built_by: dict[str, set[int]] = defaultdict(set)
     count = 0
     for record in records:
-        kind = record.payload.get("record_kind")
-        if kind not in (RECORD_DOCUMENT, RECORD_WIKI, RECORD_EVIDENCE):
+        payload = record.payload
+        kind = payload.get("record_kind")
+        if kind not in VERIFIED_KINDS:
             continue
         count += 1
-        for label in record.payload.get("labels") or []:
+        for label in payload.get("labels") or []:
             if label not in vocabulary:
-                outside[str(label)].add(str(record.payload.get("doc_id")))
+                outside[str(label)].add(str(payload.get("doc_id")))
+        # Evidence has its own pipeline version (evidence/manifest.yaml), checked by publish.
+        version = int(payload.get("pipeline_version") or 0)
+        if kind != RECORD_EVIDENCE and version < PIPELINE_VERSION:
+            source = str(payload.get("source") or "?")
+            stale[source][str(payload.get("doc_id"))] += 1
+            built_by[source].add(version)
     report.indexed_records = count
+    _report_stale(stale, built_by, report)
     for label, docs in sorted(outside.items()):
         report.add(
             "error",
@@ -239,4 +275,32 @@ def _check_index(settings: Settings, records: Iterable[IndexRecord], report: Ver
             f"indexed with label {label!r}, which is not in the vocabulary "
             f"({', '.join(settings.answers.labels)})",
             "run `tht docs sync` (or add the label to [answers].labels if it is right)",
+        )
+
+
+def _report_stale(
+    stale: dict[str, Counter[str]], built_by: dict[str, set[int]], report: VerifyReport
+) -> None:
+    """One warning per source whose fragments an older pipeline built: they are served as they
+    were built (nothing is wrong with them), without what the pipeline now does better."""
+    for source, documents in sorted(stale.items()):
+        fragments = sum(documents.values())
+        report.stale_fragments += fragments
+        versions = sorted(built_by[source])
+        worst = ", ".join(f"{d} ({n})" for d, n in documents.most_common(5))
+        more = f" and {len(documents) - 5} more" if len(documents) > 5 else ""
+        report.add(
+            "warning",
+            "stale_fragments",
+            f"sources.{source}",
+            f"{fragments} fragment(s) of {len(documents)} document(s) were built by pipeline "
+            f"version {', '.join(map(str, versions))}, older than the current "
+            f"{PIPELINE_VERSION}: {worst}{more}",
+            "run `tht docs sync --full` to rebuild them",
+            {
+                "fragments": fragments,
+                "documents": dict(sorted(documents.items())),
+                "built_by": versions,
+                "current": PIPELINE_VERSION,
+            },
         )

@@ -53,6 +53,7 @@ from thoth.service.models import (
     validate,
 )
 from thoth.service.operations import Operations
+from thoth.service.redact import PathRedactor
 from thoth.service.web import add_web_routes
 from thoth.state import JobFinished, JobNotFound, StateError
 from thoth.workspace import Workspace
@@ -107,18 +108,26 @@ class ProblemBody(BaseModel):
     request_id: str
 
 
-def problem_response(exc: ThothError, request_id: str) -> JSONResponse:
+def problem_response(
+    exc: ThothError, request_id: str, redactor: PathRedactor | None = None
+) -> JSONResponse:
+    """The error's problem body; with a `redactor`, its server paths rewritten."""
     status = status_for(exc)
     headers = {REQUEST_ID: request_id}
     if isinstance(exc, Busy):
         headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = "Bearer"
+    message, problems = (
+        redactor.problem(exc)
+        if redactor is not None
+        else (exc.message_text(), [p.as_dict() for p in exc.problems])
+    )
     body = {
         "code": exc.code,
-        "message": exc.message_text(),
+        "message": message,
         "status": status,
-        "problems": [p.as_dict() for p in exc.problems],
+        "problems": problems,
         "request_id": request_id,
     }
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
@@ -152,6 +161,7 @@ class _State:
         self.service: ServiceSettings = ws.settings.service
         self.operations = operations
         self.admission = Admission(self.service.max_concurrent)
+        self.redactor = PathRedactor(ws.root)
 
 
 def create_app(workspace_root: Path) -> FastAPI:
@@ -245,7 +255,7 @@ def _routes(app: FastAPI) -> None:
 
         async def work(state: _State, _caller: CallerSettings) -> JSONResponse:
             report = await run_in_threadpool(state.operations.readiness)
-            return JSONResponse(report, status_code=200 if report["ready"] else 503)
+            return _reply(request, state, report, 200 if report["ready"] else 503)
 
         return await _guarded(request, work)
 
@@ -322,7 +332,7 @@ async def _call(
     """An operation without a body (a GET, a cancel)."""
 
     async def run(state: _State, caller: CallerSettings) -> JSONResponse:
-        return JSONResponse(await run_in_threadpool(work, state.operations, caller))
+        return _reply(request, state, await run_in_threadpool(work, state.operations, caller))
 
     return await _guarded(request, run)
 
@@ -336,7 +346,7 @@ async def _operation(
     async def work(state: _State, caller: CallerSettings) -> JSONResponse:
         body = validate(model, await read_json(request, state.service.max_body_bytes))
         result = await run_in_threadpool(pick(state.operations), body, caller)
-        return JSONResponse(result, status_code=status)
+        return _reply(request, state, result, status)
 
     return await _guarded(request, work)
 
@@ -346,6 +356,7 @@ async def _guarded(
 ) -> JSONResponse:
     """Authenticate, admit, run; any error becomes its problem response."""
     request_id = f"req-{secrets.token_hex(6)}"
+    request.state.request_id = request_id  # for `_reply`'s log line
     state: _State = request.app.state.thoth
     try:
         caller = authenticate(
@@ -359,9 +370,18 @@ async def _guarded(
         finally:
             state.admission.leave()
     except ThothError as exc:
+        response = problem_response(exc, request_id, state.redactor)
         if status_for(exc) >= 500 and not isinstance(exc, Busy):
             log.error("request %s %s failed [%s]: %s", request_id, request.url.path, exc.code, exc)
-        return problem_response(exc, request_id)
+        elif state.redactor.problem(exc) != (
+            exc.message_text(),
+            [p.as_dict() for p in exc.problems],
+        ):
+            # The caller was given the paths rewritten: the log keeps what they were.
+            log.warning(
+                "request %s %s failed [%s]: %s", request_id, request.url.path, exc.code, exc
+            )
+        return response
     except Exception:
         # The last resort, not a swallow: the traceback is logged under the request id, and the
         # caller gets a 500 `internal` naming that id (never the traceback, never a bare 500).
@@ -369,6 +389,20 @@ async def _guarded(
         return problem_response(_internal(request_id), request_id)
     response.headers[REQUEST_ID] = request_id
     return response
+
+
+def _reply(request: Request, state: _State, result: Any, status: int = 200) -> JSONResponse:
+    """`result` as the response, its failures' server paths rewritten; the log keeps the
+    original text under the request id."""
+    public, hidden = state.redactor.failures(result)
+    if hidden:
+        log.warning(
+            "request %s %s failed: %s",
+            request.state.request_id,
+            request.url.path,
+            " | ".join(hidden),
+        )
+    return JSONResponse(public, status_code=status)
 
 
 def _internal(request_id: str) -> InternalError:

@@ -10,17 +10,21 @@ The server runs as a declared calling system (`--caller NAME`, one of `[service]
 its label ceiling bounds every request and its name goes to the answer log, exactly as over
 HTTP. There is no key: whoever starts `tht mcp` already reads thoth.toml.
 
-Results: a tool's structured content is the object the HTTP API returns (the answer of `tht
-ask --json`, the Evidence outcome, the fragments), with status, sources and caveats; its text
-content is the same object as JSON, for clients that read text only. Failures are tool
-errors (`isError`) whose structured content is {code, message, problems: [{..., hint}]} —
-the stable code and what to do. A search that could not run (an index missing or damaged, a
-state store unreachable) is such an error, never an empty result; `nothing_found` is a result.
+Results: a tool's structured content is the object the HTTP API returns (the answer of `tht ask
+--json`, the Evidence outcome, the fragments), with status, sources and caveats; its text
+content is the same object as JSON, for clients that read text only. Failures are tool errors
+(`isError`) whose structured content is {code, message, problems: [{..., hint}], request_id} —
+the stable code and what to do; paths in it are relative to the workspace (`<workspace>/...`) or
+redacted, and the full message is on stderr under the request id. A search that could not run
+(an index missing or damaged, a state store unreachable) is such an error, never an empty
+result; `nothing_found` is a result.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -38,10 +42,13 @@ from thoth.runtime import open_runtime, sessions_dir
 from thoth.service.callers import require_evidence_within_ceiling
 from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody, validate
 from thoth.service.operations import Operations
+from thoth.service.redact import PathRedactor
 from thoth.session import SessionStore
 from thoth.workflow.consult import SessionWorkflow
 from thoth.workflow.overview import session_overview
 from thoth.workspace import Workspace
+
+log = logging.getLogger("thoth.service.mcp")
 
 SERVER_NAME: Final = "thoth"
 INSTRUCTIONS: Final = (
@@ -116,6 +123,7 @@ class ThothTools:
         self.ws = ws
         self.operations = operations
         self.caller = caller
+        self.redactor = PathRedactor(ws.root)
         self.tools: dict[str, Tool] = {
             t.name: t
             for t in (
@@ -174,13 +182,20 @@ class ThothTools:
         try:
             data = tool.run(validate(tool.model, dict(arguments or {})))
         except ThothError as exc:
-            return error_result(exc)
+            return self._failed(name, exc)
         except OSError as exc:  # a path the operating system refused, named as the CLI does
-            return error_result(file_access_error(exc))
+            return self._failed(name, file_access_error(exc))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_json(data))],
             structured_content=data,
         )
+
+    def _failed(self, name: str, exc: ThothError) -> types.CallToolResult:
+        """The tool error the assistant sees (server paths rewritten); the full message goes
+        to the log (stderr) under the request id the error carries."""
+        request_id = f"mcp-{secrets.token_hex(6)}"
+        log.warning("tool call %s %s failed [%s]: %s", request_id, name, exc.code, exc)
+        return error_result(exc, request_id, self.redactor)
 
     # -- the tools ---------------------------------------------------------------------
 
@@ -245,17 +260,21 @@ def caller_named(settings: Settings, name: str) -> CallerSettings:
     )
 
 
-def error_result(exc: ThothError) -> types.CallToolResult:
-    """A tool error the assistant can act on: the stable code, what failed, what to do."""
+def error_result(exc: ThothError, request_id: str, redactor: PathRedactor) -> types.CallToolResult:
+    """A tool error the assistant can act on: the stable code, what failed, what to do, and
+    the request id the server log names; server paths rewritten by `redactor`."""
+    message, problems = redactor.problem(exc)
     data: dict[str, Any] = {
         "code": exc.code,
-        "message": exc.message_text(),
-        "problems": [p.as_dict() for p in exc.problems],
+        "message": message,
+        "problems": problems,
+        "request_id": request_id,
     }
     if isinstance(exc, SearchUnavailable):
-        data["outcome"] = exc.outcome
-    lines = [f"[{exc.code}] {exc.message_text()}"]
-    lines += [f"- {p.render()}" for p in exc.problems]
+        data["outcome"] = redactor.data(exc.outcome)  # a failure through and through
+    lines = [f"[{exc.code}] {message}"]
+    lines += [f"- {redactor.text(p.render())}" for p in exc.problems]
+    lines.append(f"(request {request_id})")
     return types.CallToolResult(
         content=[types.TextContent(type="text", text="\n".join(lines))],
         structured_content=data,
