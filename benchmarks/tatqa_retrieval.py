@@ -7,7 +7,7 @@ table goes right after the first paragraph that announces it ("the table below",
 following table", or a sentence of 6+ words ending with a colon: "... were as follows:"); when
 no paragraph announces it, first, as TAT-QA itself presents it (table, then paragraphs).
 
-Two strategies chunk the same contexts:
+Three strategies chunk the same contexts:
 
 - `ours`: `chunk_blocks` with the default `ChunkLimits` (200..1,800 characters; a table is never
   split while it fits, a longer one is split by rows with the header repeated).
@@ -15,6 +15,9 @@ Two strategies chunk the same contexts:
   on one line, its non-empty cells joined by spaces, header rows as they are, no Markdown), cut
   into fixed windows of `--naive-size` characters overlapping by `--naive-overlap`, wherever
   the cut falls (mid-word, mid-row).
+- `ours-ctx`: the `ours` chunks (same texts, same relevance), embedded and BM25-encoded as
+  `tht docs sync` does: the product's `search_text` of each chunk (TAT-QA has no titles or
+  headings: the difference is the table written as plain rows instead of Markdown).
 
 Each strategy gets its own Qdrant Edge shard (`EdgeStore`, product-like payload, payload
 indexes, flush, close, reopen) with every chunk of every context: dense vectors from the
@@ -43,7 +46,7 @@ chunk is relevant to a question if it belongs to the question's context and hold
 
 Usage:
     .venv/bin/python benchmarks/tatqa_retrieval.py [TATQA.json] [--limit N] [--k 1 5 10]
-        [--strategies ours naive] [--naive-size 1000] [--naive-overlap 100] [--cache DIR]
+        [--strategies ours naive ours-ctx] [--naive-size 1000] [--naive-overlap 100] [--cache DIR]
         [--no-query-cache] [--json]
 """
 
@@ -57,7 +60,7 @@ import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +76,7 @@ from bench_common import (
 from retrieval_squad import QueryVectorCache, progress_bar
 from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, chunk_stats
 from thoth.documents.extract import Block, Document
+from thoth.documents.records import search_text
 from thoth.embed import CACHE_FILE, CachedEmbedder, Embedder
 from thoth.evidence.model import PURPOSES
 from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
@@ -84,7 +88,7 @@ from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 from thoth.markup import markdown_table
 
 DEFAULT_TATQA = Path("../shared/data/tatqa/tatqa_dataset_dev.json")
-STRATEGIES = ("ours", "naive")
+STRATEGIES = ("ours", "naive", "ours-ctx")
 BRANCHES = ("dense", "bm25", "fused")
 ANSWER_FROM = ("table", "text", "table-text")
 PREFETCH_LIMIT = 50  # EvidenceSearch's default prefetch_limit
@@ -362,11 +366,26 @@ def ours_row(table: Table, row: Sequence[str]) -> str:
 class ChunkInfo:
     context: int
     ordinal: int
-    text: str
+    text: str  # the chunk as read: relevance is decided on it
     is_table: bool  # "ours": chunk_blocks says it holds a table (part); naive: holds a row
     rows: frozenset[int]  # body rows whose whole line is a line of the chunk
     cover: dict[int, float]  # paragraph order -> share of its n-grams in the chunk (if > 0)
     covered_ngrams: dict[int, int]
+    search: str = ""  # what is embedded and BM25-encoded (`text` unless the strategy says)
+
+    def __post_init__(self) -> None:
+        if not self.search:
+            object.__setattr__(self, "search", self.text)
+
+
+@dataclass(frozen=True)
+class SearchedChunk:
+    """What `search_text` reads of a fragment, for a benchmark chunk (no title in TAT-QA)."""
+
+    title: str
+    heading_path: tuple[str, ...]
+    text: str
+    chunk_kind: str
 
 
 def _ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
@@ -374,7 +393,7 @@ def _ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
 
 
 def chunk_info(ctx: Context, strategy: str, ordinal: int, text: str, is_table: bool) -> ChunkInfo:
-    render = ours_row if strategy == "ours" else (lambda _t, row: naive_row(row))
+    render = ours_row if strategy.startswith("ours") else (lambda _t, row: naive_row(row))
     lines = set(text.split("\n"))
     rows = frozenset(i for i, row in enumerate(ctx.table.body) if render(ctx.table, row) in lines)
     words = _WORD.findall(text.lower())
@@ -399,9 +418,13 @@ def chunk_info(ctx: Context, strategy: str, ordinal: int, text: str, is_table: b
 def chunk_context(
     ctx: Context, strategy: str, limits: ChunkLimits, naive_size: int, naive_overlap: int
 ) -> list[ChunkInfo]:
-    if strategy == "ours":
+    if strategy in ("ours", "ours-ctx"):
         chunks = chunk_blocks(build_document(ctx), limits)
-        return [chunk_info(ctx, strategy, c.ordinal, c.text, c.kind == "table") for c in chunks]
+        infos = [chunk_info(ctx, strategy, c.ordinal, c.text, c.kind == "table") for c in chunks]
+        if strategy == "ours":
+            return infos
+        searched = [SearchedChunk("", c.heading_path, c.text, c.kind) for c in chunks]
+        return [replace(i, search=search_text(s)) for i, s in zip(infos, searched, strict=True)]
     parts = windows(naive_text(ctx), naive_size, naive_overlap)
     return [chunk_info(ctx, strategy, i, text, False) for i, text in enumerate(parts)]
 
@@ -569,7 +592,7 @@ def build_shard(
             for ctx in contexts
             for info in chunk_context(ctx, strategy, limits, args.naive_size, args.naive_overlap)
         ]
-    texts = [c.text for c in chunks]
+    texts = [c.search for c in chunks]
     hits0, misses0 = embedder.hits, embedder.misses
     embed_timer = Timer()
     vectors: list[Any] = []
@@ -853,7 +876,7 @@ def print_report(result: dict[str, Any]) -> None:
             f"{z['mean']:.0f}",
             f"{z['under_floor']} ({z['under_floor_share']:.1%})",
             str(z["over_max"]),
-            str(r["tables_split"]) if strategy == "ours" else "n/a",
+            str(r["tables_split"]) if strategy.startswith("ours") else "n/a",
             f"{r['relevant_chunks_per_question']:.2f}",
             str(r["questions_without_relevant_chunk"]),
             f"{r['timing']['index_total_s']:.1f}",

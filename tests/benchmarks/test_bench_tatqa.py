@@ -264,6 +264,20 @@ def test_ours_never_splits_a_table_row(data: Path) -> None:
     assert tq.evidence_rows(headcount.questions[0], table) == {COUNTRIES.index("Greece")}
 
 
+def test_ours_ctx_searches_the_product_search_text_of_the_same_chunks(data: Path) -> None:
+    _, headcount = tq.load_tatqa(data)
+    ours = tq.chunk_context(headcount, "ours", ChunkLimits(), 1000, 100)
+    ctx = tq.chunk_context(headcount, "ours-ctx", ChunkLimits(), 1000, 100)
+    # The same chunks, rows and relevance: only what is embedded and BM25-encoded differs.
+    assert [(c.text, c.rows, c.cover) for c in ctx] == [(c.text, c.rows, c.cover) for c in ours]
+    assert all(c.search == c.text for c in ours)
+    for c in (c for c in ctx if c.is_table):
+        assert c.search != c.text and "|" not in c.search and "---" not in c.search
+        greece = next(row for row in headcount.table.body if row[0] == "Greece")
+        if c.rows & {COUNTRIES.index("Greece")}:
+            assert " ".join(cell for cell in greece if cell) in c.search.split("\n")
+
+
 def test_json_output_parses(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [str(data), "--json", "--cache", str(tmp_path / "cache"), "--k", "1", "20"]
     argv += ["--naive-size", "300", "--naive-overlap", "50"]
@@ -275,7 +289,8 @@ def test_json_output_parses(data: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert result["data"]["questions"] == 4
     assert len(result["per_question"]) == 4
     assert result["data"]["answer_from"] == {"table": 2, "text": 1, "table-text": 1}
-    for strategy in ("ours", "naive"):
+    assert list(result["strategies"]) == ["ours", "naive", "ours-ctx"]
+    for strategy in ("ours", "naive", "ours-ctx"):
         r = result["strategies"][strategy]
         assert r["questions_without_relevant_chunk"] == 0
         assert r["records_matching_filter"] == r["sizes"]["count"] <= 20

@@ -99,13 +99,18 @@ def test_a_document_by_doc_id_with_its_headings_labels_and_both_texts(synced: Wo
     assert [f["ordinal"] for f in fragments] == sorted(f["ordinal"] for f in fragments)
     assert all(f["labels"] == ["internal"] and f["channel"] == "clinica" for f in fragments)
     assert all(f["record_kind"] == "document" for f in fragments)
-    text = "\n".join(f["search_text"] for f in fragments)
+    text = "\n".join(f["read_text"] for f in fragments)
     assert "entro 24 ore" in text and "medico che dimette" in text
     assert fragments[0]["heading_path"][0] == "Registrazione del ricovero"
     assert fragments[0]["title"] and fragments[0]["chunk_kind"] == "text"
     assert fragments[0]["page"] is None  # Markdown has no pages
-    # No caveats on a document: what is read is what is searched.
-    assert all(f["read_text"] == f["search_text"] and f["caveats"] == [] for f in fragments)
+    # What is searched carries the title and the heading path; what is read is the fragment.
+    first = fragments[0]
+    assert first["search_text"].startswith(first["title"])
+    assert first["search_text"] != first["read_text"]
+    assert first["search_text"].endswith(first["read_text"])
+    assert all(f["caveats"] == [] for f in fragments)
+    assert all(not f["read_text"].startswith(first["title"]) for f in fragments)
 
 
 def test_a_wiki_page_by_path_reads_its_caveats_which_are_not_searched(synced: Workspace) -> None:
@@ -116,7 +121,9 @@ def test_a_wiki_page_by_path_reads_its_caveats_which_are_not_searched(synced: Wo
     assert first["record_kind"] == "wiki" and first["title"] == "Ricoveri urgenti"
     assert first["caveats"] == ["Il 41% conta due volte i trasferimenti interni."]
     assert "trasferimenti interni" not in first["search_text"]
-    assert first["read_text"].startswith(first["search_text"])
+    context, searched_body = first["search_text"].split("\n", 1)
+    assert context == "Ricoveri urgenti"  # the title: searched, never read
+    assert first["read_text"].startswith(searched_body)
     assert "trasferimenti interni" in first["read_text"]
 
 

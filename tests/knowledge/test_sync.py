@@ -38,6 +38,7 @@ from thoth.documents.sources import SourceUnavailable
 from thoth.errors import ProblemsError
 from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder
+from thoth.index.records import FragmentPayload, parse_payload
 from thoth.knowledge.sync import DocsSync, SyncError, SyncReport
 from thoth.runtime import Runtime, open_runtime
 from thoth.search.service import EvidenceSearch
@@ -469,7 +470,7 @@ def test_empty_source_is_a_warning_when_nothing_of_it_is_indexed(
 # ---------------------------------------------------------------------- what is embedded
 
 
-def test_caveats_travel_in_the_payload_never_in_the_vectors(rt: Runtime) -> None:
+def test_vectors_hold_the_search_text_and_never_the_caveats(rt: Runtime) -> None:
     sync(rt)
     wiki = by_doc(points(rt))["wiki:wiki/ricoveri.md"]
     assert wiki
@@ -477,10 +478,14 @@ def test_caveats_travel_in_the_payload_never_in_the_vectors(rt: Runtime) -> None
         p = rec.payload
         assert CAVEAT in p["caveats"] and CAVEAT not in p["text"]
         embedded = np.asarray(rec.dense, dtype=np.float32)
-        assert np.allclose(embedded, normalised(p["text"], 8), atol=1e-6)
+        payload = parse_payload(p, rec.id)
+        assert isinstance(payload, FragmentPayload)
+        searched = records.search_text(payload)
+        assert searched.startswith("Guida ai ricoveri") and searched.endswith(p["text"])
+        assert np.allclose(embedded, normalised(searched, 8), atol=1e-6)
         reading = p["text"] + "\n" + "\n".join(p["caveats"])
         assert not np.allclose(embedded, normalised(reading, 8), atol=1e-3)
-        assert rec.sparse == Bm25Encoder("it", p["bm25_avg_len"]).document(p["text"])
+        assert rec.sparse == Bm25Encoder("it", p["bm25_avg_len"]).document(searched)
 
 
 # ---------------------------------------------------------------------- failures

