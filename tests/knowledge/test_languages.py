@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.conftest import git
 from thoth.answer.service import AnswerService
+from thoth.cli.ask import print_answer
 from thoth.config import Settings, load_settings
 from thoth.errors import ConfigError
 from thoth.evidence.layout import init_workspace
@@ -223,12 +225,18 @@ def test_an_english_filing_is_stemmed_as_english(service: AnswerService) -> None
     first = fragments[0]
     assert first["doc_id"] == "filings:filings/contoso-q2-2023.md"
     assert first["bm25_rank"] == 1 and first["bm25_language"] == "english"
+    # `tht ask --diagnostics` shows the languages and each BM25 rank's list.
+    out = Console(record=True, width=240)
+    print_answer(out, answer, diagnostics=True)
+    shown = out.export_text()
+    assert "bm25_languages: ['italian', 'english']" in shown
+    assert "1 english" in shown
 
 
 def test_an_italian_question_finds_the_english_filing(service: AnswerService) -> None:
     answer = service.ask(CONTOSO_IT)
     assert answer.status == "found", answer.diagnostics["relevance"]
-    assert answer.sources[0].doc_id == "filings:filings/contoso-q2-2023.md"
+    assert answer.sources and answer.sources[0].doc_id == "filings:filings/contoso-q2-2023.md"
     assert answer.diagnostics["relevance"]["verdict"] == "relevant"
 
 
