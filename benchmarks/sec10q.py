@@ -242,10 +242,17 @@ def _git(root: Path, *args: str) -> None:
     )
 
 
-def build_workspace(data: Path, root: Path) -> None:
-    init_workspace(root, "sec10q", language="en")
+def build_workspace(
+    data: Path, root: Path, workspace_language: str = "en", source_language: str | None = None
+) -> None:
+    """`workspace_language`: thoth.toml's `language`; `source_language`: the filings source's
+    own `language` (None: unset, the workspace's), e.g. "it" and "en" for an Italian company
+    with English filings."""
+    init_workspace(root, "sec10q", language=workspace_language)
     with (root / "thoth.toml").open("a", encoding="utf-8") as fh:
         fh.write(CONFIG)
+        if source_language is not None:
+            fh.write(f'language = "{source_language}"\n')  # the last table: [[sources]]
     (root / "docs").mkdir()
     for pdf in sorted((data / "docs").glob("*.pdf")):
         shutil.copy2(pdf, root / "docs" / pdf.name)
@@ -388,7 +395,12 @@ def _rate(part: int, whole: int) -> float | None:
 
 
 def run(
-    data: Path, keep: Path | None, workspace: Path | None, bare_sample: int | None
+    data: Path,
+    keep: Path | None,
+    workspace: Path | None,
+    bare_sample: int | None,
+    workspace_language: str = "en",
+    source_language: str | None = None,
 ) -> dict[str, Any]:
     cases = load_cases(data)
     result: dict[str, Any] = {"machine": machine_facts(), "data": str(data)}
@@ -397,7 +409,7 @@ def run(
         if workspace is None:
             tmp = Path(tempfile.mkdtemp(prefix="thoth-sec10q-"))
             root = tmp / "sec10q"
-            build_workspace(data, root)
+            build_workspace(data, root, workspace_language, source_language)
             result["sync"] = sync(root, bare_sample)
             if keep is not None:
                 shutil.copytree(root, keep)
@@ -414,7 +426,10 @@ def run(
         t0 = time.perf_counter()
         rows = ask_all(root, cases)
         result["ask_s"] = round(time.perf_counter() - t0, 2)
-        result["min_similarity"] = Workspace.open(root).settings.answers.min_similarity
+        settings = Workspace.open(root).settings
+        result["min_similarity"] = settings.answers.min_similarity
+        result["workspace_language"] = settings.language
+        result["source_language"] = settings.source_language(settings.sources[0])
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -444,7 +459,8 @@ def report(result: dict[str, Any]) -> None:
     console.print(header_line(result["machine"]), highlight=False)
     console.print(
         f"data: {result['data']}; min_similarity in effect: {result['min_similarity']}; "
-        f"asking took {result['ask_s']} s",
+        f"workspace language {result['workspace_language']}, filings "
+        f"{result['source_language']}; asking took {result['ask_s']} s",
         highlight=False,
     )
     if "sync" in result:
@@ -506,12 +522,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--bare-sample", type=int, help="time the bare embedder on the first N fragments only"
     )
+    parser.add_argument(
+        "--workspace-language", default="en", help='thoth.toml\'s `language` (default "en")'
+    )
+    parser.add_argument(
+        "--source-language",
+        help="the filings source's own `language` (default: unset, the workspace's); "
+        '"--workspace-language it --source-language en": an Italian company, English filings',
+    )
     args = parser.parse_args(argv)
     data: Path = args.data
     if not (data / "qna.csv").is_file() or not list((data / "docs").glob("*.pdf")):
         print(f"{data}: expected docs/*.pdf and qna.csv", file=sys.stderr)
         return 2
-    result = run(data, args.keep, args.workspace, args.bare_sample)
+    result = run(
+        data,
+        args.keep,
+        args.workspace,
+        args.bare_sample,
+        args.workspace_language,
+        args.source_language,
+    )
     return emit(result, args.json, report)
 
 

@@ -134,6 +134,28 @@ class IndexSettings(_Strict):
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_LANGUAGE = r"^[a-z]{2}(-[A-Z]{2})?$"
+
+# Language code -> the name of its BM25 stemmer and stopwords in Qdrant (thoth.index.bm25):
+# the languages a source may declare. Here, not in thoth.index, so settings are checked when
+# read.
+BM25_LANGUAGES: dict[str, str] = {
+    "it": "italian",
+    "en": "english",
+    "fr": "french",
+    "de": "german",
+    "es": "spanish",
+    "pt": "portuguese",
+    "nl": "dutch",
+    "sv": "swedish",
+    "da": "danish",
+    "no": "norwegian",
+    "fi": "finnish",
+    "ru": "russian",
+    "ro": "romanian",
+    "hu": "hungarian",
+    "tr": "turkish",
+}
 
 # What a column holds, for privacy (seed 004: identities never leave in clear; amounts, dates
 # and quantities always may). Sample values are read only for the kinds in SAMPLED_KINDS: an
@@ -540,6 +562,14 @@ class SourceSettings(_Strict):
         description="A file that becomes more fragments than this is refused after "
         "extraction and the sync stops.",
     )
+    # BM25 is built per language: a source's fragments are stemmed in its own language and
+    # the question is encoded in every language present (docs/documents.md).
+    language: str | None = Field(
+        default=None,
+        pattern=_LANGUAGE,
+        description="Language of the source's files for BM25 (stemming and stopwords), e.g. "
+        '"en" for English filings in an Italian workspace; unset: the workspace\'s `language`.',
+    )
     # Wiki pages: headings whose section declares the page's caveats.
     caveat_headings: list[str] = Field(
         default_factory=lambda: ["Avvertenze", "Caveats"],
@@ -801,8 +831,9 @@ class Settings(_Strict):
     workspace: str = Field(min_length=1, description="The workspace's name.")
     language: str = Field(
         default="it",
-        pattern=r"^[a-z]{2}(-[A-Z]{2})?$",
-        description="Language of the sources: BM25 stemming and stopwords, answer wording.",
+        pattern=_LANGUAGE,
+        description="Language of the workspace: answer wording, Evidence Units, and the BM25 "
+        "stemming of every source that declares no `language` of its own.",
     )
     evidence: EvidenceSettings = Field(
         default=EvidenceSettings(), description="How Evidence Units are prepared."
@@ -853,6 +884,12 @@ class Settings(_Strict):
                     f"({', '.join(channels) or 'none declared: add [[channels]]'})"
                 )
             problems += _unknown_labels(f"sources.{src.name}.labels", src.labels, vocabulary)
+            if src.language is not None and src.language.split("-")[0] not in BM25_LANGUAGES:
+                problems.append(
+                    f"sources.{src.name}.language {src.language!r} has no BM25 stemmer -> use "
+                    f"one of {', '.join(sorted(BM25_LANGUAGES))}, or leave it unset for the "
+                    f"workspace language ({self.language!r})"
+                )
         if self.answers.evidence_channel and self.answers.evidence_channel not in channels:
             problems.append(
                 f"answers.evidence_channel {self.answers.evidence_channel!r} is not a declared "
@@ -870,6 +907,10 @@ class Settings(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def source_language(self, source: SourceSettings) -> str:
+        """The language a source's files are stemmed in: its own, else the workspace's."""
+        return source.language or self.language
 
     def source(self, name: str) -> SourceSettings:
         for src in self.sources:

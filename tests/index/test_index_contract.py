@@ -10,6 +10,7 @@ from qdrant_client import QdrantClient, models
 
 from thoth.index.base import (
     BM25,
+    Exclude,
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
@@ -113,6 +114,33 @@ def test_match_serves_only_records_whose_labels_are_all_allowed(backend: IndexBa
     assert all(h.payload["key"] != "c" for h in store.query_dense(q, {"labels": everything}, 10))
     with pytest.raises(ValueError, match="any_of"):
         Match(any_of=())
+    store.close()
+
+
+def test_exclude_keeps_records_without_the_field(backend: IndexBackend) -> None:
+    """The BM25 branch of the workspace language: every record not encoded in another
+    language, records written without a language included."""
+    languages = {"a": "english", "b": "german", "c": "italian"}  # "d": none
+    store = backend.create("g1", DIM)
+    store.upsert(
+        [
+            IndexRecord(
+                r.id,
+                r.dense,
+                r.sparse,
+                {**r.payload, **({"bm25_language": languages[k]} if k in languages else {})},
+            )
+            for r in records()
+            for k in [r.payload["key"]]
+        ]
+    )
+    store.create_payload_indexes(["bm25_language"])
+    own = {"bm25_language": Exclude(("english", "german"))}
+    q = [0.25, 0.25, 0.25, 0.25]
+    assert sorted(h.payload["key"] for h in store.query_dense(q, own, 10)) == ["c", "d"]
+    assert store.count(own) == 2 and store.count({"bm25_language": "english"}) == 1
+    sparse = store.query_sparse(BM.query("paziente pediatrica"), own, 10)
+    assert sorted(h.payload["key"] for h in sparse) == ["c"]  # "a" holds the words, in English
     store.close()
 
 

@@ -16,21 +16,23 @@ a relevance floor that could not be applied.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from thoth.answer.ranking import curated_weight, verbatim_floor
-from thoth.answer.relevance import Relevance, candidate_terms, check_terms, judge
+from thoth.answer.relevance import Relevance, Term, candidate_terms, check_terms, judge
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
 from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
 from thoth.config import Settings
 from thoth.embed.base import Embedder, Vectors
-from thoth.index.base import Hit, IndexStore, SparseVec, deterministic_top
+from thoth.index.base import RRF_K, Hit, IndexStore, SparseVec, Where, deterministic_top
+from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import (
     INDEX_UNAVAILABLE,
+    Bm25Branch,
     GenerationReader,
     Readable,
     StateView,
@@ -130,6 +132,8 @@ class Retrieval:
     best_similarity: float | None = None
     # Both signals of the relevance check and its verdict (thoth.answer.relevance).
     relevance: Relevance | None = None
+    # The languages the question was encoded in for BM25, one branch each (Qdrant's names).
+    bm25_languages: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -144,7 +148,13 @@ class Retrieval:
             "counts": dict(self.counts),
             "best_similarity": self.best_similarity,
             "relevance": self.relevance.as_dict() if self.relevance else None,
+            "bm25_languages": list(self.bm25_languages),
         }
+
+
+# One BM25 branch of a query: the question encoded in a language, and the condition that keeps
+# the fragments encoded in it (added to the request's).
+Bm25Query = tuple[SparseVec, Where]
 
 
 @dataclass(frozen=True)
@@ -215,10 +225,12 @@ class KnowledgeSearch:
         )
         gen_id: str | None = None
         degraded: list[str] = []
+        languages: list[str] = []
         try:
             with self._reader.guard():
                 gen = self._reader.active()
                 gen_id = gen.id
+                languages = [b.language for b in gen.branches]
                 scoped = scope(self.settings, request, allowed, gen.labels())
                 # The one embedding call of the question: retrieval and routing share it.
                 vectors = self._reader.vectors(gen, text, degrade=True)
@@ -232,7 +244,7 @@ class KnowledgeSearch:
                         degraded.append(f"routing: keywords ({route.embedder_error})")
                 scoped = scoped.with_channel(route.channel)
                 fragments, counts, relevance = self._retrieve(
-                    gen, text, vectors.dense, vectors.sparse, scoped
+                    gen, text, vectors.dense, _bm25_queries(gen, text, vectors.sparse), scoped
                 )
             if fragments and relevance.similarity is None and self.min_similarity is not None:
                 degraded.append(NO_RELEVANCE_FLOOR)
@@ -251,6 +263,7 @@ class KnowledgeSearch:
             counts=counts,
             best_similarity=relevance.similarity,
             relevance=relevance,
+            bm25_languages=languages,
         )
 
     def validate(self, question: str, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -299,13 +312,13 @@ class KnowledgeSearch:
         gen: Readable,
         question: str,
         dense: list[float] | None,
-        sparse: SparseVec,
+        bm25: Sequence[Bm25Query],
         where: Scope,
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         answers = self.settings.answers
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
-        found = _candidates(store, dense, sparse, where.where, depth)
+        found = _candidates(store, dense, bm25, where.where, depth)
         relevance = self._relevance(gen, question, found, where)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
@@ -321,7 +334,7 @@ class KnowledgeSearch:
             answers.top_k,
             answers.verbatim_floor,
             # Deeper, same condition, documents only: the floor never crosses the filter.
-            lambda: _candidates(store, dense, sparse, only_docs, depth).hits,
+            lambda: _candidates(store, dense, bm25, only_docs, depth).hits,
         )
         fragments = [
             RetrievedFragment(
@@ -353,16 +366,22 @@ class KnowledgeSearch:
             return judge(found.best_similarity, self.min_similarity, None)
         top = found.hits[: self.settings.answers.top_k]
         docs = [str(h.payload.get("doc_id") or "") for h in top]
-        terms = candidate_terms(question, lambda word: gen.encoder.query(word).indices)
-        stems = {
-            i
-            for h in top
-            for i in gen.encoder.query(
-                f"{h.payload.get('title') or ''} {h.payload.get('text') or ''}"
-            ).indices
-        }
-        checked = check_terms(gen.store, where.where, terms, [d for d in docs if d], stems)
-        return judge(found.best_similarity, self.min_similarity, checked)
+        # Terms go through each language's analyser, under the condition that keeps the
+        # fragments encoded in it: a name in an English filing is matched by English stems.
+        checked: list[list[Term]] = []
+        for branch in gen.branches or (Bm25Branch(gen.encoder.language, gen.encoder, {}),):
+            encoder = branch.encoder
+            terms = candidate_terms(question, _analyser(encoder))
+            stems = {
+                i
+                for h in top
+                for i in encoder.query(
+                    f"{h.payload.get('title') or ''} {h.payload.get('text') or ''}"
+                ).indices
+            }
+            within = {**where.where, **branch.where}
+            checked.append(check_terms(gen.store, within, terms, [d for d in docs if d], stems))
+        return judge(found.best_similarity, self.min_similarity, _merge_terms(checked))
 
     def _failed(
         self,
@@ -390,28 +409,86 @@ class KnowledgeSearch:
         )
 
 
+def _bm25_queries(gen: Readable, text: str, own: SparseVec) -> list[Bm25Query]:
+    """The question encoded in each BM25 language of the generation (its own language's
+    vector is the one already computed)."""
+    if not gen.branches:
+        return [(own, {})]
+    return [
+        (own if b.encoder is gen.encoder else b.encoder.query(text), b.where) for b in gen.branches
+    ]
+
+
 def _candidates(
     store: IndexStore,
     dense: list[float] | None,
-    sparse: SparseVec,
+    bm25: Sequence[Bm25Query],
     where: Mapping[str, Any],
     depth: int,
 ) -> _Candidates:
     """Fused candidates (BM25 alone without a dense vector), each branch's ranks and the best
     dense similarity. Branch lists are re-sorted by (score desc, id) like the fused one: equal
-    scores always rank the same way."""
-    bm25 = store.query_sparse(sparse, where, depth) if sparse.indices else []
-    bm25 = deterministic_top(bm25, depth)
-    bm25_ranks = _ranks(bm25)
+    scores always rank the same way. One BM25 language: dense and BM25 fused by the engine;
+    several: one BM25 list per language (each fragment is in one at most), fused with dense by
+    `_fuse`."""
+    lists = [
+        deterministic_top(store.query_sparse(sparse, {**where, **extra}, depth), depth)
+        for sparse, extra in bm25
+        if sparse.indices
+    ]
+    bm25_ranks: dict[str, int] = {}
+    for hits in lists:
+        for hit_id, rank in _ranks(hits).items():
+            bm25_ranks[hit_id] = min(rank, bm25_ranks.get(hit_id, rank))
     if dense is None:
-        return _Candidates(bm25, {}, bm25_ranks, None)
+        bm25_only = lists[0] if len(lists) == 1 else _fuse(lists, depth)
+        return _Candidates(bm25_only if lists else [], {}, bm25_ranks, None)
     dense_hits = deterministic_top(store.query_dense(dense, where, depth), depth)
     best = dense_hits[0].score if dense_hits else None
     scores = {h.id: h.score for h in dense_hits}
-    if not sparse.indices:  # only stopwords: the sparse branch has nothing to say
+    if not lists:  # only stopwords: the sparse branch has nothing to say
         return _Candidates(dense_hits, _ranks(dense_hits), bm25_ranks, best, scores)
-    fused = store.query_hybrid(dense, sparse, where, limit=depth, prefetch_limit=depth)
+    if len(bm25) == 1:
+        sparse, extra = bm25[0]
+        fused = store.query_hybrid(
+            dense, sparse, {**where, **extra}, limit=depth, prefetch_limit=depth
+        )
+    else:
+        fused = _fuse([dense_hits, *lists], depth)
     return _Candidates(fused, _ranks(dense_hits), bm25_ranks, best, scores)
+
+
+def _fuse(lists: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
+    """Reciprocal rank fusion of ranked lists (dense, then one BM25 list per language), as the
+    engine fuses two: each hit scores the sum of 1 / (RRF_K + rank) over the lists holding it.
+    The one place several lists are fused: a better fusion replaces this function."""
+    scores: dict[str, float] = {}
+    payloads: dict[str, dict[str, Any]] = {}
+    for hits in lists:
+        for rank, hit in enumerate(hits, start=1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+            payloads.setdefault(hit.id, hit.payload)
+    fused = [Hit(id=i, score=score, payload=payloads[i]) for i, score in scores.items()]
+    return deterministic_top(fused, limit)
+
+
+def _analyser(encoder: Bm25Encoder) -> Callable[[str], list[int]]:
+    """A word's BM25 token ids in `encoder`'s language (none: a stopword)."""
+    return lambda word: encoder.query(word).indices
+
+
+def _merge_terms(per_language: Sequence[Sequence[Term]]) -> list[Term]:
+    """One checked term per question word over the languages' analysers: a term is held if
+    any language holds it (a name in an English filing, a year in an Italian manual)."""
+    if len(per_language) == 1:
+        return list(per_language[0])
+    merged: dict[str, Term] = {}
+    for terms in per_language:
+        for term in terms:
+            seen = merged.get(term.text)
+            if seen is None or (term.retrieved, term.corpus) > (seen.retrieved, seen.corpus):
+                merged[term.text] = term
+    return list(merged.values())
 
 
 def _answer_record(hit: Hit) -> AnswerPayload:

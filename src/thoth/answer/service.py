@@ -355,6 +355,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
         # Both signals behind found / nothing_found (thoth.answer.relevance).
         "best_similarity": retrieval.best_similarity,
         "relevance": retrieval.relevance.as_dict() if retrieval.relevance else None,
+        # One BM25 list per language the question was encoded in (docs/documents.md).
+        "bm25_languages": list(retrieval.bm25_languages),
         "counts": {
             "retrieved": len(retrieval.fragments),
             **retrieval.counts,
@@ -370,6 +372,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
                 "similarity": _rounded(f.dense_similarity),  # what the relevance floor measures
                 "dense_rank": f.dense_rank,
                 "bm25_rank": f.bm25_rank,
+                # The language of the BM25 list `bm25_rank` is in (None: the generation's own).
+                "bm25_language": getattr(f.record, "bm25_language", None),
                 "floor": f.floor,
                 "marker": markers.get(f.id),  # None: dropped for lack of space
                 "snippet": snippet(f.record.text),

@@ -189,7 +189,7 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
                 f"{f['score']:.4f}",
                 "-" if similarity is None else f"{similarity:.4f}",
                 str(f["dense_rank"] or "-"),
-                str(f["bm25_rank"] or "-"),
+                _bm25_cell(f, len(data.get("bm25_languages") or []) > 1),
                 "yes" if f["floor"] else "",
             )
         out.print(table)
@@ -198,9 +198,20 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
     relevance = data.get("relevance")
     if relevance:
         out.print(_relevance_line(relevance), markup=False, highlight=False, soft_wrap=True)
-    for key in ("route", "filters", "generation", "degraded", "counts", "error", "analytics"):
+    keys = ("route", "filters", "generation", "bm25_languages", "degraded", "counts", "error")
+    for key in (*keys, "analytics"):
         if key in data and data[key] not in (None, [], {}):
             out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _bm25_cell(fragment: dict[str, Any], several: bool) -> str:
+    """The BM25 rank, with the language of its list when the question was encoded in
+    several ("3 english")."""
+    rank = fragment.get("bm25_rank")
+    if rank is None:
+        return "-"
+    language = fragment.get("bm25_language")
+    return f"{rank} {language}" if several and language else str(rank)
 
 
 def _relevance_line(relevance: dict[str, Any]) -> str:

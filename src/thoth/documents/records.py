@@ -100,10 +100,16 @@ class KnowledgeFragment:
     refers_to: tuple[str, ...] = ()  # wiki pages: doc_ids of the documents the page refers to
 
     def record(
-        self, workspace: str, generation: str, source_config: str = "", avg_len: float | None = None
+        self,
+        workspace: str,
+        generation: str,
+        source_config: str = "",
+        avg_len: float | None = None,
+        bm25_language: str | None = None,
     ) -> FragmentPayload:
-        """The stored payload; `source_config` and `avg_len` are what docs sync prepared the
-        fragment with (the source settings' fingerprint and the BM25 average length)."""
+        """The stored payload; `source_config`, `avg_len` and `bm25_language` are what docs
+        sync prepared the fragment with (the source settings' fingerprint, the BM25 average
+        length and language)."""
         return FragmentPayload(
             workspace_id=workspace,
             vector_generation=generation,
@@ -128,6 +134,7 @@ class KnowledgeFragment:
             year=self.year,
             source_config=source_config,
             bm25_avg_len=avg_len,
+            bm25_language=bm25_language,
         )
 
     def payload(self, workspace: str, generation: str) -> dict[str, object]:

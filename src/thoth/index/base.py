@@ -27,8 +27,22 @@ class Match:
             raise ValueError("Match needs at least one value in any_of: an empty set is no filter")
 
 
-# field -> value (must equal), list of values (must match any) or Match; all conditions ANDed.
-Where = Mapping[str, str | int | Sequence[str] | Match]
+@dataclass(frozen=True)
+class Exclude:
+    """A condition that only excludes: the field must hold none of `none_of` (a record
+    without the field matches). The BM25 branch of the workspace language uses it to leave out
+    the fragments encoded in another language while keeping every record that has none."""
+
+    none_of: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.none_of:
+            raise ValueError("Exclude needs at least one value: an empty set is no filter")
+
+
+# field -> value (must equal), list of values (must match any), Match or Exclude; all
+# conditions ANDed.
+Where = Mapping[str, str | int | Sequence[str] | Match | Exclude]
 # One engine-neutral condition: (field, value) where a str or int must be equal and a list
 # must hold at least one of its values.
 Condition = tuple[str, str | int | list[str]]
@@ -46,6 +60,8 @@ def where_conditions(where: Where) -> tuple[list[Condition], list[Condition]]:
             must.append((key, list(value.any_of)))
             if value.none_of:
                 must_not.append((key, list(value.none_of)))
+        elif isinstance(value, Exclude):
+            must_not.append((key, list(value.none_of)))
         else:
             must.append((key, list(value)))
     return must, must_not

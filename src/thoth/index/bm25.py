@@ -7,26 +7,12 @@ import re
 
 import qdrant_edge as qe
 
+from thoth.config import BM25_LANGUAGES
 from thoth.index.base import SparseVec
 
-# Workspace language code -> Qdrant's language name (stemmer and stopwords).
-LANGUAGES = {
-    "it": "italian",
-    "en": "english",
-    "fr": "french",
-    "de": "german",
-    "es": "spanish",
-    "pt": "portuguese",
-    "nl": "dutch",
-    "sv": "swedish",
-    "da": "danish",
-    "no": "norwegian",
-    "fi": "finnish",
-    "ru": "russian",
-    "ro": "romanian",
-    "hu": "hungarian",
-    "tr": "turkish",
-}
+# Workspace language code -> Qdrant's language name (stemmer and stopwords); settings check
+# source languages against the same table.
+LANGUAGES = BM25_LANGUAGES
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -37,19 +23,23 @@ def average_length(texts: list[str]) -> float:
     return max(1.0, sum(len(_WORD.findall(t)) for t in texts) / len(texts))
 
 
+def language_name(language: str) -> str:
+    """Qdrant's name of a language ("italian") from a workspace code ("it", "pt-BR") or the
+    name itself: what payloads and generation configs record."""
+    code = language.split("-")[0]
+    if code in LANGUAGES:
+        return LANGUAGES[code]
+    if language in LANGUAGES.values():
+        return language
+    raise ValueError(
+        f"no BM25 stemmer for language {language!r}; supported: {', '.join(sorted(LANGUAGES))}"
+    )
+
+
 class Bm25Encoder:
     def __init__(self, language: str, avg_len: float) -> None:
         """`language`: a workspace code ("it", "pt-BR") or Qdrant's name ("italian")."""
-        code = language.split("-")[0]
-        if code in LANGUAGES:
-            self.language = LANGUAGES[code]
-        elif language in LANGUAGES.values():
-            self.language = language
-        else:
-            raise ValueError(
-                f"no BM25 stemmer for language {language!r}; supported: "
-                f"{', '.join(sorted(LANGUAGES))}"
-            )
+        self.language = language_name(language)
         self.avg_len = avg_len
         self._model = qe.Bm25(qe.Bm25Config(language=self.language, avg_len=avg_len))
 

@@ -11,14 +11,14 @@ and report `unavailable`: no fault ever becomes an empty result.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.errors import ThothError
-from thoth.index.base import IndexCorrupt, IndexStore, IndexUnavailable, SparseVec
+from thoth.index.base import Exclude, IndexCorrupt, IndexStore, IndexUnavailable, SparseVec
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import IndexBackend
 from thoth.index.records import DamagedRecord
@@ -134,12 +134,25 @@ class QueryVectors:
 
 
 @dataclass(frozen=True)
+class Bm25Branch:
+    """BM25 in one language: the question encoded by `encoder`, searched under the request's
+    condition plus `where`, which keeps the fragments encoded in that language."""
+
+    language: str  # Qdrant's name ("english")
+    encoder: Bm25Encoder
+    where: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Readable:
     """A generation a request may read now, with its open index handle."""
 
     generation: Any
     store: IndexStore
-    encoder: Bm25Encoder
+    encoder: Bm25Encoder  # the generation's own language: Evidence, schema, older fragments
+    # One per BM25 language of the generation, the generation's own first. A generation in
+    # one language has one branch with no extra condition (the whole sparse index).
+    branches: tuple[Bm25Branch, ...] = ()
 
     @property
     def id(self) -> str:
@@ -308,14 +321,47 @@ class GenerationReader:
             except Unreadable as exc:
                 exc.generation = gen.id
                 raise
-        return Readable(generation=gen, store=self._stores[gen.id], encoder=self._encoder(gen))
+        encoder = self._encoder(gen)
+        return Readable(
+            generation=gen,
+            store=self._stores[gen.id],
+            encoder=encoder,
+            branches=self._branches(gen, encoder),
+        )
 
     def _encoder(self, gen: Any) -> Bm25Encoder:
         bm25 = (gen.config or {}).get("bm25") or {}
-        key = (str(bm25.get("language", self._default_language)), float(bm25.get("avg_len", 1.0)))
+        return self._cached(
+            str(bm25.get("language", self._default_language)), float(bm25.get("avg_len", 1.0))
+        )
+
+    def _cached(self, language: str, avg_len: float) -> Bm25Encoder:
+        key = (language, avg_len)
         if key not in self._encoders:
             self._encoders[key] = Bm25Encoder(*key)
         return self._encoders[key]
+
+    def _branches(self, gen: Any, own: Bm25Encoder) -> tuple[Bm25Branch, ...]:
+        """The BM25 languages docs sync recorded (`config["docs"]["bm25_languages"]`). Design:
+        one sparse field and a payload filter per language, not a sparse vector per language —
+        no shard schema change, and older generations read as they are. The generation's own
+        language keeps every record not encoded in another (Evidence, schema, fragments written
+        before sources had a language); each other language keeps its own fragments."""
+        recorded = ((gen.config or {}).get("docs") or {}).get("bm25_languages") or {}
+        others = sorted(set(recorded) - {own.language})
+        if not others:
+            return (Bm25Branch(own.language, own, {}),)
+        return (
+            Bm25Branch(own.language, own, {"bm25_language": Exclude(tuple(others))}),
+            *(
+                Bm25Branch(
+                    name,
+                    self._cached(name, float((recorded[name] or {}).get("avg_len", 1.0))),
+                    {"bm25_language": name},
+                )
+                for name in others
+            ),
+        )
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,12 @@ class FragmentPayload(_Served):
     page: int | None = None
     year: int | None = Field(default=None, json_schema_extra=_indexed())
     # Written by `tht docs sync`: the fingerprint of the source settings the fragment was
-    # prepared with, and the BM25 average length its sparse vector was encoded with.
+    # prepared with, and the BM25 language (Qdrant's name, "english") and average length its
+    # sparse vector was encoded with. No language: the generation's own (`config["bm25"]`),
+    # as written before sources had languages.
     source_config: str = ""
     bm25_avg_len: float | None = None
+    bm25_language: str | None = Field(default=None, json_schema_extra=_indexed())
 
 
 class MemoryPayload(_Payload):

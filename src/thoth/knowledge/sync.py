@@ -45,7 +45,7 @@ from thoth.errors import ConfigError, Problem, ThothError
 from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord, IndexStore
-from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.index.bm25 import Bm25Encoder, average_length, language_name
 from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import open_generation
@@ -66,9 +66,12 @@ from thoth.workspace import Workspace, generation_revision
 
 # Source settings that do not change how a file is prepared: labels and channel are compared
 # on their own (a change is reported by name), the rest only selects files or bounds them.
+# The language is compared on its own too, as resolved (a source without one follows the
+# workspace's), so that it stays out of the fingerprints written before sources had one.
 _NOT_PREPARATION: Final = frozenset(
     (
         "name",
+        "language",
         "repo",
         "include",
         "exclude",
@@ -153,6 +156,7 @@ class _Held:
     fragments: int = 0
     stale: int = 0  # fragments built by an older pipeline version
     avg_len: float | None = None
+    language: str = ""  # BM25 language its sparse vectors were encoded in (Qdrant's name)
 
 
 @dataclass
@@ -216,6 +220,10 @@ class DocsSync:
         self.report: SyncReport | None = None  # the run's report, failures included
         self.recorded = False  # whether the run row was closed with the run's outcome
         self._fingerprints = {s.name: preparation_fingerprint(s) for s in ws.settings.sources}
+        # Each source's BM25 language, resolved (Qdrant's name): fragments are encoded in it.
+        self._languages = {
+            s.name: language_name(ws.settings.source_language(s)) for s in ws.settings.sources
+        }
         self._builder = GenerationBuilder(state, backend, self.name, embedder, self.progress)
         self._active_store: IndexStore | None = None  # the active generation, once read
 
@@ -398,6 +406,9 @@ class DocsSync:
                 "[embedding] settings of the active generation; a different model needs a "
                 "rebuild of every kind (Evidence, documents, pages) into a new collection"
             )
+        # Fragments written before sources had a language were encoded in the generation's.
+        older = (active.config.get("docs") or {}).get("bm25") or active.config.get("bm25") or {}
+        default_language = language_name(str(older.get("language") or self.settings.language))
         held: dict[str, _Held] = {}
         for rec in store.scroll({"record_kind": list(DOC_KINDS)}):
             p = parse_payload(rec.payload, rec.id)
@@ -414,6 +425,7 @@ class DocsSync:
                     title=p.title,
                     source_config=p.source_config,
                     avg_len=p.bm25_avg_len,
+                    language=p.bm25_language or default_language,
                 )
             entry.fragments += 1
             if p.pipeline_version < PIPELINE_VERSION:
@@ -504,15 +516,16 @@ class DocsSync:
     def _unchanged(
         self, adm: Admission, file: SourceFile, old: _Held, pages: dict[str, WikiPage]
     ) -> bool:
-        """Same content, same preparation settings, same labels and channel (and, for a wiki
-        page, same title): the active generation's points are still right and need no new
-        embedding. A newer pipeline version alone does not count (that is `--full`, and the
-        stale counter)."""
+        """Same content, same preparation settings and BM25 language, same labels and channel
+        (and, for a wiki page, same title): the active generation's points are still right and
+        need no new embedding. A newer pipeline version alone does not count (that is `--full`,
+        and the stale counter)."""
         source = file.source
         same = (
             old.kind == adm.kind
             and old.sha256 == file.sha256
             and old.source_config == self._fingerprints[source.name]
+            and old.language == self._languages[source.name]
         )
         if adm.kind == RECORD_WIKI:
             page = pages.get(adm.doc_id)
@@ -611,20 +624,25 @@ class DocsSync:
     ) -> None:
         fragments = [f for doc in prepared for f in doc.fragments]
         texts = [search_text(f) for f in fragments]  # title, headings, text: never the caveats
-        bm25 = Bm25Encoder(self.settings.language, self._avg_len(report.full, plan, held, texts))
+        languages = [self._languages[f.source] for f in fragments]
+        bm25 = self._encoders(report.full, plan, held, texts, languages)
+        primary = self._primary_encoder(bm25, texts)
         vectors = embed_passages(self.embedder, texts, self.progress)
         report.chunk_stats = chunk_stats([_as_chunk(f) for f in fragments])
 
         revision = generation_revision(self.ws, self.state, active)
         docs_config = {
             "pipeline_version": PIPELINE_VERSION,
-            "bm25": bm25.config(),
+            "bm25": primary.config(),
+            # Every language the documents and pages are encoded in: readers query BM25 once
+            # per language (thoth.index.reader).
+            "bm25_languages": {name: enc.config() for name, enc in sorted(bm25.items())},
             "sync_run": report.run_id,
             "revisions": report.revisions,
         }
         # The builder stamps the embedder, its dimension and the backend on top.
         config: dict[str, Any] = {**(active.config if active else {}), "docs": docs_config}
-        config.setdefault("bm25", bm25.config())  # the query language for readers of any kind
+        config.setdefault("bm25", primary.config())  # the query language for readers of any kind
         build = self._builder.begin(
             revision,
             config,
@@ -641,10 +659,12 @@ class DocsSync:
                         IndexRecord(
                             id=fragment_point_id(f.doc_id, f.ordinal),
                             dense=[float(x) for x in vec],
-                            sparse=bm25.document(text),
-                            payload=self._payload(f, gen_id, bm25.avg_len),
+                            sparse=bm25[language].document(text),
+                            payload=self._payload(f, gen_id, bm25[language]),
                         )
-                        for f, text, vec in zip(fragments, texts, vectors, strict=True)
+                        for f, text, vec, language in zip(
+                            fragments, texts, vectors, languages, strict=True
+                        )
                     ]
                 )
                 # What the new generation really holds: the report states those numbers.
@@ -670,19 +690,57 @@ class DocsSync:
         report.message = f"generation {gen_id} is active"
         report.dropped_generations = build.retain(self.settings.index.retain)
 
-    def _avg_len(self, full: bool, plan: _Plan, held: dict[str, _Held], texts: list[str]) -> float:
-        """BM25's average length: the one the carried fragments were encoded with, so every
-        document's sparse vector uses the same; recomputed on the first sync and on --full."""
+    def _encoders(
+        self,
+        full: bool,
+        plan: _Plan,
+        held: dict[str, _Held],
+        texts: list[str],
+        languages: list[str],
+    ) -> dict[str, Bm25Encoder]:
+        """One BM25 encoder per language of the fragments built and carried (Qdrant's name ->
+        encoder): a source is stemmed in its own language, with that language's average
+        length."""
+        present = set(languages) | {held[d].language for d in plan.carry}
+        return {
+            name: Bm25Encoder(
+                name,
+                self._avg_len(
+                    full,
+                    plan,
+                    held,
+                    [t for t, lang in zip(texts, languages, strict=True) if lang == name],
+                    name,
+                ),
+            )
+            for name in sorted(present)
+        }
+
+    def _primary_encoder(self, bm25: dict[str, Bm25Encoder], texts: list[str]) -> Bm25Encoder:
+        """The workspace language's encoder: the one Evidence, schema and older fragments are
+        encoded with, recorded as the generation's `bm25`."""
+        name = language_name(self.settings.language)
+        return bm25.get(name) or Bm25Encoder(name, average_length(texts))
+
+    def _avg_len(
+        self, full: bool, plan: _Plan, held: dict[str, _Held], texts: list[str], language: str
+    ) -> float:
+        """BM25's average length for one language: the one its carried fragments were encoded
+        with, so every sparse vector of the language uses the same; recomputed on the first
+        sync and on --full."""
         if not full:
             kept = Counter(
-                held[d].avg_len for d in plan.carry if held[d].avg_len is not None
+                held[d].avg_len
+                for d in plan.carry
+                if held[d].avg_len is not None and held[d].language == language
             ).most_common(1)
             if kept and kept[0][0] is not None:
                 return kept[0][0]
         return average_length(texts)
 
-    def _payload(self, f: KnowledgeFragment, gen_id: str, avg_len: float) -> dict[str, Any]:
-        return f.record(self.name, gen_id, self._fingerprints[f.source], avg_len).to_payload()
+    def _payload(self, f: KnowledgeFragment, gen_id: str, bm25: Bm25Encoder) -> dict[str, Any]:
+        fingerprint = self._fingerprints[f.source]
+        return f.record(self.name, gen_id, fingerprint, bm25.avg_len, bm25.language).to_payload()
 
     def _keep(self, plan: _Plan) -> Keep:
         """What is carried from the active generation: records of other kinds, and the

@@ -173,6 +173,10 @@ class Publisher:
             # it forward with the Evidence records it copies).
             EVIDENCE_CONFIG: {"revision": revision, "units": len(units)},
         }
+        if previous is not None and "docs" in previous.config:
+            # The documents are carried: so is what docs sync recorded about them (their BM25
+            # languages, which readers query one by one).
+            config["docs"] = previous.config["docs"]
         build = builder.begin(
             revision, config, source=report.previous_generation, payload_indexes=GENERATION_INDEXES
         )
