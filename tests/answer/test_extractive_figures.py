@@ -20,10 +20,13 @@ from thoth.documents.records import KnowledgeFragment, fragment_point_id
 
 AAPL = "filings:docs/2023 Q2 AAPL.pdf"
 MSFT = "filings:docs/2023 Q3 MSFT.pdf"
+INTC = "filings:docs/2023 Q3 INTC.pdf"
 _QUOTE = re.compile(r"^- «(?P<text>.*)» \[(?P<marker>\d+)\](?P<where>.*)$")
 
 
-def passage(rank: int, doc_id: str, text: str, page: int) -> RetrievedFragment:
+def passage(
+    rank: int, doc_id: str, text: str, page: int, *, language: str | None = None
+) -> RetrievedFragment:
     title = "Apple Inc." if "AAPL" in doc_id else "MICROSOFT CORPORATION"
     record = KnowledgeFragment(
         record_kind="document",
@@ -41,7 +44,7 @@ def passage(rank: int, doc_id: str, text: str, page: int) -> RetrievedFragment:
         id=fragment_point_id(doc_id, rank),
         rank=rank,
         score=1.0 / rank,
-        record=record.record("ws", "g1"),
+        record=record.record("ws", "g1", bm25_language=language),
         dense_rank=rank,
         bm25_rank=None,
         floor=False,
@@ -276,3 +279,32 @@ def test_a_row_of_another_company_does_not_answer_for_the_one_asked_about() -> N
     text = answer(ctx, "What was the net income of Apple in the quarter?")
     assert "Net income — Three Months Ended April 1, 2023: $24,160" in text, text
     assert "22,291" not in text, text
+
+
+def test_a_fragment_is_matched_in_its_own_language() -> None:
+    # An Italian workspace with English filings: each fragment is stemmed in its source's
+    # language, the Italian question in each language of the context, so the English row
+    # named in the question ("data-centric", "Intel") answers it.
+    ctx = context(
+        passage(1, INTC, sec.INTEL_SEGMENTS, sec.INTEL_SEGMENTS_PAGE, language="english"),
+        wording=ITALIAN,
+    )
+    question = (
+        "Quanto hanno pesato i ricavi delle attività data-centric di Intel sul totale dei "
+        "ricavi nel terzo trimestre 2023?"
+    )
+    text = ExtractiveAnswerer("it", ITALIAN).answer(
+        question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert ITALIAN.no_overlap not in text, text
+    assert "Data Center and AI" in text and "3,814" in text, text
+
+
+def test_an_english_fragment_is_stemmed_as_english_in_an_italian_workspace() -> None:
+    # Stemmed as Italian, "revenues" and "revenue" are two words; as English, one.
+    text = "Gross margin was 40% of sales. Net revenue was $14,158 million in the quarter."
+    ctx = context(passage(1, INTC, text, 12, language="english"), wording=ITALIAN)
+    answered = ExtractiveAnswerer("it", ITALIAN).answer(
+        "Quali erano i revenues?", ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert answered == "- «Net revenue was $14,158 million in the quarter.» [1] (pag. 12)", answered

@@ -183,7 +183,8 @@ class ExtractiveAnswerer:
 
     def __init__(self, language: str, wording: Wording) -> None:
         self._wording = wording
-        self._terms = _term_function(language)
+        self._language = language
+        self._stemmers: dict[str, Callable[[str], set[int | str]]] = {}
 
     def answer(
         self,
@@ -227,6 +228,16 @@ class ExtractiveAnswerer:
         # No model: the figures as the analytics branch wrote them, data date included.
         return numeric.text
 
+    def _entry_language(self, entry: ContextEntry) -> str:
+        """The language a fragment's source was indexed in; the workspace's for Evidence
+        Units and fragments indexed before sources had one."""
+        return getattr(entry.fragment.record, "bm25_language", None) or self._language
+
+    def _stemmer(self, language: str) -> Callable[[str], set[int | str]]:
+        if language not in self._stemmers:
+            self._stemmers[language] = _term_function(language)
+        return self._stemmers[language]
+
     def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Unit]:
         """The units holding the most weight of the question's distinctive terms, in reading
         order. A term's weight is its rarity among the context's units (a word every passage
@@ -234,16 +245,27 @@ class ExtractiveAnswerer:
         or identifier: the company, the filing) and its periods and form names ("Q2", "2023",
         "10-Q") weigh nothing, for they locate the passage without saying anything:
         boilerplate that matches only them is never quoted."""
-        asked = self._terms(question)
+        # Each fragment is matched in the language its source was indexed in (an English
+        # filing in an Italian workspace is stemmed as English), the question in every language
+        # of the context. A term is a (language, stem) pair: stems of two languages never meet.
+        languages = [self._entry_language(e) for e in entries]
+
+        def terms(text: str, language: str) -> set[tuple[str, int | str]]:
+            return {(language, t) for t in self._stemmer(language)(text)}
+
+        def everywhere(text: str) -> set[tuple[str, int | str]]:
+            return set().union(*(terms(text, lang) for lang in sorted(set(languages))))
+
+        asked = everywhere(question)
         tokens = _QUESTION_TOKEN.findall(question)
-        periods = set().union(*(self._terms(t) for t in tokens if _DIGIT.search(t)))
-        names = set().union(*(self._terms(t) for t in tokens if t != t.lower()))
+        periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
+        names = set().union(*(everywhere(t) for t in tokens if t != t.lower()))
         # The entities the question is about: its capitalised words past the first, without
         # a digit ("Apple", "Intelligent Cloud"). A fragment none of them occurs in (its
         # document's title, identifier or text) is about something else: another company's
         # "net income" row is not Apple's.
         entities = set().union(
-            *(self._terms(t) for t in tokens[1:] if t != t.lower() and not _DIGIT.search(t))
+            *(everywhere(t) for t in tokens[1:] if t != t.lower() and not _DIGIT.search(t))
         )
         raw = [
             (i, pos, text)
@@ -256,37 +278,41 @@ class ExtractiveAnswerer:
         # document ("Apple" in Apple's filing): a lowercase word of the title ("triage" in a
         # page titled "Triage") is still asked about.
         naming = [
-            (self._terms(f"{e.fragment.title} {e.fragment.doc_id}") & names) | periods
-            for e in entries
+            (terms(f"{e.fragment.title} {e.fragment.doc_id}", languages[i]) & names) | periods
+            for i, e in enumerate(entries)
         ]
-        held = [(self._terms(text) & asked) - naming[i] for i, _, text in raw]
+        held = [(terms(text, languages[i]) & asked) - naming[i] for i, _, text in raw]
         # A section's heading says what its sentences are about ("Legal Proceedings" above a
         # lawsuit's story): a term only the headings hold counts half.
-        headed = [(self._terms(_headings(e)) & asked) - naming[i] for i, e in enumerate(entries)]
-        spread = Counter(t for terms in held for t in terms)
-        spread.update(t for terms in headed for t in terms)
+        headed = [
+            (terms(_headings(e), languages[i]) & asked) - naming[i] for i, e in enumerate(entries)
+        ]
+        spread = Counter(t for held_terms in held for t in held_terms)
+        spread.update(t for headed_terms in headed for t in headed_terms)
         weight = {t: math.log(1 + len(raw) / n) for t, n in spread.items()}
         # A passage about the question holds many of its terms: a sentence of it outweighs one
         # that shares as many words but stands alone in a passage about something else.
         covered = [set(headed[i]) for i in range(len(entries))]
-        for (i, _, _), terms in zip(raw, held, strict=True):
-            covered[i] |= terms
-        passage = [sum(weight[t] for t in terms) for terms in covered]
+        for (i, _, _), held_terms in zip(raw, held, strict=True):
+            covered[i] |= held_terms
+        passage = [sum(weight[t] for t in c) for c in covered]
         top = max(passage) or 1.0
         about = [
             not entities
-            or bool(entities & self._terms(f"{e.fragment.title} {e.fragment.doc_id} {e.text}"))
-            for e in entries
+            or bool(
+                entities & terms(f"{e.fragment.title} {e.fragment.doc_id} {e.text}", languages[i])
+            )
+            for i, e in enumerate(entries)
         ]
         # A long unit holds more of the question's words by chance (a page-long "forward-looking
         # statements" sentence): scores are normalised by length, as BM25 does.
         lengths = [len(_WORD.findall(text)) for _, _, text in raw]
         average = sum(lengths) / len(lengths) or 1.0
         units = []
-        for (i, pos, text), terms, length in zip(raw, held, lengths, strict=True):
-            score = sum(weight[t] for t in terms)
+        for (i, pos, text), unit_terms, length in zip(raw, held, lengths, strict=True):
+            score = sum(weight[t] for t in unit_terms)
             if score:
-                score += sum(0.5 * weight[t] for t in headed[i] - terms)
+                score += sum(0.5 * weight[t] for t in headed[i] - unit_terms)
                 score *= 0.5 + 0.5 * passage[i] / top
                 score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
             if score and _FIGURE.search(text):
