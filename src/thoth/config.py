@@ -131,6 +131,24 @@ class IndexSettings(_Strict):
     prefetch_limit: int = Field(
         default=50, ge=10, le=1000, description="Candidates each search branch fetches."
     )
+    fusion: Literal["rrf", "dbsf"] = Field(
+        default="rrf",
+        description="How the dense and BM25 branches are fused: rrf (reciprocal rank fusion, "
+        "weight / (fusion_k + rank) per branch) or dbsf (each branch's scores scaled by their "
+        "mean ± 3 standard deviations, then the weighted sum).",
+    )
+    fusion_k: int = Field(
+        default=60, ge=1, le=1000, description="rrf: the k of weight / (k + rank)."
+    )
+    dense_weight: float = Field(
+        default=1.0, ge=0.0, le=10.0, description="Weight of the dense branch in the fusion."
+    )
+    bm25_weight: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=10.0,
+        description="Weight of the BM25 branch (of each BM25 branch) in the fusion.",
+    )
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"

@@ -27,7 +27,8 @@ from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
 from thoth.config import Settings
 from thoth.embed.base import Embedder, Vectors
-from thoth.index.base import Hit, IndexStore, SparseVec, deterministic_top
+from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, deterministic_top
+from thoth.index.fusion import fuse, fusion_from
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import (
     INDEX_UNAVAILABLE,
@@ -305,7 +306,8 @@ class KnowledgeSearch:
         answers = self.settings.answers
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
-        found = _candidates(store, dense, sparse, where.where, depth)
+        fusion = fusion_from(self.settings.index)
+        found = _candidates(store, dense, sparse, where.where, depth, fusion)
         relevance = self._relevance(gen, question, found, where)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
@@ -321,7 +323,7 @@ class KnowledgeSearch:
             answers.top_k,
             answers.verbatim_floor,
             # Deeper, same condition, documents only: the floor never crosses the filter.
-            lambda: _candidates(store, dense, sparse, only_docs, depth).hits,
+            lambda: _candidates(store, dense, sparse, only_docs, depth, fusion).hits,
         )
         fragments = [
             RetrievedFragment(
@@ -396,6 +398,7 @@ def _candidates(
     sparse: SparseVec,
     where: Mapping[str, Any],
     depth: int,
+    fusion: Fusion,
 ) -> _Candidates:
     """Fused candidates (BM25 alone without a dense vector), each branch's ranks and the best
     dense similarity. Branch lists are re-sorted by (score desc, id) like the fused one: equal
@@ -410,7 +413,9 @@ def _candidates(
     scores = {h.id: h.score for h in dense_hits}
     if not sparse.indices:  # only stopwords: the sparse branch has nothing to say
         return _Candidates(dense_hits, _ranks(dense_hits), bm25_ranks, best, scores)
-    fused = store.query_hybrid(dense, sparse, where, limit=depth, prefetch_limit=depth)
+    # The branch lists already fetched, fused by the function query_hybrid uses: the same ranks
+    # as EvidenceSearch, without querying both branches a second time.
+    fused = fuse([dense_hits, bm25], depth, fusion)
     return _Candidates(fused, _ranks(dense_hits), bm25_ranks, best, scores)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from thoth.embed.base import Embedder
 from thoth.evidence.document import parse_unit
 from thoth.evidence.model import PURPOSES, Unit, schema_names
-from thoth.index.base import Hit, Where
+from thoth.index.base import Fusion, Hit, Where
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import (
     REVISION_UNREADABLE,
@@ -77,11 +77,13 @@ class EvidenceSearch:
         backend: IndexBackend,
         embedder: Embedder,
         prefetch_limit: int = 50,
+        fusion: Fusion | None = None,
     ) -> None:
         self.workspace = workspace
         self.root = root
         self._reader = GenerationReader(workspace, state, backend, embedder)
         self.prefetch_limit = prefetch_limit
+        self.fusion = fusion
         self._read_unit = lru_cache(maxsize=4096)(self._read_unit_uncached)
 
     # -- the contract ----------------------------------------------------------------
@@ -114,6 +116,7 @@ class EvidenceSearch:
                     where,
                     limit=self.prefetch_limit,
                     prefetch_limit=self.prefetch_limit,
+                    fusion=self.fusion,
                 )
                 results = self._group(hits, gen.revision, context.limit)
         except Unreadable as exc:
@@ -159,7 +162,9 @@ class EvidenceSearch:
             assert vectors.dense is not None  # degrade=False: a failure raised
             store, dense, sparse = gen.store, vectors.dense, vectors.sparse
             return BranchRanks(
-                fused=_unit_ranks(store.query_hybrid(dense, sparse, where, depth, depth)),
+                fused=_unit_ranks(
+                    store.query_hybrid(dense, sparse, where, depth, depth, self.fusion)
+                ),
                 dense=_unit_ranks(store.query_dense(dense, where, depth)),
                 bm25=_unit_ranks(store.query_sparse(sparse, where, depth)),
             )
