@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from thoth.config import IndexSettings
 from thoth.index.base import RRF_K, Fusion, Hit, IndexRecord
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.edge import EdgeStore
-from thoth.index.fusion import fuse
+from thoth.index.fusion import fuse, fusion_from
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:
@@ -113,3 +114,9 @@ def test_edge_query_hybrid_is_fuse_of_its_branches(tmp_path: Path) -> None:
         got = store.query_hybrid(dense, sparse, {}, 3, 10, fusion)
         assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in expected]
     store.close()
+
+
+def test_no_fusion_given_means_the_configured_defaults() -> None:
+    for branches in ([DENSE, SPARSE], [DENSE, SPARSE, SPARSE[:1]]):
+        configured = fusion_from(IndexSettings(), len(branches) - 1)
+        assert fuse(branches, 10) == fuse(branches, 10, configured)

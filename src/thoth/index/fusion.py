@@ -30,10 +30,12 @@ def fuse(branches: Sequence[Sequence[Hit]], limit: int, fusion: Fusion | None = 
     """The top `limit` of the fused branches, sorted by (fused score desc, id).
 
     Each branch is first ordered by (score desc, id), so equal branch scores rank the same way
-    every time. A hit keeps the payload of the first branch that returned it; its score is the
+    every time. `fusion=None` means the `[index]` defaults (dense first, then BM25 branches).
+    A hit keeps the payload of the first branch that returned it; its score is the
     fused score. An empty branch contributes nothing.
     """
-    fusion = fusion or Fusion()
+    # No fusion given: the `[index]` defaults, so callers without settings rank as the rest.
+    fusion = fusion or fusion_from(IndexSettings(), max(0, len(branches) - 1))
     weights = fusion.weights_for(len(branches))
     fused: dict[str, float] = {}
     payloads: dict[str, Hit] = {}
