@@ -297,7 +297,13 @@ def test_curated_weight_zero_keeps_the_fused_order(curated: Env) -> None:
     assert raw[0].payload["record_kind"] == "document"  # a document leads on its own merit
     assert [f.id for f in result.fragments] == [h.id for h in raw][:6]
     weighted = search(curated, top_k=6, verbatim_floor=0, curated_weight=1.0).search(text)
-    assert weighted.fragments[0].record_kind != "document", "the weight is a real lever"
+
+    def first_curated(fragments: list[Any]) -> int:
+        return next(n for n, f in enumerate(fragments) if f.record_kind != "document")
+
+    # The weight is a real lever: curated fragments move up (how far depends on the fusion's
+    # score scale: with DBSF a document that leads both branches keeps the first place).
+    assert first_curated(weighted.fragments) < first_curated(result.fragments)
 
 
 # Dense (cosine of stems) puts the one-word "ricovero" first; BM25 the only document with the

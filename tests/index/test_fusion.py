@@ -19,6 +19,9 @@ DENSE = hits(("a", 0.9), ("b", 0.8), ("c", 0.7))
 SPARSE = hits(("b", 12.0), ("d", 9.0), ("a", 3.0))
 
 
+EQUAL_RRF = Fusion("rrf", RRF_K)  # Qdrant's RRF: k = 60, every branch weight 1
+
+
 def ids(fused: list[Hit]) -> list[str]:
     return [h.id for h in fused]
 
@@ -36,11 +39,12 @@ def test_ties_are_broken_by_id_whatever_the_branch_order() -> None:
     # mirror-image ranks: x is 1st + 2nd, y is 2nd + 1st -> equal RRF scores
     one = hits(("y", 1.0), ("x", 0.5))
     two = hits(("x", 1.0), ("y", 0.5))
-    assert ids(fuse([one, two], 2)) == ["x", "y"]
-    assert ids(fuse([two, one], 2)) == ["x", "y"]
+    for fusion in (EQUAL_RRF, Fusion("dbsf")):
+        assert ids(fuse([one, two], 2, fusion)) == ["x", "y"]
+        assert ids(fuse([two, one], 2, fusion)) == ["x", "y"]
     # equal scores inside a branch: ranked by id, not by the order the engine returned
     same = hits(("q", 1.0), ("p", 1.0))
-    assert ids(fuse([same], 2)) == ["p", "q"]
+    assert ids(fuse([same], 2, EQUAL_RRF)) == ["p", "q"]
 
 
 def test_weights_move_the_ranking() -> None:
@@ -59,12 +63,15 @@ def test_weights_move_the_ranking() -> None:
 
 def test_n_branches_and_an_empty_branch() -> None:
     third = hits(("c", 2.0), ("e", 1.0))
-    three = fuse([DENSE, SPARSE, third], 10)
+    three = fuse([DENSE, SPARSE, third], 10, EQUAL_RRF)
     # c gains a 1st rank from the third branch: 1/(k+3) + 1/(k+1), a's very score; id decides
     assert ids(three)[:3] == ["b", "a", "c"]
     assert three[1].score == three[2].score
-    assert ids(fuse([DENSE, []], 10)) == ids(fuse([DENSE], 10)) == ["a", "b", "c"]
-    assert fuse([[], []], 10) == []
+    for fusion in (EQUAL_RRF, Fusion("dbsf")):
+        assert ids(fuse([DENSE, []], 10, fusion)) == ids(fuse([DENSE], 10, fusion))
+        assert ids(fuse([DENSE, []], 10, fusion)) == ["a", "b", "c"]
+        assert fuse([[], []], 10, fusion) == []
+    assert ids(fuse([DENSE, []], 10)) == ["a", "b", "c"]  # the defaults: one weight per branch
     with pytest.raises(ValueError, match="2 fusion weights for 3 branches"):
         fuse([DENSE, SPARSE, third], 10, Fusion("rrf", 60, (1.0, 1.0)))
 
@@ -81,7 +88,7 @@ def test_dbsf_normalises_each_branch_by_its_own_distribution() -> None:
 
 
 def test_limit_payload_and_validation() -> None:
-    fused = fuse([DENSE, SPARSE], 2)
+    fused = fuse([DENSE, SPARSE], 2, EQUAL_RRF)
     assert len(fused) == 2 and fused[0].payload == {"key": fused[0].id}
     with pytest.raises(ValueError, match="unknown fusion method"):
         Fusion("sum")  # type: ignore[arg-type]
