@@ -10,6 +10,8 @@ from qdrant_client import QdrantClient, models
 
 from thoth.index.base import (
     BM25,
+    RRF_K,
+    Fusion,
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
@@ -77,8 +79,15 @@ def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
     assert all(r.sparse is not None and len(r.dense) == DIM for r in scrolled)
 
     query = "pazienti pediatrici"
+    # Equal-weight RRF: "a" leads the dense branch and is second in BM25 (the default, BM25
+    # weighted 5:1, puts BM25's first, "c", ahead on this four-record toy).
     hybrid = store.query_hybrid(
-        [0.9, 0.1, 0.0, 0.0], BM.query(query), {"purposes": "p1"}, limit=3, prefetch_limit=10
+        [0.9, 0.1, 0.0, 0.0],
+        BM.query(query),
+        {"purposes": "p1"},
+        limit=3,
+        prefetch_limit=10,
+        fusion=Fusion("rrf", RRF_K),
     )
     assert hybrid[0].payload["key"] == "a"
     assert all(h.payload["key"] != "d" for h in hybrid)  # filtered out by purpose
@@ -320,8 +329,13 @@ def test_fused_ranking_breaks_ties_by_id(adapter: str, tmp_path: Path) -> None:
     store.upsert(_mirror_pairs())
     backend.seal("g", store)
     store = backend.open("g")
-    hits = store.query_hybrid(
-        [1.0, 0.0, 0.0, 0.0], BM.query("pediatrico"), {}, limit=8, prefetch_limit=8
+    hits = store.query_hybrid(  # RRF with equal weights: mirror-image ranks tie exactly
+        [1.0, 0.0, 0.0, 0.0],
+        BM.query("pediatrico"),
+        {},
+        limit=8,
+        prefetch_limit=8,
+        fusion=Fusion("rrf", RRF_K),
     )
     store.close()
     backend.close()
