@@ -10,7 +10,7 @@ record kind / purpose): dense only (`query_dense`), BM25 only (`query_sparse`) a
 (`query_hybrid`, prefetch 50 per branch, fused by `thoth.index.fusion.fuse` with the product's
 `[index]` fusion settings unless --fusion / --fusion-k / --dense-weight / --bm25-weight say
 otherwise), top 10 each. The metrics are also given on the two halves of the questions (even /
-odd position): the fusion defaults were calibrated on the even half, the odd half is held out.
+odd position): the fusion settings were searched on the even half, the odd half is held out.
 A hit is the paragraph the question was written from (or an identical copy of it).
 
 Usage:

@@ -79,8 +79,8 @@ def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
     assert all(r.sparse is not None and len(r.dense) == DIM for r in scrolled)
 
     query = "pazienti pediatrici"
-    # Equal-weight RRF: "a" leads the dense branch and is second in BM25 (the default, BM25
-    # weighted 5:1, puts BM25's first, "c", ahead on this four-record toy).
+    # Equal-weight RRF: "a" leads the dense branch and is second in BM25 (a BM25-weighted
+    # fusion puts BM25's first, "c", ahead on this four-record toy).
     hybrid = store.query_hybrid(
         [0.9, 0.1, 0.0, 0.0],
         BM.query(query),
