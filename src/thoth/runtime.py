@@ -138,6 +138,7 @@ class Runtime:
     qdrant: QdrantClient | None = None  # the server backend's client, shared, closed with it
 
     def search(self) -> EvidenceSearch:
+        from thoth.index.fusion import fusion_from
         from thoth.search.service import EvidenceSearch
 
         return EvidenceSearch(
@@ -147,6 +148,7 @@ class Runtime:
             self.backend,
             self.embedder,
             prefetch_limit=self.ws.settings.index.prefetch_limit,
+            fusion=fusion_from(self.ws.settings.index),
         )
 
     def reader(self) -> GenerationReader:

@@ -10,7 +10,9 @@ from qdrant_client import QdrantClient, models
 
 from thoth.index.base import (
     BM25,
+    RRF_K,
     Exclude,
+    Fusion,
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
@@ -78,8 +80,15 @@ def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
     assert all(r.sparse is not None and len(r.dense) == DIM for r in scrolled)
 
     query = "pazienti pediatrici"
+    # Equal-weight RRF: "a" leads the dense branch and is second in BM25 (a BM25-weighted
+    # fusion puts BM25's first, "c", ahead on this four-record toy).
     hybrid = store.query_hybrid(
-        [0.9, 0.1, 0.0, 0.0], BM.query(query), {"purposes": "p1"}, limit=3, prefetch_limit=10
+        [0.9, 0.1, 0.0, 0.0],
+        BM.query(query),
+        {"purposes": "p1"},
+        limit=3,
+        prefetch_limit=10,
+        fusion=Fusion("rrf", RRF_K),
     )
     assert hybrid[0].payload["key"] == "a"
     assert all(h.payload["key"] != "d" for h in hybrid)  # filtered out by purpose
@@ -348,8 +357,13 @@ def test_fused_ranking_breaks_ties_by_id(adapter: str, tmp_path: Path) -> None:
     store.upsert(_mirror_pairs())
     backend.seal("g", store)
     store = backend.open("g")
-    hits = store.query_hybrid(
-        [1.0, 0.0, 0.0, 0.0], BM.query("pediatrico"), {}, limit=8, prefetch_limit=8
+    hits = store.query_hybrid(  # RRF with equal weights: mirror-image ranks tie exactly
+        [1.0, 0.0, 0.0, 0.0],
+        BM.query("pediatrico"),
+        {},
+        limit=8,
+        prefetch_limit=8,
+        fusion=Fusion("rrf", RRF_K),
     )
     store.close()
     backend.close()

@@ -25,10 +25,11 @@ from thoth.answer.relevance import Relevance, Term, candidate_terms, check_terms
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
 from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
-from thoth.config import Settings
+from thoth.config import IndexSettings, Settings
 from thoth.embed.base import Embedder, Vectors
-from thoth.index.base import RRF_K, Hit, IndexStore, SparseVec, Where, deterministic_top
+from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
 from thoth.index.bm25 import Bm25Encoder
+from thoth.index.fusion import fuse, fusion_from
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import (
     INDEX_UNAVAILABLE,
@@ -318,7 +319,7 @@ class KnowledgeSearch:
         answers = self.settings.answers
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
-        found = _candidates(store, dense, bm25, where.where, depth)
+        found = _candidates(store, dense, bm25, where.where, depth, self.settings.index)
         relevance = self._relevance(gen, question, found, where)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
@@ -334,7 +335,7 @@ class KnowledgeSearch:
             answers.top_k,
             answers.verbatim_floor,
             # Deeper, same condition, documents only: the floor never crosses the filter.
-            lambda: _candidates(store, dense, bm25, only_docs, depth).hits,
+            lambda: _candidates(store, dense, bm25, only_docs, depth, self.settings.index).hits,
         )
         fragments = [
             RetrievedFragment(
@@ -425,12 +426,12 @@ def _candidates(
     bm25: Sequence[Bm25Query],
     where: Mapping[str, Any],
     depth: int,
+    index: IndexSettings,
 ) -> _Candidates:
     """Fused candidates (BM25 alone without a dense vector), each branch's ranks and the best
     dense similarity. Branch lists are re-sorted by (score desc, id) like the fused one: equal
-    scores always rank the same way. One BM25 language: dense and BM25 fused by the engine;
-    several: one BM25 list per language (each fragment is in one at most), fused with dense by
-    `_fuse`."""
+    scores always rank the same way. One BM25 list per language (each fragment is in one at
+    most), fused with dense by the `[index]` fusion (thoth.index.fusion)."""
     lists = [
         deterministic_top(store.query_sparse(sparse, {**where, **extra}, depth), depth)
         for sparse, extra in bm25
@@ -441,35 +442,25 @@ def _candidates(
         for hit_id, rank in _ranks(hits).items():
             bm25_ranks[hit_id] = min(rank, bm25_ranks.get(hit_id, rank))
     if dense is None:
-        bm25_only = lists[0] if len(lists) == 1 else _fuse(lists, depth)
+        bm25_only = (
+            lists[0]
+            if len(lists) == 1
+            else fuse(
+                lists,
+                depth,
+                Fusion(index.fusion, index.fusion_k, (index.bm25_weight,) * len(lists)),
+            )
+        )
         return _Candidates(bm25_only if lists else [], {}, bm25_ranks, None)
     dense_hits = deterministic_top(store.query_dense(dense, where, depth), depth)
     best = dense_hits[0].score if dense_hits else None
     scores = {h.id: h.score for h in dense_hits}
     if not lists:  # only stopwords: the sparse branch has nothing to say
         return _Candidates(dense_hits, _ranks(dense_hits), bm25_ranks, best, scores)
-    if len(bm25) == 1:
-        sparse, extra = bm25[0]
-        fused = store.query_hybrid(
-            dense, sparse, {**where, **extra}, limit=depth, prefetch_limit=depth
-        )
-    else:
-        fused = _fuse([dense_hits, *lists], depth)
+    # The branch lists already fetched (dense, then one BM25 list per language), fused by the
+    # function query_hybrid uses: the same ranks as EvidenceSearch, without querying twice.
+    fused = fuse([dense_hits, *lists], depth, fusion_from(index, len(lists)))
     return _Candidates(fused, _ranks(dense_hits), bm25_ranks, best, scores)
-
-
-def _fuse(lists: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
-    """Reciprocal rank fusion of ranked lists (dense, then one BM25 list per language), as the
-    engine fuses two: each hit scores the sum of 1 / (RRF_K + rank) over the lists holding it.
-    The one place several lists are fused: a better fusion replaces this function."""
-    scores: dict[str, float] = {}
-    payloads: dict[str, dict[str, Any]] = {}
-    for hits in lists:
-        for rank, hit in enumerate(hits, start=1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
-            payloads.setdefault(hit.id, hit.payload)
-    fused = [Hit(id=i, score=score, payload=payloads[i]) for i, score in scores.items()]
-    return deterministic_top(fused, limit)
 
 
 def _analyser(encoder: Bm25Encoder) -> Callable[[str], list[int]]:

@@ -156,8 +156,9 @@ def evaluate(
         revision=generation.revision,
         generation=generation.id,
         search_config={
-            "fusion": "rrf",
-            "rrf_k": 60,
+            "fusion": search.fusion.method,
+            "fusion_k": search.fusion.k,
+            "fusion_weights": list(search.fusion.weights),
             "prefetch_limit": search.prefetch_limit,
             "gate_k": GATE_K,
             **(generation.config or {}),

@@ -1,11 +1,13 @@
 """The IndexStore interface: one collection (dense default vector + sparse `bm25` with IDF),
-records of several kinds told apart by payload, hybrid search fused by RRF in the engine."""
+records of several kinds told apart by payload, hybrid search: each branch queried alone and
+fused client-side (`thoth.index.fusion`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from thoth.errors import ThothError
 
@@ -88,6 +90,48 @@ class Hit:
     payload: dict[str, Any]
 
 
+FusionMethod = Literal["rrf", "dbsf"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("rrf", "dbsf")
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How branch lists are fused.
+
+    - `rrf`: reciprocal rank fusion, sum over branches of weight / (k + rank).
+    - `dbsf`: distribution-based score fusion (as Qdrant's): each branch's scores mapped to
+      [0, 1] by mean ± 3 standard deviations of that list, then the weighted sum.
+
+    `weights` holds one weight per branch in the order the branches are given (dense first,
+    then the sparse branches); empty means 1.0 each.
+    """
+
+    method: FusionMethod = "rrf"
+    k: int = RRF_K
+    weights: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.method not in FUSION_METHODS:
+            raise ValueError(
+                f"unknown fusion method {self.method!r}; "
+                f"expected one of {', '.join(FUSION_METHODS)}"
+            )
+        if self.k < 1:
+            raise ValueError(f"fusion k must be >= 1, got {self.k}")
+        if any(not math.isfinite(w) or w < 0 for w in self.weights):
+            raise ValueError(f"fusion weights must be finite and >= 0, got {list(self.weights)}")
+
+    def weights_for(self, branches: int) -> tuple[float, ...]:
+        if not self.weights:
+            return (1.0,) * branches
+        if len(self.weights) != branches:
+            raise ValueError(
+                f"{len(self.weights)} fusion weights for {branches} branches: give one weight "
+                "per branch (dense first, then each sparse branch) or none"
+            )
+        return self.weights
+
+
 def record_from_point(point_id: object, vector: Any, payload: Any) -> IndexRecord:
     """An IndexRecord from what either client returns: a bare list when the collection has only
     the default vector, else a mapping of vector name -> dense list or sparse vector."""
@@ -151,8 +195,10 @@ class IndexStore(Protocol):
         where: Where,
         limit: int,
         prefetch_limit: int,
+        fusion: Fusion | None = None,
     ) -> list[Hit]:
-        """Two prefetches (dense, bm25) under the same filter, fused by RRF in the engine."""
+        """The dense and bm25 branches (`prefetch_limit` each) under the same filter, fused by
+        `thoth.index.fusion.fuse` (`fusion`, default `Fusion()`): the top `limit`."""
         ...
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]: ...

@@ -18,18 +18,18 @@ import qdrant_edge as qe
 
 from thoth.index.base import (
     BM25,
-    RRF_K,
+    Fusion,
     Hit,
     IndexConfigError,
     IndexRecord,
     IndexUnavailable,
     SparseVec,
     Where,
-    deterministic_top,
     hits_from_points,
     record_from_point,
     where_conditions,
 )
+from thoth.index.fusion import fuse
 
 _CONFIG_FILE = "edge_config.json"
 
@@ -147,27 +147,18 @@ class EdgeStore:
         where: Where,
         limit: int,
         prefetch_limit: int,
+        fusion: Fusion | None = None,
     ) -> list[Hit]:
-        flt = _filter(where)
-        fused = self._query(
-            qe.QueryRequest(
-                limit=2 * prefetch_limit,  # every candidate: ties are broken below, by id
-                prefetches=[
-                    qe.Prefetch(
-                        limit=prefetch_limit, query=qe.Query.Nearest(list(dense)), filter=flt
-                    ),
-                    qe.Prefetch(
-                        limit=prefetch_limit,
-                        query=qe.Query.Nearest(_sparse(sparse), using=BM25),
-                        filter=flt,
-                    ),
-                ],
-                query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stub lists Fusion, engine takes Fusion.Rrf
-                filter=flt,
-                with_payload=True,
-            )
+        # Each branch alone, fused by the one client-side function every adapter uses: the
+        # engine's RRF takes no per-branch weights on every adapter and breaks ties at random.
+        return fuse(
+            [
+                self.query_dense(dense, where, prefetch_limit),
+                self.query_sparse(sparse, where, prefetch_limit) if sparse.indices else [],
+            ],
+            limit,
+            fusion,
         )
-        return deterministic_top(fused, limit)
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         return self._query(

@@ -12,7 +12,7 @@ from qdrant_client import QdrantClient, models
 
 from thoth.index.base import (
     BM25,
-    RRF_K,
+    Fusion,
     Hit,
     IndexConfigError,
     IndexRecord,
@@ -20,11 +20,11 @@ from thoth.index.base import (
     IndexUnavailable,
     SparseVec,
     Where,
-    deterministic_top,
     hits_from_points,
     record_from_point,
     where_conditions,
 )
+from thoth.index.fusion import fuse
 
 
 def _condition(key: str, value: str | int | list[str]) -> models.FieldCondition:
@@ -145,20 +145,18 @@ class ServerStore:
         where: Where,
         limit: int,
         prefetch_limit: int,
+        fusion: Fusion | None = None,
     ) -> list[Hit]:
-        flt = _filter(where)
-        fused = self._query(
-            prefetch=[
-                models.Prefetch(query=list(dense), limit=prefetch_limit, filter=flt),
-                models.Prefetch(
-                    query=_sparse(sparse), using=BM25, limit=prefetch_limit, filter=flt
-                ),
+        # Each branch alone, fused by the one client-side function every adapter uses: the
+        # engine's RRF takes no per-branch weights on every adapter and breaks ties at random.
+        return fuse(
+            [
+                self.query_dense(dense, where, prefetch_limit),
+                self.query_sparse(sparse, where, prefetch_limit) if sparse.indices else [],
             ],
-            query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
-            query_filter=flt,
-            limit=2 * prefetch_limit,  # every candidate: ties are broken below, by id
+            limit,
+            fusion,
         )
-        return deterministic_top(fused, limit)
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         return self._query(query=list(dense), query_filter=_filter(where), limit=limit)

@@ -225,7 +225,8 @@ class MemoryIndex:
         *,
         embedder_identity: str,
     ) -> list[MemoryHit]:
-        """Hybrid search (dense + bm25, RRF in the engine) over memory points, best first."""
+        """Hybrid search (dense + bm25, fused by `thoth.index.fusion.fuse` with the `[index]`
+        defaults) over memory points, best first."""
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         with self._reading(embedder_identity) as store:

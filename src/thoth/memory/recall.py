@@ -41,7 +41,7 @@ class MemoryNotFound(ThothError):
 @dataclass(frozen=True)
 class Proposal:
     memory_id: str
-    score: float  # the index's fused (RRF) score: higher is more similar
+    score: float  # the index's fused score (thoth.index.fusion): higher is more similar
     subject: str
     detail: str
     rationale: str

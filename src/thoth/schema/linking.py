@@ -1,9 +1,9 @@
 """Schema linking: the tables and columns a question needs, proposed from the schema index.
 
 `SchemaLinker.propose(question, concepts, evidence)` ranks the columns of the active
-generation for the question (hybrid dense + BM25 over the schema_column records, fused by RRF
-in the engine), lifts the columns of the tables that match the question as a whole (the
-schema_table records) and those that the Evidence units found by the stage name, then adds the
+generation for the question (hybrid dense + BM25 over the schema_column records, fused by
+`thoth.index.fusion.fuse`), lifts the columns of the tables that match the question as a whole
+(the schema_table records) and those that the Evidence units found by the stage name, then adds the
 join columns that connect the proposed tables (declared primary and foreign keys, through at
 most one bridge table). A proposal is a candidate list for the reviewer, never a decision.
 

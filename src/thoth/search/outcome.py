@@ -68,7 +68,7 @@ class EvidenceResult:
     kind: str
     title: str
     rank: int  # 1-based, after grouping fragments into units
-    score: float  # fused (RRF) score of the best fragment
+    score: float  # fused score of the best fragment (thoth.index.fusion)
     excerpts: tuple[str, ...]  # best matching fragment texts, best first
     caveats: tuple[str, ...]
     provenance: Provenance

@@ -3,8 +3,9 @@
 The caller never sees collections, vector names or Qdrant syntax. Workspace, revision,
 generation and purpose are always filters; kinds and the context fields the caller marks as
 binding become filters too, never bonuses. Dense and BM25 receive the same rendered text and
-are fused by RRF inside Qdrant. Fragments come back grouped into one result per unit, with
-provenance, citation and caveats resolved from the workspace at the generation's revision.
+are fused by `thoth.index.fusion.fuse` (the `[index]` fusion settings). Fragments come back
+grouped into one result per unit, with provenance, citation and caveats resolved from the
+workspace at the generation's revision.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from thoth.config import IndexSettings
 from thoth.embed.base import Embedder
 from thoth.evidence.document import parse_unit
 from thoth.evidence.model import PURPOSES, Unit, schema_names
-from thoth.index.base import Hit, Where
+from thoth.index.base import Fusion, Hit, Where
+from thoth.index.fusion import fusion_from
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import (
     REVISION_UNREADABLE,
@@ -77,11 +80,14 @@ class EvidenceSearch:
         backend: IndexBackend,
         embedder: Embedder,
         prefetch_limit: int = 50,
+        fusion: Fusion | None = None,
     ) -> None:
         self.workspace = workspace
         self.root = root
         self._reader = GenerationReader(workspace, state, backend, embedder)
         self.prefetch_limit = prefetch_limit
+        # None: the `[index]` defaults (dense, then one BM25 branch), as fuse() itself.
+        self.fusion = fusion or fusion_from(IndexSettings())
         self._read_unit = lru_cache(maxsize=4096)(self._read_unit_uncached)
 
     # -- the contract ----------------------------------------------------------------
@@ -114,6 +120,7 @@ class EvidenceSearch:
                     where,
                     limit=self.prefetch_limit,
                     prefetch_limit=self.prefetch_limit,
+                    fusion=self.fusion,
                 )
                 results = self._group(hits, gen.revision, context.limit)
         except Unreadable as exc:
@@ -159,7 +166,9 @@ class EvidenceSearch:
             assert vectors.dense is not None  # degrade=False: a failure raised
             store, dense, sparse = gen.store, vectors.dense, vectors.sparse
             return BranchRanks(
-                fused=_unit_ranks(store.query_hybrid(dense, sparse, where, depth, depth)),
+                fused=_unit_ranks(
+                    store.query_hybrid(dense, sparse, where, depth, depth, self.fusion)
+                ),
                 dense=_unit_ranks(store.query_dense(dense, where, depth)),
                 bm25=_unit_ranks(store.query_sparse(sparse, where, depth)),
             )
