@@ -86,3 +86,29 @@ def default_run_by(root: Path) -> str:
         return getpass.getuser()
     except (OSError, KeyError):
         return "unknown"
+
+
+class ObjectNotBlob(Exception):
+    """An object asked of `git cat-file --batch` is missing or not a blob."""
+
+    def __init__(self, position: int, header: str) -> None:
+        super().__init__(header)
+        self.position = position  # index of the object in the request
+        self.header = header  # what Git answered for it ("<name> missing", ...)
+
+
+def batch_blobs(output: bytes, count: int) -> list[bytes]:
+    """The contents of the `count` objects of a `git cat-file --batch` output, in request
+    order. Raises ObjectNotBlob for the first one Git could not give as a blob: the caller
+    names it in its own terms (a source file, a catalog entry)."""
+    blobs: list[bytes] = []
+    pos = 0
+    for position in range(count):
+        end = output.index(b"\n", pos)
+        header = output[pos:end].split(b" ")
+        if len(header) != 3 or header[1] != b"blob":
+            raise ObjectNotBlob(position, output[pos:end].decode(errors="replace"))
+        size = int(header[2])
+        blobs.append(output[end + 1 : end + 1 + size])
+        pos = end + 1 + size + 1  # the content is followed by a newline
+    return blobs

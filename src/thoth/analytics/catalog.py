@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from thoth.config import ColumnKind
 from thoth.errors import Problem, ThothError
+from thoth.gitrepo import ObjectNotBlob, batch_blobs
 from thoth.markup import load_yaml
 
 QUERY_ID = r"^[a-z0-9][a-z0-9-]*$"
@@ -276,19 +277,15 @@ def _files_at(root: Path, revision: str, paths: list[str]) -> dict[str, str]:
     if done.returncode != 0:
         stderr = done.stderr.decode(errors="replace").strip()
         raise CatalogUnreadable(f"`git cat-file --batch` at {revision} failed: {stderr}")
-    out, pos = done.stdout, 0
+    try:
+        blobs = batch_blobs(done.stdout, len(paths))
+    except ObjectNotBlob as exc:
+        raise CatalogUnreadable(
+            f"{paths[exc.position]} at {revision} cannot be read from Git ({exc.header}) -> "
+            "run `git fsck` there"
+        ) from exc
     files: dict[str, str] = {}
-    for path in paths:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split(b" ")
-        if len(header) != 3 or header[1] != b"blob":
-            raise CatalogUnreadable(
-                f"{path} at {revision} cannot be read from Git "
-                f"({out[pos:end].decode(errors='replace')}) -> run `git fsck` there"
-            )
-        size = int(header[2])
-        data = out[end + 1 : end + 1 + size]
-        pos = end + 1 + size + 1  # the content is followed by a newline
+    for path, data in zip(paths, blobs, strict=True):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from thoth.config import SourceSettings
 from thoth.documents.records import doc_identifier
 from thoth.errors import Problem, ProblemsError, ThothError
+from thoth.gitrepo import ObjectNotBlob, batch_blobs
 
 FETCH_TIMEOUT_SECONDS = 300
 _MODE_SYMLINK = "120000"
@@ -364,20 +365,13 @@ def _blobs(repo: Path, source_name: str, oids: Sequence[str]) -> list[bytes]:
         stdin=("\n".join(oids) + "\n").encode(),
         hint="the repository may be damaged: run `git fsck` there",
     )
-    blobs: list[bytes] = []
-    pos = 0
-    for oid in oids:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split(b" ")
-        if len(header) != 3 or header[1] != b"blob":
-            raise SourceUnavailable(
-                f"source {source_name!r} ({repo}): object {oid} cannot be read "
-                f"({out[pos:end].decode(errors='replace')}) -> run `git fsck` there"
-            )
-        size = int(header[2])
-        blobs.append(out[end + 1 : end + 1 + size])
-        pos = end + 1 + size + 1  # the content is followed by a newline
-    return blobs
+    try:
+        return batch_blobs(out, len(oids))
+    except ObjectNotBlob as exc:
+        raise SourceUnavailable(
+            f"source {source_name!r} ({repo}): object {oids[exc.position]} cannot be read "
+            f"({exc.header}) -> run `git fsck` there"
+        ) from exc
 
 
 def _uncommitted(
