@@ -6,7 +6,7 @@ import getpass
 import subprocess
 from pathlib import Path
 
-from thoth.errors import PreconditionError
+from thoth.errors import PreconditionError, ThothError
 
 
 def _git(root: Path, *args: str) -> str:
@@ -88,11 +88,17 @@ def default_run_by(root: Path) -> str:
         return "unknown"
 
 
-class ObjectNotBlob(Exception):
-    """An object asked of `git cat-file --batch` is missing or not a blob."""
+class ObjectNotBlob(ThothError):
+    """An object asked of `git cat-file --batch` is missing or not a blob. Callers name the
+    object in their own terms (a source file, a catalog entry) and raise their own error."""
+
+    code = "git_object_unreadable"
 
     def __init__(self, position: int, header: str) -> None:
-        super().__init__(header)
+        super().__init__(
+            f"object {position + 1} of a `git cat-file --batch` request cannot be read "
+            f"({header}) -> run `git fsck` in the repository"
+        )
         self.position = position  # index of the object in the request
         self.header = header  # what Git answered for it ("<name> missing", ...)
 
