@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tests.answer.test_found import ANSWERABLE_IT
+from tests.answer.test_found import FILINGS as FOUND_FILINGS
 from tests.conftest import git
 from thoth.answer.service import AnswerService
 from thoth.cli.ask import print_answer
@@ -47,19 +49,9 @@ labels = ["public"]
 """
 
 
+# Contoso's filing and its Italian question are those of the relevance tests.
 FILINGS = {
-    "contoso-q2-2023.md": """# Contoso Ltd quarterly report, Q2 2023
-
-## Revenue
-
-Contoso's total net revenue for the second quarter of 2023 was $4,210 million, up 6% from
-the second quarter of 2022, driven by higher sales of industrial pumps in Europe.
-
-## Legal proceedings
-
-Contoso is a defendant in a patent lawsuit brought by Northwind Traders in Delaware; the
-company believes the claims are without merit and intends to defend itself vigorously.
-""",
+    "contoso-q2-2023.md": FOUND_FILINGS["contoso-q2-2023.md"],
     "fabrikam-q2-2023.md": """# Fabrikam Inc quarterly report, Q2 2023
 
 ## Share repurchases
@@ -78,7 +70,7 @@ registrata dall'accettazione e non può essere modificata dopo la dimissione del
 con una rettifica firmata dal responsabile del reparto che ha accolto il paziente.
 """
 
-CONTOSO_IT = "Qual è stato il fatturato netto totale di Contoso nel secondo trimestre 2023?"
+CONTOSO_IT = ANSWERABLE_IT
 
 
 def commit(root: Path, message: str) -> None:
