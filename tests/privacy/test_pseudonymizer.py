@@ -183,3 +183,14 @@ def test_a_bad_registry_names_the_file_and_the_row(tmp_path: Path, content: str,
     with pytest.raises(ConfigError, match=said) as caught:
         load_registry(path)
     assert str(path) in str(caught.value)
+
+
+def test_a_reviewed_identity_is_never_lowered_by_its_name() -> None:
+    """Issue 22, point 1: `codice_paziente` reads as a code, but the reviewer said identity:
+    the reviewed kind decides, the name only proposes."""
+    p = pseudonymizer()
+    reviewed = {"codice_paziente": "identity", "importo": "identity", "n": "unknown"}
+    [row] = p.protect_rows(["codice_paziente", "importo", "n"], [["P000123", "Q7", 5]], reviewed)
+    assert row == ["[IDENTITA:1]", "[IDENTITA:2]", MASKED]
+    assert p.column_kinds(["codice_paziente"], reviewed) == {"codice_paziente": "identity"}
+    assert p.restore("[IDENTITA:1]") == "P000123"

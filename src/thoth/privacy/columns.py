@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from thoth.config import ColumnKind
@@ -25,6 +25,29 @@ def _vocabulary(words: str) -> frozenset[str]:
 
 
 PASSING: Final[frozenset[str]] = frozenset({"amount", "quantity", "date", "code", "category"})
+# How much protection a kind gets: a value passes (scanned), free text is protected, an
+# identity becomes a placeholder, the unknown is masked. The strictest of several wins.
+_RANK: Final[dict[str, int]] = {
+    **dict.fromkeys(PASSING, 0), "free_text": 1, "identity": 2, "unknown": 3,
+}  # fmt: skip
+
+
+def strictest(kinds: Iterable[ColumnKind]) -> ColumnKind:
+    """The kind that protects most among `kinds` ("unknown" for none: nothing known)."""
+    return max(kinds, key=lambda k: _RANK.get(k, 3), default="unknown")
+
+
+def reconcile(by_name: ColumnKind, reviewed: ColumnKind | None) -> ColumnKind:
+    """A column's kind from its name and its reviewed kind: the name only proposes, so it
+    never lowers a reviewed kind ("codice_paziente" reviewed as an identity is not a code);
+    a name that says more (an identity word) still raises it; an unknown name adds
+    nothing to a reviewed kind."""
+    if reviewed is None:
+        return by_name
+    if by_name == "unknown":
+        return reviewed
+    return strictest((by_name, reviewed))
+
 
 # Words of a column name, by kind. Identity is looked at first: "numero_telefono" holds
 # "numero" but is a phone number, "importo_cliente" holds "importo" but names a customer

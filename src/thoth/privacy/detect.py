@@ -18,19 +18,57 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
-CodeKind = Literal["CF", "PIVA", "IBAN", "EMAIL"]
+CodeKind = Literal["CF", "PIVA", "IBAN", "EMAIL", "TEL"]
 
 _OMOCODIA: Final = "LMNPQRSTUV"  # the letter that stands for digit 0..9
 _D: Final = f"[0-9{_OMOCODIA}]"
+# One separator that real data puts inside a code ("RSS MRA 85T10 A562S", "123.456.789.01",
+# "IT60-X054-..."), or the space that joins two adjacent cells of a row.
+_SEP: Final = r"[ .\-]?"
+
+
+def _spaced(*parts: str) -> str:
+    """The parts, each one character, with an optional separator between any two."""
+    return _SEP.join(parts)
+
+
+_CF_PARTS: Final = (
+    *["[A-Za-z]"] * 6, *[_D] * 2, "[ABCDEHLMPRSTabcdehlmprst]", *[_D] * 2, "[A-Za-z]",
+    *[_D] * 3, "[A-Za-z]",
+)  # fmt: skip
 _CF: Final = re.compile(
-    rf"(?<![A-Za-z0-9])[A-Za-z]{{6}}{_D}{{2}}[ABCDEHLMPRSTabcdehlmprst]{_D}{{2}}[A-Za-z]{_D}{{3}}"
-    r"[A-Za-z](?![A-Za-z0-9])",
+    rf"(?<![A-Za-z0-9]){_spaced(*_CF_PARTS)}(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
-_PIVA: Final = re.compile(r"(?<![A-Za-z0-9])(?:IT ?)?(\d{11})(?![0-9])")
-# Uppercase only: lowercase words after an IBAN must not be swallowed by the candidate.
-_IBAN: Final = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,32}")
-_EMAIL: Final = re.compile(r"(?<![\w.+-])[\w.+%-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+_CF_WHOLE: Final = re.compile("".join(_CF_PARTS), re.IGNORECASE)
+_PIVA: Final = re.compile(
+    rf"(?<![A-Za-z0-9.,])(?:IT{_SEP})?(\d(?:{_SEP}\d){{10}})(?![0-9])(?![.,]\d)", re.IGNORECASE
+)
+# Upper case, or a country whose length is known (checked in _iban_prefix): the candidate may
+# run on into the next word, which only the checksum and the length can tell.
+_IBAN: Final = re.compile(
+    r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ \-]?[A-Za-z0-9]){11,32}", re.IGNORECASE
+)
+_EMAIL: Final = re.compile(
+    r"(?<![\w.+-])[\w.+%-]+(?:@|\s?[\[(]at[\])]\s?)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+    r"\.[A-Za-z]{2,}",
+    re.IGNORECASE,
+)
+# Phone numbers: international (+39 / 0039 / +44 ...), Italian mobile (3xx) and landline
+# (0x), North American. A number written with thousands dots ("350.000.000") is an amount.
+_TEL: Final = re.compile(
+    r"(?<![\w+.,/-])(?:"
+    r"(?:\+|00)\d{1,3}[ .\-]?(?:\(0?\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]?\d{2,4}){1,4}"
+    r"|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}"
+    r"|\d{3}[.\-]\d{3}[.\-]\d{4}"
+    r"|3\d{2}(?:[ ./\-]?\d){6,7}"
+    r"|0\d{1,3}(?:[ ./\-]?\d){5,8}"
+    r")(?![\w+/-])(?![.,]\d)"
+)
+_THOUSANDS: Final = re.compile(r"\d{1,3}(?:\.\d{3})+|\d{1,3}(?:,\d{3})+")
+_DATE_LIKE: Final = re.compile(r"\d{1,4}[./\-]\d{1,2}[./\-]\d{1,4}")
+_NOT_DIGIT: Final = re.compile(r"\D")
+_NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
 
 _DIGITS_ODD: Final = (1, 0, 5, 7, 9, 13, 15, 17, 19, 21)  # 0-9, and A-J alike
 # Odd positions (1st, 3rd ... counting from 1) of the codice fiscale, digit or letter.
@@ -60,7 +98,7 @@ class Found:
 def codice_fiscale_ok(code: str) -> bool:
     """A 16-character personal codice fiscale (omocodia included) whose check letter holds."""
     code = code.upper()
-    if not _CF.fullmatch(code):
+    if not _CF_WHOLE.fullmatch(code):
         return False
     total = 0
     for i, ch in enumerate(code[:15]):
@@ -98,13 +136,25 @@ def iban_ok(code: str) -> bool:
 
 
 def find_codes(text: str) -> Iterator[Found]:
-    """Every checksum-valid identifier in `text` (spans may overlap: the caller resolves)."""
+    """Every checksum-valid identifier in `text` (spans may overlap: the caller resolves),
+    also when real data writes it with spaces, dots or dashes inside, or in lower case; a
+    phone number inside another identifier is that identifier's."""
+    found = list(_checked_codes(text))
+    yield from found
+    for m in _TEL.finditer(text):
+        if _is_phone(m.group()) and not any(f.start < m.end() and m.start() < f.end for f in found):
+            yield Found("TEL", m.start(), m.end(), _NOT_DIGIT.sub("", m.group()))
+
+
+def _checked_codes(text: str) -> Iterator[Found]:
     for m in _CF.finditer(text):
-        if codice_fiscale_ok(m.group()):
-            yield Found("CF", m.start(), m.end(), m.group().upper())
+        compact = _NOT_ALNUM.sub("", m.group()).upper()
+        if codice_fiscale_ok(compact):
+            yield Found("CF", m.start(), m.end(), compact)
     for m in _PIVA.finditer(text):
-        if partita_iva_ok(m.group(1)):
-            yield Found("PIVA", m.start(), m.end(), m.group(1))
+        digits = _NOT_DIGIT.sub("", m.group(1))
+        if partita_iva_ok(digits) and not _THOUSANDS.fullmatch(m.group(1)):
+            yield Found("PIVA", m.start(), m.end(), digits)
     for m in _IBAN.finditer(text):
         found = _iban_prefix(m.group(), m.start())
         if found is not None:
@@ -113,15 +163,29 @@ def find_codes(text: str) -> Iterator[Found]:
         yield Found("EMAIL", m.start(), m.end(), m.group().lower())
 
 
+def _is_phone(candidate: str) -> bool:
+    """Not an amount written with thousands separators, nor a date."""
+    digits = len(_NOT_DIGIT.sub("", candidate))
+    if not 6 <= digits <= 15:
+        return False
+    if candidate.startswith(("+", "00", "(")):
+        return digits >= 8
+    return not (_THOUSANDS.fullmatch(candidate) or _DATE_LIKE.fullmatch(candidate))
+
+
 def _iban_prefix(candidate: str, offset: int) -> Found | None:
     """The longest valid IBAN at the start of `candidate`: the pattern may have run on into
-    the next uppercase word ("... 456 BANCA"), which only the checksum can tell."""
-    ends = [i + 1 for i, ch in enumerate(candidate) if ch != " "]  # end index per character
-    expected = _IBAN_LENGTH.get(candidate[:2])
+    the next word ("... 456 BANCA"), which only the checksum can tell. A candidate in lower
+    case is taken only for a country whose IBAN length is known."""
+    ends = [i + 1 for i, ch in enumerate(candidate) if ch not in " -"]  # end per character
+    country = candidate[:2].upper()
+    expected = _IBAN_LENGTH.get(country)
+    if expected is None and not candidate[:2].isupper():
+        return None
     lengths = [expected] if expected is not None else range(min(34, len(ends)), 14, -1)
     for n in lengths:
         if n <= len(ends):
-            value = candidate[: ends[n - 1]].replace(" ", "")
+            value = _NOT_ALNUM.sub("", candidate[: ends[n - 1]]).upper()
             if iban_ok(value):
                 return Found("IBAN", offset, offset + ends[n - 1], value)
     return None

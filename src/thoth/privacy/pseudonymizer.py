@@ -7,9 +7,13 @@
 - A checksum-valid codice fiscale, partita IVA, IBAN or e-mail address gets a numbered
   placeholder, `[CF:1]`, `[IBAN:2]`: the same value always the same number, the value kept in
   this object only (it never leaves the process), so `restore` gives back the exact text.
-- In rows, the column's name decides (`thoth.privacy.columns`): harmless kinds pass, identities
-  become placeholders whatever their length (the column says the value is an entity), declared
-  free text is protected like any text, and every column not recognised is masked.
+- In rows, the column's kind decides: the reviewed kind (a catalog query's result column, or
+  the lineage of a free query's output to its source columns) reconciled with what the name
+  proposes (`thoth.privacy.columns.reconcile`: the name never lowers a reviewed kind).
+  Identities become placeholders whatever their length, declared free text is protected like
+  any text, every column not recognised is masked, and the values that pass are scanned all
+  the same, alone and joined with the adjacent cells of their row (a codice fiscale or a name
+  split across two cells).
 
 `restore` turns a placeholder back into the text it replaced: the one spelling this object
 saw for it ("ROSSI COSTRUZIONI SRL" stays upper case, so a verbatim excerpt stays verbatim),
@@ -25,10 +29,11 @@ from typing import Any, Final, cast, get_args
 
 from thoth.config import ColumnKind
 from thoth.privacy.base import MASKED
-from thoth.privacy.columns import PASSING, classify
+from thoth.privacy.columns import PASSING, classify, reconcile
 from thoth.privacy.detect import find_codes
-from thoth.privacy.registry import Entity, Registry, normalise_name
+from thoth.privacy.registry import APOSTROPHES, Entity, Registry, fold, folded_name
 
+_Span = tuple[int, int, str]
 UNREGISTERED_IDENTITY: Final = "IDENTITA"  # an identity column's value the registry lacks
 _PLACEHOLDER: Final = re.compile(r"\[([A-Z][A-Z0-9_]*):([^\[\]:\s]+)\]")
 
@@ -43,7 +48,7 @@ class PlaceholderPseudonymizer:
     ) -> None:
         self.registry = registry
         self.min_name_length = min_name_length
-        self._names = registry.name_pattern(min_name_length)
+        self._names = registry.variant_pattern(min_name_length)
         self._declared: Mapping[str, ColumnKind] = dict(columns or {})
         self._lock = threading.Lock()
         self._numbered: dict[tuple[str, str], str] = {}  # (kind, value) -> placeholder
@@ -54,15 +59,7 @@ class PlaceholderPseudonymizer:
     # -- the seam ------------------------------------------------------------------------
 
     def protect(self, text: str) -> str:
-        spans: list[tuple[int, int, str]] = []
-        for found in find_codes(text):
-            original = text[found.start : found.end]
-            spans.append((found.start, found.end, self._number(found.kind, found.value, original)))
-        if self._names is not None:
-            for m in self._names.finditer(text):
-                entity = self.registry.by_name[normalise_name(m.group())]
-                spans.append((m.start(), m.end(), self._entity(entity, m.group())))
-        return _replace(text, spans)
+        return _replace(text, self._spans(text))
 
     def restore(self, text: str) -> str:
         def back(m: re.Match[str]) -> str:
@@ -86,25 +83,82 @@ class PlaceholderPseudonymizer:
         reviewed: Mapping[str, str] | None = None,
     ) -> list[list[Any]]:
         kinds = [self._kind(c, reviewed or {}) for c in columns]
-        return [
-            [self._value(kind, value) for kind, value in zip(kinds, row, strict=True)]
-            for row in rows
-        ]
+        return [self._row(kinds, row) for row in rows]
 
     # -- steps ---------------------------------------------------------------------------
 
-    def column_kinds(self, columns: Sequence[str]) -> dict[str, ColumnKind]:
+    def column_kinds(
+        self, columns: Sequence[str], reviewed: Mapping[str, str] | None = None
+    ) -> dict[str, ColumnKind]:
         """What each column is taken for: for whoever wonders why a value was masked."""
-        return {c: classify(c, self._declared) for c in columns}
+        return {c: self._kind(c, reviewed or {}) for c in columns}
 
     def _kind(self, column: str, reviewed: Mapping[str, str]) -> ColumnKind:
-        """The name and the settings first: a reviewed kind only classifies what they leave
-        unknown, so a catalog entry can unmask a count, never a column named as an identity."""
-        kind = classify(column, self._declared)
+        """The reviewed kind, never lowered by the name (the name and the settings only
+        propose); a reviewed value that is no kind counts as none."""
         declared = reviewed.get(column)
-        if kind == "unknown" and declared in get_args(ColumnKind):
-            return cast(ColumnKind, declared)
-        return kind
+        kind = cast(ColumnKind, declared) if declared in get_args(ColumnKind) else None
+        return reconcile(classify(column, self._declared), kind)
+
+    def _row(self, kinds: Sequence[ColumnKind], row: Sequence[Any]) -> list[Any]:
+        out = [self._value(kind, value) for kind, value in zip(kinds, row, strict=True)]
+        # Whatever the column is called, the values that pass are scanned: each run of
+        # adjacent text cells joined by a space, so an identifier or a name split across two
+        # cells is found and each part replaced.
+        scanned = [
+            kind in PASSING and _scannable(value) for kind, value in zip(kinds, row, strict=True)
+        ]
+        i = 0
+        while i < len(out):
+            if not scanned[i]:
+                i += 1
+                continue
+            j = i
+            while j < len(out) and scanned[j] and (j == i or isinstance(out[j], str)):
+                j += 1
+            if j == i + 1 or not isinstance(out[i], str):
+                j = i + 1  # a number is scanned alone
+            self._scan_run(out, i, j)
+            i = j
+        return out
+
+    def _scan_run(self, out: list[Any], start: int, end: int) -> None:
+        cells = [str(v) for v in out[start:end]]
+        joined = " ".join(cells)
+        spans = self._spans(joined)
+        if not spans:
+            return
+        at = 0
+        for offset, cell in enumerate(cells):
+            low, high = at, at + len(cell)
+            mine = [
+                (max(s, low) - low, min(e, high) - low, token)
+                for s, e, token in spans
+                if s < high and e > low
+            ]
+            if mine:
+                out[start + offset] = _replace(cell, mine)
+            at = high + 1
+
+    def _spans(self, text: str) -> list[_Span]:
+        spans: list[_Span] = []
+        for found in find_codes(text):
+            original = text[found.start : found.end]
+            spans.append((found.start, found.end, self._number(found.kind, found.value, original)))
+        if self._names is not None:
+            folded, at = fold(text)
+            for m in self._names.finditer(folded):
+                start, end = at[m.start()], at[m.end() - 1] + 1
+                if end < len(text) and text[end] in APOSTROPHES:
+                    end += 1  # "Nicolo'": the accent written as an apostrophe
+                spelling = text[start:end]
+                _, entity = self.registry.lookup(m.group())
+                if entity is not None:
+                    token = self._entity(entity, spelling)
+                else:  # a surname several people share: no single identifier to give
+                    token = self._number(UNREGISTERED_IDENTITY, folded_name(m.group()), spelling)
+                spans.append((start, end, token))
+        return spans
 
     def _value(self, kind: ColumnKind, value: Any) -> Any:
         if value is None or kind in PASSING:
@@ -118,14 +172,14 @@ class PlaceholderPseudonymizer:
     def _identity(self, value: str) -> str:
         """An identity column's value: its entity's placeholder whatever the name's length,
         a code's numbered placeholder, or a numbered IDENTITA; never the value."""
-        entity = self.registry.by_name.get(normalise_name(value))
+        _, entity = self.registry.lookup(value)
         if entity is not None:
             return self._entity(entity, value)
         whole = value.strip()
         codes = [f for f in find_codes(whole) if (f.start, f.end) == (0, len(whole))]
         if codes:
             return self._number(codes[0].kind, codes[0].value, value)
-        return self._number(UNREGISTERED_IDENTITY, normalise_name(value), value)
+        return self._number(UNREGISTERED_IDENTITY, folded_name(value), value)
 
     def _entity(self, entity: Entity, spelling: str) -> str:
         with self._lock:
@@ -143,7 +197,15 @@ class PlaceholderPseudonymizer:
             return token
 
 
-def _replace(text: str, spans: list[tuple[int, int, str]]) -> str:
+def _scannable(value: Any) -> bool:
+    """Text, and whole numbers long enough to be a phone or VAT number (an amount stored
+    as a float, a date or a decimal is not an identifier)."""
+    if isinstance(value, str):
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**5
+
+
+def _replace(text: str, spans: list[_Span]) -> str:
     """The text with non-overlapping spans replaced: the earliest wins, then the longest (a
     registry name holding a VAT number is replaced once, as the name)."""
     out: list[str] = []

@@ -7,13 +7,14 @@ Read from a CSV or YAML file in the workspace (`[privacy] registry`), or from th
 read-only query (`[privacy] registry_sql`, run by the composition root on `[database]`): both
 give the same `Registry`.
 
-CSV: a header with `kind,id,name` (other columns are ignored).
+CSV: a header with `kind,id,name` and optionally `surname` (other columns are ignored).
 YAML: a list of mappings with the same keys.
 """
 
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -27,7 +28,18 @@ from thoth.errors import ConfigError
 _KIND = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 REQUIRED = ("kind", "id", "name")
 # The types of the numbered placeholders: a registry kind must not take them.
-RESERVED_KINDS = frozenset({"CF", "PIVA", "IBAN", "EMAIL", "IDENTITA"})
+RESERVED_KINDS = frozenset({"CF", "PIVA", "IBAN", "EMAIL", "TEL", "IDENTITA"})
+
+
+# The kinds whose entities are people: their names are also found in another word order
+# ("Rossi Mario") and by surname alone (the last word of the name, or the registry's
+# `surname` column).
+PERSON_KINDS = frozenset(
+    {"PERSONA", "PERSON", "PAZIENTE", "PATIENT", "DIPENDENTE", "EMPLOYEE", "MEDICO", "DOCTOR",
+     "REFERENTE", "CONTATTO", "CONTACT", "UTENTE", "USER", "CLIENTE_PRIVATO"}
+)  # fmt: skip
+APOSTROPHES = "'’‘`´"
+_JOINERS = "-‐‑–"  # hyphens and the en dash that join double names ("Rossi-Bianchi")
 
 
 @dataclass(frozen=True)
@@ -35,15 +47,45 @@ class Entity:
     kind: str  # upper case: the placeholder's type, e.g. AZIENDA
     id: str  # the management system's identifier: the placeholder carries it
     name: str
+    surname: str | None = None  # a person's surname, when it is not the name's last word
 
     @property
     def placeholder(self) -> str:
         return f"[{self.kind}:{self.id}]"
 
+    @property
+    def is_person(self) -> bool:
+        return self.kind in PERSON_KINDS or self.surname is not None
+
 
 def normalise_name(name: str) -> str:
     """How two spellings of one name compare: case, accents' composition and spacing aside."""
     return " ".join(unicodedata.normalize("NFC", name).casefold().split())
+
+
+def fold(text: str) -> tuple[str, list[int]]:
+    """The text as names are compared in it, and for each of its characters the index of the
+    character of `text` it came from: case folded, diacritics dropped ("Nicolò" ->
+    "nicolo"), apostrophes and hyphens turned into spaces ("Nicolo'", "D'Angelo",
+    "Rossi-Bianchi")."""
+    out: list[str] = []
+    at: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in APOSTROPHES or ch in _JOINERS:
+            out.append(" ")
+            at.append(i)
+            continue
+        for base in unicodedata.normalize("NFD", ch):
+            if unicodedata.combining(base):
+                continue
+            for c in base.casefold():
+                out.append(c)
+                at.append(i)
+    return "".join(out), at
+
+
+def folded_name(name: str) -> str:
+    return " ".join(fold(name)[0].split())
 
 
 class Registry:
@@ -55,6 +97,22 @@ class Registry:
         self.by_name: dict[str, Entity] = {}
         for e in self.entities:
             self.by_name.setdefault(normalise_name(e.name), e)
+        # Every folded spelling a name is found under -> its entity (None: the spelling is a
+        # surname several people share, or a reordering that names two of them).
+        self.variants: dict[str, Entity | None] = {}
+        self._whole: set[str] = set()
+        for e in self.entities:
+            whole = folded_name(e.name)
+            if whole in self._whole:
+                continue  # the first entity of a name keeps it, as by_name does
+            self._whole.add(whole)
+            self.variants[whole] = e
+        for e in self.entities:
+            for variant in _person_variants(e):
+                if variant in self._whole:
+                    continue
+                known = self.variants.get(variant, e)
+                self.variants[variant] = e if known == e else None
 
     def __len__(self) -> int:
         return len(self.entities)
@@ -72,6 +130,43 @@ class Registry:
         alternatives = "|".join(r"\s+".join(re.escape(w) for w in n.split()) for n in names)
         return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
+    def lookup(self, spelling: str) -> tuple[bool, Entity | None]:
+        """Whether `spelling` is a registry name in any of its forms, and the entity it names
+        (None when several share that form)."""
+        key = folded_name(spelling.replace(",", " "))
+        if key not in self.variants:
+            return False, None
+        return True, self.variants[key]
+
+    def variant_pattern(self, min_length: int) -> re.Pattern[str] | None:
+        """One pattern, for the folded text (`fold`), of every spelling of every name at
+        least `min_length` characters long, longest first, whole words only; the words of a
+        name apart by any spacing, or by a comma ("Rossi, Mario")."""
+        names = sorted(
+            {v for v in self.variants if len(v) >= min_length}, key=lambda n: (-len(n), n)
+        )
+        if not names:
+            return None
+        between = r"(?:\s*,\s*|\s+)"
+        alternatives = "|".join(between.join(re.escape(w) for w in n.split()) for n in names)
+        return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+
+
+def _person_variants(entity: Entity) -> list[str]:
+    """A person's name in the other orders of its words and by surname alone."""
+    if not entity.is_person:
+        return []
+    words = folded_name(entity.name).split()
+    found: list[str] = []
+    if 2 <= len(words) <= 4:
+        found += [" ".join(p) for p in itertools.permutations(words) if list(p) != words]
+    surname = folded_name(entity.surname) if entity.surname else None
+    if surname is None and len(entity.name.split()) >= 2:
+        surname = folded_name(entity.name.split()[-1])
+    if surname:
+        found.append(surname)
+    return found
+
 
 def entities_from_rows(
     columns: Sequence[str], rows: Iterable[Sequence[object]], where: str
@@ -84,10 +179,10 @@ def entities_from_rows(
             f"{where}: the registry has no column {', '.join(missing)} (it has "
             f"{', '.join(columns) or 'none'}) -> give it the columns kind, id and name"
         )
-    at = {c: lower.index(c) for c in REQUIRED}
+    at = {c: lower.index(c) for c in (*REQUIRED, "surname") if c in lower}
     found = []
     for n, row in enumerate(rows, start=1):
-        values = {c: row[i] for c, i in at.items()}
+        values = {c: row[i] if i < len(row) else None for c, i in at.items()}
         found.append(_entity(values, f"{where}, row {n}"))
     return found
 
@@ -145,4 +240,5 @@ def _entity(values: dict[str, object], where: str) -> Entity:
         )
     if not name:
         raise ConfigError(f"{where}: name is empty")
-    return Entity(kind, ident, name)
+    surname = str(values.get("surname") or "").strip() or None
+    return Entity(kind, ident, name, surname)
