@@ -24,6 +24,7 @@ from thoth.database import DatabaseUnavailable, Dialect, StatementRefused, check
 from thoth.errors import ThothError
 from thoth.llm import ToolCall, ToolSpec
 from thoth.privacy import Pseudonymizer
+from thoth.privacy.lineage import output_kinds
 
 DEFAULT_LIMIT: Final = 8
 MAX_LIMIT: Final = 20
@@ -221,12 +222,19 @@ class Toolbox:
             return _refused(exc.code, f"the database refused it: {exc}")
         except (DatabaseUnavailable, AnalyticsError) as exc:
             return _refused(exc.code, f"the analytics store cannot be read: {exc}")
-        rows = self.pseudonymizer.protect_rows(result.columns, result.rows)
+        # The protection of each output follows its lineage to the store's columns, whose
+        # kinds the reviewed catalog queries declare: an alias launders nothing.
+        kinds = output_kinds(
+            result.columns, sql, store.dialect, self._served().source_kinds(store.dialect), {}
+        )
+        reviewed = {k.name: k.kind for k in kinds}
+        rows = self.pseudonymizer.protect_rows(result.columns, result.rows, reviewed)
         content = {
             "columns": list(result.columns),
             "rows": [[json_value(v) for v in row] for row in rows],
             "truncated": result.truncated,
             "data_date": data_date,
+            "column_kinds": {k.name: {"kind": k.kind, "why": k.why} for k in kinds},
         }
         return ToolOutcome(content, ({"kind": "sql", "sql": sql, "data_date": data_date},))
 

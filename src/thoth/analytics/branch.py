@@ -23,9 +23,10 @@ from thoth.analytics.routing import Choice, ModelRouter, OfflineRouter, RoutingF
 from thoth.analytics.store import AnalyticsError, AnalyticsStore, Computation
 from thoth.answer.seams import FigureColumn, NumericAnswer
 from thoth.answer.wording import Wording
-from thoth.config import AnalyticsSettings
+from thoth.config import AnalyticsSettings, ColumnKind
 from thoth.embed.base import EmbedderError
 from thoth.llm.client import LLMError
+from thoth.privacy.lineage import reviewed_sources
 
 log = logging.getLogger("thoth.analytics")
 
@@ -45,6 +46,21 @@ class ServedCatalog:
     catalog: Catalog
     queries: dict[str, CatalogQuery]
     choices: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
+    _source_kinds: dict[str, ColumnKind] | None = field(default=None, repr=False)
+
+    def source_kinds(self, dialect: str) -> dict[str, ColumnKind]:
+        """The store's columns (`schema.view.column`) with the kinds the reviewed queries give
+        the result columns that read them: what protects a free query's output (its
+        lineage) on the agent's run_sql."""
+        if self._source_kinds is None:
+            self._source_kinds = reviewed_sources(
+                [
+                    (q.sql, {name: col.kind for name, col in q.result.columns.items()})
+                    for q in self.queries.values()
+                ],
+                dialect,
+            )
+        return self._source_kinds
 
     def enum_values(self) -> dict[str, dict[str, list[str]]]:
         return {
