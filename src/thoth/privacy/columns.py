@@ -95,7 +95,7 @@ _KIND_WORDS: Final[tuple[tuple[ColumnKind, frozenset[str]], ...]] = (
     ),
 )
 _SPLIT: Final = re.compile(r"[^0-9a-z]+")
-_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])")
 
 
 def words(column: str) -> list[str]:

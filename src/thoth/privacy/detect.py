@@ -168,8 +168,12 @@ def _is_phone(candidate: str) -> bool:
     digits = len(_NOT_DIGIT.sub("", candidate))
     if not 6 <= digits <= 15:
         return False
-    if candidate.startswith(("+", "00", "(")):
+    if candidate.startswith(("+", "(")):
         return digits >= 8
+    if candidate.startswith("00"):  # 0039 ...: the prefix and a whole number after it
+        return digits >= 11
+    if candidate.startswith("0") and digits < (9 if _NOT_DIGIT.search(candidate) else 10):
+        return False  # a short number led by 0 is a code (AIC, NCES) more often than a phone
     return not (_THOUSANDS.fullmatch(candidate) or _DATE_LIKE.fullmatch(candidate))
 
 

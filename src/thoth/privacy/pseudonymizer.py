@@ -34,6 +34,7 @@ from thoth.privacy.detect import find_codes
 from thoth.privacy.registry import APOSTROPHES, Entity, Registry, fold, folded_name
 
 _Span = tuple[int, int, str]
+_PUNCTUATED: Final = re.compile(r"[./:\-]")
 UNREGISTERED_IDENTITY: Final = "IDENTITA"  # an identity column's value the registry lacks
 _PLACEHOLDER: Final = re.compile(r"\[([A-Z][A-Z0-9_]*):([^\[\]:\s]+)\]")
 
@@ -124,21 +125,21 @@ class PlaceholderPseudonymizer:
 
     def _scan_run(self, out: list[Any], start: int, end: int) -> None:
         cells = [str(v) for v in out[start:end]]
-        joined = " ".join(cells)
-        spans = self._spans(joined)
-        if not spans:
-            return
+        bounds: list[tuple[int, int]] = []
         at = 0
-        for offset, cell in enumerate(cells):
-            low, high = at, at + len(cell)
+        for cell in cells:
+            bounds.append((at, at + len(cell)))
+            at += len(cell) + 1
+        joined = " ".join(cells)
+        spans = [s for s in self._spans(joined) if _fits_cells(s, bounds, joined)]
+        for offset, (low, high) in enumerate(bounds):
             mine = [
                 (max(s, low) - low, min(e, high) - low, token)
                 for s, e, token in spans
                 if s < high and e > low
             ]
             if mine:
-                out[start + offset] = _replace(cell, mine)
-            at = high + 1
+                out[start + offset] = _replace(cells[offset], mine)
 
     def _spans(self, text: str) -> list[_Span]:
         spans: list[_Span] = []
@@ -195,6 +196,31 @@ class PlaceholderPseudonymizer:
                 self._numbered[(kind, key)] = token
                 self._originals[token] = original
             return token
+
+
+def _fits(span: _Span, bounds: Sequence[tuple[int, int]]) -> bool:
+    """A span inside one cell, or one that covers whole adjacent cells: a code or a name split
+    across cells fills them ("RSSMRA85" | "T10A562S", "Mario" | "Rossi"), where a number that
+    only ends in the next cell is two values side by side. Phones and e-mail addresses are
+    taken within one cell only."""
+    start, end, token = span
+    touched = [(low, high) for low, high in bounds if start < high and end > low]
+    if len(touched) <= 1:
+        return True
+    if token.startswith(("[TEL:", "[EMAIL:")):
+        return False
+    return start == touched[0][0] and end == touched[-1][1]
+
+
+def _fits_cells(span: _Span, bounds: Sequence[tuple[int, int]], joined: str) -> bool:
+    """`_fits`, and a value split across cells holds no dot, dash, slash or colon inside a
+    cell: "036" | "2010-01-01" is a code beside a date, not one number."""
+    if not _fits(span, bounds):
+        return False
+    start, end, _ = span
+    if sum(1 for low, high in bounds if start < high and end > low) <= 1:
+        return True
+    return not _PUNCTUATED.search(joined[start:end])
 
 
 def _scannable(value: Any) -> bool:
