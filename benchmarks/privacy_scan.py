@@ -132,7 +132,8 @@ def _described(schema: str, table: str) -> dict[str, str]:
     if not path.is_file():
         return {}
     data = yaml.safe_load(path.read_text("utf-8")) or {}
-    return {name: (spec or {}).get("kind") for name, spec in (data.get("columns") or {}).items()}
+    columns = data.get("columns") or {}
+    return {name: str((spec or {}).get("kind")) for name, spec in columns.items()}
 
 
 def bird(data: Path, show: int) -> dict[str, Tally]:
