@@ -249,3 +249,21 @@ def test_a_verdict_summary_joins_every_reason() -> None:
     verdict = check_expression("pg_sleep(1) + random()")
     assert "pg_sleep" in verdict.summary() and "random" in verdict.summary()
     assert check_expression("1 + 1").summary() == ""
+
+
+def test_deep_and_long_sql_is_refused_with_a_code_on_every_checker() -> None:
+    """Issue 22, point 6: no parser sees a text that would overflow its recursion."""
+    from thoth.database import check_statement
+    from thoth.sqlcheck import check_expression
+
+    deep = "(" * 600 + "1" + ")" * 600
+    for verdict in (
+        check_statement(f"SELECT {deep}", "sqlite"),
+        check_statement(f"SELECT {deep}", "postgresql"),
+        check_expression(deep),
+    ):
+        assert [r.code for r in verdict.reasons] == ["sql_too_deep"]
+    long = "SELECT 1" + " + 1" * 30_000
+    assert [r.code for r in check_statement(long, "sqlite").reasons] == ["sql_too_long"]
+    # Parentheses inside a string literal are text, not nesting.
+    assert check_statement("SELECT '" + "(" * 600 + "' AS t", "sqlite").ok

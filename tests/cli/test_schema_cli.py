@@ -114,3 +114,22 @@ def test_validate_schema_reports_units_naming_what_the_database_lacks(root: Path
     assert code == exitcodes.FAILED
     unknown = [p for p in report["problems"] if p["code"] == "unknown_name"]
     assert unknown and "closest: clinical.episode.discharge_status" in unknown[0]["message"]
+
+
+DEEP = "SELECT " + "(" * 600 + "1" + ")" * 600 + " AS n FROM adt.admission"
+LONG = "SELECT 1" + " + 1" * 30_000 + " AS n FROM adt.admission"
+
+
+@pytest.mark.parametrize(("sql", "code"), [(DEEP, "sql_too_deep"), (LONG, "sql_too_long")])
+def test_sql_too_deep_or_too_long_is_a_coded_refusal_not_a_traceback(
+    root: Path, sql: str, code: str
+) -> None:
+    """Issue 22, point 6: every SQL entry point bounds the text before a parser recurses."""
+    tht("schema", "sync", "-w", str(root))
+    sid = SessionStore(state_dir(Workspace.open(root)) / "sessions").create("quanti?").id
+    status, refused = tht(
+        "session", "decide", sid, "--stage", "final_sql", "--type", "final_sql_approved",
+        "--subject", "deep", "--detail", sql, "-w", str(root),
+    )  # fmt: skip
+    assert status == exitcodes.FAILED and refused["code"] == "decision_refused"
+    assert code in json.dumps(refused) and "Traceback" not in json.dumps(refused)

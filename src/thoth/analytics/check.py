@@ -25,6 +25,7 @@ from thoth.database import Dialect, ReadOnlyDatabase, SchemaSnapshot, StatementR
 from thoth.database import check_statement as check_read_only
 from thoth.database.params import ParameterSyntaxError, parameter_names, rewrite
 from thoth.errors import Problem
+from thoth.sqlcheck import bounded, too_deep
 
 _SQLGLOT = {"sqlite": "sqlite", "postgresql": "postgres"}
 
@@ -66,10 +67,15 @@ def relations(sql: str, dialect: Dialect) -> tuple[list[tuple[str | None, str]],
     """The relations a query reads (schema or None, name), CTE names left out; or the parse
     error."""
     text = rewrite(sql, dialect, lambda _: "NULL")
+    refused = bounded(text)
+    if refused is not None:
+        return [], refused.summary()
     try:
         tree = sqlglot.parse_one(text, read=_SQLGLOT[dialect])
     except SqlglotError as exc:
         return [], " ".join(str(exc).split())
+    except RecursionError:
+        return [], too_deep("SQL").summary()
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     found: list[tuple[str | None, str]] = []
     for table in tree.find_all(exp.Table):

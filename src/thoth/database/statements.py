@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from thoth.database.model import Dialect
-from thoth.sqlcheck import SqlReason, SqlVerdict, check_read_only_query
+from thoth.sqlcheck import SqlReason, SqlVerdict, bounded, check_read_only_query, too_deep
 
 _ONE_QUERY: Final = "write exactly one read-only SELECT (or WITH … SELECT)"
 # Statements, or parts of one, that are not a read: by sqlglot's node type.
@@ -67,6 +67,16 @@ def _check_sqlite(sql: str) -> SqlVerdict:
     text = sql.strip()
     if not text.rstrip(";").strip():
         return _refuse("empty", f"empty SQL: {_ONE_QUERY}")
+    refused = bounded(text)
+    if refused is not None:
+        return refused
+    try:
+        return _check_sqlite_text(text)
+    except RecursionError:
+        return too_deep("SQLite")
+
+
+def _check_sqlite_text(text: str) -> SqlVerdict:
     try:
         tokens = sqlglot.tokenize(text, read="sqlite")
         # sqlglot logs a warning for each statement it keeps as an opaque Command: refused

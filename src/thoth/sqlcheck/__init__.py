@@ -4,6 +4,20 @@ sessions and the analytics catalog run their SQL through it too.
 
 The dialect is PostgreSQL, read by PostgreSQL's own parser (pglast)."""
 
-from thoth.sqlcheck.checker import SqlReason, SqlVerdict, check_expression, check_read_only_query
+from thoth.sqlcheck.checker import (
+    SqlReason,
+    SqlVerdict,
+    bounded,
+    check_expression,
+    check_read_only_query,
+    too_deep,
+)
 
-__all__ = ["SqlReason", "SqlVerdict", "check_expression", "check_read_only_query"]
+__all__ = [
+    "SqlReason",
+    "SqlVerdict",
+    "bounded",
+    "check_expression",
+    "check_read_only_query",
+    "too_deep",
+]

@@ -48,6 +48,52 @@ def _refuse(code: str, message: str) -> SqlVerdict:
     return SqlVerdict((SqlReason(code, message),))
 
 
+# Bounds every SQL entry point checks before any parser sees the text: parsers and tree walks
+# recurse, and 600 nested parentheses overflow Python's stack (a RecursionError is no answer).
+MAX_SQL_CHARS = 100_000
+MAX_SQL_DEPTH = 64
+TOO_LONG = "sql_too_long"
+TOO_DEEP = "sql_too_deep"
+
+
+def bounded(sql: str) -> SqlVerdict | None:
+    """A refusal when `sql` is too long or nests too deep for the parsers, else None."""
+    if len(sql) > MAX_SQL_CHARS:
+        return _refuse(
+            TOO_LONG,
+            f"the SQL is {len(sql):,} characters, over the limit of {MAX_SQL_CHARS:,}: "
+            "write a shorter query (long IN lists belong in a table or a parameter)",
+        )
+    depth = deepest = 0
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    if deepest > MAX_SQL_DEPTH:
+        return _refuse(
+            TOO_DEEP,
+            f"the SQL nests {deepest} levels of parentheses, over the limit of {MAX_SQL_DEPTH}: "
+            "flatten the expression (CTEs name the intermediate steps)",
+        )
+    return None
+
+
+def too_deep(where: str) -> SqlVerdict:
+    """The refusal for a text the parser could not recurse through."""
+    return _refuse(
+        TOO_DEEP,
+        f"the SQL is too deeply nested for the {where} parser: flatten the expression "
+        "(CTEs name the intermediate steps)",
+    )
+
+
 def _parse(sql: str) -> tuple[ast.RawStmt, ...] | str:
     try:
         return tuple(pglast.parse_sql(sql))
@@ -75,6 +121,16 @@ def check_expression(sql: str) -> SqlVerdict:
     text = sql.strip()
     if not text:
         return _refuse("empty", "empty SQL: write the formula's expression")
+    refused = bounded(text)
+    if refused is not None:
+        return refused
+    try:
+        return _check_expression(text)
+    except RecursionError:
+        return too_deep("PostgreSQL")
+
+
+def _check_expression(text: str) -> SqlVerdict:
     if text.endswith(";"):
         return _refuse(
             "not_an_expression",
@@ -146,6 +202,16 @@ def check_read_only_query(sql: str) -> SqlVerdict:
     text = sql.strip()
     if not text:
         return _refuse("empty", "empty SQL: write one SELECT query")
+    refused = bounded(text)
+    if refused is not None:
+        return refused
+    try:
+        return _check_query(text)
+    except RecursionError:
+        return too_deep("PostgreSQL")
+
+
+def _check_query(text: str) -> SqlVerdict:
     parsed = _parse(text)
     if isinstance(parsed, str):
         return _refuse("parse_error", f"does not parse as PostgreSQL: {parsed}")
