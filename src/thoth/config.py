@@ -786,6 +786,16 @@ class ServiceSettings(_Strict):
         description="Requests one process holds at once (running or waiting); one more is "
         "refused with 503 busy and Retry-After.",
     )
+    # A body is read before the request takes an admission slot, within this deadline: a
+    # client that trickles its body is answered 408 and its connection closed, and holds no
+    # slot meanwhile (issue 22, slow clients).
+    body_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Seconds a request body may take to arrive; a slower client gets 408 "
+        "request_timeout and its connection is closed. It holds no slot while it sends.",
+    )
     callers: list[CallerSettings] = Field(
         default=[], description="The calling systems and their label ceilings."
     )

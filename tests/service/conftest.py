@@ -28,6 +28,7 @@ SERVICE = """
 max_body_bytes = {body}
 max_question_chars = 300
 max_concurrent = {concurrent}
+body_timeout_seconds = {body_timeout}
 """
 
 
@@ -101,7 +102,12 @@ class Server:
 
 
 def prepare_workspace(
-    base: Path, embeddings: FakeEmbeddingServer, *, body: int = 4096, concurrent: int = 4
+    base: Path,
+    embeddings: FakeEmbeddingServer,
+    *,
+    body: int = 4096,
+    concurrent: int = 4,
+    body_timeout: float = 10.0,
 ) -> tuple[Corpus, dict[str, str]]:
     """The answer tests' published corpus, with Evidence labelled `internal`, service limits
     and three callers: portal (public), analyst (public, internal), night (internal only)."""
@@ -112,7 +118,10 @@ def prepare_workspace(
     config = root / "thoth.toml"
     text = config.read_text(encoding="utf-8")
     text = text.replace("[answers]\n", '[answers]\nevidence_labels = ["internal"]\n', 1)
-    config.write_text(text + SERVICE.format(body=body, concurrent=concurrent), encoding="utf-8")
+    config.write_text(
+        text + SERVICE.format(body=body, concurrent=concurrent, body_timeout=body_timeout),
+        encoding="utf-8",
+    )
     keys: dict[str, str] = {}
     for name, labels in (
         ("portal", ["public"]),

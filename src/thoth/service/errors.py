@@ -23,6 +23,20 @@ class BodyTooLarge(RequestError):
     code = "body_too_large"
 
 
+class RequestTimeout(RequestError):
+    """The body did not arrive within `[service].body_timeout_seconds`: the connection is
+    closed, and the request never held an admission slot."""
+
+    code = "request_timeout"
+
+
+class BodyNotUtf8(RequestError):
+    """The body is not UTF-8 (a UTF-16 body, a byte-order mark, another charset): JSON
+    exchanged between systems is UTF-8 (RFC 8259, section 8.1), and Thoth does not guess."""
+
+    code = "body_not_utf8"
+
+
 class UnsupportedMediaType(RequestError):
     """The request body is not `application/json`."""
 

@@ -11,6 +11,7 @@ logged with the request id, never a traceback in the response.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -38,9 +39,11 @@ from thoth.errors import ConfigError, Problem, RequestError, ThothError
 from thoth.index.base import IndexUnavailable
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
+    BodyNotUtf8,
     BodyTooLarge,
     Busy,
     LabelAboveCeiling,
+    RequestTimeout,
     Unauthorized,
     UnsupportedMediaType,
 )
@@ -70,6 +73,8 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (Unauthorized, 401),
     (LabelAboveCeiling, 403),
     (BodyTooLarge, 413),
+    (RequestTimeout, 408),
+    (BodyNotUtf8, 400),
     (UnsupportedMediaType, 415),
     (RequestError, 422),
     (Busy, 503),
@@ -118,6 +123,8 @@ def problem_response(
         headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, RequestTimeout):
+        headers["Connection"] = "close"  # what is left of a trickled body is never read
     message, problems = (
         redactor.problem(exc)
         if redactor is not None
@@ -344,17 +351,22 @@ async def _operation(
     status: int = 200,
 ) -> JSONResponse:
     async def work(state: _State, caller: CallerSettings) -> JSONResponse:
-        body = validate(model, await read_json(request, state.service.max_body_bytes))
+        body = validate(model, request.state.body)
         result = await run_in_threadpool(pick(state.operations), body, caller)
         return _reply(request, state, result, status)
 
-    return await _guarded(request, work)
+    return await _guarded(request, work, with_body=True)
 
 
 async def _guarded(
-    request: Request, work: Callable[[_State, CallerSettings], Awaitable[JSONResponse]]
+    request: Request,
+    work: Callable[[_State, CallerSettings], Awaitable[JSONResponse]],
+    *,
+    with_body: bool = False,
 ) -> JSONResponse:
-    """Authenticate, admit, run; any error becomes its problem response."""
+    """Authenticate, read the body within its deadline, admit, run; any error becomes its
+    problem response. The body is read before admission: a client that trickles it holds
+    no slot, and is cut off with 408 at `[service].body_timeout_seconds`."""
     request_id = f"req-{secrets.token_hex(6)}"
     request.state.request_id = request_id  # for `_reply`'s log line
     state: _State = request.app.state.thoth
@@ -364,6 +376,10 @@ async def _guarded(
             request.headers.getlist("authorization"),
             list(request.query_params.keys()),
         )
+        if with_body:
+            request.state.body = await read_json_within(
+                request, state.service.max_body_bytes, state.service.body_timeout_seconds
+            )
         state.admission.enter()
         try:
             response = await work(state, caller)
@@ -415,14 +431,31 @@ def _internal(request_id: str) -> InternalError:
 # -- the body ------------------------------------------------------------------------------
 
 
+async def read_json_within(request: Request, limit: int, seconds: float) -> Any:
+    """`read_json` under a deadline for the whole body."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await read_json(request, limit)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the body did not arrive within {seconds:g} s ([service].body_timeout_seconds) "
+            "-> send the whole body at once; the connection is closed"
+        ) from None
+
+
 async def read_json(request: Request, limit: int) -> Any:
-    """The body parsed as JSON: at most `limit` bytes (declared or streamed), one object with
-    no key given twice, no NaN or Infinity."""
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    """The body parsed as JSON: at most `limit` bytes (declared or streamed), UTF-8 without a
+    byte-order mark (RFC 8259: never a guessed encoding), one object with no key given
+    twice, no NaN or Infinity."""
+    media, _, parameters = request.headers.get("content-type", "").partition(";")
+    media = media.strip().lower()
     if media != "application/json":
         raise UnsupportedMediaType(
             f"the body must be application/json (Content-Type is {media or 'missing'})"
         )
+    charset = _charset(parameters)
+    if charset not in (None, "utf-8", "utf8"):
+        raise _not_utf8(f"Content-Type declares charset={charset}")
     declared = request.headers.getlist("content-length")
     if len(declared) > 1:
         raise RequestError("more than one Content-Length header")
@@ -435,9 +468,18 @@ async def read_json(request: Request, limit: int) -> Any:
         if size > limit:
             raise _too_large(size, limit, streamed=True)
         chunks.append(chunk)
+    raw = b"".join(chunks)
+    if raw.startswith(_BOMS):
+        raise _not_utf8("it starts with a byte-order mark (UTF-8, UTF-16 or UTF-32)")
+    if b"\x00" in raw:  # never in JSON text (a NUL is escaped): UTF-16 or UTF-32 without BOM
+        raise _not_utf8("it holds NUL bytes: it looks like UTF-16 or UTF-32")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(str(exc)) from None
     try:
         data = json.loads(
-            b"".join(chunks),
+            text,
             object_pairs_hook=_unique_keys,
             parse_constant=_no_constant,
         )
@@ -449,6 +491,25 @@ async def read_json(request: Request, limit: int) -> Any:
     if not isinstance(data, dict):
         raise RequestError(f"the body must be a JSON object, not {type(data).__name__}")
     return data
+
+
+_BOMS: Final = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")  # UTF-32's start as UTF-16's
+
+
+def _charset(parameters: str) -> str | None:
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
+
+
+def _not_utf8(why: str) -> BodyNotUtf8:
+    return BodyNotUtf8(
+        f"the body must be UTF-8 JSON without a byte-order mark (RFC 8259): {why} -> "
+        "encode it as UTF-8",
+        problems=[Problem("body", f"not UTF-8: {why}", code="body_not_utf8")],
+    )
 
 
 class _DuplicateKey(ValueError):
