@@ -104,6 +104,20 @@ def _check_sqlite_directory(url: str) -> None:
     )
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite state URL; None for PostgreSQL, memory or an unparseable URL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):
+        return None
+    return Path(database)
+
+
 def redact_url(url: str) -> str:
     """The URL fit for messages and logs: the password replaced by ***."""
     try:
@@ -186,10 +200,19 @@ def _configure_sqlite(engine: Engine) -> None:
 class StoreCore:
     """The handle every concern module shares: engine, redacted URL, transactions."""
 
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, file: Path | None = None) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         self.url = url  # redacted: safe to print
+        self.file = file  # the SQLite file; None on PostgreSQL
+
+    def keep_previous(self) -> None:
+        """Keep a copy of the SQLite file as it is now (`<name>.previous`), the way back of
+        `tht state restore`; PostgreSQL has its own backups."""
+        if self.file is not None:
+            from thoth.state.backup import keep_previous
+
+            keep_previous(self.file)
 
     def close(self) -> None:
         self._engine.dispose()

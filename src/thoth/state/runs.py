@@ -231,6 +231,7 @@ class Runs(StoreCore):
         require("workspace", workspace)
         require("run_by", run_by)
         require("host", host)
+        self.keep_previous()  # the state before this run: `tht state restore` goes back to it
         stamp = ts(now())
         what = f"sync_runs: starting a sync of {workspace!r}"
         try:

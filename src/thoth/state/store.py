@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from thoth.state.answers import AnswerLog, LoggedAnswer
+from thoth.state.backup import StateDamaged, check_state_file
 from thoth.state.core import (
     DEFAULT_SQLITE_PATH,
     OPEN_HINT,
@@ -21,6 +22,7 @@ from thoth.state.core import (
     fault_kind,
     reason,
     redact_url,
+    sqlite_file,
     state_url,
 )
 from thoth.state.generations import UNSET, Generation, Generations, GenerationStatus
@@ -45,6 +47,7 @@ __all__ = [
     "GenerationStatus",
     "LoggedAnswer",
     "RunKind",
+    "StateDamaged",
     "StateError",
     "StateStore",
     "SyncRun",
@@ -63,8 +66,11 @@ class StateStore(Generations, Runs, AnswerLog):
     def open(cls, url: str) -> StateStore:
         """Connect and bring the database to this Thoth's schema (created if new)."""
         shown = redact_url(url)
+        file = sqlite_file(url)
+        if file is not None:
+            check_state_file(file)  # a truncated file must not pass for a new database
         engine = create_state_engine(url)
-        store = cls(engine, shown)
+        store = cls(engine, shown, file)
         try:
             store._upgrade(shown)
         except StateError:

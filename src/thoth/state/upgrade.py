@@ -182,7 +182,8 @@ def _refuse_unknown(found: list[str], shown: str) -> None:
             f"state store {shown}: the database is at schema {what}, which this Thoth does not "
             f"know (it knows {known[0]} to {known[-1]}): a newer Thoth has upgraded it; "
             "nothing was changed -> upgrade Thoth on this machine to the release the other "
-            "machines run (a database is never downgraded)"
+            "machines run (a database is never downgraded)",
+            code="state_newer",
         )
 
 
@@ -192,7 +193,8 @@ def _check_state_meta(conn: Connection, shown: str) -> None:
         raise StateError(
             f"state store {shown}: table state_meta says schema version {value}, this Thoth "
             f"uses {SCHEMA_VERSION}; nothing was changed -> upgrade Thoth to the release that "
-            "wrote it, or point [state].url to a new database"
+            "wrote it, or point [state].url to a new database",
+            code="state_newer",
         )
 
 

@@ -1,0 +1,128 @@
+"""The SQLite state file is never silently reset: a file that is empty (truncated), not a
+SQLite database, or unreadable stops every command with a coded error that names it and the
+way back; and the previous copy is kept, so that way back is one command.
+
+- `check_state_file(path)`: before any connection is made (SQLite would take a 0-byte file for
+  a new database and the migrations would re-create it: run history gone, "Sync run 1").
+- `keep_previous(path)`: a consistent copy (SQLite's online backup) written next to it as
+  `<name>.previous`, atomically (a temporary file renamed over the old copy). Taken before each
+  run that rebuilds what a workspace serves (docs sync, Evidence publication).
+- `restore_previous(path)`: `tht state restore`: the damaged file moved aside (never deleted),
+  the previous copy put in its place.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from thoth.errors import Problem
+from thoth.state.core import StateError
+
+SQLITE_HEADER: Final = b"SQLite format 3\x00"
+PREVIOUS_SUFFIX: Final = ".previous"
+RESTORE: Final = "tht state restore -w <workspace>"
+
+
+class StateDamaged(StateError):
+    """The state file cannot be used as it is; nothing was changed."""
+
+    code = "state_damaged"
+    exit_code = 4  # refused to start: nothing ran
+
+
+def previous_copy(path: Path) -> Path:
+    return path.with_name(path.name + PREVIOUS_SUFFIX)
+
+
+def check_state_file(path: Path) -> None:
+    """StateDamaged when an existing state file is empty, not SQLite, or unreadable. A file
+    that does not exist yet is a new store (created by the migrations)."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _damaged(path, f"cannot be read ({exc.strerror or exc})") from exc
+    if not header:
+        raise _damaged(path, "is empty (0 bytes): it was truncated")
+    if header != SQLITE_HEADER:
+        raise _damaged(path, "is not a SQLite database (its header is not SQLite's)")
+
+
+def _damaged(path: Path, what: str) -> StateDamaged:
+    copy = previous_copy(path)
+    if copy.is_file():
+        fix = (
+            f"`{RESTORE}` puts back the copy taken before the last sync ({copy}); the damaged "
+            "file is kept aside"
+        )
+    else:
+        fix = (
+            "there is no previous copy: move the file aside and run `tht docs sync` to start a "
+            "new state (the run history and the activations are then lost)"
+        )
+    message = f"the state file {path} {what}; nothing was changed"
+    return StateDamaged(
+        f"{message} -> {fix}",
+        problems=[Problem(str(path), what, hint=fix, code="state_damaged")],
+    )
+
+
+def keep_previous(path: Path) -> Path | None:
+    """A consistent copy of the SQLite state file as `<name>.previous` (atomic rename); None
+    when there is no file yet. The copy is read through SQLite's backup API, so a copy taken
+    while another process writes is still a valid database."""
+    if not path.is_file():
+        return None
+    target = previous_copy(path)
+    partial = target.with_name(target.name + ".partial")
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        copy = sqlite3.connect(partial)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+    except sqlite3.Error as exc:
+        partial.unlink(missing_ok=True)
+        raise StateError(
+            f"cannot keep a previous copy of the state file {path} ({exc}) -> check the free "
+            "space and the permissions of its directory"
+        ) from exc
+    finally:
+        source.close()
+    os.replace(partial, target)
+    return target
+
+
+def restore_previous(path: Path) -> tuple[Path, Path | None]:
+    """Put the previous copy in place of the state file; the current file (if any) is moved
+    aside as `<name>.damaged-<UTC time>`. Returns (the copy used, where the old file went)."""
+    copy = previous_copy(path)
+    try:
+        check_state_file(copy)
+    except StateDamaged as exc:
+        raise StateDamaged(f"the previous copy cannot be used either: {exc}") from exc
+    if not copy.is_file():
+        raise StateDamaged(
+            f"there is no previous copy of the state file ({copy}) -> move {path} aside and "
+            "run `tht docs sync` to start a new state"
+        )
+    aside = None
+    if path.exists():
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = path.with_name(f"{path.name}.damaged-{stamp}")
+        os.replace(path, aside)
+        for suffix in ("-wal", "-shm"):  # a WAL of the damaged file belongs to it
+            wal = path.with_name(path.name + suffix)
+            if wal.exists():
+                os.replace(wal, aside.with_name(aside.name + suffix))
+    partial = path.with_name(path.name + ".restoring")
+    partial.write_bytes(copy.read_bytes())
+    os.replace(partial, path)
+    return copy, aside
