@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_outcomes import fake, synced, tht  # noqa: F401
+from tests.cli.test_outcomes import fake, synced, tht  # noqa: F401  (fixtures)
 from tests.conftest import commit_all
 from thoth.cli import exitcodes
 
@@ -51,10 +51,10 @@ def test_a_sync_keeps_the_previous_copy(synced: Path) -> None:  # noqa: F811
     ],
 )
 def test_a_damaged_state_file_stops_every_command_and_changes_nothing(
-    synced: Path,
+    synced: Path,  # noqa: F811
     damage: bytes,
     said: str,
-    command: tuple[str, ...],  # noqa: F811
+    command: tuple[str, ...],
 ) -> None:
     state = synced / STATE
     for suffix in ("-wal", "-shm"):

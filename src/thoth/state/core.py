@@ -206,14 +206,6 @@ class StoreCore:
         self.url = url  # redacted: safe to print
         self.file = file  # the SQLite file; None on PostgreSQL
 
-    def keep_previous(self) -> None:
-        """Keep a copy of the SQLite file as it is now (`<name>.previous`), the way back of
-        `tht state restore`; PostgreSQL has its own backups."""
-        if self.file is not None:
-            from thoth.state.backup import keep_previous
-
-            keep_previous(self.file)
-
     def close(self) -> None:
         self._engine.dispose()
 

@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import Row, Table, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from thoth.state.backup import keep_previous
 from thoth.state.core import (
     StateError,
     StoreCore,
@@ -92,6 +93,12 @@ def pid_alive(pid: int) -> bool:
 
 class Runs(StoreCore):
     """Builds and sync runs (the run lock)."""
+
+    def keep_previous(self) -> None:
+        """Keep a copy of the SQLite file as it is now (`<name>.previous`), the way back of
+        `tht state restore`; PostgreSQL has its own backups."""
+        if self.file is not None:
+            keep_previous(self.file)
 
     # ------------------------------------------------------------------ builds
 
