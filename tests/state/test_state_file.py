@@ -4,7 +4,9 @@ back; the copy kept before the last sync is put back by one command, `tht state 
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,8 @@ def test_a_damaged_state_file_stops_every_command_and_changes_nothing(
     for suffix in ("-wal", "-shm"):
         state.with_name(state.name + suffix).unlink(missing_ok=True)
     state.write_bytes(damage)
+    an_hour_ago = time.time() - 3600  # not a file a concurrent opener is creating right now
+    os.utime(state, (an_hour_ago, an_hour_ago))
     code, failed = tht(*command, "-w", str(synced))
     assert code == exitcodes.PRECONDITION and failed["code"] == "state_damaged", failed
     assert said in failed["error"] and str(state) in failed["error"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -25,6 +26,9 @@ from thoth.state.core import StateError
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
 PREVIOUS_SUFFIX: Final = ".previous"
 RESTORE: Final = "tht state restore -w <workspace>"
+# SQLite creates the file empty and writes its header when the first opener sets up the
+# database: an empty file younger than this is being created by a concurrent opener.
+FRESH_SECONDS: Final = 5.0
 
 
 class StateDamaged(StateError):
@@ -40,18 +44,37 @@ def previous_copy(path: Path) -> Path:
 
 def check_state_file(path: Path) -> None:
     """StateDamaged when an existing state file is empty, not SQLite, or unreadable. A file
-    that does not exist yet is a new store (created by the migrations)."""
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
+    that does not exist yet is a new store (created by the migrations); an empty file only
+    seconds old is one another process is creating right now, and is waited for."""
+    header = _header(path)
+    while header == b"" and _age(path) < FRESH_SECONDS:
+        time.sleep(0.05)
+        header = _header(path)
+    if header is None:
         return
-    except OSError as exc:
-        raise _damaged(path, f"cannot be read ({exc.strerror or exc})") from exc
     if not header:
         raise _damaged(path, "is empty (0 bytes): it was truncated")
     if header != SQLITE_HEADER:
         raise _damaged(path, "is not a SQLite database (its header is not SQLite's)")
+
+
+def _header(path: Path) -> bytes | None:
+    """The first bytes of the file; None when there is no file (or no directory: the engine
+    says so, naming it)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _damaged(path, f"cannot be read ({exc.strerror or exc})") from exc
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return FRESH_SECONDS
 
 
 def _damaged(path: Path, what: str) -> StateDamaged:
