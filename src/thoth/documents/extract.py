@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -194,6 +195,54 @@ def _read_bytes(path: Path) -> bytes:
         raise _error(
             path, f"cannot be read: {exc.strerror or exc}", "check the path and the permissions"
         ) from exc
+
+
+# Office files are ZIP archives: their declared sizes are checked before anything inflates
+# them (zipfile never inflates an entry past its declared size). docs/documents.md, "Limits".
+MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # all entries, uncompressed
+MAX_ENTRY_BYTES = 256 * 1024 * 1024  # one entry, uncompressed
+MAX_RATIO = 200  # uncompressed / compressed, for an entry over RATIO_FLOOR_BYTES
+RATIO_FLOOR_BYTES = 1024 * 1024
+MAX_ENTRIES = 10_000
+
+
+def _check_archive(path: Path, what: str, hint: str) -> None:
+    """Refuse an Office file whose ZIP entries would inflate past the limits, before any
+    reader inflates them: an archive bomb of a few KB must not become gigabytes in memory."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise _error(path, f"{what} (not a ZIP package: {exc})", hint) from exc
+    if len(entries) > MAX_ENTRIES:
+        raise _bomb(path, f"{len(entries):,} entries (limit {MAX_ENTRIES:,})")
+    total = 0
+    for entry in entries:
+        total += entry.file_size
+        if entry.file_size > MAX_ENTRY_BYTES:
+            raise _bomb(
+                path,
+                f"entry {entry.filename} inflates to {entry.file_size:,} bytes (limit "
+                f"{MAX_ENTRY_BYTES:,})",
+            )
+        ratio = entry.file_size / max(entry.compress_size, 1)
+        if entry.file_size > RATIO_FLOOR_BYTES and ratio > MAX_RATIO:
+            raise _bomb(
+                path,
+                f"entry {entry.filename} compresses {ratio:,.0f} to 1 (limit {MAX_RATIO} to 1)",
+            )
+    if total > MAX_ARCHIVE_BYTES:
+        raise _bomb(path, f"its entries inflate to {total:,} bytes (limit {MAX_ARCHIVE_BYTES:,})")
+
+
+def _bomb(path: Path, cause: str) -> ExtractionError:
+    return _error(
+        path,
+        f"refused before inflating it: {cause}",
+        "an archive this large or this compressed is not an ordinary office document: check "
+        "where the file comes from; split a genuinely large workbook",
+        code="archive_too_large",
+    )
 
 
 def _read_text(path: Path) -> str:
@@ -656,6 +705,7 @@ def _read_docx(path: Path) -> Document:
     from docx.text.paragraph import Paragraph
 
     _read_bytes(path)  # an unreadable file is reported as such, not as a corrupt package
+    _check_archive(path, "not a readable DOCX", _DOCX_HINT)
     builder = _Builder()
     title = ""
     items: list[str] = []
@@ -772,6 +822,7 @@ def _read_xlsx(path: Path, progress: ExtractProgress | None = None) -> Document:
     import openpyxl
 
     _read_bytes(path)
+    _check_archive(path, "not a readable XLSX workbook", _XLSX_HINT)
     builder = _Builder()
     notes: list[str] = []
     with _converting(path, "not a readable XLSX workbook", _XLSX_HINT):
