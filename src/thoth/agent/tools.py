@@ -233,6 +233,7 @@ class Toolbox:
             "columns": list(result.columns),
             "rows": [[json_value(v) for v in row] for row in rows],
             "truncated": result.truncated,
+            "truncated_by": result.truncated_by,
             "data_date": data_date,
             "column_kinds": {k.name: {"kind": k.kind, "why": k.why} for k in kinds},
         }

@@ -4,7 +4,7 @@ codes, the sample-value rules, the one way a refusal is worded."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Final
 
@@ -30,6 +30,7 @@ STATEMENT_TIMEOUT: Final = "statement_timeout"
 MULTIPLE_STATEMENTS: Final = "multiple_statements"
 PERMISSION_DENIED: Final = "permission_denied"  # the role lacks a privilege (SET ROLE, a table)
 STATEMENT_INVALID: Final = "statement_invalid"  # syntax error, unknown table or column, …
+VALUE_TOO_LARGE: Final = "value_too_large"  # one value over MAX_VALUE_BYTES, or out of memory
 # A DatabaseUnavailable's codes besides the class default (`database_unavailable`).
 ROLE_UNSAFE: Final = "database_role_unsafe"
 SCHEMA_MISSING: Final = "database_schema_missing"
@@ -42,7 +43,46 @@ _WHAT_TO_DO: Final = {
     PERMISSION_DENIED: "query only the tables of database.schemas the role may read; "
     f"privileges are granted as in {ROLE_RECIPE}",
     STATEMENT_INVALID: "fix the statement (names as the schema index lists them)",
+    VALUE_TOO_LARGE: "a read-only query returns figures and short texts: do not build huge "
+    "values (zeroblob, repeat, printf with a width), aggregate instead",
 }
+
+# What one statement may allocate and return (docs/database.md, "Bounded statements"): a value
+# (string or blob) of at most MAX_VALUE_BYTES; SQLite's heap at most SQLITE_HEAP_BYTES for the
+# whole process (SQLite has no per-connection heap limit); PostgreSQL's sorts and hashes
+# work_mem each; a result at most MAX_RESULT_BYTES, counted while it is fetched, then cut with
+# `truncated_by = "byte_limit"` (rows over the row limit: "row_limit").
+MAX_VALUE_BYTES: Final = 16 * 1024 * 1024
+SQLITE_HEAP_BYTES: Final = 1024 * 1024 * 1024
+PG_WORK_MEM: Final = "32MB"
+MAX_RESULT_BYTES: Final = 16 * 1024 * 1024
+ROW_LIMIT: Final = "row_limit"
+BYTE_LIMIT: Final = "byte_limit"
+
+
+def value_bytes(value: object) -> int:
+    """What one fetched value weighs, roughly: its text or its bytes; a number 16."""
+    if isinstance(value, str | bytes | bytearray | memoryview):
+        return len(value)
+    return 16
+
+
+def cap_rows(
+    rows: Iterator[tuple[object, ...]], limit: int, max_bytes: int = MAX_RESULT_BYTES
+) -> tuple[list[tuple[object, ...]], str | None]:
+    """At most `limit` rows and `max_bytes` of values from `rows` (fetched lazily), and why it
+    stopped early: ROW_LIMIT, BYTE_LIMIT, or None when everything was read."""
+    kept: list[tuple[object, ...]] = []
+    size = 0
+    for row in rows:
+        if len(kept) == limit:
+            return kept, ROW_LIMIT
+        size += sum(value_bytes(v) for v in row)
+        if size > max_bytes:
+            return kept, BYTE_LIMIT
+        kept.append(tuple(row))
+    return kept, None
+
 
 MaySample = Callable[[str, str, ColumnInfo], bool]
 # Values of a statement's named parameters (`:name` in the SQL, thoth.database.params).

@@ -81,13 +81,15 @@ class SchemaSnapshot:
 
 @dataclass(frozen=True)
 class QueryResult:
-    """Rows of one read-only statement. `truncated`: more rows existed than the limit."""
+    """Rows of one read-only statement. `truncated`: the result was cut, `truncated_by` says
+    why ("row_limit": more rows than the limit; "byte_limit": more bytes than the cap)."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple[object, ...], ...]
     truncated: bool
     duration_ms: float
     notes: tuple[str, ...] = field(default=())
+    truncated_by: str | None = None
 
 
 class DatabaseError(ThothError):

@@ -22,6 +22,7 @@ from thoth.config import DatabaseSettings
 from thoth.database.base import (
     MULTIPLE_STATEMENTS,
     PERMISSION_DENIED,
+    PG_WORK_MEM,
     READ_ONLY,
     ROLE_RECIPE,
     ROLE_UNSAFE,
@@ -29,9 +30,11 @@ from thoth.database.base import (
     SCHEMA_MISSING,
     STATEMENT_INVALID,
     STATEMENT_TIMEOUT,
+    VALUE_TOO_LARGE,
     MaySample,
     Params,
     ReadOnlyDatabase,
+    cap_rows,
     closed,
     refused,
     sample_text,
@@ -58,6 +61,9 @@ _SQLSTATE_CODES: Final = {
     "25001": READ_ONLY,  # active_sql_transaction: read-write mode after the first query
     "57014": STATEMENT_TIMEOUT,  # query_canceled
     "42501": PERMISSION_DENIED,  # insufficient_privilege
+    "53200": VALUE_TOO_LARGE,  # out_of_memory
+    "54000": VALUE_TOO_LARGE,  # program_limit_exceeded: a value over 1 GB
+    "53400": VALUE_TOO_LARGE,  # configuration_limit_exceeded: temp_file_limit
 }
 # A plan node that writes (ModifyTable): EXPLAIN does not run it, Thoth refuses it anyway.
 _WRITE_NODES: Final = ("Insert on ", "Update on ", "Delete on ", "Merge on ")
@@ -210,8 +216,9 @@ class PostgresDatabase(ReadOnlyDatabase):
                     # A SELECT, not SET LOCAL: it also takes the transaction's snapshot, after
                     # which PostgreSQL refuses to make the transaction read-write.
                     cur.execute(
-                        "SELECT set_config('statement_timeout', %s, true)",
-                        (f"{self._timeout_ms}ms",),
+                        "SELECT set_config('statement_timeout', %s, true), "
+                        "set_config('work_mem', %s, true)",
+                        (f"{self._timeout_ms}ms", PG_WORK_MEM),
                     )
                     return work(cur)
             finally:
@@ -308,13 +315,9 @@ class PostgresDatabase(ReadOnlyDatabase):
 
         def work(cur: Cursor) -> QueryResult:
             started = time.perf_counter()
-            rows: list[tuple[object, ...]] = []
             stream: Iterator[tuple[object, ...]] = cur.stream(query, args, size=_CHUNK)
             try:
-                for row in stream:
-                    rows.append(row)
-                    if len(rows) > limit:
-                        break
+                rows, cut = cap_rows(stream, limit)
             finally:
                 close = getattr(stream, "close", None)
                 if close is not None:
@@ -322,9 +325,10 @@ class PostgresDatabase(ReadOnlyDatabase):
             columns = tuple(d.name for d in cur.description or ())
             return QueryResult(
                 columns=columns,
-                rows=tuple(rows[:limit]),
-                truncated=len(rows) > limit,
+                rows=tuple(rows),
+                truncated=cut is not None,
                 duration_ms=(time.perf_counter() - started) * 1000,
+                truncated_by=cut,
             )
 
         return self._transaction(_short(sql_text), work)

@@ -19,14 +19,18 @@ from urllib.parse import quote
 
 from thoth.config import DatabaseSettings
 from thoth.database.base import (
+    MAX_VALUE_BYTES,
     MULTIPLE_STATEMENTS,
     READ_ONLY,
     SAMPLE_PREFIX_ROWS,
+    SQLITE_HEAP_BYTES,
     STATEMENT_INVALID,
     STATEMENT_TIMEOUT,
+    VALUE_TOO_LARGE,
     MaySample,
     Params,
     ReadOnlyDatabase,
+    cap_rows,
     closed,
     refused,
     sample_text,
@@ -131,6 +135,7 @@ class SqliteDatabase(ReadOnlyDatabase):
                     where=str(path),
                 )
         self._deadline = math.inf
+        self._cut: str | None = None  # why the last run's result was cut (base.cap_rows)
         self._denied: str | None = None
         self._introspecting = False
         self._views_only = settings.views_only
@@ -163,6 +168,10 @@ class SqliteDatabase(ReadOnlyDatabase):
                     raise self._unavailable(schema, exc) from exc
             # No more files, not even the one VACUUM INTO would attach.
             conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, len(self._paths) - ("main" in self._paths))
+            # No value bigger than this (zeroblob(1e9), printf('%.*c', 1e9, 'x')), and a heap
+            # bound for the process: one statement cannot allocate gigabytes.
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            conn.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_BYTES}")
             if self._views_only:
                 try:
                     self._record_views(conn)
@@ -275,6 +284,7 @@ class SqliteDatabase(ReadOnlyDatabase):
         *,
         fetch: int | None = None,
         label: str | None = None,
+        capped: bool = False,
     ) -> tuple[tuple[str, ...], list[tuple[object, ...]]]:
         """One statement under the deadline: its column names and up to `fetch` rows (all
         when None); every failure is a StatementRefused or DatabaseUnavailable naming
@@ -287,16 +297,21 @@ class SqliteDatabase(ReadOnlyDatabase):
             cursor = conn.execute(sql, params)
             try:
                 columns = tuple(d[0] for d in cursor.description or ())
-                rows = cursor.fetchall() if fetch is None else cursor.fetchmany(fetch)
+                if capped:
+                    rows, self._cut = cap_rows(iter(cursor), fetch or 0)
+                else:
+                    rows = cursor.fetchall() if fetch is None else cursor.fetchmany(fetch)
             finally:
                 cursor.close()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, MemoryError) as exc:
             raise self._refusal(sql if label is None else label, exc) from exc
         finally:
             self._deadline = math.inf
         return columns, [tuple(r) for r in rows]
 
-    def _refusal(self, sql: str, exc: sqlite3.Error) -> StatementRefused | DatabaseUnavailable:
+    def _refusal(
+        self, sql: str, exc: sqlite3.Error | MemoryError
+    ) -> StatementRefused | DatabaseUnavailable:
         message = str(exc)
         lowered = message.lower()
         statement = _short(sql)
@@ -315,6 +330,12 @@ class SqliteDatabase(ReadOnlyDatabase):
             )
         if "readonly" in lowered or "read-only" in lowered:
             return refused(f"SQLite refused a write ({statement})", message, READ_ONLY)
+        if "too big" in lowered or "out of memory" in lowered or isinstance(exc, MemoryError):
+            return refused(
+                f"SQLite stopped a value over {MAX_VALUE_BYTES:,} bytes ({statement})",
+                message,
+                VALUE_TOO_LARGE,
+            )
         if any(marker in lowered for marker in _UNAVAILABLE_MARKERS):
             files = ", ".join(f"database.files.{s} = {p}" for s, p in self._paths.items())
             return DatabaseUnavailable(
@@ -359,13 +380,15 @@ class SqliteDatabase(ReadOnlyDatabase):
 
     def run(self, sql: str, *, limit: int, params: Params | None = None) -> QueryResult:
         started = time.perf_counter()
-        columns, rows = self._execute(sql, dict(params or {}), fetch=limit + 1)
+        self._cut = None
+        columns, rows = self._execute(sql, dict(params or {}), fetch=limit, capped=True)
         duration_ms = (time.perf_counter() - started) * 1000
         return QueryResult(
             columns=columns,
-            rows=tuple(rows[:limit]),
-            truncated=len(rows) > limit,
+            rows=tuple(rows),
+            truncated=self._cut is not None,
             duration_ms=duration_ms,
+            truncated_by=self._cut,
         )
 
     def introspect(self, *, sample_values: int, may_sample: MaySample) -> SchemaSnapshot:

@@ -85,6 +85,21 @@ def bounded(sql: str) -> SqlVerdict | None:
     return None
 
 
+# Functions whose result is as long as their second argument says (repeat('x', 1e9) is a
+# gigabyte on the server and on the wire): that argument must be a literal within this bound.
+_SIZED = frozenset({"repeat", "lpad", "rpad"})
+MAX_BUILT_CHARS = 100_000
+
+
+def _bounded_size(node: ast.FuncCall) -> bool:
+    args = node.args or ()
+    if len(args) < 2:
+        return True
+    size = args[1]
+    value = getattr(size, "val", None) if isinstance(size, ast.A_Const) else None
+    return isinstance(value, ast.Integer) and value.ival <= MAX_BUILT_CHARS
+
+
 def too_deep(where: str) -> SqlVerdict:
     """The refusal for a text the parser could not recurse through."""
     return _refuse(
@@ -331,6 +346,14 @@ class _Walker:
 
     def _FuncCall(self, node: ast.FuncCall) -> bool:
         name = policy.unqualified(_strings(node.funcname))
+        if name in _SIZED and not _bounded_size(node):
+            self.refuse(
+                "unbounded_value",
+                f"`{name}` builds a value as long as its second argument: it must be a number "
+                f"written in the query, at most {MAX_BUILT_CHARS:,} (one statement must not "
+                "allocate gigabytes)",
+            )
+            return True
         if name in policy.ALLOWED_FUNCTIONS:
             return True
         why = policy.refused_because(name)

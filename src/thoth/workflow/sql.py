@@ -30,6 +30,7 @@ from thoth.database import (
     StatementRefused,
     check_statement,
 )
+from thoth.database.base import BYTE_LIMIT, MAX_RESULT_BYTES
 from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
 from thoth.index.reader import Unreadable
 from thoth.runtime import Runtime
@@ -277,7 +278,12 @@ def run_final_sql(runtime: Runtime, session: Session, limit: int | None = None) 
             data_date=data_date,
         )
     )
-    if result.truncated:
+    if result.truncated_by == BYTE_LIMIT:
+        notes.append(
+            f"only the first {len(result.rows)} rows are shown: the result passes "
+            f"{MAX_RESULT_BYTES:,} bytes -> select fewer or shorter columns, or aggregate"
+        )
+    elif result.truncated:
         notes.append(
             f"only the first {row_limit} rows are shown: the query returns more -> aggregate "
             "or filter it, or raise database.row_limit"
