@@ -97,7 +97,7 @@ def _bounded_size(node: ast.FuncCall) -> bool:
         return True
     size = args[1]
     value = getattr(size, "val", None) if isinstance(size, ast.A_Const) else None
-    return isinstance(value, ast.Integer) and value.ival <= MAX_BUILT_CHARS
+    return isinstance(value, ast.Integer) and (value.ival or 0) <= MAX_BUILT_CHARS
 
 
 def too_deep(where: str) -> SqlVerdict:
