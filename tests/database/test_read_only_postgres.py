@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from psycopg import sql
 
 from tests.database.conftest import PATIENTS, URL_ENV, Warehouse
 from thoth.database import DatabaseUnavailable, StatementRefused, open_database
@@ -222,3 +223,26 @@ def test_closed_database_is_unavailable(warehouse: Warehouse) -> None:
     db.close()
     with pytest.raises(DatabaseUnavailable):
         db.run("SELECT 1", limit=1)
+
+
+def test_columns_the_role_may_not_read_are_not_indexed_and_refused(warehouse: Warehouse) -> None:
+    """Issue 22, point 4: column-level grants are respected. The reader loses SELECT on the
+    whole of `patient` and keeps it on two columns: introspection lists only those, and a
+    statement naming the tax code is refused with a code before it runs (at EXPLAIN)."""
+    s = warehouse.schema
+    with warehouse.admin_connection() as conn:
+        conn.execute(
+            sql.SQL(
+                "REVOKE SELECT ON {s}.patient FROM {r}; GRANT SELECT (id, ward_code) ON {s}.patient TO {r}"
+            ).format(s=sql.Identifier(s), r=sql.Identifier(warehouse.reader))
+        )
+    environ = {URL_ENV: warehouse.url(warehouse.reader)}
+    with open_database(warehouse.settings(), Path("."), environ=environ) as db:
+        snapshot = db.introspect(sample_values=3, may_sample=lambda *_: True)
+        [patient] = [t for t in snapshot.tables if t.name == "patient"]
+        assert [c.name for c in patient.columns] == ["id", "ward_code"]
+        assert db.run(f"SELECT id, ward_code FROM {s}.patient ORDER BY id", limit=5).rows
+        for statement in (f"SELECT tax_code FROM {s}.patient", f"SELECT * FROM {s}.patient"):
+            with pytest.raises(StatementRefused) as info:
+                db.explain(statement)
+            assert info.value.code == "permission_denied"

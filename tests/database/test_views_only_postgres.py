@@ -59,6 +59,8 @@ CREATE VIEW {views}.v_data_dato AS SELECT max(data_dato) AS data_dato FROM {data
 CREATE TABLE {views}.staging (a int);
 CREATE TABLE {other}.secret (a int);
 INSERT INTO {other}.secret VALUES (42);
+CREATE FUNCTION {views}.codici() RETURNS SETOF text LANGUAGE sql SECURITY DEFINER
+    AS 'SELECT codice_fiscale FROM {data}.ricovero';
 """
 
 
@@ -172,3 +174,21 @@ def test_a_role_that_reads_another_schema_s_view_is_refused(store: Store) -> Non
     )
     with pytest.raises(DatabaseUnavailable, match="v_secret"):
         open_database(store.settings().store(), root=None)  # type: ignore[arg-type]
+
+
+def test_a_security_definer_function_is_out_of_reach_both_ways(store: Store) -> None:
+    """Issue 22, point 4: the grant SQL revokes EXECUTE on SECURITY DEFINER functions of the
+    exposed schema, and the SQL check refuses calls to functions defined in the database."""
+    from thoth.database import check_statement
+
+    call = f"SELECT {store.views}.codici() AS c"
+    verdict = check_statement(call, "postgresql")
+    assert [r.code for r in verdict.reasons] == ["function_not_allowed"]
+    with open_database(store.settings().store(), root=None) as db:  # type: ignore[arg-type]
+        with pytest.raises(StatementRefused) as info:
+            db.run(call, limit=10)  # past the check: PostgreSQL refuses it by privileges
+        assert info.value.code == "permission_denied"
+    with psycopg.connect(store.url()) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(call)
+    assert "REVOKE EXECUTE ON FUNCTION" in grant_sql(store.role, [store.views], "test")

@@ -46,6 +46,16 @@ def grant_sql(role: str, schemas: Sequence[str], database: str, password: str = 
             f"{_literal(role)});",
             "  END LOOP;",
             "END $$;",
+            "-- A SECURITY DEFINER function runs with its owner's rights, past every grant",
+            "-- above: nobody but its owner may call one (PostgreSQL grants EXECUTE to PUBLIC).",
+            "DO $$ DECLARE f record; BEGIN",
+            "  FOR f IN SELECT p.oid::regprocedure AS sig FROM pg_proc p JOIN pg_namespace n "
+            "ON n.oid = p.pronamespace",
+            f"           WHERE n.nspname = {_literal(schema)} AND p.prosecdef LOOP",
+            "    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f.sig);",
+            f"    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', f.sig, {_literal(role)});",
+            "  END LOOP;",
+            "END $$;",
         ]
     lines += [
         "-- Thoth refuses to connect if the role can read any base table or any relation",

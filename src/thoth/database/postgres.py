@@ -403,7 +403,7 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
   AND (c.relkind NOT IN ('v', 'm') OR NOT n.nspname = ANY(%s))
-  AND has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT')
+  AND has_schema_privilege(n.oid, 'USAGE') AND has_any_column_privilege(c.oid, 'SELECT')
 ORDER BY 1, 2
 LIMIT 5
 """
@@ -413,7 +413,7 @@ SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'),
        coalesce(obj_description(c.oid, 'pg_class'), '')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = ANY(%s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
-  AND has_table_privilege(c.oid, 'SELECT')
+  AND has_any_column_privilege(c.oid, 'SELECT')
 ORDER BY n.nspname, c.relname
 """
 _COLUMNS = """
@@ -421,6 +421,7 @@ SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnot
        coalesce(col_description(a.attrelid, a.attnum), '')
 FROM pg_attribute a
 WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+  AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')
 ORDER BY a.attrelid, a.attnum
 """
 # Primary and foreign keys, their columns in key order.
