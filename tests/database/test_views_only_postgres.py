@@ -188,7 +188,9 @@ def test_a_security_definer_function_is_out_of_reach_both_ways(store: Store) -> 
         with pytest.raises(StatementRefused) as info:
             db.run(call, limit=10)  # past the check: PostgreSQL refuses it by privileges
         assert info.value.code == "permission_denied"
-    with psycopg.connect(store.url()) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(call)
+    with (
+        psycopg.connect(store.url()) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute(call)
     assert "REVOKE EXECUTE ON FUNCTION" in grant_sql(store.role, [store.views], "test")

@@ -53,7 +53,8 @@ def grant_sql(role: str, schemas: Sequence[str], database: str, password: str = 
             "ON n.oid = p.pronamespace",
             f"           WHERE n.nspname = {_literal(schema)} AND p.prosecdef LOOP",
             "    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f.sig);",
-            f"    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', f.sig, {_literal(role)});",
+            "    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', f.sig, "
+            f"{_literal(role)});",
             "  END LOOP;",
             "END $$;",
         ]
