@@ -14,6 +14,8 @@ PAGE_NOT_FOUND: Final = "page_not_found"
 PAGE_NOT_ALLOWED: Final = "page_label_not_allowed"
 BAD_ARGUMENTS: Final = "bad_arguments"
 UNKNOWN_TOOL: Final = "unknown_tool"
+PATH_UNREADABLE: Final = "path_unreadable"  # a name too long, a link loop: the OS refused it
+TOOL_FAILED: Final = "tool_failed"  # the tool broke on this input; the job goes on
 
 
 class AgentUnavailable(PreconditionError):

@@ -11,11 +11,12 @@ query are outcomes the model sees, and the job goes on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from thoth.agent.errors import BAD_ARGUMENTS, UNKNOWN_TOOL, ToolRefused
+from thoth.agent.errors import BAD_ARGUMENTS, TOOL_FAILED, UNKNOWN_TOOL, ToolRefused
 from thoth.agent.wiki import WikiShelf
 from thoth.analytics.branch import AnalyticsService
 from thoth.analytics.store import AnalyticsError, json_value
@@ -25,6 +26,8 @@ from thoth.errors import ThothError
 from thoth.llm import ToolCall, ToolSpec
 from thoth.privacy import Pseudonymizer
 from thoth.privacy.lineage import output_kinds
+
+log = logging.getLogger("thoth.agent")
 
 DEFAULT_LIMIT: Final = 8
 MAX_LIMIT: Final = 20
@@ -86,6 +89,16 @@ class Toolbox:
             return _refused(exc.code, str(exc))
         except ThothError as exc:
             return _refused(exc.code, f"{call.name} failed: {exc}")
+        except (OSError, RuntimeError, MemoryError, ValueError, TypeError, LookupError) as exc:
+            # A tool that breaks on hostile input (a name too long, a link loop, a parser's
+            # recursion, memory) must not take the worker with it: the model reads a coded
+            # failure, the log keeps the traceback, the job goes on.
+            log.exception("tool %s failed on its input", call.name)
+            return _refused(
+                TOOL_FAILED,
+                f"{call.name} failed on this input ({type(exc).__name__}: {str(exc)[:200]}); "
+                "try other arguments or another tool",
+            )
 
     # -- the wiki -------------------------------------------------------------------------
 

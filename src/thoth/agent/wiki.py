@@ -25,6 +25,7 @@ from thoth.agent.errors import (
     PAGE_NOT_ALLOWED,
     PAGE_NOT_FOUND,
     PATH_OUTSIDE_WIKI,
+    PATH_UNREADABLE,
     ToolRefused,
 )
 from thoth.config import Settings
@@ -74,14 +75,21 @@ class WikiShelf:
                 "`mercati/giappone.md`",
                 code=BAD_ARGUMENTS,
             )
-        target = (self.root / path).resolve(strict=False)
+        try:
+            target = (self.root / path).resolve(strict=False)
+            is_page = target.suffix.lower() in MARKDOWN_SUFFIXES and target.is_file()
+        except (OSError, RuntimeError) as exc:  # a name too long; a link loop (RuntimeError)
+            raise ToolRefused(
+                f"{path[:200]!r} cannot be opened: {_why(exc)} -> call wiki_list for the pages",
+                code=PATH_UNREADABLE,
+            ) from exc
         if target == self.root or not target.is_relative_to(self.root):
             raise ToolRefused(
                 f"{path!r} is outside the curated wiki: the tools read only pages under it "
                 "(paths relative to the wiki root, as wiki_list gives them)",
                 code=PATH_OUTSIDE_WIKI,
             )
-        if target.suffix.lower() not in MARKDOWN_SUFFIXES or not target.is_file():
+        if not is_page:
             raise ToolRefused(
                 f"{path!r} is not a page of the wiki -> call wiki_list for the pages",
                 code=PAGE_NOT_FOUND,
@@ -110,8 +118,12 @@ class WikiShelf:
                 candidate = Path(directory) / name
                 if candidate.suffix.lower() not in MARKDOWN_SUFFIXES:
                     continue
-                resolved = candidate.resolve()
-                if not resolved.is_relative_to(self.root) or not resolved.is_file():
+                try:
+                    resolved = candidate.resolve()
+                    readable = resolved.is_relative_to(self.root) and resolved.is_file()
+                except (OSError, RuntimeError):
+                    continue  # a link loop, a name the OS refuses: not a page one can read
+                if not readable:
                     continue  # a link to somewhere else: not a page of the wiki
                 rel = candidate.relative_to(self.root).as_posix()
                 if prefix and not rel.startswith(prefix):
@@ -168,6 +180,14 @@ class WikiShelf:
 
     def _may_see(self, page: Page) -> bool:
         return bool(page.labels) and set(page.labels) <= self._allowed
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RuntimeError):
+        return "a symbolic link loop"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return type(exc).__name__
 
 
 def _title(text: str, path: str) -> str:

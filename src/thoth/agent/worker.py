@@ -9,6 +9,7 @@ run stops at its next step without writing anything more.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -113,7 +114,7 @@ class Worker:
         while not stop.is_set():
             job = self.queue.claim(self.id, agent.lease_seconds)
             if job is not None:
-                self.run_job(job)
+                self._run_guarded(job)
                 done += 1
             if once:
                 break
@@ -123,6 +124,26 @@ class Worker:
             if polls % RECOVER_EVERY == 0:
                 self.recover()
         return done
+
+    def _run_guarded(self, job: Job) -> None:
+        """One job, whatever it does: a failure nobody foresaw ends that job `failed`
+        (`worker_error`, the traceback in the log) and the worker takes the next one. A job
+        that kills the process anyway is capped by `[agent].max_attempts` (recover)."""
+        try:
+            self.run_job(job)
+        except ThothError:
+            raise  # the state store itself: the worker cannot go on without it
+        except (RuntimeError, MemoryError, OSError, ValueError, TypeError, LookupError) as exc:
+            log.exception("job %s broke the worker's run", job.id)
+            with contextlib.suppress(JobLeaseLost):  # else another worker owns the job now
+                self.queue.finish(
+                    job.id,
+                    self.id,
+                    "failed",
+                    error_code="worker_error",
+                    error=f"the run stopped on an unexpected {type(exc).__name__}: {exc} -> "
+                    "the worker's log has the traceback; the steps done are in the transcript",
+                )
 
     def run_job(self, job: Job) -> Job | None:
         """Run one claimed job to its end; None when the lease was lost meanwhile."""
