@@ -94,6 +94,21 @@ _PLACEHOLDER_WORDS = frozenset(
     ntlmv2 kerberos utf8 utf-8 base64 aes256 2fa mfa otp totp
     """.split()  # noqa: SIM905 (a word list reads better as words)
 )
+# Words that end a line after "password:" or "the password is" and say something about the
+# password, not what it is: with them the line is prose (an unquoted single word that ends the
+# line and is none of these is taken for the password itself).
+_PROSE_WORDS = frozenset(
+    """
+    scaduta scaduto scadute cambiata cambiato modificata reimpostata resettata errata errato
+    sbagliata sbagliato corretta corretto valida valido invalida invalido obsoleta temporanea
+    provvisoria forte debole sicura sicuro lunga corta personale unica diversa uguale nuova
+    vecchia necessaria richiesta sconosciuta bloccata disabilitata attiva cifrata criptata
+    vedi vault cassaforte allegata inviata comunicata
+    expired changed reset wrong incorrect correct valid invalid obsolete temporary strong weak
+    secure long short personal unique different same new old needed mandatory unknown locked
+    disabled enabled active encrypted hashed see attached sent provided set unset stored
+    """.split()  # noqa: SIM905
+)
 _MASK = re.compile(r"^[*xX•·.…#_\-?]+$")
 _REFERENCE = re.compile(
     r"""^(?:[$%&@]|\{|<|\[|\()          # $VAR ${VAR} $(cmd) %(x)s {{ x }} <your password> [..] (..)
@@ -133,6 +148,22 @@ def _looks_secret(value: str) -> bool:
         return True
     inner = value[1:]
     return any(c.isupper() for c in inner) and any(c.islower() for c in value)
+
+
+def _ends_line(line: str, end: int) -> bool:
+    """Nothing but punctuation after `end`: the value is the line's last word."""
+    return not line[end:].strip(" \t.;,!)]}»\"'`*")
+
+
+def _plain_word_secret(raw: str) -> bool:
+    """A single word that ends its line after "password:" or "the password is": the
+    password itself, unless it is a placeholder, a word about the password, or a compound
+    of words ("case-sensitive")."""
+    value = _clean(raw)
+    if len(value) < 4 or not value.isalpha():
+        return False
+    low = value.lower()
+    return low not in _PROSE_WORDS and low not in _PLACEHOLDER_WORDS
 
 
 def _is_secret_value(raw: str, strict: bool, quoted: bool = False) -> bool:
@@ -232,12 +263,15 @@ def _thoth_line_kind(line: str) -> str | None:
     for m in _KEY.finditer(line):
         value, quoted = _quoted(m["value"])
         strict = m["sep"] == ":" and not quoted
-        if _is_secret_value(value, strict, quoted):
+        lone = strict and _ends_line(line, m.end()) and _plain_word_secret(value)
+        if lone or _is_secret_value(value, strict, quoted):
             if _PW_KEY.search(m["key"].replace(" ", "")) or "ordine" in m["key"]:
                 return "password assignment"
             return "secret or token assignment"
     for m in _URL.finditer(line):
-        if _is_secret_value(m["value"], strict=False):
+        # In a URL the field says it is a password: three characters are enough.
+        url_value = _clean(m["value"])
+        if len(url_value) >= 3 and not _is_placeholder(url_value):
             return "connection string with a password"
     for m in _HEADER.finditer(line):
         value = _clean(m["value"])
@@ -246,7 +280,13 @@ def _thoth_line_kind(line: str) -> str | None:
     for pattern in (_SENTENCE, _LABEL, _DIRECT):
         for m in pattern.finditer(line):
             value, quoted = _quoted(m["value"])
-            if _is_secret_value(value, strict=True, quoted=quoted):
+            lone = (
+                pattern is not _DIRECT
+                and not quoted
+                and _ends_line(line, m.end())
+                and _plain_word_secret(value)
+            )
+            if lone or _is_secret_value(value, strict=True, quoted=quoted):
                 return "password in a sentence"
     for m in _BEARER.finditer(line):
         if _looks_secret(m["value"]):
