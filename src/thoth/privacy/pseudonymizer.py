@@ -37,7 +37,6 @@ _Span = tuple[int, int, str]
 _PUNCTUATED: Final = re.compile(r"[./:\-]")
 # Every identifier find_codes knows holds a digit, or is an e-mail address ("@", "(at)").
 _MAY_HOLD_CODE: Final = re.compile(r"\d|@|\bat\b", re.IGNORECASE)
-_WORD: Final = re.compile(r"\w+")
 UNREGISTERED_IDENTITY: Final = "IDENTITA"  # an identity column's value the registry lacks
 _PLACEHOLDER: Final = re.compile(r"\[([A-Z][A-Z0-9_]*):([^\[\]:\s]+)\]")
 
@@ -52,12 +51,7 @@ class PlaceholderPseudonymizer:
     ) -> None:
         self.registry = registry
         self.min_name_length = min_name_length
-        self._names = registry.variant_pattern(min_name_length)
-        # The first word of every spelling searched: a text holding none of them cannot hold
-        # a name, and skips the long pattern (rows are scanned cell run by cell run).
-        self._first_words = frozenset(
-            v.split()[0] for v in registry.variants if len(v) >= min_name_length
-        )
+
         self._declared: Mapping[str, ColumnKind] = dict(columns or {})
         self._lock = threading.Lock()
         self._numbered: dict[tuple[str, str], str] = {}  # (kind, value) -> placeholder
@@ -156,21 +150,19 @@ class PlaceholderPseudonymizer:
                 original = text[found.start : found.end]
                 token = self._number(found.kind, found.value, original)
                 spans.append((found.start, found.end, token))
-        if self._names is None:
+        if not len(self.registry):
             return spans
         folded, at = fold(text)
-        if self._first_words.isdisjoint(_WORD.findall(folded)):
-            return spans
-        for m in self._names.finditer(folded):
-            start, end = at[m.start()], at[m.end() - 1] + 1
+        for found_start, found_end, key in self.registry.find(folded, self.min_name_length):
+            start, end = at[found_start], at[found_end - 1] + 1
             if end < len(text) and text[end] in APOSTROPHES:
                 end += 1  # "Nicolo'": the accent written as an apostrophe
             spelling = text[start:end]
-            _, entity = self.registry.lookup(m.group())
+            entity = self.registry.variants[key]
             if entity is not None:
                 token = self._entity(entity, spelling)
             else:  # a surname several people share: no single identifier to give
-                token = self._number(UNREGISTERED_IDENTITY, folded_name(m.group()), spelling)
+                token = self._number(UNREGISTERED_IDENTITY, key, spelling)
             spans.append((start, end, token))
         return spans
 

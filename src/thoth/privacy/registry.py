@@ -17,7 +17,7 @@ import csv
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,8 @@ PERSON_KINDS = frozenset(
 )  # fmt: skip
 APOSTROPHES = "'’‘`´"
 _JOINERS = "-‐‑–"  # hyphens and the en dash that join double names ("Rossi-Bianchi")
+_WORD = re.compile(r"\w+")
+_GAP = re.compile(r"\s+|\s*,\s*")  # between two words of one name
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ class Registry:
                     continue
                 known = self.variants.get(variant, e)
                 self.variants[variant] = e if known == e else None
+        self._first_words = frozenset(v.split()[0] for v in self.variants)
+        self._longest = max((len(v.split()) for v in self.variants), default=0)
 
     def __len__(self) -> int:
         return len(self.entities)
@@ -138,18 +142,33 @@ class Registry:
             return False, None
         return True, self.variants[key]
 
-    def variant_pattern(self, min_length: int) -> re.Pattern[str] | None:
-        """One pattern, for the folded text (`fold`), of every spelling of every name at
-        least `min_length` characters long, longest first, whole words only; the words of a
-        name apart by any spacing, or by a comma ("Rossi, Mario")."""
-        names = sorted(
-            {v for v in self.variants if len(v) >= min_length}, key=lambda n: (-len(n), n)
-        )
-        if not names:
-            return None
-        between = r"(?:\s*,\s*|\s+)"
-        alternatives = "|".join(between.join(re.escape(w) for w in n.split()) for n in names)
-        return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+    def find(self, folded: str, min_length: int) -> Iterator[tuple[int, int, str]]:
+        """Every registry spelling at least `min_length` characters long in `folded` (text as
+        `fold` gives it), as (start, end, the spelling's key): whole words, the longest at
+        each place, the words of a name apart by spacing or a comma ("Rossi, Mario"). A
+        dictionary look-up per word, not one pattern of every name: cheap to build and to
+        run with thousands of names."""
+        words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(folded)]
+        i = 0
+        while i < len(words):
+            found = None
+            if words[i][2] in self._first_words:
+                for n in range(min(self._longest, len(words) - i), 0, -1):
+                    span = words[i : i + n]
+                    if any(
+                        not _GAP.fullmatch(folded[a[1] : b[0]]) for a, b in itertools.pairwise(span)
+                    ):
+                        continue
+                    key = " ".join(w[2] for w in span)
+                    if key in self.variants and len(key) >= min_length:
+                        found = (span[0][0], span[-1][1], key, n)
+                        break
+            if found is None:
+                i += 1
+                continue
+            start, end, key, n = found
+            yield start, end, key
+            i += n
 
 
 def _person_variants(entity: Entity) -> list[str]:
