@@ -14,6 +14,7 @@ way back; and the previous copy is kept, so that way back is one command.
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import time
 from datetime import UTC, datetime
@@ -23,7 +24,6 @@ from typing import Final
 from thoth.errors import Problem
 from thoth.state.core import StateError
 
-SQLITE_HEADER: Final = b"SQLite format 3\x00"
 PREVIOUS_SUFFIX: Final = ".previous"
 RESTORE: Final = "tht state restore -w <workspace>"
 # SQLite creates the file empty and writes its header when the first opener sets up the
@@ -43,27 +43,49 @@ def previous_copy(path: Path) -> Path:
 
 
 def check_state_file(path: Path) -> None:
-    """StateDamaged when an existing state file is empty, not SQLite, or unreadable. A file
-    that does not exist yet is a new store (created by the migrations); an empty file only
-    seconds old is one another process is creating right now, and is waited for."""
-    header = _header(path)
-    while header == b"" and _age(path) < FRESH_SECONDS:
+    """StateDamaged when an existing state file is empty or unreadable. A file that does not
+    exist yet is a new store (created by the migrations); an empty file only seconds old is
+    one another process is creating right now, and is waited for. A file that is not SQLite
+    is told by SQLite itself when it is opened (`not_sqlite`).
+
+    Only `stat` and `access`: this process may hold SQLite connections to the file, and
+    closing any other descriptor of it would drop their POSIX locks (SQLite's documented
+    hazard), so the file is never opened here."""
+    size = _size(path)
+    while size == 0 and _age(path) < FRESH_SECONDS:
         time.sleep(0.05)
-        header = _header(path)
-    if header is None:
+        size = _size(path)
+    if size is None:
         return
-    if not header:
+    if size == 0:
         raise _damaged(path, "is empty (0 bytes): it was truncated")
-    if header != SQLITE_HEADER:
-        raise _damaged(path, "is not a SQLite database (its header is not SQLite's)")
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise _damaged(path, "cannot be read and written by this user")
 
 
-def _header(path: Path) -> bytes | None:
-    """The first bytes of the file; None when there is no file (or no directory: the engine
-    says so, naming it)."""
+def not_sqlite(path: Path) -> StateDamaged:
+    return _damaged(path, "is not a SQLite database (SQLite: file is not a database)")
+
+
+def _is_database(path: Path) -> bool:
+    """Whether `path` opens as a SQLite database that passes a quick check (a copy nobody
+    has open: opening it here is safe)."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(len(SQLITE_HEADER))
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return bool(db.execute("PRAGMA quick_check").fetchone() == ("ok",))
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+
+
+def _size(path: Path) -> int | None:
+    """The file's size; None when there is no file (or no directory: the engine says so)."""
+    try:
+        return path.stat().st_size
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -103,7 +125,9 @@ def keep_previous(path: Path) -> Path | None:
     if not path.is_file():
         return None
     target = previous_copy(path)
-    partial = target.with_name(target.name + ".partial")
+    # Its own temporary name: two syncs starting at once each write a whole copy, and the
+    # last rename wins (either copy is the state before a run).
+    partial = target.with_name(f"{target.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
     source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         copy = sqlite3.connect(partial)
@@ -127,10 +151,8 @@ def restore_previous(path: Path) -> tuple[Path, Path | None]:
     """Put the previous copy in place of the state file; the current file (if any) is moved
     aside as `<name>.damaged-<UTC time>`. Returns (the copy used, where the old file went)."""
     copy = previous_copy(path)
-    try:
-        check_state_file(copy)
-    except StateDamaged as exc:
-        raise StateDamaged(f"the previous copy cannot be used either: {exc}") from exc
+    if copy.is_file() and not _is_database(copy):
+        raise _damaged(copy, "is not a usable SQLite database: the previous copy cannot be used")
     if not copy.is_file():
         raise StateDamaged(
             f"there is no previous copy of the state file ({copy}) -> move {path} aside and "

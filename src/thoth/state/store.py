@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from thoth.state.answers import AnswerLog, LoggedAnswer
-from thoth.state.backup import StateDamaged, check_state_file
+from thoth.state.backup import StateDamaged, check_state_file, not_sqlite
 from thoth.state.core import (
     DEFAULT_SQLITE_PATH,
     OPEN_HINT,
@@ -78,6 +78,8 @@ class StateStore(Generations, Runs, AnswerLog):
             raise
         except SQLAlchemyError as exc:
             engine.dispose()
+            if file is not None and "file is not a database" in str(exc):
+                raise not_sqlite(file) from exc
             hint = (
                 "the database was busy or unreachable: retry when it is free, and "
                 f"{OPEN_HINT} if it keeps failing"
