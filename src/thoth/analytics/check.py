@@ -21,6 +21,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from thoth.analytics.catalog import Catalog, CatalogEntry, CatalogQuery, Parameter, coerce
+from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.database import Dialect, ReadOnlyDatabase, SchemaSnapshot, StatementRefused
 from thoth.database import check_statement as check_read_only
 from thoth.database.params import ParameterSyntaxError, parameter_names, rewrite
@@ -105,6 +106,24 @@ def check_catalog(
         else:
             report.queries.append(entry.query.id)
     return report
+
+
+def data_date_problems(store: AnalyticsStore) -> list[Problem]:
+    """`data_date_sql` run exactly as the answer path runs it (the store's own connection,
+    role and search path): a problem naming the query and what came back, or none."""
+    try:
+        store.data_date()
+    except AnalyticsError as exc:
+        return [
+            Problem(
+                "thoth.toml",
+                str(exc),
+                field="analytics.data_date_sql",
+                code=exc.code,
+                hint="it must return one row with one date or timestamp: docs/analytics.md",
+            )
+        ]
+    return []
 
 
 def check_entry(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from thoth.analytics.catalog import CatalogQuery
+from thoth.analytics.datadate import NotADataDate, data_date_of
 from thoth.config import AnalyticsSettings
 from thoth.database import (
     DatabaseUnavailable,
@@ -139,35 +140,30 @@ class AnalyticsStore:
             self._drop()
 
     def data_date(self) -> str:
-        """The date the data are current to: `data_date_sql` must return exactly one non-null
-        value. Anything else is DATA_DATE_UNREADABLE, and no number is served."""
+        """The date the data are current to: `data_date_sql` must return exactly one row with
+        one real date or timestamp (thoth.analytics.datadate). Anything else is
+        DATA_DATE_UNREADABLE, and no number is served."""
         setting = "analytics.data_date_sql"
 
         def read(db: ReadOnlyDatabase) -> str:
             try:
-                result = db.run(self.settings.data_date_sql, limit=1)
+                # Two rows at most: a second row is a fault to report, not one to hide.
+                result = db.run(self.settings.data_date_sql, limit=2)
             except StatementRefused as exc:
                 raise AnalyticsError(
                     f"{setting}: the data date cannot be read ({exc}) -> fix the query or the "
                     "view it reads; without a data date no number is served",
                     code=DATA_DATE_UNREADABLE,
                 ) from exc
-            if (
-                len(result.columns) != 1
-                or len(result.rows) != 1
-                or result.rows[0][0]
-                in (
-                    None,
-                    "",
-                )
-            ):
+            try:
+                return data_date_of(result)
+            except NotADataDate as exc:
                 raise AnalyticsError(
-                    f"{setting} returned {len(result.rows)} row(s) of {len(result.columns)} "
-                    "column(s), not one date -> the store has no data date (a refresh that "
-                    "did not finish?); without it no number is served",
+                    f"{setting} ({self.settings.data_date_sql}): {exc} -> it must return one "
+                    'row with one date or timestamp (docs/analytics.md, "The data date"); '
+                    "without it no number is served",
                     code=DATA_DATE_UNREADABLE,
-                )
-            return str(json_value(result.rows[0][0]))
+                ) from exc
 
         return self._with_db("reading the data date", read)
 

@@ -30,6 +30,17 @@ def catalog_findings(catalog: Catalog, store: AnalyticsStore) -> list[CatalogFin
             snapshot = db.introspect(sample_values=0, may_sample=lambda *_: False)
     except (DatabaseUnavailable, StatementRefused, AnalyticsError) as exc:
         return [*findings, CatalogFinding("analytics_store_unavailable", "[analytics]", str(exc))]
+    try:
+        store.data_date()  # exactly as an answer reads it: same connection, role and path
+    except AnalyticsError as exc:
+        findings.append(
+            CatalogFinding(
+                exc.code,
+                "thoth.toml [analytics] data_date_sql",
+                str(exc),
+                "fix the query (one row, one date), or the load that fills what it reads",
+            )
+        )
     views = {(t.schema, t.name) for t in snapshot.tables if t.kind == "view"}
     for entry in catalog.entries:
         read, _ = relations(entry.query.sql, store.settings.dialect)

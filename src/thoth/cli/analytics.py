@@ -42,7 +42,7 @@ def check_cmd(
 ) -> None:
     """Check every catalog entry against the store. Exit 0 valid, 1 problems, 4 no store."""
     from thoth.analytics.catalog import load_catalog_at, load_catalog_files
-    from thoth.analytics.check import check_catalog
+    from thoth.analytics.check import check_catalog, data_date_problems
     from thoth.gitrepo import resolve_revision
     from thoth.runtime import open_analytics_store
     from thoth.runtime import require_analytics as _require
@@ -58,6 +58,7 @@ def check_cmd(
         store = open_analytics_store(ws)
         with store.database() as db:
             report = check_catalog(catalog, db, settings.store().schema_names)
+        report.problems += data_date_problems(store)
     if as_json:
         emit_json({"catalog": settings.catalog, "revision": catalog.revision, **report.as_dict()})
     else:
