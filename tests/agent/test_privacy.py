@@ -27,6 +27,7 @@ id: degenze-per-paziente
 description: Giorni di degenza di ciascun paziente
 examples:
   - Degenza per paziente
+measure: list
 sql: |
   SELECT codice_paziente, giorni FROM analytics.v_pazienti ORDER BY codice_paziente
 result:

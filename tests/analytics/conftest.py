@@ -30,6 +30,7 @@ examples:
 parameters:
   anno: {type: year, description: Anno di dimissione, min: 2000, max: 2030}
   regime: {type: enum, description: Regime di ricovero, values: [ordinario, day hospital], default: ordinario, synonyms: {day hospital: [diurno]}}
+measure: [count, maximum, minimum]
 sql: |
   SELECT reparto, count(*) AS ricoveri
   FROM analytics.v_ricoveri
@@ -52,6 +53,7 @@ parameters:
   reparto: {type: enum, description: Reparto, values_from: analytics.v_reparti.reparto}
   anno: {type: year, description: Anno di dimissione}
   regime: {type: enum, description: Regime, values: [ordinario, day hospital], default: ordinario}
+measure: count
 sql: |
   SELECT count(*) AS ricoveri FROM analytics.v_ricoveri
   WHERE reparto = :reparto AND anno = :anno AND regime = :regime
@@ -70,6 +72,7 @@ examples:
 parameters:
   anno: {type: year, description: Anno di dimissione}
   soglia: {type: integer, description: Giorni minimi di degenza, default: 0, min: 0, max: 365}
+measure: average
 sql: |
   SELECT round(avg(giorni), 2) AS giorni FROM analytics.v_ricoveri
   WHERE anno = :anno AND giorni > :soglia

@@ -197,6 +197,7 @@ id: conta-infinita
 description: Conteggio infinito delle stelle del cielo
 examples: [Quante stelle ci sono in cielo?]
 parameters: {}
+measure: count
 sql: |
   WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c
 result:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from thoth.analytics.catalog import Catalog, CatalogQuery, CatalogUnreadable, load_catalog_at
 from thoth.analytics.extract import Extraction, Matcher, extract, validate
 from thoth.analytics.glossary import glossary_synonyms
+from thoth.analytics.measure import agrees, asked_measures
 from thoth.analytics.render import computed_text
 from thoth.analytics.routing import Choice, ModelRouter, OfflineRouter, RoutingFailed
 from thoth.analytics.store import AnalyticsError, AnalyticsStore, Computation
@@ -170,6 +171,32 @@ class AnalyticsService:
             "route": choice.as_dict(),
             "catalog_revision": served.catalog.revision,
         }
+        asked = asked_measures(question)
+        if asked:
+            diagnostics["measure_asked"] = sorted(asked)
+        if choice.query_id is not None:
+            agreed = self._agreeing(choice, served, asked)
+            if agreed != choice.query_id:
+                first = served.queries[choice.query_id]
+                diagnostics["measure"] = {
+                    "asked": sorted(asked),
+                    "refused": {"query_id": first.id, "measures": sorted(first.measures)},
+                    "chosen": agreed,
+                }
+                if agreed is None:
+                    # Never a neighbour's number: the text path answers and says the figure
+                    # is not available.
+                    diagnostics["reason"] = (
+                        f"measure mismatch: the question asks {', '.join(sorted(asked))}; "
+                        f"{first.id} computes {', '.join(sorted(first.measures))}"
+                    )
+                    return NumericAnswer(
+                        "not_covered",
+                        figure_requested=True,
+                        figure_hedged=False,
+                        diagnostics=diagnostics,
+                    )
+                choice = replace(choice, query_id=agreed)
         if choice.query_id is None:
             return NumericAnswer(
                 "not_covered",
@@ -207,6 +234,22 @@ class AnalyticsService:
         except AnalyticsError as exc:
             return self._failed(question, exc, query, diagnostics)
         return self._computed(query, computation, choice, diagnostics)
+
+    def _agreeing(self, choice: Choice, served: ServedCatalog, asked: frozenset[str]) -> str | None:
+        """The chosen query if its measure agrees with the question's; else, routing by
+        similarity, the best other query above the threshold that agrees; else None."""
+        assert choice.query_id is not None
+        if agrees(asked, served.queries[choice.query_id].measures):
+            return choice.query_id
+        if choice.by != "similarity" or choice.threshold is None:
+            return None
+        ranked = sorted(choice.scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        for query_id, score in ranked:
+            if score < choice.threshold:
+                break
+            if query_id != choice.query_id and agrees(asked, served.queries[query_id].measures):
+                return query_id
+        return None
 
     def _choose(self, question: str, served: ServedCatalog) -> Choice:
         if self._model_router is not None:

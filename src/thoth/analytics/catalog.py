@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from thoth.analytics.measure import Measure
 from thoth.config import ColumnKind
 from thoth.errors import Problem, ThothError
 from thoth.gitrepo import ObjectNotBlob, batch_blobs
@@ -147,6 +148,16 @@ class CatalogQuery(_Strict):
     parameters: dict[str, Parameter] = {}
     sql: str = Field(min_length=1)
     result: ResultSpec
+    # What the query measures (thoth.analytics.measure): one measure or a list. A question
+    # naming another measure is never answered with this query's number. `tht analytics
+    # check` requires it; a query without it is routed by similarity alone.
+    measure: Measure | list[Measure] | None = None
+
+    @property
+    def measures(self) -> frozenset[str]:
+        if self.measure is None:
+            return frozenset()
+        return frozenset([self.measure] if isinstance(self.measure, str) else self.measure)
 
     @model_validator(mode="after")
     def _names(self) -> CatalogQuery:

@@ -108,6 +108,39 @@ def check_catalog(
     return report
 
 
+_FIGURE_KINDS = frozenset({"quantity", "amount"})
+
+
+def measure_problems(query: CatalogQuery) -> list[tuple[str, str]]:
+    """The query's `measure` against its result columns: declared, and each measure something
+    the columns can hold."""
+    if not query.measures:
+        return [
+            (
+                "no measure declared: say what the query computes (count, share, average, "
+                "sum, minimum, maximum, ratio, list, trend), so that a question asking another "
+                "measure is never answered with its number",
+                "measure_missing",
+            )
+        ]
+    columns = query.result.columns.values()
+    found: list[tuple[str, str]] = []
+    figures = [m for m in sorted(query.measures) if m not in ("list", "trend")]
+    if figures and not any(c.kind in _FIGURE_KINDS for c in columns):
+        found.append(
+            (
+                f"measure {', '.join(figures)} needs a result column of kind quantity or "
+                "amount; none is declared",
+                "measure_columns",
+            )
+        )
+    if "list" in query.measures and query.result.shape != "table":
+        found.append(("measure list needs result.shape table", "measure_columns"))
+    if "trend" in query.measures and not any(c.kind == "date" for c in columns):
+        found.append(("measure trend needs a result column of kind date", "measure_columns"))
+    return found
+
+
 def data_date_problems(store: AnalyticsStore) -> list[Problem]:
     """`data_date_sql` run exactly as the answer path runs it (the store's own connection,
     role and search path): a problem naming the query and what came back, or none."""
@@ -135,6 +168,8 @@ def check_entry(
     def problem(message: str, where: str, code: str, hint: str | None = None) -> None:
         problems.append(Problem(path, message, field=where, code=code, hint=hint))
 
+    for message, code in measure_problems(query):
+        problem(message, "measure", code, 'docs/analytics.md, "What a query measures"')
     try:
         used = parameter_names(query.sql, dialect)
     except ParameterSyntaxError as exc:

@@ -1,0 +1,81 @@
+"""Issue 23, point 1 (the measure): a question that names a measure the chosen query does not
+compute is never answered with that query's number; `tht analytics check` requires each query
+to declare its measure and checks it against the result columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analytics.conftest import AnalyticsWorkspace, make_analytics_workspace
+from thoth.analytics.measure import agrees, asked_measures
+
+COUNT_QUESTION = "Quanti ricoveri ha avuto la Pediatria nel 2024?"
+SHARE_QUESTION = "Qual è la percentuale di ricoveri della Pediatria nel 2024?"
+
+
+@pytest.mark.parametrize(
+    ("question", "measures"),
+    [
+        ("Quanti ricoveri ha avuto la Pediatria nel 2024?", {"count"}),
+        ("How many admissions did Paediatrics have in 2024?", {"count"}),
+        ("Qual è la percentuale di abbandoni nel 2024?", {"share"}),
+        ("What percentage of the heroes have blue eyes?", {"share"}),
+        ("Qual è il tasso di riammissione?", {"share", "ratio"}),
+        ("Qual è la degenza media in Cardiologia?", {"average"}),
+        ("What is the average stay?", {"average"}),
+        ("Spesa totale dei farmaci nel 2024", {"sum", "count"}),
+        ("Elenca i ricoveri oltre soglia", {"list"}),
+        ("Andamento mensile degli accessi", {"trend"}),
+        ("Qual è il reparto con la degenza più lunga?", {"maximum"}),
+        ("Ricoveri per reparto nel 2023", set()),
+    ],
+)
+def test_the_measure_a_question_asks_in_italian_and_english(
+    question: str, measures: set[str]
+) -> None:
+    assert asked_measures(question) == measures
+
+
+def test_agreement_is_an_overlap_and_silence_constrains_nothing() -> None:
+    assert agrees({"count"}, {"count", "share"})
+    assert not agrees({"share"}, {"count"})
+    assert agrees(set(), {"count"})
+    assert agrees({"share"}, set())  # undeclared: check asks for it; routing as before
+
+
+def ask(aw: AnalyticsWorkspace, question: str) -> dict[str, object]:
+    service = aw.service()
+    try:
+        return service.ask(question).as_dict()
+    finally:
+        service.close()
+
+
+def test_a_share_is_never_answered_with_a_count(analytics_ws: AnalyticsWorkspace) -> None:
+    counted = ask(analytics_ws, COUNT_QUESTION)
+    assert counted["status"] == "computed"
+    shared = ask(analytics_ws, SHARE_QUESTION)
+    assert shared["status"] != "computed" and "figures" not in shared
+    measure = shared["diagnostics"]["analytics"]["measure"]  # type: ignore[index]
+    assert measure["asked"] == ["share"] and measure["chosen"] is None
+    reason = shared["diagnostics"]["analytics"]["reason"]  # type: ignore[index]
+    assert "measure mismatch" in reason and "share" in reason
+
+
+def test_check_requires_a_measure_that_the_columns_can_hold(tmp_path: Path) -> None:
+    from tests.analytics.test_data_date import tht
+
+    aw = make_analytics_workspace(tmp_path / "ws")
+    path = aw.root / "analytics" / "queries" / "ricoveri-reparto.yaml"
+    text = path.read_text("utf-8")
+    path.write_text(text.replace("measure: count\n", ""), "utf-8")
+    code, checked = tht("analytics", "check", "-w", str(aw.root))
+    assert code == 1
+    [missing] = [p for p in checked["problems"] if p["field"] == "measure"]
+    assert missing["code"] == "measure_missing" and "ricoveri-reparto" in missing["where"]
+    path.write_text(text.replace("measure: count\n", "measure: list\n"), "utf-8")
+    code, checked = tht("analytics", "check", "-w", str(aw.root))
+    [wrong] = [p for p in checked["problems"] if p["field"] == "measure"]
+    assert wrong["code"] == "measure_columns" and "shape table" in wrong["message"]
