@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
 from thoth.database.model import QueryResult
+from thoth.errors import ThothError
 
 # A refresh stamped a little ahead (time zones, a load that dates itself to the next morning)
 # is tolerated up to this many days; beyond it the date is a mistake, not a data date.
@@ -21,8 +22,10 @@ FUTURE_TOLERANCE_DAYS: Final = 1
 _NULL_WORDS: Final = frozenset({"", "null", "none", "nil", "nan", "n/a", "na", "-"})
 
 
-class NotADataDate(ValueError):
+class NotADataDate(ThothError):
     """What came back is not one date: the message says what it was."""
+
+    code = "data_date_unreadable"
 
 
 def data_date_of(result: QueryResult, today: date | None = None) -> str:
