@@ -16,6 +16,10 @@ BAD_ARGUMENTS: Final = "bad_arguments"
 UNKNOWN_TOOL: Final = "unknown_tool"
 PATH_UNREADABLE: Final = "path_unreadable"  # a name too long, a link loop: the OS refused it
 TOOL_FAILED: Final = "tool_failed"  # the tool broke on this input; the job goes on
+# What a tool or a run may raise on hostile input or a defect nobody foresaw (a name too long,
+# a link loop, a parser's recursion, memory): caught at the tool boundary and around a job,
+# logged with its traceback and turned into a coded outcome, so the worker lives on.
+UNFORESEEN: Final = (OSError, RuntimeError, MemoryError, ValueError, TypeError, LookupError)
 
 
 class AgentUnavailable(PreconditionError):

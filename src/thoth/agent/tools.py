@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from thoth.agent.errors import BAD_ARGUMENTS, TOOL_FAILED, UNKNOWN_TOOL, ToolRefused
+from thoth.agent.errors import BAD_ARGUMENTS, TOOL_FAILED, UNFORESEEN, UNKNOWN_TOOL, ToolRefused
 from thoth.agent.wiki import WikiShelf
 from thoth.analytics.branch import AnalyticsService
 from thoth.analytics.store import AnalyticsError, json_value
@@ -89,7 +89,7 @@ class Toolbox:
             return _refused(exc.code, str(exc))
         except ThothError as exc:
             return _refused(exc.code, f"{call.name} failed: {exc}")
-        except (OSError, RuntimeError, MemoryError, ValueError, TypeError, LookupError) as exc:
+        except UNFORESEEN as exc:
             # A tool that breaks on hostile input (a name too long, a link loop, a parser's
             # recursion, memory) must not take the worker with it: the model reads a coded
             # failure, the log keeps the traceback, the job goes on.
@@ -238,7 +238,7 @@ class Toolbox:
         # The protection of each output follows its lineage to the store's columns, whose
         # kinds the reviewed catalog queries declare: an alias launders nothing.
         kinds = output_kinds(
-            result.columns, sql, store.dialect, self._served().source_kinds(store.dialect), {}
+            result.columns, sql, store.dialect, self._served().source_kinds(store.dialect)
         )
         reviewed = {k.name: k.kind for k in kinds}
         rows = self.pseudonymizer.protect_rows(result.columns, result.rows, reviewed)

@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Final
 
-from thoth.agent.errors import ToolRefused
+from thoth.agent.errors import UNFORESEEN, ToolRefused
 from thoth.agent.loop import AgentRun, Budgets
 from thoth.agent.submit import require_model
 from thoth.agent.tools import Toolbox
@@ -133,7 +133,7 @@ class Worker:
             self.run_job(job)
         except ThothError:
             raise  # the state store itself: the worker cannot go on without it
-        except (RuntimeError, MemoryError, OSError, ValueError, TypeError, LookupError) as exc:
+        except UNFORESEEN as exc:
             log.exception("job %s broke the worker's run", job.id)
             with contextlib.suppress(JobLeaseLost):  # else another worker owns the job now
                 self.queue.finish(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from thoth.analytics.catalog import Catalog
-from thoth.analytics.check import relations
+from thoth.analytics.check import data_date_problems, relations
 from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.database import DatabaseUnavailable, StatementRefused
 
@@ -30,17 +30,11 @@ def catalog_findings(catalog: Catalog, store: AnalyticsStore) -> list[CatalogFin
             snapshot = db.introspect(sample_values=0, may_sample=lambda *_: False)
     except (DatabaseUnavailable, StatementRefused, AnalyticsError) as exc:
         return [*findings, CatalogFinding("analytics_store_unavailable", "[analytics]", str(exc))]
-    try:
-        store.data_date()  # exactly as an answer reads it: same connection, role and path
-    except AnalyticsError as exc:
-        findings.append(
-            CatalogFinding(
-                exc.code,
-                "thoth.toml [analytics] data_date_sql",
-                str(exc),
-                "fix the query (one row, one date), or the load that fills what it reads",
-            )
-        )
+    # The data date, exactly as an answer reads it: same connection, role and path.
+    findings += [
+        CatalogFinding(p.code, "thoth.toml [analytics] data_date_sql", p.message, p.hint or "")
+        for p in data_date_problems(store)
+    ]
     views = {(t.schema, t.name) for t in snapshot.tables if t.kind == "view"}
     for entry in catalog.entries:
         read, _ = relations(entry.query.sql, store.settings.dialect)

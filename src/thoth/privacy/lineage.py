@@ -88,13 +88,13 @@ def _scope_outputs(scope: Scope) -> list[OutputLineage]:
         if isinstance(projection, exp.Star) or (
             isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
         ):
-            outputs.append(OutputLineage("*", _star_sources(scope, projection), False))
+            outputs.append(OutputLineage("*", _star_sources(scope), False))
             continue
         try:
             sources = frozenset(_trace(scope, projection))
             traced = True
         except _Untraced:
-            sources, traced = frozenset(_every_table_column(scope)), False
+            sources, traced = _star_sources(scope), False
         inner = projection.unalias() if isinstance(projection, exp.Alias) else projection
         counted = isinstance(inner, exp.Count)
         outputs.append(OutputLineage(projection.alias_or_name, sources, traced, counted))
@@ -181,7 +181,7 @@ def _from_source(source: exp.Table | Scope, name: str) -> Iterator[SourceColumn]
         yield from out.sources
 
 
-def _star_sources(scope: Scope, star: exp.Expr) -> frozenset[SourceColumn]:
+def _star_sources(scope: Scope) -> frozenset[SourceColumn]:
     """A star names no column: its sources are the tables it reads, column `*`."""
     tables: set[SourceColumn] = set()
     for source in scope.sources.values():
@@ -191,10 +191,6 @@ def _star_sources(scope: Scope, star: exp.Expr) -> frozenset[SourceColumn]:
             for out in _scope_outputs(source):
                 tables |= {SourceColumn(s.table, "*") for s in out.sources}
     return frozenset(tables)
-
-
-def _every_table_column(scope: Scope) -> set[SourceColumn]:
-    return set(_star_sources(scope, exp.Star()))
 
 
 def _table_name(table: exp.Table) -> str:
@@ -216,7 +212,6 @@ def output_kinds(
     sql: str,
     dialect: str,
     reviewed: Mapping[str, ColumnKind],
-    declared: Mapping[str, ColumnKind],
 ) -> list[OutputKind]:
     """The kind of each result column of a free query, from its lineage: the strictest of
     its source columns' kinds (reviewed kinds by `table.column` or `column`, reconciled with
@@ -234,10 +229,7 @@ def output_kinds(
             or reviewed.get(f"{table}.{source.column}")
             or reviewed.get(source.column)
         )
-        name_kind = classify(source.column, declared)
-        if name_kind == "unknown":
-            name_kind = classify(f"{table}.{source.column}", declared)
-        return reconcile(name_kind, review)
+        return reconcile(classify(source.column, {}), review)
 
     if lineage is None or len(lineage) != len(columns):
         lineage = _by_name(columns, lineage)
@@ -246,7 +238,7 @@ def output_kinds(
     ceiling = strictest(source_kind(s) for out in lineage for s in out.sources)
     kinds = []
     for name, out in zip(columns, lineage, strict=True):
-        own = classify(name, declared)
+        own = classify(name, {})  # [privacy] columns globs: protect_rows applies them
         if not out.traced:
             kind = strictest((ceiling, own)) if own != "unknown" else ceiling
             kinds.append(

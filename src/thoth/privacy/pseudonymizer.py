@@ -133,7 +133,7 @@ class PlaceholderPseudonymizer:
             bounds.append((at, at + len(cell)))
             at += len(cell) + 1
         joined = " ".join(cells)
-        spans = [s for s in self._spans(joined) if _fits_cells(s, bounds, joined)]
+        spans = [s for s in self._spans(joined) if _fits(s, bounds, joined)]
         for offset, (low, high) in enumerate(bounds):
             mine = [
                 (max(s, low) - low, min(e, high) - low, token)
@@ -178,7 +178,7 @@ class PlaceholderPseudonymizer:
     def _identity(self, value: str) -> str:
         """An identity column's value: its entity's placeholder whatever the name's length,
         a code's numbered placeholder, or a numbered IDENTITA; never the value."""
-        _, entity = self.registry.lookup(value)
+        entity = self.registry.lookup(value)
         if entity is not None:
             return self._entity(entity, value)
         whole = value.strip()
@@ -203,29 +203,19 @@ class PlaceholderPseudonymizer:
             return token
 
 
-def _fits(span: _Span, bounds: Sequence[tuple[int, int]]) -> bool:
-    """A span inside one cell, or one that covers whole adjacent cells: a code or a name split
-    across cells fills them ("RSSMRA85" | "T10A562S", "Mario" | "Rossi"), where a number that
-    only ends in the next cell is two values side by side. Phones and e-mail addresses are
-    taken within one cell only."""
+def _fits(span: _Span, bounds: Sequence[tuple[int, int]], joined: str) -> bool:
+    """A span inside one cell, or one that fills whole adjacent cells with no dot, dash, slash
+    or colon inside: a code or a name split across cells ("RSSMRA85" | "T10A562S", "Mario" |
+    "Rossi"), where a number that only ends in the next cell, or "036" | "2010-01-01", is two
+    values side by side. Phones and e-mail addresses are taken within one cell only."""
     start, end, token = span
     touched = [(low, high) for low, high in bounds if start < high and end > low]
     if len(touched) <= 1:
         return True
     if token.startswith(("[TEL:", "[EMAIL:")):
         return False
-    return start == touched[0][0] and end == touched[-1][1]
-
-
-def _fits_cells(span: _Span, bounds: Sequence[tuple[int, int]], joined: str) -> bool:
-    """`_fits`, and a value split across cells holds no dot, dash, slash or colon inside a
-    cell: "036" | "2010-01-01" is a code beside a date, not one number."""
-    if not _fits(span, bounds):
-        return False
-    start, end, _ = span
-    if sum(1 for low, high in bounds if start < high and end > low) <= 1:
-        return True
-    return not _PUNCTUATED.search(joined[start:end])
+    whole = start == touched[0][0] and end == touched[-1][1]
+    return whole and not _PUNCTUATED.search(joined[start:end])
 
 
 def _scannable(value: Any) -> bool:

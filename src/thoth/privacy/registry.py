@@ -96,9 +96,6 @@ class Registry:
     def __init__(self, entities: Iterable[Entity]) -> None:
         self.entities: tuple[Entity, ...] = tuple(entities)
         self.by_placeholder = {e.placeholder: e for e in self.entities}
-        self.by_name: dict[str, Entity] = {}
-        for e in self.entities:
-            self.by_name.setdefault(normalise_name(e.name), e)
         # Every folded spelling a name is found under -> its entity (None: the spelling is a
         # surname several people share, or a reordering that names two of them).
         self.variants: dict[str, Entity | None] = {}
@@ -106,7 +103,7 @@ class Registry:
         for e in self.entities:
             whole = folded_name(e.name)
             if whole in self._whole:
-                continue  # the first entity of a name keeps it, as by_name does
+                continue  # the first entity of a name keeps it
             self._whole.add(whole)
             self.variants[whole] = e
         for e in self.entities:
@@ -134,13 +131,10 @@ class Registry:
         alternatives = "|".join(r"\s+".join(re.escape(w) for w in n.split()) for n in names)
         return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
-    def lookup(self, spelling: str) -> tuple[bool, Entity | None]:
-        """Whether `spelling` is a registry name in any of its forms, and the entity it names
-        (None when several share that form)."""
-        key = folded_name(spelling.replace(",", " "))
-        if key not in self.variants:
-            return False, None
-        return True, self.variants[key]
+    def lookup(self, spelling: str) -> Entity | None:
+        """The entity `spelling` names in any of its forms; None when it names none, or a
+        form several share."""
+        return self.variants.get(folded_name(spelling.replace(",", " ")))
 
     def find(self, folded: str, min_length: int) -> Iterator[tuple[int, int, str]]:
         """Every registry spelling at least `min_length` characters long in `folded` (text as
