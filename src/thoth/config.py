@@ -393,6 +393,15 @@ class AnalyticsSettings(_Strict):
         "chosen, below it the question goes to the text path. Calibrate it with "
         "`tht analytics calibrate`.",
     )
+    # Offline: two eligible queries whose scores differ by at most this fit equally; the answer
+    # names both and asks which (needs_parameter, ambiguous_query) instead of guessing.
+    tie_margin: float = Field(
+        default=0.005,
+        ge=0.0,
+        le=1.0,
+        description="Offline: two eligible queries whose routing scores differ by at most this "
+        "fit equally; the answer names both and asks which instead of choosing.",
+    )
     # Offline: a question below `threshold` but at or above this one looks like a figure no
     # query computes; its text answer says the figure is not available. None: never said
     # offline (with a model, the fallback tool says it).

@@ -246,7 +246,7 @@ def make_analytics(rt: Runtime) -> AnalyticsService:
         ws.settings.workspace,
         rt.state,
         AnalyticsStore(settings, ws.root),
-        OfflineRouter(rt.embedder, settings.threshold, settings.uncovered_threshold),
+        OfflineRouter(rt.embedder),
         wording_for(ws.settings.language),
         language=ws.settings.language,
         model_router=model,

@@ -134,7 +134,7 @@ def config(threshold: float, uncovered: float | None = None, extra: str = "") ->
 
 
 THRESHOLD = 0.5
-UNCOVERED = 0.25
+UNCOVERED = 0.2
 
 
 class AnalyticsWorkspace:

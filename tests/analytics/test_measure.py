@@ -58,8 +58,10 @@ def test_a_share_is_never_answered_with_a_count(analytics_ws: AnalyticsWorkspace
     assert counted["status"] == "computed"
     shared = ask(analytics_ws, SHARE_QUESTION)
     assert shared["status"] != "computed" and "figures" not in shared
-    measure = shared["diagnostics"]["analytics"]["measure"]  # type: ignore[index]
-    assert measure["asked"] == ["share"] and measure["chosen"] is None
+    decision = shared["diagnostics"]["analytics"]["decision"]  # type: ignore[index]
+    assert decision["measure_asked"] == ["share"] and decision["query_id"] is None
+    refused = {f["query_id"]: f["refused"] for f in decision["fits"]}
+    assert "measure mismatch" in refused["ricoveri-reparto"]
     reason = shared["diagnostics"]["analytics"]["reason"]  # type: ignore[index]
     assert "measure mismatch" in reason and "share" in reason
 

@@ -86,6 +86,7 @@ def test_a_missing_required_parameter_is_named(analytics_ws: AnalyticsWorkspace)
         "query_id": "ricoveri-reparto",
         "missing": ["anno"],
         "invalid": {},
+        "candidates": [],
     }
     assert "provenance" not in data and "sources" not in data
     assert logged(analytics_ws, answer)["status"] == "needs_parameter"
@@ -116,7 +117,9 @@ def test_a_constraint_the_query_cannot_apply_is_not_computed(
     answer = ask(analytics_ws, "Quanti ricoveri ha avuto la Pediatria nel 3° trimestre 2024?")
     assert answer.status != "computed" and answer.provenance is None
     assert answer.text.startswith(ITALIAN.figure_maybe_not_available)
-    assert answer.diagnostics["analytics"]["unbound"] == ["3"]
+    decision = answer.diagnostics["analytics"]["decision"]
+    refused = {f["query_id"]: f["refused"] for f in decision["fits"]}
+    assert refused["ricoveri-reparto"].startswith("unbound: 3 ")
 
 
 def test_the_misfiring_text_question_goes_to_the_text_path(

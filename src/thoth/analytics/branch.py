@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from thoth.analytics.catalog import Catalog, CatalogQuery, CatalogUnreadable, load_catalog_at
-from thoth.analytics.extract import Extraction, Matcher, extract, validate
+from thoth.analytics.decide import Decision, Vocabulary, decide, decide_chosen
+from thoth.analytics.extract import Extraction, Matcher, validate
 from thoth.analytics.glossary import glossary_synonyms
-from thoth.analytics.measure import agrees, asked_measures
 from thoth.analytics.render import computed_text
 from thoth.analytics.routing import Choice, ModelRouter, OfflineRouter, RoutingFailed
 from thoth.analytics.store import AnalyticsError, AnalyticsStore, Computation
@@ -48,6 +48,13 @@ class ServedCatalog:
     queries: dict[str, CatalogQuery]
     choices: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
     _source_kinds: dict[str, ColumnKind] | None = field(default=None, repr=False)
+    _vocabulary: Vocabulary | None = field(default=None, repr=False)
+
+    def vocabulary(self, matcher: Matcher) -> Vocabulary:
+        """The stems the queries are written with (what the decision reads questions against)."""
+        if self._vocabulary is None:
+            self._vocabulary = Vocabulary.of(self.queries, self.choices, matcher)
+        return self._vocabulary
 
     def source_kinds(self, dialect: str) -> dict[str, ColumnKind]:
         """The store's columns (`schema.view.column`) with the kinds the reviewed queries give
@@ -120,24 +127,7 @@ class AnalyticsService:
         for problem in catalog.problems:
             # A broken entry is not served; the others are. `tht analytics check` shows it.
             log.warning("catalog entry not served: %s", problem.render())
-        served = ServedCatalog(catalog, catalog.queries)
-        synonyms = glossary_synonyms(self._root, revision)
-        for qid, query in served.queries.items():
-            for name, param in query.parameters.items():
-                if param.type != "enum":
-                    continue
-                values = (
-                    list(param.values)
-                    if param.values is not None
-                    else self.store.enum_values(param.values_from or "")
-                )
-                words: dict[str, list[str]] = {}
-                for value in values:
-                    words[value] = [
-                        *param.synonyms.get(value, []),
-                        *synonyms.get(_key(value), []),
-                    ]
-                served.choices.setdefault(qid, {})[name] = words
+        served = serve(catalog, self.store, glossary_synonyms(self._root, revision))
         with self._lock:
             self._served = served
         return served
@@ -171,96 +161,91 @@ class AnalyticsService:
             "route": choice.as_dict(),
             "catalog_revision": served.catalog.revision,
         }
-        asked = asked_measures(question)
-        if asked:
-            diagnostics["measure_asked"] = sorted(asked)
-        if choice.query_id is not None:
-            agreed = self._agreeing(choice, served, asked)
-            if agreed != choice.query_id:
-                first = served.queries[choice.query_id]
-                diagnostics["measure"] = {
-                    "asked": sorted(asked),
-                    "refused": {"query_id": first.id, "measures": sorted(first.measures)},
-                    "chosen": agreed,
-                }
-                if agreed is None:
-                    # Never a neighbour's number: the text path answers and says the figure
-                    # is not available.
-                    diagnostics["reason"] = (
-                        f"measure mismatch: the question asks {', '.join(sorted(asked))}; "
-                        f"{first.id} computes {', '.join(sorted(first.measures))}"
-                    )
-                    return NumericAnswer(
-                        "not_covered",
-                        figure_requested=True,
-                        figure_hedged=False,
-                        diagnostics=diagnostics,
-                    )
-                choice = replace(choice, query_id=agreed)
-        if choice.query_id is None:
+        vocab = served.vocabulary(self._matcher)
+        if choice.by == "model":
+            if choice.query_id is None:
+                return NumericAnswer(
+                    "not_covered",
+                    figure_requested=choice.figure_requested,
+                    diagnostics=diagnostics,
+                )
+            chosen = served.queries[choice.query_id]
+            decision = decide_chosen(
+                question, chosen, choice.proposed, served.choices.get(chosen.id, {}), vocab
+            )
+        else:
+            decision = decide(
+                question,
+                served.queries,
+                choice.scores,
+                served.choices,
+                vocab,
+                self.settings.threshold,
+                self.settings.tie_margin,
+            )
+        diagnostics["decision"] = decision.as_dict()
+        if decision.outcome == "text":
+            diagnostics["reason"] = decision.reason
+            best = decision.best
+            uncovered = self.settings.uncovered_threshold
+            # A query above the threshold refused by a gate, or a score in the band below it:
+            # the question asks a figure no query computes; offline the sentence is hedged.
+            figure = decision.refused_above or (
+                choice.by == "similarity"
+                and best is not None
+                and uncovered is not None
+                and best.score >= uncovered
+            )
             return NumericAnswer(
                 "not_covered",
-                figure_requested=choice.figure_requested,
+                figure_requested=figure,
                 figure_hedged=choice.by == "similarity",
                 diagnostics=diagnostics,
             )
-        query = served.queries[choice.query_id]
-        choices = served.choices.get(query.id, {})
-        extraction = (
-            validate(query, choice.proposed, choices)
-            if choice.proposed is not None
-            else extract(question, query, choices, self._matcher)
-        )
+        if decision.outcome == "ambiguous":
+            return self._ambiguous(served, decision, diagnostics)
+        assert decision.query_id is not None and decision.extraction is not None
+        query = served.queries[decision.query_id]
+        extraction = decision.extraction
         diagnostics["parameters"] = {
             "values": {k: str(v) for k, v in extraction.values.items()},
             "origin": extraction.origin,
             "missing": extraction.missing,
             "invalid": extraction.invalid,
         }
-        if extraction.unbound:
-            # The question constrains what the query cannot: the text path answers, and says
-            # the figure may not be available, rather than a number for another question.
-            diagnostics["unbound"] = extraction.unbound
-            return NumericAnswer(
-                "not_covered",
-                figure_requested=True,
-                figure_hedged=True,
-                diagnostics=diagnostics,
-            )
-        if not extraction.complete:
+        if decision.outcome == "needs_parameter":
             return self._needs_parameter(query, extraction, diagnostics)
         try:
             computation = self.store.execute(query, extraction.values, served.catalog.revision)
         except AnalyticsError as exc:
             return self._failed(question, exc, query, diagnostics)
-        return self._computed(query, computation, choice, diagnostics)
+        return self._computed(query, computation, diagnostics)
 
-    def _agreeing(self, choice: Choice, served: ServedCatalog, asked: frozenset[str]) -> str | None:
-        """The chosen query if its measure agrees with the question's; else, routing by
-        similarity, the best other query above the threshold that agrees; else None."""
-        assert choice.query_id is not None
-        if agrees(asked, served.queries[choice.query_id].measures):
-            return choice.query_id
-        if choice.by != "similarity" or choice.threshold is None:
-            return None
-        ranked = sorted(choice.scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        for query_id, score in ranked:
-            if score < choice.threshold:
-                break
-            if query_id != choice.query_id and agrees(asked, served.queries[query_id].measures):
-                return query_id
-        return None
+    def _ambiguous(
+        self, served: ServedCatalog, decision: Decision, diagnostics: dict[str, Any]
+    ) -> NumericAnswer:
+        """Two queries fit equally: the question must say which, never a guess between them."""
+        named = "; ".join(
+            f"{qid} ({served.queries[qid].description.strip().split('. ')[0]})"
+            for qid in decision.candidates
+        )
+        return NumericAnswer(
+            "needs_parameter",
+            text=self._wording.ambiguous_query.format(candidates=named),
+            error_code="ambiguous_query",
+            candidates=decision.candidates,
+            diagnostics=diagnostics,
+        )
 
     def _choose(self, question: str, served: ServedCatalog) -> Choice:
         if self._model_router is not None:
             return self._model_router.route(question, served.queries, served.enum_values())
-        return self._router.route(question, served.queries)
+        return Choice(None, "similarity", scores=self._router.scores(question, served.queries))
 
     def _computed(
         self,
         query: CatalogQuery,
         computation: Computation,
-        choice: Choice,
         diagnostics: dict[str, Any],
     ) -> NumericAnswer:
         columns = tuple(
@@ -347,6 +332,28 @@ class AnalyticsService:
 
     def close(self) -> None:
         self.store.close()
+
+
+def serve(
+    catalog: Catalog, store: AnalyticsStore, synonyms: Mapping[str, list[str]]
+) -> ServedCatalog:
+    """The catalog as it is served: each enum parameter's values (its own list, or read from
+    the store's value source) with their synonyms (the query's own, then the glossary's)."""
+    served = ServedCatalog(catalog, catalog.queries)
+    for qid, query in served.queries.items():
+        for name, param in query.parameters.items():
+            if param.type != "enum":
+                continue
+            values = (
+                list(param.values)
+                if param.values is not None
+                else store.enum_values(param.values_from or "")
+            )
+            served.choices.setdefault(qid, {})[name] = {
+                value: [*param.synonyms.get(value, []), *synonyms.get(_key(value), [])]
+                for value in values
+            }
+    return served
 
 
 def _key(value: str) -> str:

@@ -73,9 +73,16 @@ class Matcher:
 
     def __init__(self, language: str) -> None:
         self._encoder = Bm25Encoder(language, 1.0)
+        # The catalog's values and synonyms are stemmed for every question: once is enough.
+        self._cache: dict[str, frozenset[int]] = {}
 
     def stems(self, text: str) -> frozenset[int]:
-        return frozenset(self._encoder.query(fold(text)).indices)
+        stems = self._cache.get(text)
+        if stems is None:
+            stems = frozenset(self._encoder.query(fold(text)).indices)
+            if len(self._cache) < 100_000:
+                self._cache[text] = stems
+        return stems
 
 
 def find_enum_value(

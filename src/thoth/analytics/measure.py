@@ -40,11 +40,11 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
     ),
     (
         ("maximum",),
-        r"massim[oaie]|pi[uù] alt[oa]|pi[uù] lung[oa]|maggior[ei]|maximum|highest|largest|"
-        r"longest|most",
+        r"massim[oaie]|pi[uù] alt[oa]|pi[uù] lung[oa]|maggior[ei]|di pi[uù]|pi[uù]|maximum|"
+        r"highest|largest|longest|most|biggest|peak",
     ),
     (("ratio",), r"rapporto|per mille|ogni \d+|ratio|per capita|per \d+"),
-    (("list",), r"elenc\w*|lista|list|show me the|mostrami (?:i|gli|le)"),
+    (("list",), r"elenc\w*|lista|list|show me the|mostra\w*|show"),
     (
         ("trend",),
         r"andamento|trend|nel tempo|mese per mese|mensil\w*|over time|monthly|month by month",
@@ -63,6 +63,13 @@ def asked_measures(question: str) -> frozenset[str]:
         if pattern.search(question):
             found.update(measures)
     return frozenset(found)
+
+
+def without_measure_words(question: str) -> str:
+    """The question with its measure words blanked (what is left says *what* is measured)."""
+    for _, pattern in _PATTERNS:
+        question = pattern.sub(" ", question)
+    return question
 
 
 def agrees(asked: Iterable[str], declared: Iterable[str]) -> bool:

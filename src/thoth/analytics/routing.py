@@ -2,9 +2,10 @@
 
 - Offline (`OfflineRouter`, the default): the question is compared with each catalog query's
   description and example questions with the workspace's embedder (query mode on both sides,
-  as channel routing does); the closest query is chosen when it reaches `[analytics] threshold`,
-  calibrated by `tht analytics calibrate`. Below it the question goes to the text path: a
-  text question is never refused as numeric.
+  as channel routing does); thoth.analytics.decide reads the question against each query
+  (measure, grouping, parameters, words) and chooses when the combined score reaches
+  `[analytics] threshold`, calibrated by `tht analytics calibrate`. Below it the question goes
+  to the text path: a text question is never refused as numeric.
 - With a model (`ModelRouter`): one function call whose tools are the catalog queries (a JSON
   schema from the typed parameters, strict where the provider supports it) plus one fallback
   tool, "not a question for the store". The model chooses; the values it proposes are
@@ -14,14 +15,17 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 
 from thoth.analytics.catalog import CatalogQuery, Parameter
+from thoth.analytics.decide import Decision
 from thoth.answer.routing import distribution, split_threshold
 from thoth.answer.seams import NoPseudonymizer, Pseudonymizer
 from thoth.embed.base import Embedder, Vectors
@@ -58,12 +62,11 @@ class Choice:
 
 
 class OfflineRouter:
-    def __init__(
-        self, embedder: Embedder, threshold: float, uncovered_threshold: float | None = None
-    ) -> None:
+    """The similarity of a question with each catalog query (its description and examples);
+    what is decided from it is thoth.analytics.decide's."""
+
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
-        self.threshold = threshold
-        self.uncovered_threshold = uncovered_threshold
         self._vectors: dict[str, Vectors] = {}
         self._fingerprint: str | None = None
 
@@ -88,27 +91,6 @@ class OfflineRouter:
         vectors = self._example_vectors(queries)
         row = np.asarray(self._embedder.embed_query(question), dtype=np.float32).reshape(-1)
         return {qid: float(np.max(m @ row)) for qid, m in vectors.items()}
-
-    def route(self, question: str, queries: Mapping[str, CatalogQuery]) -> Choice:
-        scores = self.scores(question, queries)
-        if not scores:
-            return Choice(None, "similarity", threshold=self.threshold)
-        best_score, best = min((-s, qid) for qid, s in scores.items())
-        score = -best_score
-        chosen = best if score >= self.threshold else None
-        uncovered = (
-            chosen is None
-            and self.uncovered_threshold is not None
-            and score >= self.uncovered_threshold
-        )
-        return Choice(
-            chosen,
-            "similarity",
-            score=score,
-            threshold=self.threshold,
-            scores=scores,
-            figure_requested=uncovered,
-        )
 
 
 # -- the model's one function call ---------------------------------------------------------
@@ -267,10 +249,41 @@ class ModelRouter:
 # -- calibration ---------------------------------------------------------------------------
 
 
+# A number computed for a question no query covers is the worst answer Thoth can give: in
+# calibration it weighs this many times a covered question sent to the text path (or an
+# uncovered one that would only be asked for a parameter).
+WRONG_NUMBER_COST: Final = 3
+
+
+@dataclass(frozen=True)
+class Split:
+    threshold: float
+    separated: bool
+
+
+def cautious_split(positives: Sequence[float], negatives: Sequence[tuple[float, int]]) -> Split:
+    """The cut with the lowest cost: each positive below it costs 1, each negative at or
+    above it its weight; among equal costs the highest cut (when in doubt, no number). With
+    no negative the cut sits just below the lowest positive."""
+    if not negatives:
+        return Split(min(positives) - 0.001, True)
+    highest_negative = max(v for v, _ in negatives)
+    if min(positives) > highest_negative:
+        return Split((min(positives) + highest_negative) / 2, True)
+    values = sorted({*positives, *(v for v, _ in negatives)})
+    cuts = [values[0] - 0.01, *((a + b) / 2 for a, b in itertools.pairwise(values))]
+    cuts.append(values[-1] + 0.001)
+
+    def cost(cut: float) -> int:
+        return sum(v < cut for v in positives) + sum(w for v, w in negatives if v >= cut)
+
+    return Split(min(cuts, key=lambda cut: (cost(cut), -cut)), False)
+
+
 @dataclass
 class QueryCalibration:
-    covered: list[float]  # best score of questions a query covers, when it is the right one
-    not_covered: list[float]  # best score of questions no query covers
+    covered: list[float]  # score of questions a query covers, when the decision is right
+    not_covered: list[float]  # best eligible score of questions no query covers
     uncovered_figures: list[float]  # of those, the ones asking a figure
     threshold: float
     separated: bool
@@ -296,13 +309,18 @@ class QueryCalibration:
 
 
 def calibrate(
-    router: OfflineRouter,
-    queries: Mapping[str, CatalogQuery],
     labelled: Sequence[tuple[str, str | None, bool]],
+    queries: Mapping[str, CatalogQuery],
+    decide_one: Callable[[str], Decision],
 ) -> QueryCalibration:
-    """`labelled`: (question, expected query id or None, asks for a figure). The threshold
-    separates covered questions (closest query right) from the ones no query covers; when
-    uncovered figure questions are labelled, a second cut separates them from text ones."""
+    """`labelled`: (question, expected query id or None, asks for a figure); `decide_one`:
+    the product's decision with no threshold (thoth.analytics.decide), so what is calibrated
+    is the combined decision (measure, grouping, parameters, words and similarity), not the
+    similarity alone. The threshold separates covered questions (decision right) from the
+    ones no query covers; when uncovered figure questions are labelled, a second cut
+    separates them from text ones. Each question's margin says how far it is from the
+    threshold on its right side (negative: on the wrong side) and, when covered, its lead
+    over the runner-up query."""
     for question, expected, _ in labelled:
         if expected is not None and expected not in queries:
             raise ThothError(
@@ -311,28 +329,41 @@ def calibrate(
             )
     rows: list[dict[str, Any]] = []
     for question, expected, figure in labelled:
-        scores = router.scores(question, queries)
-        best_score, best = min((-s, q) for q, s in scores.items())
+        decision = decide_one(question)
+        eligible = [f for f in decision.fits if f.refused is None]
+        closest = decision.query_id or (decision.candidates[0] if decision.candidates else None)
+        score = eligible[0].score if eligible else -math.inf
+        runner = next((f.score for f in eligible[1:]), None)
         rows.append(
             {
                 "question": question,
                 "expected": expected,
                 "figure": figure,
-                "closest": best,
-                "score": round(-best_score, 4),
-                "_score": -best_score,
+                "closest": closest,
+                "outcome": decision.outcome,
+                "score": None if score == -math.inf else round(score, 4),
+                "lead": None if runner is None else round(score - runner, 4),
+                "refused": {f.query_id: f.refused for f in decision.fits if f.refused},
+                "_score": score,
+                # the best score of any query, refused or not: what the figure band reads
+                "_best": decision.fits[0].score if decision.fits else -math.inf,
             }
         )
     covered = [r["_score"] for r in rows if r["expected"] and r["closest"] == r["expected"]]
-    not_covered = [r["_score"] for r in rows if r["expected"] is None]
-    if not covered or not not_covered:
+    # A question no query can take (every query refused by a gate) is right at any threshold.
+    taken = [r for r in rows if r["expected"] is None and r["closest"]]
+    if not covered or not [r for r in rows if r["expected"] is None]:
         raise ThothError(
             "calibration needs questions a query covers (query: <id>) and questions none "
-            "covers (query: null), with the closest query right for some of the first"
+            "covers (query: null), with the decision right for some of the first"
         )
-    split = split_threshold(covered, not_covered)
-    figures = [r["_score"] for r in rows if r["expected"] is None and r["figure"]]
-    texts = [r["_score"] for r in rows if r["expected"] is None and not r["figure"]]
+    split = cautious_split(
+        covered,
+        [(r["_score"], WRONG_NUMBER_COST if r["outcome"] == "compute" else 1) for r in taken],
+    )
+    not_covered = [r["_score"] for r in taken]
+    figures = [r["_best"] for r in rows if r["expected"] is None and r["figure"]]
+    texts = [r["_best"] for r in rows if r["expected"] is None and not r["figure"]]
     uncovered = (
         min(split_threshold(figures, texts).threshold, split.threshold)
         if figures and texts
@@ -344,9 +375,11 @@ def calibrate(
         row["routed"] = routed
         row["correct"] = routed == row["expected"]
         right += row["correct"]
-        del row["_score"]
+        gap = row["_score"] - split.threshold
+        row["margin"] = round(gap if row["expected"] else -gap, 4) if row["closest"] else None
+        del row["_score"], row["_best"]
     wrong = [
-        {k: r[k] for k in ("question", "expected", "closest", "score")}
+        {k: r[k] for k in ("question", "expected", "closest", "score", "refused")}
         for r in rows
         if r["expected"] is not None and r["closest"] != r["expected"]
     ]

@@ -65,6 +65,8 @@ class NumericAnswer:
     # (name -> why).
     missing: tuple[str, ...] = ()
     invalid: dict[str, str] = field(default_factory=dict)
+    # needs_parameter [ambiguous_query]: the catalog queries that fit the question equally.
+    candidates: tuple[str, ...] = ()
     diagnostics: dict[str, Any] = field(default_factory=dict)
     degraded: tuple[str, ...] = ()
 

@@ -76,8 +76,8 @@ class Answer:
     # figures themselves (columns with label, unit and kind; rows). None elsewhere (absent).
     provenance: dict[str, Any] | None = None
     figures: dict[str, Any] | None = None
-    # status needs_parameter: {query_id, missing: [...], invalid: {name: why}}, for a caller
-    # that asks the user for exactly that.
+    # status needs_parameter: {query_id, missing: [...], invalid: {name: why}, candidates:
+    # [query ids that fit equally]}, for a caller that asks the user for exactly that.
     needs_parameter: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -293,6 +293,7 @@ class AnswerService:
                 "query_id": numeric.query_id,
                 "missing": list(numeric.missing),
                 "invalid": dict(numeric.invalid),
+                "candidates": list(numeric.candidates),
             }
             if needs
             else None,

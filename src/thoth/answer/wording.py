@@ -25,6 +25,7 @@ class Wording:
     figure_maybe_not_available: str  # offline: the similarity band cannot be sure it is a figure
     needs_parameter: str  # {query} {names}
     invalid_parameter: str  # {query} {problems}
+    ambiguous_query: str  # {candidates}: two catalog queries fit the question equally
     numeric_failed: str  # {code} {error}
     numbers_heading: str  # before the figures' table a model reads
     no_overlap: str
@@ -78,6 +79,10 @@ ITALIAN = Wording(
     ),
     invalid_parameter=(
         "Non posso calcolare questo dato (query {query}) con i valori indicati: {problems}."
+    ),
+    ambiguous_query=(
+        "La domanda si adatta ugualmente a più query del catalogo: {candidates}. Ripetila "
+        "dicendo quale dato chiedi."
     ),
     numeric_failed=(
         "Il calcolo del dato non è riuscito (codice {code}): nessun numero è stato servito. "
@@ -156,6 +161,10 @@ ENGLISH = Wording(
         "To compute this figure (query {query}) I need: {names}. Ask again stating it."
     ),
     invalid_parameter="I cannot compute this figure (query {query}) with those values: {problems}.",
+    ambiguous_query=(
+        "The question fits several catalog queries equally: {candidates}. Ask again saying "
+        "which figure you want."
+    ),
     numeric_failed=(
         "Computing the figure failed (code {code}): no number was served. Details: {error}"
     ),

@@ -6,6 +6,7 @@ down; metrics-page 0 written, 1 a figure failed (nothing written)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -109,10 +110,14 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the catalog and suggest the routing threshold."""
+    from thoth.analytics.branch import serve
     from thoth.analytics.catalog import load_catalog_files
-    from thoth.analytics.routing import OfflineRouter, calibrate
+    from thoth.analytics.decide import Decision, decide
+    from thoth.analytics.extract import Matcher
+    from thoth.analytics.glossary import glossary_synonyms
+    from thoth.analytics.routing import WRONG_NUMBER_COST, OfflineRouter, calibrate
     from thoth.embed.base import EmbedderError
-    from thoth.runtime import open_embedder
+    from thoth.runtime import open_analytics_store, open_embedder
     from thoth.runtime import require_analytics as _require
 
     with errors(as_json):
@@ -121,9 +126,24 @@ def calibrate_cmd(
         path = labelled_set or ws.root / DEFAULT_SET
         labelled = load_labelled(path)
         catalog = load_catalog_files(ws.root, settings.catalog)
+        # The working tree's catalog with the values the store holds and the committed
+        # glossary's synonyms: what the answer path will serve once committed and activated.
+        store = open_analytics_store(ws)
         try:
-            router = OfflineRouter(open_embedder(ws), settings.threshold)
-            result = calibrate(router, catalog.queries, labelled)
+            served = serve(catalog, store, glossary_synonyms(ws.root, "HEAD"))
+        finally:
+            store.close()
+        vocab = served.vocabulary(Matcher(ws.settings.language))
+        try:
+            router = OfflineRouter(open_embedder(ws))
+
+            def decide_one(question: str) -> Decision:
+                scores = router.scores(question, served.queries)
+                return decide(
+                    question, served.queries, scores, served.choices, vocab, -math.inf, 0.0
+                )
+
+            result = calibrate(labelled, served.queries, decide_one)
         except EmbedderError as exc:
             raise ThothError(
                 f"the embedder did not answer ({exc}) -> calibration needs embeddings"
@@ -138,7 +158,7 @@ def calibrate_cmd(
     if as_json:
         emit_json(data)
         return
-    table = Table(title="best similarity to a catalog query")
+    table = Table(title="routing score of the decision (similarity, measure, values, words)")
     for col in ("questions", "n", "min", "p10", "p50", "p90", "max"):
         table.add_column(col)
     for label, key in (
@@ -155,7 +175,11 @@ def calibrate_cmd(
             ),
         )
     out.print(table)
-    verdict = "separated" if result.separated else "overlapping: best accuracy"
+    verdict = (
+        "separated"
+        if result.separated
+        else f"overlapping: lowest cost, a wrong number weighing {WRONG_NUMBER_COST}"
+    )
     out.print(
         f"Suggested threshold: [bold]{result.threshold:.3f}[/] ({verdict}), accuracy "
         f"{result.accuracy:.0%} on {len(result.per_question)} questions. Configured: "
@@ -167,9 +191,21 @@ def calibrate_cmd(
             "(figures no query computes vs text questions)."
         )
     for row in result.wrong_query:
+        refused = row["refused"].get(row["expected"])
+        why = f"refused: {refused}" if refused else "improve its examples"
         out.print(
-            f"  closest query wrong: {escape(row['question'])!r} expected {row['expected']}, "
-            f"closest {row['closest']} ({row['score']:.3f}) -> improve its examples",
+            f"  decision wrong: {escape(row['question'])!r} expected {row['expected']}, "
+            f"chose {row['closest']} ({row['score']}) -> {escape(why)}",
+            highlight=False,
+        )
+    thin = sorted(
+        (r for r in result.per_question if r["margin"] is not None and r["margin"] < 0.01),
+        key=lambda r: r["margin"],
+    )
+    for row in thin:
+        out.print(
+            f"  margin {row['margin']:+.4f}: {escape(row['question'])!r} "
+            f"({row['expected'] or 'no query'})",
             highlight=False,
         )
     out.print(

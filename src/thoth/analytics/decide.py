@@ -1,0 +1,342 @@
+"""The routing decision: which catalog query answers a question, if any, read from what is
+asked and not from similarity alone.
+
+Similarity cannot tell "how many" from "what share of", nor "blue" from "brown". So, for each
+catalog query, beside the similarity of the question with its description and examples:
+
+- the **measure** asked (thoth.analytics.measure) must agree with the query's declared one;
+- the **grouping** asked ("per reparto", "by segment") must be a column of its result;
+- the question's dates, years and numbers must all be taken by its parameters (`unbound`);
+- its parameters are filled from the question (`extract`): the enumerated values it names
+  are evidence that the question is about this query;
+- the question's **words** are read against the query's vocabulary (description, examples,
+  parameter descriptions, values and synonyms, result labels): a word none of them explains
+  ("blue" beside the values brown and green) counts against it, and a word no query explains
+  refuses them all.
+
+A word that no query of the catalog explains names something the catalog does not know
+("età", "boarding"): the question is never computed, and the diagnostics name the word (a
+curator who finds it means a query adds it to that query's examples or synonyms). The score is
+the similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the
+share of the question's content words that only other queries explain. `tht analytics calibrate`
+sets the threshold on this score, not on the similarity. A query refused by a gate is never
+answered with: the next eligible query above the threshold is, else the text path with the
+reason. Two eligible queries within the tie margin are a clarification naming both; the
+chosen one missing a required value is `needs_parameter`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+from thoth.analytics.catalog import CatalogQuery
+from thoth.analytics.extract import Extraction, Matcher, extract, validate
+from thoth.analytics.measure import agrees, asked_measures, without_measure_words
+
+# Score weights (see the module docstring). Small against the bundled embedder's compressed
+# similarities (covered 0.93-1.0, not covered 0.80-0.93), so similarity still orders the
+# queries; the threshold is calibrated on the resulting score.
+EVIDENCE: Final = 0.01
+UNEXPLAINED: Final = 0.06
+
+Outcome = Literal["compute", "needs_parameter", "ambiguous", "text"]
+
+# Function words the stopword lists keep (forms of to be / to have, "each", "which"): they
+# say nothing about what is measured.
+_FUNCTION_WORDS: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "stato stata stati state sono era erano siamo hanno avuto avuta avuti avute fatto "
+        "fatta fatti fatte ciascun ciascuno ciascuna ogni qual quale quali cosa come ecco "
+        "been were was have had has each every which what there their does did done "
+        # grouping words: the grouping is read apart
+        "per by for "
+        # relative periods: the parameters' business too
+        "scorso scorsa passato passata corrente precedente ultimo ultima ultimi ultime "
+        "last previous current past this "
+        # comparisons and number words: constraints the parameters read, not subjects
+        "sopra sotto oltre entro almeno circa tra fra dopo prima fino above below over under "
+        "more less than least after before within between since until about "
+        "due tre quattro cinque sei sette otto nove dieci undici dodici quindici venti trenta "
+        "quaranta cinquanta sessanta novanta cento mille two three four five six seven eight "
+        "nine ten twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand",
+    )
+)
+
+# "per reparto", "by segment", "for each country", "suddivisi per mese".
+_GROUPING: Final = re.compile(
+    r"\b(?:per\s+(?:ogni|ciascun[oa]?)|for\s+each|broken\s+down\s+by|grouped\s+by|"
+    r"split\s+by|per|by)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
+    re.IGNORECASE,
+)
+
+
+_WORD: Final = re.compile(r"[^\W\d_]{3,}")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How one catalog query fits one question."""
+
+    query_id: str
+    similarity: float
+    score: float
+    extraction: Extraction
+    evidence: int  # enumerated values of the question this query's parameters take
+    unexplained: tuple[str, ...]  # the question's words its vocabulary does not explain
+    foreign: tuple[str, ...]  # of those, the ones no query of the catalog explains
+    refused: str | None  # why it cannot answer (a gate), None when it can
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "similarity": round(self.similarity, 4),
+            "score": round(self.score, 4),
+            "evidence": self.evidence,
+            "unexplained": list(self.unexplained),
+            "foreign": list(self.foreign),
+            "refused": self.refused,
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    query_id: str | None = None
+    candidates: tuple[str, ...] = ()  # ambiguous: the queries that fit equally
+    reason: str | None = None  # text: why no query answers (a gate, or the threshold)
+    fits: tuple[Fit, ...] = ()  # ranked by score
+    asked: frozenset[str] = frozenset()
+    grouping: tuple[str, ...] = ()
+    extraction: Extraction | None = None  # of the chosen query
+    refused_above: bool = False  # a query above the threshold was refused by a gate
+    threshold: float | None = None
+
+    @property
+    def best(self) -> Fit | None:
+        return self.fits[0] if self.fits else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "query_id": self.query_id,
+            "candidates": list(self.candidates),
+            "reason": self.reason,
+            "measure_asked": sorted(self.asked),
+            "grouping_asked": list(self.grouping),
+            "threshold": self.threshold,
+            "fits": [f.as_dict() for f in self.fits[:5]],
+        }
+
+
+@dataclass
+class Vocabulary:
+    """The stems a catalog's queries are written with (cached per served catalog)."""
+
+    matcher: Matcher
+    per_query: dict[str, frozenset[int]] = field(default_factory=dict)
+    words: dict[str, frozenset[str]] = field(default_factory=dict)  # folded words, per query
+    columns: dict[str, frozenset[int]] = field(default_factory=dict)  # non-quantity columns
+    enum_stems: frozenset[int] = frozenset()
+    all_stems: frozenset[int] = frozenset()
+    all_words: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(
+        cls,
+        queries: Mapping[str, CatalogQuery],
+        choices: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
+        matcher: Matcher,
+    ) -> Vocabulary:
+        vocab = cls(matcher)
+        enum: set[int] = set()
+        for qid, query in queries.items():
+            texts = [*query.routing_texts()]
+            for name, param in query.parameters.items():
+                texts += [name.replace("_", " "), param.description]
+                for value, words in choices.get(qid, {}).get(name, {}).items():
+                    texts += [value, *words]
+                    for text in (value, *words):
+                        enum |= matcher.stems(text)
+            grouped: set[int] = set()
+            for name, column in query.result.columns.items():
+                stems = matcher.stems(f"{name.replace('_', ' ')} {column.label}")
+                texts.append(f"{name.replace('_', ' ')} {column.label} {column.unit or ''}")
+                if column.kind != "quantity":
+                    grouped |= stems
+            vocab.per_query[qid] = frozenset().union(*(matcher.stems(t) for t in texts))
+            vocab.words[qid] = frozenset(_WORD.findall(" ".join(texts).casefold()))
+            vocab.columns[qid] = frozenset(grouped)
+        vocab.enum_stems = frozenset(enum)
+        vocab.all_stems = frozenset().union(*vocab.per_query.values())
+        vocab.all_words = frozenset().union(*vocab.words.values())
+        return vocab
+
+    def foreign(self, words: Sequence[str]) -> tuple[str, ...]:
+        """The words no query of the catalog explains."""
+        return tuple(
+            w for w in words if not _explained(w, self.all_stems, self.all_words, self.matcher)
+        )
+
+    def grouping(self, question: str) -> tuple[str, ...]:
+        """The words the question groups by ("per reparto"): words after per/by that name a
+        non-quantity result column somewhere in the catalog and are no value."""
+        every_column = frozenset().union(*self.columns.values()) if self.columns else frozenset()
+        found: list[str] = []
+        for m in _GROUPING.finditer(question):
+            for word in m[1].casefold().split():
+                stems = self.matcher.stems(word)
+                if stems and stems <= every_column and not stems & self.enum_stems:
+                    found.append(word)
+        return tuple(dict.fromkeys(found))
+
+    def groups_as_asked(self, query_id: str, grouping: Sequence[str]) -> bool:
+        stems = self.matcher.stems(" ".join(grouping))
+        return stems <= self.columns.get(query_id, frozenset())
+
+
+def content_words(question: str, matcher: Matcher) -> tuple[str, ...]:
+    """The question's words that carry meaning: no measure word, no stopword or function
+    word, no number or date (those are the parameters' business)."""
+    words = _WORD.findall(without_measure_words(question).casefold())
+    return tuple(w for w in dict.fromkeys(words) if w not in _FUNCTION_WORDS and matcher.stems(w))
+
+
+def _unexplained(words: Sequence[str], qid: str, vocab: Vocabulary) -> tuple[str, ...]:
+    """The words neither stemmed alike nor sharing a long prefix ("reparti" / "reparto": the
+    light stemmer keeps them apart) with a word of the query's vocabulary."""
+    own = vocab.per_query.get(qid, frozenset())
+    own_words = vocab.words.get(qid, frozenset())
+    return tuple(w for w in words if not _explained(w, own, own_words, vocab.matcher))
+
+
+def _explained(word: str, stems: frozenset[int], words: frozenset[str], matcher: Matcher) -> bool:
+    return matcher.stems(word) <= stems or any(_akin(word, v) for v in words)
+
+
+def _akin(word: str, other: str) -> bool:
+    """The same word with another ending vowel or letter (reparto/reparti, usciti/uscita):
+    a common prefix of at least 4 letters, at most one letter left on each side."""
+    k = 0
+    for a, b in zip(word, other, strict=False):
+        if a != b:
+            break
+        k += 1
+    return k >= 4 and len(word) - k <= 1 and len(other) - k <= 1
+
+
+def fit(
+    question: str,
+    query: CatalogQuery,
+    similarity: float,
+    choices: Mapping[str, Mapping[str, Sequence[str]]],
+    vocab: Vocabulary,
+    asked: frozenset[str],
+    grouping: Sequence[str],
+    proposed: Mapping[str, object] | None = None,
+) -> Fit:
+    """How `query` fits `question` (`proposed`: the model's values, validated instead of
+    extracted; a model reads the words itself, so unknown words refuse only offline)."""
+    extraction = (
+        validate(query, proposed, choices)
+        if proposed is not None
+        else extract(question, query, choices, vocab.matcher)
+    )
+    evidence = sum(
+        1
+        for name, origin in extraction.origin.items()
+        if origin == "question" and query.parameters[name].type == "enum"
+    )
+    words = content_words(question, vocab.matcher)
+    unexplained = _unexplained(words, query.id, vocab)
+    foreign = vocab.foreign(unexplained)
+    score = similarity + EVIDENCE * evidence - UNEXPLAINED * len(unexplained) / max(1, len(words))
+    refused: str | None = None
+    if not agrees(asked, query.measures):
+        refused = (
+            f"measure mismatch: the question asks {', '.join(sorted(asked))}; "
+            f"{query.id} computes {', '.join(sorted(query.measures))}"
+        )
+    elif grouping and not vocab.groups_as_asked(query.id, grouping):
+        refused = f"grouping mismatch: {query.id} does not group its result by {' '.join(grouping)}"
+    elif extraction.unbound:
+        refused = (
+            f"unbound: {', '.join(extraction.unbound)} in the question is no parameter of "
+            f"{query.id}"
+        )
+    elif foreign and proposed is None:
+        refused = (
+            f"unknown words: no catalog query speaks of {', '.join(foreign)} (add it to the "
+            "examples or synonyms of the query that computes it)"
+        )
+    return Fit(query.id, similarity, score, extraction, evidence, unexplained, foreign, refused)
+
+
+def decide(
+    question: str,
+    queries: Mapping[str, CatalogQuery],
+    similarities: Mapping[str, float],
+    choices: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
+    vocab: Vocabulary,
+    threshold: float,
+    tie_margin: float,
+) -> Decision:
+    """The offline decision over every catalog query (see the module docstring)."""
+    asked = asked_measures(question)
+    grouping = vocab.grouping(question)
+    fits = sorted(
+        (
+            fit(question, queries[qid], s, choices.get(qid, {}), vocab, asked, grouping)
+            for qid, s in similarities.items()
+        ),
+        key=lambda f: (-f.score, f.query_id),
+    )
+    base = Decision("text", fits=tuple(fits), asked=asked, grouping=grouping, threshold=threshold)
+    eligible = [f for f in fits if f.refused is None]
+    refused_above = [f for f in fits if f.refused is not None and f.score >= threshold]
+    best = eligible[0] if eligible else None
+    if best is None or best.score < threshold:
+        if refused_above:
+            return _with(base, reason=refused_above[0].refused, refused_above=True)
+        top = fits[0].score if fits else None
+        return _with(base, reason=f"no catalog query reaches the threshold (best {top})")
+    return _chosen(base, best, eligible[1:], threshold, tie_margin)
+
+
+def decide_chosen(
+    question: str,
+    query: CatalogQuery,
+    proposed: Mapping[str, object] | None,
+    choices: Mapping[str, Mapping[str, Sequence[str]]],
+    vocab: Vocabulary,
+) -> Decision:
+    """The gates on the one query a model chose (no ranking: the model decided)."""
+    asked = asked_measures(question)
+    grouping = vocab.grouping(question)
+    chosen = fit(question, query, 1.0, choices, vocab, asked, grouping, proposed)
+    base = Decision("text", fits=(chosen,), asked=asked, grouping=grouping)
+    if chosen.refused is not None:
+        return _with(base, reason=chosen.refused, refused_above=True)
+    return _chosen(base, chosen, [], None, 0.0)
+
+
+def _chosen(
+    base: Decision, best: Fit, others: Sequence[Fit], threshold: float | None, tie_margin: float
+) -> Decision:
+    tied = [
+        f
+        for f in others
+        if best.score - f.score <= tie_margin and (threshold is None or f.score >= threshold)
+    ]
+    if tied:
+        names = (best.query_id, *(f.query_id for f in tied))
+        return _with(base, outcome="ambiguous", candidates=names, extraction=best.extraction)
+    outcome: Outcome = "compute" if best.extraction.complete else "needs_parameter"
+    return _with(base, outcome=outcome, query_id=best.query_id, extraction=best.extraction)
+
+
+def _with(base: Decision, **changes: Any) -> Decision:
+    return replace(base, **changes)

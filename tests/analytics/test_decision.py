@@ -1,0 +1,171 @@
+"""Issue 23, point 1: routing that reads what is asked. The decision (thoth.analytics.decide)
+beside similarity: the measure, the grouping, the values, the words; a gate that refuses is
+never answered with that query's number; two queries that fit equally are a clarification;
+calibration is of the combined decision, a wrong number weighing more than a missed one."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from thoth.analytics.catalog import CatalogQuery
+from thoth.analytics.decide import Decision, Vocabulary, decide
+from thoth.analytics.extract import Matcher
+from thoth.analytics.routing import WRONG_NUMBER_COST, calibrate, cautious_split
+
+MATCHER = Matcher("en")
+
+
+def query(qid: str, description: str, measure: Any, **extra: Any) -> CatalogQuery:
+    columns = extra.pop("columns", {"n": {"label": "Heroes", "kind": "quantity"}})
+    return CatalogQuery.model_validate(
+        {
+            "id": qid,
+            "description": description,
+            "examples": extra.pop("examples", [description]),
+            "parameters": extra.pop("parameters", {}),
+            "measure": measure,
+            "sql": "SELECT 1 AS n",
+            "result": {"shape": "table" if len(columns) > 1 else "value", "columns": columns},
+        }
+    )
+
+
+EYES = {
+    "eye_colour": {
+        "type": "enum",
+        "description": "Eye colour",
+        "values": ["brown", "green"],
+        "required": False,
+    }
+}
+HEROES = {
+    "heroes-by-eyes": query(
+        "heroes-by-eyes", "Number of heroes with an eye colour", "count", parameters=EYES
+    ),
+    "heroes-per-publisher": query(
+        "heroes-per-publisher",
+        "Number of heroes of each publisher",
+        "count",
+        columns={
+            "publisher": {"label": "Publisher", "kind": "category"},
+            "n": {"label": "Heroes", "kind": "quantity"},
+        },
+    ),
+    "average-height": query("average-height", "Average height of the heroes", "average"),
+}
+CHOICES: dict[str, dict[str, dict[str, list[str]]]] = {
+    "heroes-by-eyes": {"eye_colour": {"brown": [], "green": []}}
+}
+
+
+def decided(question: str, similarities: dict[str, float], **kw: Any) -> Decision:
+    vocab = Vocabulary.of(HEROES, CHOICES, MATCHER)
+    return decide(
+        question,
+        HEROES,
+        similarities,
+        CHOICES,
+        vocab,
+        kw.get("threshold", 0.5),
+        kw.get("tie_margin", 0.005),
+    )
+
+
+def test_a_value_the_catalog_does_not_know_is_never_computed() -> None:
+    """'blue' beside the values brown and green: similarity cannot tell them apart."""
+    sims = {"heroes-by-eyes": 0.95, "heroes-per-publisher": 0.7, "average-height": 0.6}
+    brown = decided("How many heroes have brown eyes?", sims)
+    assert brown.outcome == "compute" and brown.query_id == "heroes-by-eyes"
+    assert brown.extraction is not None and brown.extraction.values == {"eye_colour": "brown"}
+    blue = decided("How many heroes have blue eyes?", sims)
+    assert blue.outcome == "text" and blue.query_id is None
+    assert blue.reason is not None and "unknown words" in blue.reason and "blue" in blue.reason
+
+
+def test_a_share_goes_to_the_text_path_with_the_reason() -> None:
+    sims = {"heroes-by-eyes": 0.95, "heroes-per-publisher": 0.7, "average-height": 0.6}
+    share = decided("What percentage of heroes have brown eyes?", sims)
+    assert share.outcome == "text" and share.refused_above
+    assert share.reason is not None and share.reason.startswith("measure mismatch")
+
+
+def test_a_grouping_the_result_does_not_have_refuses_the_query() -> None:
+    sims = {"heroes-by-eyes": 0.9, "heroes-per-publisher": 0.85, "average-height": 0.6}
+    per = decided("Number of heroes per publisher", sims)
+    assert per.grouping == ("publisher",)
+    refused = {f.query_id: f.refused for f in per.fits}
+    assert refused["heroes-by-eyes"] is not None and "grouping" in refused["heroes-by-eyes"]
+    assert per.outcome == "compute" and per.query_id == "heroes-per-publisher"
+
+
+def test_two_queries_that_fit_equally_are_a_clarification_naming_both() -> None:
+    sims = {"heroes-by-eyes": 0.9, "heroes-per-publisher": 0.9, "average-height": 0.6}
+    both = decided("Number of heroes", sims)
+    assert both.outcome == "ambiguous" and both.query_id is None
+    assert set(both.candidates) == {"heroes-by-eyes", "heroes-per-publisher"}
+    apart = decided("Number of heroes", {**sims, "heroes-per-publisher": 0.8})
+    assert apart.outcome == "compute" and apart.query_id == "heroes-by-eyes"
+
+
+def test_a_required_value_the_question_lacks_is_asked_for() -> None:
+    required = {
+        **HEROES,
+        "heroes-by-eyes": query(
+            "heroes-by-eyes",
+            "Number of heroes with an eye colour",
+            "count",
+            parameters={"eye_colour": {**EYES["eye_colour"], "required": True}},
+        ),
+    }
+    vocab = Vocabulary.of(required, CHOICES, MATCHER)
+    sims = {"heroes-by-eyes": 0.95, "heroes-per-publisher": 0.7, "average-height": 0.6}
+    asked = decide("Number of heroes by eye colour", required, sims, CHOICES, vocab, 0.5, 0.005)
+    assert asked.outcome == "needs_parameter" and asked.query_id == "heroes-by-eyes"
+    assert asked.extraction is not None and asked.extraction.missing == ["eye_colour"]
+
+
+def test_below_the_threshold_nothing_is_chosen() -> None:
+    sims = {"heroes-by-eyes": 0.4, "heroes-per-publisher": 0.3, "average-height": 0.2}
+    low = decided("How many heroes have brown eyes?", sims)
+    assert low.outcome == "text" and not low.refused_above
+    assert low.reason is not None and "threshold" in low.reason
+
+
+def test_calibration_weighs_a_wrong_number_more_than_a_missed_one() -> None:
+    # Accuracy alone would cut at 0.8 (one uncovered question computed, one covered missed
+    # is the same as two covered missed); the cost puts the cut above the uncovered one.
+    split = cautious_split([0.9, 0.85, 0.79], [(0.8, WRONG_NUMBER_COST)])
+    assert 0.8 < split.threshold <= 0.85 and not split.separated
+    assert cautious_split([0.9, 0.85], [(0.8, 1)]).separated
+
+
+def test_calibrate_reports_each_question_s_margin_and_the_gate_that_refused() -> None:
+    sims = {
+        "How many heroes have brown eyes?": {"heroes-by-eyes": 0.95},
+        "Average height of the heroes": {"average-height": 0.9},
+        "How many heroes have blue eyes?": {"heroes-by-eyes": 0.95},
+        "Who created the first hero?": {"heroes-per-publisher": 0.6},
+    }
+
+    def decide_one(question: str) -> Decision:
+        scores = {qid: 0.1 for qid in HEROES} | sims[question]
+        return decided(question, scores, threshold=-math.inf, tie_margin=0.0)
+
+    result = calibrate(
+        [
+            ("How many heroes have brown eyes?", "heroes-by-eyes", False),
+            ("Average height of the heroes", "average-height", False),
+            ("How many heroes have blue eyes?", None, True),
+            ("Who created the first hero?", None, False),
+        ],
+        HEROES,
+        decide_one,
+    )
+    rows = {r["question"]: r for r in result.per_question}
+    assert all(r["correct"] for r in rows.values())
+    blue = rows["How many heroes have blue eyes?"]
+    assert "unknown words" in blue["refused"]["heroes-by-eyes"]
+    covered = rows["How many heroes have brown eyes?"]
+    assert covered["margin"] > 0 and covered["lead"] > 0
+    assert result.threshold > 0.6  # above the uncovered question no gate refused
