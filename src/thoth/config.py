@@ -355,6 +355,15 @@ class AnalyticsSettings(_Strict):
         default=[],
         description="postgresql: the schemas of the views; required with postgresql.",
     )
+    # The confidentiality labels of every figure the store computes (a catalog query may add
+    # its own): a request sees a number only when all of them are among its labels, as for a
+    # document. Without labels no number is served (labels fail closed).
+    labels: list[str] = Field(
+        default=[],
+        description="The labels of every figure of the store (a catalog query may add its own); "
+        "a request sees a number only when all are among its labels; without labels no number "
+        "is served.",
+    )
     statement_timeout_seconds: float = Field(
         default=10.0,
         gt=0,
@@ -945,6 +954,8 @@ class Settings(_Strict):
         problems += _unknown_labels(
             "answers.default_labels", self.answers.default_labels, vocabulary
         )
+        if self.analytics is not None:
+            problems += _unknown_labels("analytics.labels", self.analytics.labels, vocabulary)
         problems += _unknown_labels(
             "answers.evidence_labels", self.answers.evidence_labels, vocabulary
         )

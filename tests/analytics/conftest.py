@@ -129,6 +129,7 @@ def config(threshold: float, uncovered: float | None = None, extra: str = "") ->
         'labels = ["public"]\n\n'
         '[analytics]\ndialect = "sqlite"\nfiles = { analytics = "store/analytics.sqlite" }\n'
         'data_date_sql = "SELECT data_dato FROM analytics.v_data_dato"\n'
+        'labels = ["public"]\n'
         f"threshold = {threshold}\n{uncovered_line}{extra}"
     )
 

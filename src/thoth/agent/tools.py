@@ -32,6 +32,7 @@ log = logging.getLogger("thoth.agent")
 DEFAULT_LIMIT: Final = 8
 MAX_LIMIT: Final = 20
 SQL_REFUSED: Final = "sql_refused"
+LABELS_REFUSED: Final = "labels_refused"
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ class Toolbox:
                         },
                     }
                     for q in served.queries.values()
+                    if self._visible(q)
                 ]
             }
         )
@@ -196,6 +198,14 @@ class Toolbox:
         parameters = args.get("parameters") or {}
         if not isinstance(parameters, dict):
             raise ToolRefused("parameters must be an object of name: value", code=BAD_ARGUMENTS)
+        query = self._served().queries.get(query_id)
+        if query is not None and not self._visible(query):
+            # Said as for an unknown query: the job's labels do not reach this one.
+            return _refused(
+                "unknown_query",
+                f"{query_id!r} is not a query this job may run "
+                f"(labels {', '.join(self.wiki.allowed)})",
+            )
         try:
             done = self.analytics.compute(query_id, parameters)
         except AnalyticsError as exc:
@@ -224,6 +234,14 @@ class Toolbox:
         assert self.analytics is not None
         sql = _text(args, "sql")
         store = self.analytics.store
+        carried = self.analytics.settings.labels
+        if not carried or not set(carried) <= set(self.wiki.allowed):
+            # Free SQL reads the whole store: the store's labels must all be the job's.
+            return _refused(
+                LABELS_REFUSED,
+                f"the analytics store's labels ({', '.join(carried) or 'none'}) are not all "
+                f"among this job's ({', '.join(self.wiki.allowed)}): run_sql is not available",
+            )
         verdict = check_statement(sql, cast(Dialect, store.dialect))
         if not verdict.ok:
             return _refused(SQL_REFUSED, f"refused before it ran: {verdict.summary()}")
@@ -251,6 +269,11 @@ class Toolbox:
             "column_kinds": {k.name: {"kind": k.kind, "why": k.why} for k in kinds},
         }
         return ToolOutcome(content, ({"kind": "sql", "sql": sql, "data_date": data_date},))
+
+    def _visible(self, query: Any) -> bool:
+        assert self.analytics is not None
+        carried = self.analytics.figure_labels(query)
+        return bool(carried) and set(carried) <= set(self.wiki.allowed)
 
     def _served(self) -> Any:
         assert self.analytics is not None

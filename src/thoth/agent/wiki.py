@@ -60,6 +60,7 @@ class WikiShelf:
             )
         self.root = root.resolve(strict=True)
         self._allowed = frozenset(allowed)
+        self.allowed = tuple(sorted(allowed))  # the job's labels: the other tools fence with them
         self._inherited = tuple(
             sorted({label for s in settings.sources if s.kind == "wiki" for label in s.labels})
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -134,7 +134,8 @@ class AnalyticsService:
 
     # -- the fork -------------------------------------------------------------------------
 
-    def answer(self, question: str) -> NumericAnswer:
+    def answer(self, question: str, labels: Sequence[str]) -> NumericAnswer:
+        """The first fork for one question asked with `labels` (the request's, validated)."""
         try:
             served = self.served_catalog()
         except AnalyticsError as exc:
@@ -202,6 +203,18 @@ class AnalyticsService:
                 figure_hedged=choice.by == "similarity",
                 diagnostics=diagnostics,
             )
+        # Decided over the whole catalog, then fenced: a query the caller may not see is never
+        # replaced by a neighbour it may see. Not even its id is named (as for a document).
+        named = decision.candidates or (decision.query_id,)
+        hidden = [qid for qid in named if qid and not self._visible(served.queries[qid], labels)]
+        if hidden:
+            diagnostics["reason"] = (
+                "labels: the figure asked carries labels outside the request's "
+                f"({', '.join(sorted(labels))})"
+            )
+            return NumericAnswer(
+                "not_covered", figure_requested=True, figure_hedged=False, diagnostics=diagnostics
+            )
         if decision.outcome == "ambiguous":
             return self._ambiguous(served, decision, diagnostics)
         assert decision.query_id is not None and decision.extraction is not None
@@ -220,6 +233,15 @@ class AnalyticsService:
         except AnalyticsError as exc:
             return self._failed(question, exc, query, diagnostics)
         return self._computed(query, computation, diagnostics)
+
+    def figure_labels(self, query: CatalogQuery) -> list[str]:
+        """The labels a figure of `query` carries: the store's and the query's own."""
+        return sorted({*self.settings.labels, *query.labels})
+
+    def _visible(self, query: CatalogQuery, labels: Sequence[str]) -> bool:
+        # No label at all: never served (labels fail closed, as for a document).
+        carried = self.figure_labels(query)
+        return bool(carried) and set(carried) <= set(labels)
 
     def _ambiguous(
         self, served: ServedCatalog, decision: Decision, diagnostics: dict[str, Any]
@@ -265,7 +287,7 @@ class AnalyticsService:
             text=computed_text(query, columns, computation, self._wording, self._language),
             columns=columns,
             rows=computation.rows,
-            provenance=computation.provenance(),
+            provenance=computation.provenance() | {"labels": self.figure_labels(query)},
             data_date=computation.data_date,
             diagnostics=diagnostics | {"duration_ms": round(computation.duration_ms, 2)},
         )

@@ -152,6 +152,9 @@ class CatalogQuery(_Strict):
     # naming another measure is never answered with this query's number. `tht analytics
     # check` requires it; a query without it is routed by similarity alone.
     measure: Measure | list[Measure] | None = None
+    # Labels this query's figures carry beside the store's ([analytics] labels): a caller
+    # without all of them never sees its number.
+    labels: list[str] = []
 
     @property
     def measures(self) -> frozenset[str]:

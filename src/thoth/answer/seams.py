@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -81,13 +82,14 @@ class NumericAnswer:
 
 
 class AnalyticsBranch(Protocol):
-    def answer(self, question: str) -> NumericAnswer:
-        """The first fork for one question (never raises for a store failure: `failed`)."""
+    def answer(self, question: str, labels: Sequence[str]) -> NumericAnswer:
+        """The first fork for one question asked with `labels` (never raises for a store
+        failure: `failed`; a figure whose labels are not all among `labels` is not served)."""
         ...
 
 
 class NoAnalytics:
     """No analytics store configured: every question takes the text path."""
 
-    def answer(self, question: str) -> NumericAnswer:
+    def answer(self, question: str, labels: Sequence[str]) -> NumericAnswer:
         return NumericAnswer("not_covered", diagnostics={"reason": "no [analytics] store"})

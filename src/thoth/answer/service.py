@@ -29,6 +29,7 @@ from typing import Any, Final, Literal
 from thoth.answer.answerers import Answerer
 from thoth.answer.context import AssembledContext, assemble_context
 from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError
+from thoth.answer.scope import allowed_labels
 from thoth.answer.seams import (
     AnalyticsBranch,
     NoAnalytics,
@@ -212,7 +213,7 @@ class AnswerService:
                 diagnostics={"reason": f"the request names documents ({', '.join(named)})"},
             )
             if named
-            else self._analytics.answer(question)
+            else self._analytics.answer(question, allowed_labels(self.settings, request))
         )
         if numeric.outcome != "not_covered":
             return self._numeric(attempt.id, question, numeric, request, instructions)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.errors import ThothError
+from thoth.errors import Problem, ThothError
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -60,6 +60,19 @@ def check_cmd(
         with store.database() as db:
             report = check_catalog(catalog, db, settings.store().schema_names)
         report.problems += data_date_problems(store)
+        vocabulary = set(ws.settings.answers.labels)
+        for entry in catalog.entries:
+            unknown = sorted(set(entry.query.labels) - vocabulary)
+            if unknown:
+                report.problems.append(
+                    Problem(
+                        entry.path,
+                        f"labels {', '.join(unknown)} are not in [answers] labels "
+                        f"({', '.join(sorted(vocabulary))}): its figures could never be served",
+                        field="labels",
+                        code="unknown_label",
+                    )
+                )
     if as_json:
         emit_json({"catalog": settings.catalog, "revision": catalog.revision, **report.as_dict()})
     else:

@@ -416,15 +416,16 @@ DEMO_QUESTIONS: list[tuple[str, str, dict[str, Any]]] = [
     (
         "A numeric question: computed by a reviewed catalog query on the analytics store's "
         "views (read-only), with its query, parameters and data date; never taken from text, "
-        "so `sources` is absent.",
+        "so `sources` is absent. The store's figures are labelled internal: asked as an "
+        "analyst of the DWH team.",
         "Quanti ricoveri ordinari ha dimesso la Cardiologia nel 2024?",
-        {},
+        {"labels": ["public", "internal"]},
     ),
     (
         "A figure no catalog query computes: the text path answers, and says first that the "
         "number is not available rather than taking one from a document.",
         "Quante sacche di sangue sono state trasfuse nel 2024?",
-        {},
+        {"labels": ["public", "internal"]},
     ),
     (
         "The question that the old regular-expression fork refused as numeric: no catalog "
