@@ -61,6 +61,7 @@ class Observed:
     query: str | None = None
     parameters: dict[str, Any] | None = None
     missing: list[str] = field(default_factory=list)
+    invalid: dict[str, str] = field(default_factory=dict)
     first_row: dict[str, Any] | None = None
     text: str = ""
 
@@ -100,6 +101,7 @@ def observe(answer: dict[str, Any]) -> Observed:
             status=status,
             query=need.get("query_id"),
             missing=[missing] if isinstance(missing, str) else list(missing),
+            invalid=dict(need.get("invalid") or {}),
             text=str(answer.get("text", "")),
         )
     if status == "not_searched":

@@ -46,7 +46,7 @@ HEROES = {
     "heroes-per-publisher": query(
         "heroes-per-publisher",
         "Number of heroes of each publisher",
-        "count",
+        ["count", "maximum"],
         columns={
             "publisher": {"label": "Publisher", "kind": "category"},
             "n": {"label": "Heroes", "kind": "quantity"},
@@ -78,6 +78,11 @@ def test_a_value_the_catalog_does_not_know_is_never_computed() -> None:
     brown = decided("How many heroes have brown eyes?", sims)
     assert brown.outcome == "compute" and brown.query_id == "heroes-by-eyes"
     assert brown.extraction is not None and brown.extraction.values == {"eye_colour": "brown"}
+    refused = {f.query_id: f.refused for f in brown.fits}
+    # A value the question names that a query does not apply: its number would ignore it.
+    assert refused["heroes-per-publisher"] == (
+        "unapplied value: the question names brown, which heroes-per-publisher does not apply"
+    )
     blue = decided("How many heroes have blue eyes?", sims)
     assert blue.outcome == "text" and blue.query_id is None
     assert blue.reason is not None and "unknown words" in blue.reason and "blue" in blue.reason
@@ -88,6 +93,13 @@ def test_a_share_goes_to_the_text_path_with_the_reason() -> None:
     share = decided("What percentage of heroes have brown eyes?", sims)
     assert share.outcome == "text" and share.refused_above
     assert share.reason is not None and share.reason.startswith("measure mismatch")
+
+
+def test_a_question_asking_which_row_needs_that_column_in_the_result() -> None:
+    sims = {"heroes-by-eyes": 0.9, "heroes-per-publisher": 0.85, "average-height": 0.6}
+    which = decided("Which publisher has the most heroes?", sims)
+    assert which.grouping == ("publisher",)
+    assert which.query_id == "heroes-per-publisher"
 
 
 def test_a_grouping_the_result_does_not_have_refuses_the_query() -> None:
@@ -120,7 +132,9 @@ def test_a_required_value_the_question_lacks_is_asked_for() -> None:
     }
     vocab = Vocabulary.of(required, CHOICES, MATCHER)
     sims = {"heroes-by-eyes": 0.95, "heroes-per-publisher": 0.7, "average-height": 0.6}
-    asked = decide("Number of heroes by eye colour", required, sims, CHOICES, vocab, 0.5, 0.005)
+    asked = decide(
+        "How many heroes have each eye colour?", required, sims, CHOICES, vocab, 0.5, 0.005
+    )
     assert asked.outcome == "needs_parameter" and asked.query_id == "heroes-by-eyes"
     assert asked.extraction is not None and asked.extraction.missing == ["eye_colour"]
 
@@ -167,5 +181,38 @@ def test_calibrate_reports_each_question_s_margin_and_the_gate_that_refused() ->
     blue = rows["How many heroes have blue eyes?"]
     assert "unknown words" in blue["refused"]["heroes-by-eyes"]
     covered = rows["How many heroes have brown eyes?"]
-    assert covered["margin"] > 0 and covered["lead"] > 0
+    assert covered["margin"] > 0 and covered["lead"] is None  # the only query that applies brown
     assert result.threshold > 0.6  # above the uncovered question no gate refused
+
+
+def test_a_query_naming_a_winner_answers_which_not_how_much() -> None:
+    top = query(
+        "top-publisher",
+        "The publisher with the most heroes",
+        "maximum",
+        columns={
+            "publisher": {"label": "Publisher", "kind": "category"},
+            "n": {"label": "Heroes", "kind": "quantity"},
+        },
+    )
+    catalog = {"top-publisher": top}
+    assert top.result.shape == "table"  # the helper's shape: make it one row
+    catalog["top-publisher"] = top.model_copy(
+        update={"result": top.result.model_copy(update={"shape": "row"})}
+    )
+    vocab = Vocabulary.of(catalog, {}, MATCHER)
+    which = decide(
+        "Which publisher has the most heroes?", catalog, {"top-publisher": 0.9}, {}, vocab, 0.5, 0.0
+    )
+    assert which.outcome == "compute"
+    value = decide(
+        "What is the highest number of heroes?",
+        catalog,
+        {"top-publisher": 0.9},
+        {},
+        vocab,
+        0.5,
+        0.0,
+    )
+    assert value.outcome == "text" and value.reason is not None
+    assert "answers which publisher" in value.reason

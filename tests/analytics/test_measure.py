@@ -30,6 +30,8 @@ SHARE_QUESTION = "Qual è la percentuale di ricoveri della Pediatria nel 2024?"
         ("Andamento mensile degli accessi", {"trend"}),
         ("Qual è il reparto con la degenza più lunga?", {"maximum"}),
         ("Ricoveri per reparto nel 2023", set()),
+        # "total" beside another measure is an adjective, not a sum
+        ("What is the average total price of the transactions?", {"average"}),
     ],
 )
 def test_the_measure_a_question_asks_in_italian_and_english(

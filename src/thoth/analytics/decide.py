@@ -6,7 +6,9 @@ catalog query, beside the similarity of the question with its description and ex
 
 - the **measure** asked (thoth.analytics.measure) must agree with the query's declared one;
 - the **grouping** asked ("per reparto", "by segment") must be a column of its result;
-- the question's dates, years and numbers must all be taken by its parameters (`unbound`);
+- the question's dates, years and numbers must all be taken by its parameters (`unbound`),
+  and so must every enumerated value it names, whichever query's value it is (a value left
+  unread would be a number without its filter);
 - its parameters are filled from the question (`extract`): the enumerated values it names
   are evidence that the question is about this query;
 - the question's **words** are read against the query's vocabulary (description, examples,
@@ -52,6 +54,10 @@ _FUNCTION_WORDS: Final = frozenset(
         "stato stata stati state sono era erano siamo hanno avuto avuta avuti avute fatto "
         "fatta fatti fatte ciascun ciascuno ciascuna ogni qual quale quali cosa come ecco "
         "been were was have had has each every which what there their does did done "
+        # generic verbs of a request, in both languages
+        "give please show tell taken take place made make used use get got happened happen "
+        "occurred recorded registered quelli quelle quello quella questi queste dammi dimmi "
+        "indica fornisci registrato registrata registrati "
         # grouping words: the grouping is read apart
         "per by for "
         # relative periods: the parameters' business too
@@ -67,12 +73,20 @@ _FUNCTION_WORDS: Final = frozenset(
 )
 
 # "per reparto", "by segment", "for each country", "suddivisi per mese".
+# A grouping or a target: "per reparto", "by segment", "for each country", and "which year",
+# "quale reparto", "peak month" (the answer is a row of that column, not a filter on it).
 _GROUPING: Final = re.compile(
     r"\b(?:per\s+(?:ogni|ciascun[oa]?)|for\s+each|broken\s+down\s+by|grouped\s+by|"
-    r"split\s+by|per|by)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
+    r"split\s+by|per|by|which|what|quale|quali|peak|picco)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
     re.IGNORECASE,
 )
 
+
+# Words that ask for a row ("which customer", "who", "quale reparto", "chi").
+# "who" also joins a relative clause ("the customers who pay"): only a clause's first word asks.
+_WHICH: Final = re.compile(
+    r"\b(?:which|quale|quali|chi)\b|(?:^|[,;:(]\s*)(?:who|whom|whose)\b", re.IGNORECASE
+)
 
 _WORD: Final = re.compile(r"[^\W\d_]{3,}")
 
@@ -140,7 +154,12 @@ class Vocabulary:
     per_query: dict[str, frozenset[int]] = field(default_factory=dict)
     words: dict[str, frozenset[str]] = field(default_factory=dict)  # folded words, per query
     columns: dict[str, frozenset[int]] = field(default_factory=dict)  # non-quantity columns
+    dimensions: frozenset[int] = frozenset()  # every such column and parameter name
     enum_stems: frozenset[int] = frozenset()
+    # Every enumerated value and synonym of the catalog: (its stems, the value, the query and
+    # parameter it belongs to).
+    values: list[tuple[frozenset[int], str, str, str]] = field(default_factory=list)
+    definitions: dict[str, frozenset[int]] = field(default_factory=dict)  # query -> description
     all_stems: frozenset[int] = frozenset()
     all_words: frozenset[str] = frozenset()
 
@@ -160,7 +179,10 @@ class Vocabulary:
                 for value, words in choices.get(qid, {}).get(name, {}).items():
                     texts += [value, *words]
                     for text in (value, *words):
-                        enum |= matcher.stems(text)
+                        stems = matcher.stems(text)
+                        enum |= stems
+                        if stems:
+                            vocab.values.append((stems, value, qid, name))
             grouped: set[int] = set()
             for name, column in query.result.columns.items():
                 stems = matcher.stems(f"{name.replace('_', ' ')} {column.label}")
@@ -170,10 +192,39 @@ class Vocabulary:
             vocab.per_query[qid] = frozenset().union(*(matcher.stems(t) for t in texts))
             vocab.words[qid] = frozenset(_WORD.findall(" ".join(texts).casefold()))
             vocab.columns[qid] = frozenset(grouped)
+            vocab.definitions[qid] = matcher.stems(query.description)
         vocab.enum_stems = frozenset(enum)
+        vocab.dimensions = frozenset().union(
+            *vocab.columns.values(),
+            *(
+                matcher.stems(name.replace("_", " "))
+                for query in queries.values()
+                for name in query.parameters
+            ),
+        )
         vocab.all_stems = frozenset().union(*vocab.per_query.values())
         vocab.all_words = frozenset().union(*vocab.words.values())
         return vocab
+
+    def unapplied(self, question: str, query_id: str, extraction: Extraction) -> tuple[str, ...]:
+        """Values the question names (a value or synonym of any query, all of its words) that
+        this query does not apply: not among the values it took, not in its own definition.
+        Computing anyway would answer without that filter ("slovacche" unread: both countries)."""
+        asked = self.matcher.stems(question)
+        taken = frozenset().union(
+            *(
+                stems
+                for stems, value, qid, name in self.values
+                if qid == query_id and extraction.values.get(name) == value
+            )
+        )
+        own = self.definitions.get(query_id, frozenset())
+        named = [
+            value
+            for stems, value, _, _ in self.values
+            if stems <= asked and not stems <= taken and not stems <= own
+        ]
+        return tuple(dict.fromkeys(named))
 
     def foreign(self, words: Sequence[str]) -> tuple[str, ...]:
         """The words no query of the catalog explains."""
@@ -182,14 +233,15 @@ class Vocabulary:
         )
 
     def grouping(self, question: str) -> tuple[str, ...]:
-        """The words the question groups by ("per reparto"): words after per/by that name a
-        non-quantity result column somewhere in the catalog and are no value."""
-        every_column = frozenset().union(*self.columns.values()) if self.columns else frozenset()
+        """The words the question groups by or asks for ("per reparto", "which year", "peak
+        month"): words after per/by/which/... that name a dimension of the catalog (a
+        non-quantity result column or a parameter) and are no value. A query answers only if
+        its result has that column: a month filter does not say which month."""
         found: list[str] = []
         for m in _GROUPING.finditer(question):
             for word in m[1].casefold().split():
                 stems = self.matcher.stems(word)
-                if stems and stems <= every_column and not stems & self.enum_stems:
+                if stems and stems <= self.dimensions and not stems & self.enum_stems:
                     found.append(word)
         return tuple(dict.fromkeys(found))
 
@@ -262,10 +314,21 @@ def fit(
         )
     elif grouping and not vocab.groups_as_asked(query.id, grouping):
         refused = f"grouping mismatch: {query.id} does not group its result by {' '.join(grouping)}"
+    elif _names_a_winner(query) and not _WHICH.search(question):
+        first = next(iter(query.result.columns.values()))
+        refused = (
+            f"the question asks a value; {query.id} answers which {first.label.casefold()} "
+            "(ask which/who for it)"
+        )
     elif extraction.unbound:
         refused = (
             f"unbound: {', '.join(extraction.unbound)} in the question is no parameter of "
             f"{query.id}"
+        )
+    elif unapplied := vocab.unapplied(question, query.id, extraction):
+        refused = (
+            f"unapplied value: the question names {', '.join(unapplied)}, which {query.id} "
+            "does not apply"
         )
     elif foreign and proposed is None:
         refused = (
@@ -273,6 +336,13 @@ def fit(
             "examples or synonyms of the query that computes it)"
         )
     return Fit(query.id, similarity, score, extraction, evidence, unexplained, foreign, refused)
+
+
+def _names_a_winner(query: CatalogQuery) -> bool:
+    """A one-row result led by a non-quantity column: the query names the customer, the ward,
+    the year that ranks first, and answers "which", not "how much"."""
+    columns = list(query.result.columns.values())
+    return query.result.shape == "row" and columns[0].kind != "quantity"
 
 
 def decide(

@@ -3,10 +3,10 @@ values whoever proposed them (the offline extractor or the model's function call
 
 From the question: enumeration values and their synonyms (the catalog's own, and those of
 Evidence glossary units whose term is a value), matched on stems so "ricoveri ordinari" finds
-`ordinario`; dates (ISO, d/m/yyyy, "3 marzo 2024"); years; other numbers; a quoted text. Then
-the defaults. What stays missing and is required is named (`needs_parameter`); a value that is
-not allowed (outside min/max, not one of the enumeration's values) is named too, never
-guessed or clamped."""
+`ordinario`; dates (ISO, yyyy/m/d, d/m/yyyy, "3 marzo 2024"); years; other numbers; a quoted
+text. Then the defaults. What stays missing and is required is named (`needs_parameter`); a
+value that is not allowed (outside min/max, not one of the enumeration's values) is named too,
+never guessed or clamped."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ _MONTHS: Final = {
 }
 _ISO_DATE: Final = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DMY_DATE: Final = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")
+_YMD_DATE: Final = re.compile(r"\b(\d{4})/(\d{1,2})/(\d{1,2})\b")
 _WORD_DATE: Final = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})\b")
 _YEAR: Final = re.compile(r"(?<![\d.,/-])((?:19|20)\d{2})(?![\d.,/-]\d)")
 _NUMBER: Final = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
@@ -121,6 +122,7 @@ def _dates(text: str) -> tuple[list[date], str]:
 
     builders: list[tuple[re.Pattern[str], Callable[[re.Match[str]], date]]] = [
         (_ISO_DATE, iso),
+        (_YMD_DATE, iso),
         (_DMY_DATE, dmy),
         (_WORD_DATE, words),
     ]

@@ -50,6 +50,7 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
         r"andamento|trend|nel tempo|mese per mese|mensil\w*|over time|monthly|month by month",
     ),
 )
+_TOTAL: Final = ("sum", "count")
 _PATTERNS: Final = tuple(
     (measures, re.compile(rf"(?<![\w%])(?:{words})(?![\w])", re.IGNORECASE))
     for measures, words in _WORDS
@@ -57,12 +58,12 @@ _PATTERNS: Final = tuple(
 
 
 def asked_measures(question: str) -> frozenset[str]:
-    """Every measure the question's words name (empty: it names none)."""
-    found: set[str] = set()
-    for measures, pattern in _PATTERNS:
-        if pattern.search(question):
-            found.update(measures)
-    return frozenset(found)
+    """Every measure the question's words name (empty: it names none). "Total" beside another
+    measure word is an adjective ("the average total price"), not a sum."""
+    named = [measures for measures, pattern in _PATTERNS if pattern.search(question)]
+    if len(named) > 1 and _TOTAL in named:
+        named.remove(_TOTAL)
+    return frozenset(m for measures in named for m in measures)
 
 
 def without_measure_words(question: str) -> str:

@@ -6,7 +6,6 @@ down; metrics-page 0 written, 1 a figure failed (nothing written)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -123,13 +122,8 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the catalog and suggest the routing threshold."""
-    from thoth.analytics.branch import serve
-    from thoth.analytics.catalog import load_catalog_files
-    from thoth.analytics.decide import Decision, decide
-    from thoth.analytics.extract import Matcher
-    from thoth.analytics.glossary import glossary_synonyms
-    from thoth.analytics.routing import WRONG_NUMBER_COST, OfflineRouter, calibrate
-    from thoth.embed.base import EmbedderError
+    from thoth.analytics.calibration import calibrate_catalog
+    from thoth.analytics.routing import WRONG_NUMBER_COST
     from thoth.runtime import open_analytics_store, open_embedder
     from thoth.runtime import require_analytics as _require
 
@@ -138,29 +132,13 @@ def calibrate_cmd(
         settings = _require(ws)
         path = labelled_set or ws.root / DEFAULT_SET
         labelled = load_labelled(path)
-        catalog = load_catalog_files(ws.root, settings.catalog)
-        # The working tree's catalog with the values the store holds and the committed
-        # glossary's synonyms: what the answer path will serve once committed and activated.
         store = open_analytics_store(ws)
         try:
-            served = serve(catalog, store, glossary_synonyms(ws.root, "HEAD"))
+            result = calibrate_catalog(
+                ws.root, store, open_embedder(ws), ws.settings.language, labelled
+            )
         finally:
             store.close()
-        vocab = served.vocabulary(Matcher(ws.settings.language))
-        try:
-            router = OfflineRouter(open_embedder(ws))
-
-            def decide_one(question: str) -> Decision:
-                scores = router.scores(question, served.queries)
-                return decide(
-                    question, served.queries, scores, served.choices, vocab, -math.inf, 0.0
-                )
-
-            result = calibrate(labelled, served.queries, decide_one)
-        except EmbedderError as exc:
-            raise ThothError(
-                f"the embedder did not answer ({exc}) -> calibration needs embeddings"
-            ) from exc
     data: dict[str, Any] = {
         "ok": True,
         "set": str(path),
