@@ -206,7 +206,7 @@ def test_a_query_naming_a_winner_answers_which_not_how_much() -> None:
     )
     assert which.outcome == "compute"
     value = decide(
-        "What is the highest number of heroes?",
+        "What is the most heroes a publisher has?",
         catalog,
         {"top-publisher": 0.9},
         {},

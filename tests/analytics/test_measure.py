@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.analytics.conftest import AnalyticsWorkspace, make_analytics_workspace
-from thoth.analytics.measure import agrees, asked_measures
+from thoth.analytics.measure import agrees, asked_measures, measure_groups
 
 COUNT_QUESTION = "Quanti ricoveri ha avuto la Pediatria nel 2024?"
 SHARE_QUESTION = "Qual è la percentuale di ricoveri della Pediatria nel 2024?"
@@ -32,6 +32,11 @@ SHARE_QUESTION = "Qual è la percentuale di ricoveri della Pediatria nel 2024?"
         ("Ricoveri per reparto nel 2023", set()),
         # "total" beside another measure is an adjective, not a sum
         ("What is the average total price of the transactions?", {"average"}),
+        # "più di 30" compares; "di più" and "più pazienti" rank
+        ("Quanti ricoveri sono durati più di 30 giorni?", {"count"}),
+        ("Quali reparti hanno dimesso più pazienti?", {"maximum"}),
+        ("Quale segmento ha avuto il consumo più basso?", {"minimum"}),
+        ("What was the average monthly consumption?", {"average"}),
     ],
 )
 def test_the_measure_a_question_asks_in_italian_and_english(
@@ -40,11 +45,18 @@ def test_the_measure_a_question_asks_in_italian_and_english(
     assert asked_measures(question) == measures
 
 
-def test_agreement_is_an_overlap_and_silence_constrains_nothing() -> None:
-    assert agrees({"count"}, {"count", "share"})
-    assert not agrees({"share"}, {"count"})
-    assert agrees(set(), {"count"})
-    assert agrees({"share"}, set())  # undeclared: check asks for it; routing as before
+def test_every_measure_named_must_be_computed_and_silence_constrains_nothing() -> None:
+    assert agrees([{"count"}], {"count", "share"})
+    assert not agrees([{"share"}], {"count"})
+    assert agrees([{"share", "ratio"}], {"ratio"})  # "tasso": either
+    assert agrees([], {"count"})
+    assert agrees([{"share"}], set())  # undeclared: check asks for it; routing as before
+    # Two measures named: a count query answers half of the question, so it answers none.
+    two = measure_groups("What is the average consumption, and what share of it is in euro?")
+    assert two == (frozenset({"share"}), frozenset({"average"}))
+    assert not agrees(two, {"average"}) and agrees(two, {"average", "share"})
+    # "how many" beside another measure names the unit, not a count
+    assert measure_groups("Quanti giorni dura in media un ricovero?") == (frozenset({"average"}),)
 
 
 def ask(aw: AnalyticsWorkspace, question: str) -> dict[str, object]:

@@ -36,7 +36,12 @@ from typing import Any, Final, Literal
 
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import Extraction, Matcher, extract, validate
-from thoth.analytics.measure import agrees, asked_measures, without_measure_words
+from thoth.analytics.measure import (
+    agrees,
+    asked_measures,
+    measure_groups,
+    without_measure_words,
+)
 
 # Score weights (see the module docstring). Small against the bundled embedder's compressed
 # similarities (covered 0.93-1.0, not covered 0.80-0.93), so similarity still orders the
@@ -85,7 +90,7 @@ _GROUPING: Final = re.compile(
 # Words that ask for a row ("which customer", "who", "quale reparto", "chi").
 # "who" also joins a relative clause ("the customers who pay"): only a clause's first word asks.
 _WHICH: Final = re.compile(
-    r"\b(?:which|quale|quali|chi)\b|(?:^|[,;:(]\s*)(?:who|whom|whose)\b", re.IGNORECASE
+    r"\b(?:which|qual|quale|quali|chi)\b|(?:^|[,;:(]\s*)(?:who|whom|whose)\b", re.IGNORECASE
 )
 
 _WORD: Final = re.compile(r"[^\W\d_]{3,}")
@@ -286,7 +291,6 @@ def fit(
     similarity: float,
     choices: Mapping[str, Mapping[str, Sequence[str]]],
     vocab: Vocabulary,
-    asked: frozenset[str],
     grouping: Sequence[str],
     proposed: Mapping[str, object] | None = None,
 ) -> Fit:
@@ -307,14 +311,16 @@ def fit(
     foreign = vocab.foreign(unexplained)
     score = similarity + EVIDENCE * evidence - UNEXPLAINED * len(unexplained) / max(1, len(words))
     refused: str | None = None
-    if not agrees(asked, query.measures):
+    groups = measure_groups(question)
+    if not agrees(groups, query.measures):
+        said = " and ".join("/".join(sorted(g)) for g in groups)
         refused = (
-            f"measure mismatch: the question asks {', '.join(sorted(asked))}; "
+            f"measure mismatch: the question asks {said}; "
             f"{query.id} computes {', '.join(sorted(query.measures))}"
         )
     elif grouping and not vocab.groups_as_asked(query.id, grouping):
         refused = f"grouping mismatch: {query.id} does not group its result by {' '.join(grouping)}"
-    elif _names_a_winner(query) and not _WHICH.search(question):
+    elif _names_a_winner(query, groups) and not _WHICH.search(question):
         first = next(iter(query.result.columns.values()))
         refused = (
             f"the question asks a value; {query.id} answers which {first.label.casefold()} "
@@ -338,11 +344,13 @@ def fit(
     return Fit(query.id, similarity, score, extraction, evidence, unexplained, foreign, refused)
 
 
-def _names_a_winner(query: CatalogQuery) -> bool:
-    """A one-row result led by a non-quantity column: the query names the customer, the ward,
-    the year that ranks first, and answers "which", not "how much"."""
+def _names_a_winner(query: CatalogQuery, groups: Sequence[frozenset[str]]) -> bool:
+    """A result led by a non-quantity column, one row or ranked for a question asking the most
+    or the least: the query names the customer, the ward, the year that ranks first, and
+    answers "which", not "how much"."""
     columns = list(query.result.columns.values())
-    return query.result.shape == "row" and columns[0].kind != "quantity"
+    ranks = any(g & {"maximum", "minimum"} for g in groups)
+    return columns[0].kind != "quantity" and (query.result.shape == "row" or ranks)
 
 
 def decide(
@@ -359,7 +367,7 @@ def decide(
     grouping = vocab.grouping(question)
     fits = sorted(
         (
-            fit(question, queries[qid], s, choices.get(qid, {}), vocab, asked, grouping)
+            fit(question, queries[qid], s, choices.get(qid, {}), vocab, grouping)
             for qid, s in similarities.items()
         ),
         key=lambda f: (-f.score, f.query_id),
@@ -386,7 +394,7 @@ def decide_chosen(
     """The gates on the one query a model chose (no ranking: the model decided)."""
     asked = asked_measures(question)
     grouping = vocab.grouping(question)
-    chosen = fit(question, query, 1.0, choices, vocab, asked, grouping, proposed)
+    chosen = fit(question, query, 1.0, choices, vocab, grouping, proposed)
     base = Decision("text", fits=(chosen,), asked=asked, grouping=grouping)
     if chosen.refused is not None:
         return _with(base, reason=chosen.refused, refused_above=True)

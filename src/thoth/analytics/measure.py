@@ -35,35 +35,46 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
     (("sum", "count"), r"total[ei]|somma|complessiv\w*|in tutto|total|sum|overall"),
     (
         ("minimum",),
-        r"minim[oaie]|pi[uù] bass[oa]|pi[uù] brev[ei]|meno|minimum|lowest|smallest|least|"
+        r"minim[oaie]|pi[uù] bass[oa]|pi[uù] brev[ei]|di meno|meno(?! di\b)|minimum|lowest|"
+        r"smallest|least|"
         r"shortest|fewest",
     ),
     (
         ("maximum",),
-        r"massim[oaie]|pi[uù] alt[oa]|pi[uù] lung[oa]|maggior[ei]|di pi[uù]|pi[uù]|maximum|"
+        # "più di 30" and "meno di 30" compare; "di più", "più pazienti" rank
+        r"massim[oaie]|pi[uù] alt[oa]|pi[uù] lung[oa]|maggior[ei]|di pi[uù]|"
+        r"pi[uù](?! di\b| del\w*\b| dei\b| che\b| bass| brev)|maximum|"
         r"highest|largest|longest|most|biggest|peak",
     ),
     (("ratio",), r"rapporto|per mille|ogni \d+|ratio|per capita|per \d+"),
     (("list",), r"elenc\w*|lista|list|show me the|mostra\w*|show"),
     (
         ("trend",),
-        r"andamento|trend|nel tempo|mese per mese|mensil\w*|over time|monthly|month by month",
+        r"andamento|trend|nel tempo|mese per mese|over time|month by month",
     ),
 )
 _TOTAL: Final = ("sum", "count")
+_COUNT: Final = ("count",)
 _PATTERNS: Final = tuple(
     (measures, re.compile(rf"(?<![\w%])(?:{words})(?![\w])", re.IGNORECASE))
     for measures, words in _WORDS
 )
 
 
-def asked_measures(question: str) -> frozenset[str]:
-    """Every measure the question's words name (empty: it names none). "Total" beside another
-    measure word is an adjective ("the average total price"), not a sum."""
+def measure_groups(question: str) -> tuple[frozenset[str], ...]:
+    """The measures the question names, one group per measure word ("tasso": share or ratio).
+    "Total" beside another measure word is an adjective ("the average total price"), and "how
+    many" names the unit ("quanti giorni in media", "how many percent")."""
     named = [measures for measures, pattern in _PATTERNS if pattern.search(question)]
-    if len(named) > 1 and _TOTAL in named:
-        named.remove(_TOTAL)
-    return frozenset(m for measures in named for m in measures)
+    for weak in (_TOTAL, _COUNT):
+        if len(named) > 1 and weak in named:
+            named.remove(weak)
+    return tuple(frozenset(measures) for measures in named)
+
+
+def asked_measures(question: str) -> frozenset[str]:
+    """Every measure the question's words name (empty: it names none)."""
+    return frozenset().union(*measure_groups(question))
 
 
 def without_measure_words(question: str) -> str:
@@ -73,9 +84,11 @@ def without_measure_words(question: str) -> str:
     return question
 
 
-def agrees(asked: Iterable[str], declared: Iterable[str]) -> bool:
-    """Whether a query declaring `declared` answers a question asking `asked`: the question
-    names no measure, or one the query computes. A query that declares none cannot be
-    checked and is taken as before (`tht analytics check` asks for the declaration)."""
-    asked_set, declared_set = set(asked), set(declared)
-    return not asked_set or not declared_set or bool(asked_set & declared_set)
+def agrees(groups: Iterable[Iterable[str]], declared: Iterable[str]) -> bool:
+    """Whether a query declaring `declared` answers a question naming `groups`
+    (measure_groups): every measure word names one the query computes ("how many and what
+    share" is two questions: a count query answers half of it). A question naming none
+    constrains nothing; a query that declares none cannot be checked and is taken as before
+    (`tht analytics check` asks for the declaration)."""
+    declared_set = set(declared)
+    return not declared_set or all(set(group) & declared_set for group in groups)
