@@ -377,6 +377,15 @@ class AnalyticsSettings(_Strict):
         description="Rows one query returns at most (the agent's run_sql too); a longer "
         "result is cut there.",
     )
+    # An enumeration read from the store (`values_from`) is matched in questions on at most this
+    # many values (the first in order); `tht analytics check` warns when a column holds more.
+    max_enum_values: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="Values of one `values_from` enumeration matched in questions (the first "
+        "in order); `tht analytics check` warns when the column holds more.",
+    )
     # One read-only query returning the date the data are current to (the last refresh).
     # Required: a store whose data date cannot be read answers no number.
     data_date_sql: str = Field(

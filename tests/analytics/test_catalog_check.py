@@ -72,6 +72,11 @@ BAD: dict[str, tuple[Transform, str, str]] = {
         "result.columns",
         "columns",
     ),
+    "unnamed-aggregate": (
+        lambda t: t.replace("count(*) AS ricoveri", "count(*)"),
+        "result.columns",
+        "unnamed_column",
+    ),
     "bad-default": (
         lambda t: t.replace("default: ordinario", "default: notturno"),
         "parameters.regime",
@@ -131,3 +136,17 @@ def test_check_reads_a_committed_revision_when_asked(aw: AnalyticsWorkspace) -> 
     assert check(aw)[0] == 1
     code, report = check(aw, "--revision", "HEAD")
     assert code == 0 and report["files"] == 3
+
+
+def test_an_enumeration_beyond_the_value_cap_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    """More distinct values than [analytics] max_enum_values: served (the first ones are
+    matched), and check says so."""
+    capped = make_analytics_workspace(tmp_path / "ws", extra="max_enum_values = 2\n")
+    code, report = check(capped)
+    assert code == 0 and report["ok"] is True
+    [warning] = report["warnings"]
+    assert warning["code"] == "enum_capped"
+    assert warning["field"] == "parameters.reparto.values_from"
+    assert "more than 2 distinct values" in warning["message"]
+    code, report = check(make_analytics_workspace(tmp_path / "plain"))
+    assert report["warnings"] == []

@@ -4,6 +4,7 @@ closed): a number without its date cannot be checked."""
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -28,7 +29,7 @@ from thoth.errors import ThothError
 T = TypeVar("T")
 # The layer names [database] settings; the store is declared under [analytics].
 _SETTING = re.compile(r"\bdatabase\.(files|url_env|schemas|statement_timeout_seconds)\b")
-MAX_ENUM_VALUES = 1000
+log = logging.getLogger("thoth.analytics")
 
 
 class AnalyticsError(ThothError):
@@ -207,12 +208,20 @@ class AnalyticsStore:
 
         def read(db: ReadOnlyDatabase) -> list[str]:
             try:
-                result = db.run(sql, limit=MAX_ENUM_VALUES)
+                result = db.run(sql, limit=self.settings.max_enum_values)
             except StatementRefused as exc:
                 raise AnalyticsError(
                     f"values_from {values_from}: cannot read the values ({exc.reason})",
                     code=QUERY_REFUSED,
                 ) from exc
+            if result.truncated:
+                log.warning(
+                    "values_from %s holds more than %d values: only the first %d are matched "
+                    "in questions -> raise [analytics] max_enum_values or read a narrower view",
+                    values_from,
+                    self.settings.max_enum_values,
+                    self.settings.max_enum_values,
+                )
             return [str(r[0]) for r in result.rows]
 
         return self._with_db(f"reading the values of {values_from}", read)

@@ -57,7 +57,12 @@ def check_cmd(
         )
         store = open_analytics_store(ws)
         with store.database() as db:
-            report = check_catalog(catalog, db, settings.store().schema_names)
+            report = check_catalog(
+                catalog,
+                db,
+                settings.store().schema_names,
+                max_enum_values=settings.max_enum_values,
+            )
         report.problems += data_date_problems(store)
         vocabulary = set(ws.settings.answers.labels)
         for entry in catalog.entries:
@@ -77,6 +82,8 @@ def check_cmd(
     else:
         for problem in report.problems:
             out.print(escape(problem.render()), highlight=False)
+        for warning in report.warnings:
+            out.print(f"[yellow]warning[/] {escape(warning.render())}", highlight=False)
         out.print(
             f"{len(report.queries)} of {report.files} catalog files pass"
             + ("." if report.ok else f"; {len(report.problems)} problem(s).")
