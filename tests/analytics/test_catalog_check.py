@@ -73,7 +73,9 @@ BAD: dict[str, tuple[Transform, str, str]] = {
         "columns",
     ),
     "unnamed-aggregate": (
-        lambda t: t.replace("count(*) AS ricoveri", "count(*)"),
+        lambda t: t.replace("count(*) AS ricoveri", "count(*)").replace(
+            "ORDER BY ricoveri", "ORDER BY 2"
+        ),
         "result.columns",
         "unnamed_column",
     ),
