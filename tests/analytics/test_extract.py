@@ -33,6 +33,22 @@ def test_enum_values_by_stem_and_synonym_and_years() -> None:
     assert default.values["regime"] == "ordinario" and default.origin["regime"] == "default"
 
 
+def test_a_year_said_relative_to_today() -> None:
+    query = QUERIES["ricoveri-per-reparto"]
+    today = date(2025, 3, 1)
+    for question, year in [
+        ("Ricoveri per reparto l'anno scorso", 2024),
+        ("Ricoveri per reparto dell'anno precedente", 2024),
+        ("Admissions per ward last year", 2024),
+        ("Ricoveri per reparto quest'anno", 2025),
+        ("Admissions per ward this year", 2025),
+        ("Ricoveri per reparto di due anni fa", 2023),
+    ]:
+        got = extract(question, query, {"regime": REGIME}, MATCHER, today=today)
+        assert got.values["anno"] == year, question
+        assert got.unbound == [], question
+
+
 def test_a_date_or_number_no_parameter_takes_is_left_unbound() -> None:
     """ "nel 3° trimestre 2024" asked of a yearly query: the 3 constrains what the query cannot
     apply, so the branch must not compute (another question's number). A second year too."""

@@ -3,10 +3,10 @@ values whoever proposed them (the offline extractor or the model's function call
 
 From the question: enumeration values and their synonyms (the catalog's own, and those of
 Evidence glossary units whose term is a value), matched on stems so "ricoveri ordinari" finds
-`ordinario`; dates (ISO, yyyy/m/d, d/m/yyyy, "3 marzo 2024"); years; other numbers; a quoted
-text. Then the defaults. What stays missing and is required is named (`needs_parameter`); a
-value that is not allowed (outside min/max, not one of the enumeration's values) is named too,
-never guessed or clamped."""
+`ordinario`; dates (ISO, yyyy/m/d, d/m/yyyy, "3 marzo 2024"); years, also relative ("l'anno
+scorso", "last year"); other numbers; a quoted text. Then the defaults. What stays missing and
+is required is named (`needs_parameter`); a value that is not allowed (outside min/max, not one
+of the enumeration's values) is named too, never guessed or clamped."""
 
 from __future__ import annotations
 
@@ -45,6 +45,24 @@ _ISO_DATE: Final = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DMY_DATE: Final = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")
 _YMD_DATE: Final = re.compile(r"\b(\d{4})/(\d{1,2})/(\d{1,2})\b")
 _WORD_DATE: Final = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})\b")
+# Years said relative to today: (pattern, offset). "L'anno scorso" asked on 2025-03-01 is 2024.
+_RELATIVE_YEARS: Final = (
+    (
+        re.compile(
+            r"\b(?:l'|lo\s+)?anno\s+(?:scorso|passato|precedente)\b|\b(?:last|previous)\s+year\b",
+            re.IGNORECASE,
+        ),
+        -1,
+    ),
+    (
+        re.compile(
+            r"\bquest'anno\b|\banno\s+(?:corrente|in\s+corso)\b|\b(?:this|current)\s+year\b",
+            re.IGNORECASE,
+        ),
+        0,
+    ),
+    (re.compile(r"\bdue\s+anni\s+fa\b|\btwo\s+years\s+ago\b", re.IGNORECASE), -2),
+)
 _YEAR: Final = re.compile(r"(?<![\d.,/-])((?:19|20)\d{2})(?![\d.,/-]\d)")
 _NUMBER: Final = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
 _QUOTED: Final = re.compile(r"[«\"“]([^»\"”]+)[»\"”]")
@@ -136,19 +154,34 @@ def _dates(text: str) -> tuple[list[date], str]:
     return [d for _, d in sorted(found, key=lambda p: p[0])], rest
 
 
+def _relative_years(text: str, today: date) -> tuple[list[tuple[int, int]], str]:
+    """(position, year) of the years said relative to `today`, and the text without them."""
+    found: list[tuple[int, int]] = []
+    for pattern, offset in _RELATIVE_YEARS:
+        found += [(m.start(), today.year + offset) for m in pattern.finditer(text)]
+        text = pattern.sub(lambda m: " " * len(m[0]), text)
+    return found, text
+
+
 def extract(
     question: str,
     query: CatalogQuery,
     enum_choices: Mapping[str, Mapping[str, Sequence[str]]],
     matcher: Matcher,
+    today: date | None = None,
 ) -> Extraction:
     """Parameters of `query` found in `question`; `enum_choices[name]` maps each allowed value
-    of an enum parameter to its synonyms."""
+    of an enum parameter to its synonyms. "L'anno scorso", "this year" are years relative to
+    `today` (the calendar's, by default)."""
     out = Extraction()
     folded = fold(question)
     question_stems = matcher.stems(question)
     dates, rest = _dates(folded)
-    years = [int(m[1]) for m in _YEAR.finditer(rest)]
+    relative, rest = _relative_years(rest, today or date.today())
+    years = [
+        year
+        for _, year in sorted([*relative, *((m.start(), int(m[1])) for m in _YEAR.finditer(rest))])
+    ]
     rest = _YEAR.sub(lambda m: " " * len(m[0]), rest)
     numbers = [m[1] for m in _NUMBER.finditer(rest)]
     quoted = [m[1].strip() for m in _QUOTED.finditer(question)]
