@@ -6,12 +6,17 @@ calibration is of the combined decision, a wrong number weighing more than a mis
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
+from tests.analytics.conftest import CATALOG, make_analytics_workspace
+from tests.conftest import commit_all
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.decide import Decision, Vocabulary, decide
 from thoth.analytics.extract import Matcher
 from thoth.analytics.routing import WRONG_NUMBER_COST, calibrate, cautious_split
+
+ONE_WARD = "analytics/queries/ricoveri-reparto.yaml"
 
 MATCHER = Matcher("en")
 
@@ -216,3 +221,25 @@ def test_a_query_naming_a_winner_answers_which_not_how_much() -> None:
     )
     assert value.outcome == "text" and value.reason is not None
     assert "answers which publisher" in value.reason
+
+
+def test_the_answer_names_the_queries_that_fit_equally(tmp_path: Path) -> None:
+    """Through the answer service: a clarification is needs_parameter [ambiguous_query] with
+    both candidates, their descriptions in the text, and no number."""
+    aw = make_analytics_workspace(tmp_path / "ws")
+    twin = CATALOG[ONE_WARD].replace("id: ricoveri-reparto", "id: ricoveri-reparto-bis")
+    aw.write("analytics/queries/ricoveri-reparto-bis.yaml", twin)
+    commit_all(aw.root, "a twin query")
+    aw.activate()
+    aw.publish_text()
+    service = aw.service()
+    try:
+        answer = service.ask("Quanti ricoveri ha avuto la Pediatria nel 2024?").as_dict()
+    finally:
+        service.close()
+    assert answer["status"] == "needs_parameter" and answer["error_code"] == "ambiguous_query"
+    assert sorted(answer["needs_parameter"]["candidates"]) == [
+        "ricoveri-reparto",
+        "ricoveri-reparto-bis",
+    ]
+    assert "ricoveri-reparto-bis" in answer["text"] and "figures" not in answer
