@@ -36,12 +36,7 @@ from typing import Any, Final, Literal
 
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import Extraction, Matcher, extract, validate
-from thoth.analytics.measure import (
-    agrees,
-    asked_measures,
-    measure_groups,
-    without_measure_words,
-)
+from thoth.analytics.measure import agrees, measure_groups, without_measure_words
 
 # Score weights (see the module docstring). Small against the bundled embedder's compressed
 # similarities (covered 0.93-1.0, not covered 0.80-0.93), so similarity still orders the
@@ -151,6 +146,22 @@ class Decision:
         }
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What one question asks, read once for every query: its measure words, the grouping or
+    row it asks, its content words, and the catalog's values it names."""
+
+    question: str
+    groups: tuple[frozenset[str], ...]
+    grouping: tuple[str, ...]
+    words: tuple[str, ...]
+    named: tuple[tuple[frozenset[int], str, str, str], ...]  # as Vocabulary.values
+
+    @property
+    def asked(self) -> frozenset[str]:
+        return frozenset().union(*self.groups)
+
+
 @dataclass
 class Vocabulary:
     """The stems a catalog's queries are written with (cached per served catalog)."""
@@ -211,23 +222,30 @@ class Vocabulary:
         vocab.all_words = frozenset().union(*vocab.words.values())
         return vocab
 
-    def unapplied(self, question: str, query_id: str, extraction: Extraction) -> tuple[str, ...]:
+    def read(self, question: str) -> Reading:
+        asked = self.matcher.stems(question)
+        return Reading(
+            question,
+            measure_groups(question),
+            self.grouping(question),
+            content_words(question, self.matcher),
+            tuple(v for v in self.values if v[0] <= asked),
+        )
+
+    def unapplied(self, reading: Reading, query_id: str, extraction: Extraction) -> tuple[str, ...]:
         """Values the question names (a value or synonym of any query, all of its words) that
         this query does not apply: not among the values it took, not in its own definition.
         Computing anyway would answer without that filter ("slovacche" unread: both countries)."""
-        asked = self.matcher.stems(question)
         taken = frozenset().union(
             *(
                 stems
-                for stems, value, qid, name in self.values
+                for stems, value, qid, name in reading.named
                 if qid == query_id and extraction.values.get(name) == value
             )
         )
         own = self.definitions.get(query_id, frozenset())
         named = [
-            value
-            for stems, value, _, _ in self.values
-            if stems <= asked and not stems <= taken and not stems <= own
+            value for stems, value, _, _ in reading.named if not stems <= taken and not stems <= own
         ]
         return tuple(dict.fromkeys(named))
 
@@ -286,16 +304,21 @@ def _akin(word: str, other: str) -> bool:
 
 
 def fit(
-    question: str,
+    reading: Reading,
     query: CatalogQuery,
     similarity: float,
     choices: Mapping[str, Mapping[str, Sequence[str]]],
     vocab: Vocabulary,
-    grouping: Sequence[str],
     proposed: Mapping[str, object] | None = None,
 ) -> Fit:
-    """How `query` fits `question` (`proposed`: the model's values, validated instead of
-    extracted; a model reads the words itself, so unknown words refuse only offline)."""
+    """How `query` fits the question read (`proposed`: the model's values, validated instead
+    of extracted; a model reads the words itself, so unknown words refuse only offline)."""
+    question, groups, grouping, words = (
+        reading.question,
+        reading.groups,
+        reading.grouping,
+        reading.words,
+    )
     extraction = (
         validate(query, proposed, choices)
         if proposed is not None
@@ -306,12 +329,10 @@ def fit(
         for name, origin in extraction.origin.items()
         if origin == "question" and query.parameters[name].type == "enum"
     )
-    words = content_words(question, vocab.matcher)
     unexplained = _unexplained(words, query.id, vocab)
     foreign = vocab.foreign(unexplained)
     score = similarity + EVIDENCE * evidence - UNEXPLAINED * len(unexplained) / max(1, len(words))
     refused: str | None = None
-    groups = measure_groups(question)
     if not agrees(groups, query.measures):
         said = " and ".join("/".join(sorted(g)) for g in groups)
         refused = (
@@ -331,7 +352,7 @@ def fit(
             f"unbound: {', '.join(extraction.unbound)} in the question is no parameter of "
             f"{query.id}"
         )
-    elif unapplied := vocab.unapplied(question, query.id, extraction):
+    elif unapplied := vocab.unapplied(reading, query.id, extraction):
         refused = (
             f"unapplied value: the question names {', '.join(unapplied)}, which {query.id} "
             "does not apply"
@@ -363,16 +384,21 @@ def decide(
     tie_margin: float,
 ) -> Decision:
     """The offline decision over every catalog query (see the module docstring)."""
-    asked = asked_measures(question)
-    grouping = vocab.grouping(question)
+    reading = vocab.read(question)
     fits = sorted(
         (
-            fit(question, queries[qid], s, choices.get(qid, {}), vocab, grouping)
+            fit(reading, queries[qid], s, choices.get(qid, {}), vocab)
             for qid, s in similarities.items()
         ),
         key=lambda f: (-f.score, f.query_id),
     )
-    base = Decision("text", fits=tuple(fits), asked=asked, grouping=grouping, threshold=threshold)
+    base = Decision(
+        "text",
+        fits=tuple(fits),
+        asked=reading.asked,
+        grouping=reading.grouping,
+        threshold=threshold,
+    )
     eligible = [f for f in fits if f.refused is None]
     refused_above = [f for f in fits if f.refused is not None and f.score >= threshold]
     best = eligible[0] if eligible else None
@@ -392,10 +418,9 @@ def decide_chosen(
     vocab: Vocabulary,
 ) -> Decision:
     """The gates on the one query a model chose (no ranking: the model decided)."""
-    asked = asked_measures(question)
-    grouping = vocab.grouping(question)
-    chosen = fit(question, query, 1.0, choices, vocab, grouping, proposed)
-    base = Decision("text", fits=(chosen,), asked=asked, grouping=grouping)
+    reading = vocab.read(question)
+    chosen = fit(reading, query, 1.0, choices, vocab, proposed)
+    base = Decision("text", fits=(chosen,), asked=reading.asked, grouping=reading.grouping)
     if chosen.refused is not None:
         return _with(base, reason=chosen.refused, refused_above=True)
     return _chosen(base, chosen, [], None, 0.0)

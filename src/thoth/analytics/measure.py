@@ -72,10 +72,6 @@ def measure_groups(question: str) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(measures) for measures in named)
 
 
-def asked_measures(question: str) -> frozenset[str]:
-    """Every measure the question's words name (empty: it names none)."""
-    return frozenset().union(*measure_groups(question))
-
 
 def without_measure_words(question: str) -> str:
     """The question with its measure words blanked (what is left says *what* is measured)."""
