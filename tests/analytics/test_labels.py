@@ -4,6 +4,7 @@ of the query), exactly as a document it may not see; a store without labels serv
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,18 @@ def test_a_figure_is_served_only_with_all_of_its_labels(tmp_path: Path) -> None:
     assert analyst["provenance"]["labels"] == ["internal", "public"]
 
 
-def test_a_store_without_labels_serves_no_number(tmp_path: Path) -> None:
+def test_a_store_without_labels_serves_no_number_and_check_says_so(tmp_path: Path) -> None:
+    from tests.analytics.test_data_date import tht
+
     aw = labelled_workspace(tmp_path, "", None)
     answer = ask(aw, labels=["public", "internal", "confidential"])
     assert answer["status"] != "computed" and "figures" not in answer
+    code, checked = tht("analytics", "check", "-w", str(aw.root))
+    assert code == 1
+    [problem] = [p for p in checked["problems"] if p["field"] == "analytics.labels"]
+    assert problem["code"] == "analytics_unlabelled"
+    code, verified = tht("verify", "-w", str(aw.root))
+    assert "analytics_unlabelled" in json.dumps(verified)
 
 
 def test_the_cli_refuses_the_number_as_it_refuses_a_document(tmp_path: Path) -> None:

@@ -193,6 +193,22 @@ def data_date_problems(store: AnalyticsStore) -> list[Problem]:
     return []
 
 
+def labels_problems(store: AnalyticsStore) -> list[Problem]:
+    """A store without labels serves no number (labels fail closed): said at check and verify,
+    not discovered when every numeric answer takes the text path."""
+    if store.settings.labels:
+        return []
+    return [
+        Problem(
+            "thoth.toml",
+            "the analytics store has no labels: no number is served to anyone",
+            field="analytics.labels",
+            code="analytics_unlabelled",
+            hint='set `labels = ["internal"]` (the labels every figure carries) under [analytics]',
+        )
+    ]
+
+
 def check_entry(
     entry: CatalogEntry, db: ReadOnlyDatabase, schemas: Sequence[str], snap: SchemaSnapshot
 ) -> list[Problem]:

@@ -72,7 +72,6 @@ def measure_groups(question: str) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(measures) for measures in named)
 
 
-
 def without_measure_words(question: str) -> str:
     """The question with its measure words blanked (what is left says *what* is measured)."""
     for _, pattern in _PATTERNS:

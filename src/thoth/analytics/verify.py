@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from thoth.analytics.catalog import Catalog
-from thoth.analytics.check import data_date_problems, relations
+from thoth.analytics.check import data_date_problems, labels_problems, relations
 from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.database import DatabaseUnavailable, StatementRefused
 
@@ -32,8 +32,8 @@ def catalog_findings(catalog: Catalog, store: AnalyticsStore) -> list[CatalogFin
         return [*findings, CatalogFinding("analytics_store_unavailable", "[analytics]", str(exc))]
     # The data date, exactly as an answer reads it: same connection, role and path.
     findings += [
-        CatalogFinding(p.code, "thoth.toml [analytics] data_date_sql", p.message, p.hint or "")
-        for p in data_date_problems(store)
+        CatalogFinding(p.code, f"thoth.toml [{p.field}]", p.message, p.hint or "")
+        for p in data_date_problems(store) + labels_problems(store)
     ]
     views = {(t.schema, t.name) for t in snapshot.tables if t.kind == "view"}
     for entry in catalog.entries:

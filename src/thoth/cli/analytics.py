@@ -42,7 +42,7 @@ def check_cmd(
 ) -> None:
     """Check every catalog entry against the store. Exit 0 valid, 1 problems, 4 no store."""
     from thoth.analytics.catalog import load_catalog_at, load_catalog_files
-    from thoth.analytics.check import check_catalog, data_date_problems
+    from thoth.analytics.check import check_catalog, data_date_problems, labels_problems
     from thoth.gitrepo import resolve_revision
     from thoth.runtime import open_analytics_store
     from thoth.runtime import require_analytics as _require
@@ -63,7 +63,7 @@ def check_cmd(
                 settings.store().schema_names,
                 max_enum_values=settings.max_enum_values,
             )
-        report.problems += data_date_problems(store)
+        report.problems += data_date_problems(store) + labels_problems(store)
         vocabulary = set(ws.settings.answers.labels)
         for entry in catalog.entries:
             unknown = sorted(set(entry.query.labels) - vocabulary)
