@@ -54,3 +54,17 @@ def test_a_str_that_is_not_a_workspace_is_refused_as_a_path_would_be(tmp_path: P
         Workspace.open(tmp_path)
     assert as_str.value.problems == as_path.value.problems
     assert "no thoth.toml found" in as_str.value.problems[0].message
+
+
+def test_the_console_script_says_its_version_from_any_directory(tmp_path: Path) -> None:
+    """Issue 25, point 2: `tht --version` needs no workspace and no particular directory."""
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    tht = Path(sys.executable).with_name("tht")
+    done = subprocess.run(
+        [str(tht), "--version"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"tht (thoth) {version('thoth')}"

@@ -27,6 +27,29 @@ from thoth.workspace import Workspace
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help=__doc__, rich_markup_mode="markdown"
 )
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        typer.echo(f"tht (thoth) {version('thoth')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print the installed version and exit.",
+    ),
+) -> None:
+    """Thoth's commands (`tht <area> <verb>`)."""
+
+
 evidence_app = typer.Typer(no_args_is_help=True, help="Author and check Evidence Units.")
 app.add_typer(evidence_app, name="evidence")
 publish.register(app, evidence_app)
