@@ -117,12 +117,40 @@ def test_a_grouping_the_result_does_not_have_refuses_the_query() -> None:
 
 
 def test_two_queries_that_fit_equally_are_a_clarification_naming_both() -> None:
-    sims = {"heroes-by-eyes": 0.9, "heroes-per-publisher": 0.9, "average-height": 0.6}
-    both = decided("Number of heroes", sims)
+    twins = {
+        **HEROES,
+        "heroes-by-eyes-bis": HEROES["heroes-by-eyes"].model_copy(
+            update={"id": "heroes-by-eyes-bis"}
+        ),
+    }
+    choices = {**CHOICES, "heroes-by-eyes-bis": CHOICES["heroes-by-eyes"]}
+    vocab = Vocabulary.of(twins, choices, MATCHER)
+    sims = {"heroes-by-eyes": 0.9, "heroes-by-eyes-bis": 0.9, "heroes-per-publisher": 0.7}
+    both = decide(
+        "Number of heroes", twins, sims | {"average-height": 0.6}, choices, vocab, 0.5, 0.005
+    )
     assert both.outcome == "ambiguous" and both.query_id is None
-    assert set(both.candidates) == {"heroes-by-eyes", "heroes-per-publisher"}
-    apart = decided("Number of heroes", {**sims, "heroes-per-publisher": 0.8})
+    assert set(both.candidates) == {"heroes-by-eyes", "heroes-by-eyes-bis"}
+    apart = decide(
+        "Number of heroes",
+        twins,
+        {**sims, "heroes-by-eyes-bis": 0.8, "average-height": 0.6},
+        choices,
+        vocab,
+        0.5,
+        0.005,
+    )
     assert apart.outcome == "compute" and apart.query_id == "heroes-by-eyes"
+
+
+def test_between_equal_fits_the_one_that_does_not_break_down_by_the_unasked_wins() -> None:
+    """The year's total was asked: a per-publisher breakdown fits as well by score, but it
+    answers another question."""
+    sims = {"heroes-by-eyes": 0.9, "heroes-per-publisher": 0.9, "average-height": 0.6}
+    total = decided("Number of heroes", sims)
+    assert total.outcome == "compute" and total.query_id == "heroes-by-eyes"
+    refused = {f.query_id: f for f in total.fits}
+    assert refused["heroes-per-publisher"].unasked == ("publisher",)
 
 
 def test_a_required_value_the_question_lacks_is_asked_for() -> None:

@@ -103,6 +103,9 @@ class Fit:
     unexplained: tuple[str, ...]  # the question's words its vocabulary does not explain
     foreign: tuple[str, ...]  # of those, the ones no query of the catalog explains
     refused: str | None  # why it cannot answer (a gate), None when it can
+    # Result columns that break the figure down by something the question does not name
+    # (per month, when it asked the year's total): between equal fits, fewer is closer.
+    unasked: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +116,7 @@ class Fit:
             "unexplained": list(self.unexplained),
             "foreign": list(self.foreign),
             "refused": self.refused,
+            "unasked": list(self.unasked),
         }
 
 
@@ -171,6 +175,8 @@ class Vocabulary:
     words: dict[str, frozenset[str]] = field(default_factory=dict)  # folded words, per query
     columns: dict[str, frozenset[int]] = field(default_factory=dict)  # non-quantity columns
     dimensions: frozenset[int] = frozenset()  # every such column and parameter name
+    dimension_words: frozenset[str] = frozenset()
+    column_words: dict[str, frozenset[str]] = field(default_factory=dict)  # non-quantity
     enum_stems: frozenset[int] = frozenset()
     # Every enumerated value and synonym of the catalog: (its stems, the value, the query and
     # parameter it belongs to).
@@ -200,20 +206,31 @@ class Vocabulary:
                         if stems:
                             vocab.values.append((stems, value, qid, name))
             grouped: set[int] = set()
+            grouped_words: set[str] = set()
             for name, column in query.result.columns.items():
-                stems = matcher.stems(f"{name.replace('_', ' ')} {column.label}")
-                texts.append(f"{name.replace('_', ' ')} {column.label} {column.unit or ''}")
+                said = f"{name.replace('_', ' ')} {column.label}"
+                texts.append(f"{said} {column.unit or ''}")
                 if column.kind != "quantity":
-                    grouped |= stems
+                    grouped |= matcher.stems(said)
+                    grouped_words |= set(_WORD.findall(said.casefold()))
             vocab.per_query[qid] = frozenset().union(*(matcher.stems(t) for t in texts))
             vocab.words[qid] = frozenset(_WORD.findall(" ".join(texts).casefold()))
             vocab.columns[qid] = frozenset(grouped)
+            vocab.column_words[qid] = frozenset(grouped_words)
             vocab.definitions[qid] = matcher.stems(query.description)
         vocab.enum_stems = frozenset(enum)
         vocab.dimensions = frozenset().union(
             *vocab.columns.values(),
             *(
                 matcher.stems(name.replace("_", " "))
+                for query in queries.values()
+                for name in query.parameters
+            ),
+        )
+        vocab.dimension_words = frozenset().union(
+            *vocab.column_words.values(),
+            *(
+                _WORD.findall(name.replace("_", " "))
                 for query in queries.values()
                 for name in query.parameters
             ),
@@ -264,13 +281,28 @@ class Vocabulary:
         for m in _GROUPING.finditer(question):
             for word in m[1].casefold().split():
                 stems = self.matcher.stems(word)
-                if stems and stems <= self.dimensions and not stems & self.enum_stems:
+                if not stems or stems & self.enum_stems:
+                    continue
+                if stems <= self.dimensions or any(_akin(word, d) for d in self.dimension_words):
                     found.append(word)
         return tuple(dict.fromkeys(found))
 
     def groups_as_asked(self, query_id: str, grouping: Sequence[str]) -> bool:
-        stems = self.matcher.stems(" ".join(grouping))
-        return stems <= self.columns.get(query_id, frozenset())
+        own = self.columns.get(query_id, frozenset())
+        words = self.column_words.get(query_id, frozenset())
+        return all(
+            self.matcher.stems(w) <= own or any(_akin(w, c) for c in words) for w in grouping
+        )
+
+    def named(self, reading: Reading, text: str) -> bool:
+        """Whether the question names `text` (a column's name and label): one of its words,
+        stemmed alike or the same word inflected."""
+        wanted = [w for w in _WORD.findall(text.casefold()) if self.matcher.stems(w)]
+        asked = self.matcher.stems(reading.question)
+        return any(
+            self.matcher.stems(w) <= asked or any(_akin(w, q) for q in reading.words)
+            for w in wanted
+        )
 
 
 def content_words(question: str, matcher: Matcher) -> tuple[str, ...]:
@@ -362,7 +394,16 @@ def fit(
             f"unknown words: no catalog query speaks of {', '.join(foreign)} (add it to the "
             "examples or synonyms of the query that computes it)"
         )
-    return Fit(query.id, similarity, score, extraction, evidence, unexplained, foreign, refused)
+    unasked = tuple(
+        name
+        for name, column in query.result.columns.items()
+        if column.kind != "quantity"
+        and extraction.origin.get(name) != "question"
+        and not vocab.named(reading, f"{name.replace('_', ' ')} {column.label}")
+    )
+    return Fit(
+        query.id, similarity, score, extraction, evidence, unexplained, foreign, refused, unasked
+    )
 
 
 def _names_a_winner(query: CatalogQuery, groups: Sequence[frozenset[str]]) -> bool:
@@ -435,8 +476,14 @@ def _chosen(
         if best.score - f.score <= tie_margin and (threshold is None or f.score >= threshold)
     ]
     if tied:
-        names = (best.query_id, *(f.query_id for f in tied))
-        return _with(base, outcome="ambiguous", candidates=names, extraction=best.extraction)
+        # Equal fits: the one that answers the question as asked, not a breakdown of it by
+        # something it does not name, if exactly one does; else the question says which.
+        fewest = min(len(f.unasked) for f in (best, *tied))
+        closest = [f for f in (best, *tied) if len(f.unasked) == fewest]
+        if len(closest) > 1:
+            names = tuple(f.query_id for f in closest)
+            return _with(base, outcome="ambiguous", candidates=names, extraction=best.extraction)
+        best = closest[0]
     outcome: Outcome = "compute" if best.extraction.complete else "needs_parameter"
     return _with(base, outcome=outcome, query_id=best.query_id, extraction=best.extraction)
 
