@@ -36,6 +36,10 @@ SHARE_QUESTION = "Qual è la percentuale di ricoveri della Pediatria nel 2024?"
         ("Quanti ricoveri sono durati più di 30 giorni?", {"count"}),
         ("Quali reparti hanno dimesso più pazienti?", {"maximum"}),
         ("Quale segmento ha avuto il consumo più basso?", {"minimum"}),
+        # "how much" asks an amount, unless another measure word says which
+        ("How much did the KAM customers consume in total?", {"sum"}),
+        ("How much does a stay last on average?", {"average"}),
+        ("Quanto sono stati occupati i letti nel 2023?", set()),
         ("What was the average monthly consumption?", {"average"}),
     ],
 )

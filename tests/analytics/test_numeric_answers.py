@@ -137,7 +137,7 @@ def test_the_misfiring_text_question_goes_to_the_text_path(
 def test_a_figure_no_query_computes_says_it_is_not_available(
     analytics_ws: AnalyticsWorkspace,
 ) -> None:
-    answer = ask(analytics_ws, "Quanti farmaci sono stati prescritti nel 2024?")
+    answer = ask(analytics_ws, "Quanti farmaci sono stati prescritti nei ricoveri del 2024?")
     assert answer.status in ("found", "nothing_found")
     assert answer.sources is not None  # the text path ran
     # Offline a similarity band only suggests a figure was asked: the sentence is hedged.

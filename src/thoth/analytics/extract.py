@@ -154,6 +154,16 @@ def _dates(text: str) -> tuple[list[date], str]:
     return [d for _, d in sorted(found, key=lambda p: p[0])], rest
 
 
+def without_values(text: str) -> str:
+    """The text with its dates, years (also relative ones) and numbers blanked: what it asks,
+    not for which values (routing compares that; extraction reads the values)."""
+    _, rest = _dates(text)
+    _, rest = _relative_years(rest, date.today())
+    rest = _YEAR.sub(" ", rest)
+    rest = _NUMBER.sub(" ", rest)
+    return " ".join(rest.split())
+
+
 def _relative_years(text: str, today: date) -> tuple[list[tuple[int, int]], str]:
     """(position, year) of the years said relative to `today`, and the text without them."""
     found: list[tuple[int, int]] = []

@@ -25,6 +25,9 @@ MEASURES: Final[frozenset[str]] = frozenset(get_args(Measure))
 # totale di ricoveri"); "tasso" and "rate" a share or a ratio.
 _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
     (("count",), r"quant[ie]|numero|conta\w*|conteggio|how many|number of|count"),
+    # "how much" asks an amount: a sum, unless another measure word says which ("quanto" is
+    # wider in Italian: "quanto sono occupati i letti" asks a share, "quanto dura" a time)
+    (("sum",), r"how much"),
     (
         ("share",),
         r"percentual\w*|per ?cento|quota|proporzion\w*|frazione|percentage|percent|"
@@ -55,6 +58,7 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
 )
 _TOTAL: Final = ("sum", "count")
 _COUNT: Final = ("count",)
+_HOW_MUCH: Final = ("sum",)
 _PATTERNS: Final = tuple(
     (measures, re.compile(rf"(?<![\w%])(?:{words})(?![\w])", re.IGNORECASE))
     for measures, words in _WORDS
@@ -63,10 +67,11 @@ _PATTERNS: Final = tuple(
 
 def measure_groups(question: str) -> tuple[frozenset[str], ...]:
     """The measures the question names, one group per measure word ("tasso": share or ratio).
-    "Total" beside another measure word is an adjective ("the average total price"), and "how
-    many" names the unit ("quanti giorni in media", "how many percent")."""
+    "Total" beside another measure word is an adjective ("the average total price"); "how
+    many" names the unit ("quanti giorni in media", "how many percent"); "how much" asks a sum
+    unless another measure word says which ("how much on average")."""
     named = [measures for measures, pattern in _PATTERNS if pattern.search(question)]
-    for weak in (_TOTAL, _COUNT):
+    for weak in (_TOTAL, _COUNT, _HOW_MUCH):
         if len(named) > 1 and weak in named:
             named.remove(weak)
     return tuple(frozenset(measures) for measures in named)

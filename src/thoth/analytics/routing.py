@@ -26,6 +26,7 @@ import numpy as np
 
 from thoth.analytics.catalog import CatalogQuery, Parameter
 from thoth.analytics.decide import Decision
+from thoth.analytics.extract import without_values
 from thoth.answer.routing import distribution, split_threshold
 from thoth.answer.seams import NoPseudonymizer, Pseudonymizer
 from thoth.embed.base import Embedder, Vectors
@@ -71,13 +72,15 @@ class OfflineRouter:
         self._fingerprint: str | None = None
 
     def _example_vectors(self, queries: Mapping[str, CatalogQuery]) -> dict[str, Vectors]:
-        texts = [[qid, q.routing_texts()] for qid, q in sorted(queries.items())]
+        texts = [[qid, q.routing_texts(), "without-values"] for qid, q in sorted(queries.items())]
         framed = json.dumps([self._embedder.identity, texts], ensure_ascii=True)
         fingerprint = hashlib.sha256(framed.encode("ascii")).hexdigest()
         if fingerprint != self._fingerprint:
             # Built aside and swapped in whole: a failure half-way caches nothing.
             fresh = {
-                qid: np.vstack([self._embedder.embed_query(t) for t in q.routing_texts()])
+                qid: np.vstack(
+                    [self._embedder.embed_query(without_values(t)) for t in q.routing_texts()]
+                )
                 for qid, q in queries.items()
             }
             self._vectors, self._fingerprint = fresh, fingerprint
@@ -89,7 +92,11 @@ class OfflineRouter:
         if not queries:
             return {}
         vectors = self._example_vectors(queries)
-        row = np.asarray(self._embedder.embed_query(question), dtype=np.float32).reshape(-1)
+        # Both sides without their years, dates and numbers: "nel 2024" is the parameters'
+        # business, and a question lacking it would otherwise score below its query.
+        row = np.asarray(
+            self._embedder.embed_query(without_values(question)), dtype=np.float32
+        ).reshape(-1)
         return {qid: float(np.max(m @ row)) for qid, m in vectors.items()}
 
 
