@@ -54,7 +54,7 @@ def test_a_date_or_number_no_parameter_takes_is_left_unbound() -> None:
     apply, so the branch must not compute (another question's number). A second year too."""
     query = QUERIES["ricoveri-per-reparto"]
     quarter = extract("Ricoveri per reparto nel 3° trimestre 2024", query, {}, MATCHER)
-    assert quarter.values["anno"] == 2024 and quarter.unbound == ["3"]
+    assert quarter.values["anno"] == 2024 and quarter.unbound == ["Q3"]
     years = extract("Ricoveri per reparto nel 2023 e nel 2024", query, {}, MATCHER)
     assert years.unbound == ["2024"]
     plain = extract("Ricoveri per reparto nel 2024", query, {}, MATCHER)
@@ -120,3 +120,47 @@ def test_a_model_s_values_are_validated_not_trusted() -> None:
     assert set(bad.invalid) == {"reparto", "anno", "extra"}
     assert "not an allowed value" in bad.invalid["reparto"]
     assert "not a year" in bad.invalid["anno"]
+
+
+QUARTERLY = CatalogQuery.model_validate(
+    {
+        "id": "ricoveri-trimestre",
+        "description": "Ricoveri dimessi in un trimestre o in un mese di un anno",
+        "examples": ["Quanti ricoveri nel primo trimestre 2024?"],
+        "parameters": {
+            "anno": {"type": "year", "description": "Anno"},
+            "trimestre": {"type": "quarter", "description": "Trimestre", "required": False},
+            "mese": {"type": "month", "description": "Mese", "required": False},
+        },
+        "measure": "count",
+        "sql": "SELECT count(*) AS n FROM analytics.v_ricoveri WHERE anno = :anno "
+        "AND (:trimestre IS NULL OR trimestre = :trimestre) AND (:mese IS NULL OR mese = :mese)",
+        "result": {"shape": "value", "columns": {"n": {"label": "Ricoveri", "kind": "quantity"}}},
+    }
+)
+
+
+def test_quarters_and_months_fill_their_parameters_in_italian_and_english() -> None:
+    for question, quarter in [
+        ("Ricoveri nel terzo trimestre 2024", 3),
+        ("Ricoveri nel 3° trimestre 2024", 3),
+        ("Admissions in Q2 2024", 2),
+        ("Admissions in the fourth quarter of 2024", 4),
+    ]:
+        got = extract(question, QUARTERLY, {}, MATCHER)
+        assert got.values == {"anno": 2024, "trimestre": quarter, "mese": None}, question
+        assert got.unbound == [], question
+    for question, month in [("Ricoveri a marzo 2024", 3), ("Admissions in May 2024", 5)]:
+        got = extract(question, QUARTERLY, {}, MATCHER)
+        assert got.values["mese"] == month and got.unbound == [], question
+    # "may" the verb is no month; a model's "Q3" is the third quarter; 5 is no quarter.
+    assert extract("Ricoveri 2024, may I ask?", QUARTERLY, {}, MATCHER).values["mese"] is None
+    assert validate(QUARTERLY, {"anno": 2024, "trimestre": "Q3"}, {}).values["trimestre"] == 3
+    assert "trimestre" in validate(QUARTERLY, {"anno": 2024, "trimestre": 5}, {}).invalid
+
+
+def test_a_month_no_parameter_takes_is_left_unbound() -> None:
+    """ "A marzo" asked of a yearly query is another question; a month enumeration that takes
+    it by name binds it."""
+    yearly = QUERIES["ricoveri-per-reparto"]
+    assert extract("Ricoveri per reparto a marzo 2024", yearly, {}, MATCHER).unbound == ["month 3"]

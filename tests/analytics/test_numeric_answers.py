@@ -119,7 +119,7 @@ def test_a_constraint_the_query_cannot_apply_is_not_computed(
     assert answer.text.startswith(ITALIAN.figure_maybe_not_available)
     decision = answer.diagnostics["analytics"]["decision"]
     refused = {f["query_id"]: f["refused"] for f in decision["fits"]}
-    assert refused["ricoveri-reparto"].startswith("unbound: 3 ")
+    assert refused["ricoveri-reparto"].startswith("unbound: Q3 ")
 
 
 def test_the_misfiring_text_question_goes_to_the_text_path(

@@ -28,7 +28,9 @@ from thoth.markup import load_yaml
 
 QUERY_ID = r"^[a-z0-9][a-z0-9-]*$"
 PARAMETER_NAME = r"^[a-z_][a-z0-9_]*$"
-ParameterType = Literal["integer", "decimal", "date", "year", "enum", "text"]
+ParameterType = Literal["integer", "decimal", "date", "year", "month", "quarter", "enum", "text"]
+# The numbers a month (1-12) and a quarter (1-4) bind.
+_PERIODS: dict[str, int] = {"month": 12, "quarter": 4}
 Shape = Literal["value", "row", "table"]
 _VALUES_FROM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_]\w*$")
 
@@ -91,11 +93,16 @@ def coerce(param: Parameter, value: object, what: str = "the value") -> object:
     """`value` as the parameter's type binds it (int, Decimal, date, str); ValueError naming
     `what` and the type when it is not one."""
     try:
-        if param.type in ("integer", "year"):
+        if param.type in ("integer", "year", "month", "quarter"):
             if isinstance(value, bool) or not isinstance(value, int | str):
                 raise ValueError
-            number = int(str(value).strip())
+            text = str(value).strip()
+            if param.type == "quarter":
+                text = text.upper().removeprefix("Q")
+            number = int(text)
             if param.type == "year" and not 1000 <= number <= 9999:
+                raise ValueError
+            if param.type in _PERIODS and not 1 <= number <= _PERIODS[param.type]:
                 raise ValueError
             return number
         if param.type == "decimal":
@@ -112,7 +119,12 @@ def coerce(param: Parameter, value: object, what: str = "the value") -> object:
             raise ValueError
         return str(value)
     except (ValueError, InvalidOperation):
-        hint = {"date": "YYYY-MM-DD", "year": "a four-digit year"}.get(param.type, param.type)
+        hint = {
+            "date": "YYYY-MM-DD",
+            "year": "a four-digit year",
+            "month": "a month number, 1 to 12",
+            "quarter": "a quarter, 1 to 4",
+        }.get(param.type, param.type)
         raise ValueError(f"{what} {value!r} is not a {param.type} ({hint})") from None
 
 

@@ -64,6 +64,8 @@ def sample_value(param: Parameter) -> object:
         "integer": 1,
         "decimal": Decimal("1"),
         "year": date.today().year,
+        "month": 1,
+        "quarter": 1,
         "date": date.today(),
     }.get(param.type, (param.values or ["x"])[0])
 

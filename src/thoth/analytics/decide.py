@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from thoth.analytics.catalog import CatalogQuery
-from thoth.analytics.extract import Extraction, Matcher, extract, validate
+from thoth.analytics.extract import Extraction, Matcher, extract, validate, without_values
 from thoth.analytics.measure import agrees, measure_groups, without_measure_words
 
 # Score weights (see the module docstring). Small against the bundled embedder's compressed
@@ -307,8 +307,8 @@ class Vocabulary:
 
 def content_words(question: str, matcher: Matcher) -> tuple[str, ...]:
     """The question's words that carry meaning: no measure word, no stopword or function
-    word, no number or date (those are the parameters' business)."""
-    words = _WORD.findall(without_measure_words(question).casefold())
+    word, no number, date, month or quarter (those are the parameters' business)."""
+    words = _WORD.findall(without_values(without_measure_words(question)).casefold())
     return tuple(w for w in dict.fromkeys(words) if w not in _FUNCTION_WORDS and matcher.stems(w))
 
 

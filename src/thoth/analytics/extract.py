@@ -4,7 +4,8 @@ values whoever proposed them (the offline extractor or the model's function call
 From the question: enumeration values and their synonyms (the catalog's own, and those of
 Evidence glossary units whose term is a value), matched on stems so "ricoveri ordinari" finds
 `ordinario`; dates (ISO, yyyy/m/d, d/m/yyyy, "3 marzo 2024"); years, also relative ("l'anno
-scorso", "last year"); other numbers; a quoted text. Then the defaults. What stays missing and
+scorso", "last year"); months by name and quarters ("Q3", "terzo trimestre", "third quarter");
+other numbers; a quoted text. Then the defaults. What stays missing and
 is required is named (`needs_parameter`); a value that is not allowed (outside min/max, not one
 of the enumeration's values) is named too, never guessed or clamped."""
 
@@ -41,10 +42,34 @@ _MONTHS: Final = {
     )
     for name in names
 }
+# Month names outside a full date, Italian and English ("May" only capitalised: "may" is a verb).
+_MONTH_NAME: Final = re.compile(
+    r"\b(" + "|".join(n for n in _MONTHS if n != "may") + r")\b", re.IGNORECASE
+)
+_MAY: Final = re.compile(r"\bMay\b")
+_ORDINALS: Final = {
+    "primo": 1,
+    "secondo": 2,
+    "terzo": 3,
+    "quarto": 4,
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+}
+# "Q3", "3° trimestre", "terzo trimestre", "trimestre 3", "third quarter", "3rd quarter".
+_QUARTER: Final = re.compile(
+    r"\bq([1-4])\b|\b([1-4])\s*[°ºo]?\s+trimestre\b|\btrimestre\s+([1-4])\b|"
+    r"\b(primo|secondo|terzo|quarto)\s+trimestre\b|"
+    r"\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter\b",
+    re.IGNORECASE,
+)
 _ISO_DATE: Final = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DMY_DATE: Final = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")
 _YMD_DATE: Final = re.compile(r"\b(\d{4})/(\d{1,2})/(\d{1,2})\b")
-_WORD_DATE: Final = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})\b")
+_WORD_DATE: Final = re.compile(
+    r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})\b", re.IGNORECASE
+)
 # Years said relative to today: (pattern, offset). "L'anno scorso" asked on 2025-03-01 is 2024.
 _RELATIVE_YEARS: Final = (
     (
@@ -136,7 +161,7 @@ def _dates(text: str) -> tuple[list[date], str]:
         return date(int(m[3]), int(m[2]), int(m[1]))
 
     def words(m: re.Match[str]) -> date:
-        return date(int(m[3]), _MONTHS[m[2]], int(m[1]))
+        return date(int(m[3]), _MONTHS[m[2].casefold()], int(m[1]))
 
     builders: list[tuple[re.Pattern[str], Callable[[re.Match[str]], date]]] = [
         (_ISO_DATE, iso),
@@ -154,10 +179,35 @@ def _dates(text: str) -> tuple[list[date], str]:
     return [d for _, d in sorted(found, key=lambda p: p[0])], rest
 
 
+def _quarters(text: str) -> tuple[list[int], str]:
+    """Quarters in the (folded) text, in order, and the text without them."""
+    found: list[int] = []
+    for m in _QUARTER.finditer(text):
+        digit = m[1] or m[2] or m[3]
+        word = (m[4] or m[5] or "").casefold()
+        found.append(int(digit) if digit else _ORDINALS.get(word, 0) or int(word[0]))
+    return found, _QUARTER.sub(lambda m: " " * len(m[0]), text)
+
+
+def _month_names(folded: str, question: str) -> list[int]:
+    """Months named in words outside a full date ("a marzo", "in September"), in order."""
+    found = [(m.start(), _MONTHS[m[1].casefold()]) for m in _MONTH_NAME.finditer(folded)]
+    found += [(m.start(), 5) for m in _MAY.finditer(question)]
+    return [month for _, month in sorted(found)]
+
+
+def month_names(month: int) -> frozenset[str]:
+    """The Italian and English names of a month (1-12), lower case."""
+    return frozenset(name for name, number in _MONTHS.items() if number == month)
+
+
 def without_values(text: str) -> str:
-    """The text with its dates, years (also relative ones) and numbers blanked: what it asks,
-    not for which values (routing compares that; extraction reads the values)."""
+    """The text with its dates, years (also relative ones), quarters, month names and numbers
+    blanked: what it asks, not for which values (routing compares that; extraction reads the
+    values)."""
     _, rest = _dates(text)
+    _, rest = _quarters(rest)
+    rest = _MONTH_NAME.sub(" ", _MAY.sub(" ", rest))
     _, rest = _relative_years(rest, date.today())
     rest = _YEAR.sub(" ", rest)
     rest = _NUMBER.sub(" ", rest)
@@ -187,6 +237,8 @@ def extract(
     folded = fold(question)
     question_stems = matcher.stems(question)
     dates, rest = _dates(folded)
+    quarters, rest = _quarters(rest)
+    months = _month_names(rest, question)
     relative, rest = _relative_years(rest, today or date.today())
     years = [
         year
@@ -198,6 +250,8 @@ def extract(
     pools: dict[str, list[Any]] = {
         "date": list(dates),
         "year": years,
+        "month": months,
+        "quarter": quarters,
         "integer": numbers,
         "decimal": numbers,  # shared: a number goes to the first numeric parameter
         "text": quoted,
@@ -220,9 +274,14 @@ def extract(
             _absent(out, name, param, enum_choices.get(name))
     # A number the query's own text states ("a 30 giorni") is part of its definition.
     own = {m[1] for t in (query.description, *query.examples) for m in _NUMBER.finditer(fold(t))}
-    out.unbound = [str(v) for v in (*pools["date"], *pools["year"])] + [
-        n for n in dict.fromkeys(pools["integer"]) if n not in own
-    ]
+    # A month an enumeration of month names took ("marzo" as a value of `mese`) is bound.
+    named = {str(v).casefold() for k, v in out.values.items() if query.parameters[k].type == "enum"}
+    out.unbound = (
+        [str(v) for v in (*pools["date"], *pools["year"])]
+        + [f"month {m}" for m in pools["month"] if not month_names(m) & named]
+        + [f"Q{q}" for q in pools["quarter"]]
+        + [n for n in dict.fromkeys(pools["integer"]) if n not in own]
+    )
     return out
 
 

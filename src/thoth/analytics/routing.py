@@ -115,6 +115,12 @@ def parameter_schema(
         schema = {"type": "string", "enum": list(values or [])}
     elif param.type in ("integer", "year"):
         schema = {"type": "integer"}
+    elif param.type == "month":
+        schema = {"type": "integer", "minimum": 1, "maximum": 12}
+        description += " (1-12)"
+    elif param.type == "quarter":
+        schema = {"type": "integer", "minimum": 1, "maximum": 4}
+        description += " (1-4)"
     elif param.type == "decimal":
         schema = {"type": "number"}
     elif param.type == "date":
