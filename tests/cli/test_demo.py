@@ -230,6 +230,31 @@ def test_demo_links_a_question_to_the_warehouse_and_runs_its_sql(
     assert validated.exit_code == 0, validated.output
 
 
+def test_the_demo_numbers_do_what_their_steps_say(demo: tuple[Path, str]) -> None:
+    """The narrated numeric steps: the covered question is computed with its provenance and
+    labels; the figure no query computes is said to be unavailable before any quote."""
+    from thoth.answer.wording import ITALIAN
+    from thoth.cli.demo import DEMO_QUESTIONS
+    from thoth.runtime import open_answer_service
+
+    target, _ = demo
+    steps = {q: (said, f) for said, q, f in DEMO_QUESTIONS}
+    computed_q = next(q for q, (said, _) in steps.items() if said.startswith("A numeric"))
+    missing_q = next(q for q, (said, _) in steps.items() if said.startswith("A figure no"))
+    service = open_answer_service(target)
+    try:
+        computed = service.ask(computed_q, **steps[computed_q][1]).as_dict()
+        missing = service.ask(missing_q, **steps[missing_q][1]).as_dict()
+    finally:
+        service.close()
+    assert computed["status"] == "computed" and "sources" not in computed
+    assert computed["provenance"]["labels"] == ["internal"]
+    assert missing["status"] != "computed" and "figures" not in missing
+    assert missing["text"].startswith(
+        (ITALIAN.figure_not_available, ITALIAN.figure_maybe_not_available)
+    ), missing["text"][:200]
+
+
 def test_demo_answers_one_question_over_http(demo: tuple[Path, str]) -> None:
     target, text = demo
     assert "13. tht serve" in text

@@ -424,7 +424,7 @@ DEMO_QUESTIONS: list[tuple[str, str, dict[str, Any]]] = [
     (
         "A figure no catalog query computes: the text path answers, and says first that the "
         "number is not available rather than taking one from a document.",
-        "Quante sacche di sangue sono state trasfuse nel 2024?",
+        "Quante ambulanze sono arrivate in pronto soccorso nel 2024?",
         {"labels": ["public", "internal"]},
     ),
     (
