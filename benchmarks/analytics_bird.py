@@ -80,6 +80,28 @@ PRODUCTS = [
     "Cigarety",
     "Kapalina do ostřikovačů",
 ]
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def _month_name(number_sql: str) -> str:
+    """SQL naming the month whose number `number_sql` gives (the views' month_name)."""
+    whens = " ".join(f"WHEN {i} THEN '{name}'" for i, name in enumerate(MONTHS, start=1))
+    return f"CASE CAST({number_sql} AS INTEGER) {whens} END"
+
+
 VIEWS = {
     "v_customers": "SELECT CustomerID AS customer_id, Segment AS segment, Currency AS currency "
     "FROM customers",
@@ -89,17 +111,11 @@ VIEWS = {
     "v_consumption": "SELECT y.CustomerID AS customer_id, c.Segment AS segment, "
     "c.Currency AS currency, CAST(substr(y.Date, 1, 4) AS INTEGER) AS year, "
     "CAST(substr(y.Date, 5, 2) AS INTEGER) AS month, "
-    "CASE CAST(substr(y.Date, 5, 2) AS INTEGER) WHEN 1 THEN 'January' WHEN 2 THEN 'February' "
-    "WHEN 3 THEN 'March' WHEN 4 THEN 'April' WHEN 5 THEN 'May' WHEN 6 THEN 'June' "
-    "WHEN 7 THEN 'July' WHEN 8 THEN 'August' WHEN 9 THEN 'September' WHEN 10 THEN 'October' "
-    "WHEN 11 THEN 'November' ELSE 'December' END AS month_name, y.Consumption AS consumption "
+    f"{_month_name('substr(y.Date, 5, 2)')} AS month_name, y.Consumption AS consumption "
     "FROM yearmonth y JOIN customers c ON c.CustomerID = y.CustomerID",
     "v_transactions": "SELECT t.TransactionID AS transaction_id, t.Date AS date, "
     "CAST(substr(t.Date, 1, 4) AS INTEGER) AS year, "
-    "CASE CAST(substr(t.Date, 6, 2) AS INTEGER) WHEN 1 THEN 'January' WHEN 2 THEN 'February' "
-    "WHEN 3 THEN 'March' WHEN 4 THEN 'April' WHEN 5 THEN 'May' WHEN 6 THEN 'June' "
-    "WHEN 7 THEN 'July' WHEN 8 THEN 'August' WHEN 9 THEN 'September' WHEN 10 THEN 'October' "
-    "WHEN 11 THEN 'November' ELSE 'December' END AS month_name, t.Time AS time, "
+    f"{_month_name('substr(t.Date, 6, 2)')} AS month_name, t.Time AS time, "
     "t.CustomerID AS customer_id, c.Currency AS currency, g.Country AS country, "
     "t.ProductID AS product_id, t.Amount AS amount, t.Price AS price "
     "FROM transactions_1k t JOIN gasstations g ON g.GasStationID = t.GasStationID "
