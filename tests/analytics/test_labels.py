@@ -46,7 +46,8 @@ def test_a_figure_is_served_only_with_all_of_its_labels(tmp_path: Path) -> None:
     aw = labelled_workspace(tmp_path, 'labels = ["public"]\n', "labels: [internal]\n")
     public = ask(aw)  # default labels: public
     assert public["status"] != "computed" and "figures" not in public
-    assert "provenance" not in public and "ricoveri-reparto" not in public["text"]
+    # Not in the text, nor anywhere in what the caller receives (the diagnostics included).
+    assert "provenance" not in public and "ricoveri-reparto" not in json.dumps(public)
     assert public["text"].startswith(ITALIAN.figure_not_available)
     assert "labels" in public["diagnostics"]["analytics"]["reason"]
     analyst = ask(aw, labels=["public", "internal"])

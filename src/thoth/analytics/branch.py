@@ -158,8 +158,10 @@ class AnalyticsService:
             )
         except (RoutingFailed, LLMError) as exc:
             return self._failed(question, AnalyticsError(str(exc), code=RoutingFailed.code))
+        # The diagnostics go to the caller: they name only the queries its labels reach.
+        visible = {qid for qid, q in served.queries.items() if self._visible(q, labels)}
         diagnostics: dict[str, Any] = {
-            "route": choice.as_dict(),
+            "route": choice.as_dict(visible),
             "catalog_revision": served.catalog.revision,
         }
         vocab = served.vocabulary(self._matcher)
@@ -184,9 +186,9 @@ class AnalyticsService:
                 self.settings.threshold,
                 self.settings.tie_margin,
             )
-        diagnostics["decision"] = decision.as_dict()
+        diagnostics["decision"] = shown = decision.as_dict(visible)
         if decision.outcome == "text":
-            diagnostics["reason"] = decision.reason
+            diagnostics["reason"] = shown["reason"]
             best = decision.best
             uncovered = self.settings.uncovered_threshold
             # A query above the threshold refused by a gate, or a score in the band below it:
@@ -206,7 +208,7 @@ class AnalyticsService:
         # Decided over the whole catalog, then fenced: a query the caller may not see is never
         # replaced by a neighbour it may see. Not even its id is named (as for a document).
         named = decision.candidates or (decision.query_id,)
-        hidden = [qid for qid in named if qid and not self._visible(served.queries[qid], labels)]
+        hidden = [qid for qid in named if qid and qid not in visible]
         if hidden:
             diagnostics["reason"] = (
                 "labels: the figure asked carries labels outside the request's "

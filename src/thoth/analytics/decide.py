@@ -30,7 +30,7 @@ chosen one missing a required value is `needs_parameter`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
@@ -132,21 +132,30 @@ class Decision:
     extraction: Extraction | None = None  # of the chosen query
     refused_above: bool = False  # a query above the threshold was refused by a gate
     threshold: float | None = None
+    reason_query: str | None = None  # the query whose refusal is the reason
 
     @property
     def best(self) -> Fit | None:
         return self.fits[0] if self.fits else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, visible: Collection[str] | None = None) -> dict[str, Any]:
+        """`visible`: the query ids the caller may see (None: all). A query outside them is
+        never named, not even in a reason: as for a document the caller may not see."""
+
+        def shown(qid: str | None) -> bool:
+            return visible is None or qid is None or qid in visible
+
         return {
             "outcome": self.outcome,
-            "query_id": self.query_id,
-            "candidates": list(self.candidates),
-            "reason": self.reason,
+            "query_id": self.query_id if shown(self.query_id) else None,
+            "candidates": [c for c in self.candidates if shown(c)],
+            "reason": self.reason
+            if shown(self.reason_query)
+            else "no catalog query the request may see computes it",
             "measure_asked": sorted(self.asked),
             "grouping_asked": list(self.grouping),
             "threshold": self.threshold,
-            "fits": [f.as_dict() for f in self.fits[:5]],
+            "fits": [f.as_dict() for f in self.fits if shown(f.query_id)][:5],
         }
 
 
@@ -445,7 +454,10 @@ def decide(
     best = eligible[0] if eligible else None
     if best is None or best.score < threshold:
         if refused_above:
-            return _with(base, reason=refused_above[0].refused, refused_above=True)
+            first = refused_above[0]
+            return _with(
+                base, reason=first.refused, refused_above=True, reason_query=first.query_id
+            )
         top = fits[0].score if fits else None
         return _with(base, reason=f"no catalog query reaches the threshold (best {top})")
     return _chosen(base, best, eligible[1:], threshold, tie_margin)
@@ -463,7 +475,7 @@ def decide_chosen(
     chosen = fit(reading, query, 1.0, choices, vocab, proposed)
     base = Decision("text", fits=(chosen,), asked=reading.asked, grouping=reading.grouping)
     if chosen.refused is not None:
-        return _with(base, reason=chosen.refused, refused_above=True)
+        return _with(base, reason=chosen.refused, refused_above=True, reason_query=chosen.query_id)
     return _chosen(base, chosen, [], None, 0.0)
 
 

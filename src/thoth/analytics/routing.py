@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -49,16 +49,22 @@ class Choice:
     figure_requested: bool = False  # a figure no query computes
     model_reason: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, visible: Collection[str] | None = None) -> dict[str, Any]:
+        """`visible`: the query ids the caller may see (None: all); no other is named."""
+        shown = visible is None or self.query_id in visible
         return {
-            "query_id": self.query_id,
+            "query_id": self.query_id if shown else None,
             "by": self.by,
             "score": None if self.score is None else round(self.score, 4),
             "threshold": self.threshold,
-            "scores": {k: round(v, 4) for k, v in sorted(self.scores.items())},
-            "proposed": self.proposed,
+            "scores": {
+                k: round(v, 4)
+                for k, v in sorted(self.scores.items())
+                if visible is None or k in visible
+            },
+            "proposed": self.proposed if shown else None,
             "figure_requested": self.figure_requested,
-            "model_reason": self.model_reason,
+            "model_reason": self.model_reason if shown else None,
         }
 
 
