@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from tests.analytics.conftest import CATALOG
 from thoth.analytics.catalog import CatalogQuery, build_catalog
-from thoth.analytics.extract import Matcher, extract, validate
+from thoth.analytics.extract import Matcher, extract, find_enum_value, validate
 
 QUERIES = build_catalog("analytics/queries", None, CATALOG).queries
 MATCHER = Matcher("it")
@@ -164,3 +164,17 @@ def test_a_month_no_parameter_takes_is_left_unbound() -> None:
     it by name binds it."""
     yearly = QUERIES["ricoveri-per-reparto"]
     assert extract("Ricoveri per reparto a marzo 2024", yearly, {}, MATCHER).unbound == ["month 3"]
+
+
+def test_an_english_workspace_matches_italian_words_with_the_italian_stemmer() -> None:
+    """Thoth's two languages: a catalog in English with Italian synonyms is asked in Italian;
+    a value matches in one language or the other, never by mixing the two."""
+    english = Matcher("en")
+    countries = {"SVK": ["Slovakia", "slovacchi"], "CZE": ["Czech Republic", "ceche"]}
+    question = english.stems("Che percentuale delle stazioni slovacche è Premium?")
+    assert find_enum_value(question, countries, english) == ("SVK", [])
+    assert english.within("pagano", english.stems("clienti che hanno pagato")) == 1
+    # Each language alone: "ordinari" meets "ordinario" in Italian even if English keeps them
+    # apart, and an English stopword is no content word in an Italian workspace.
+    assert MATCHER.within("ordinario", MATCHER.stems("ricoveri ordinari")) == 1
+    assert not MATCHER.is_content("the") and MATCHER.is_content("ricoveri")

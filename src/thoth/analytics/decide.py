@@ -77,15 +77,16 @@ _FUNCTION_WORDS: Final = frozenset(
 # "quale reparto", "peak month" (the answer is a row of that column, not a filter on it).
 _GROUPING: Final = re.compile(
     r"\b(?:per\s+(?:ogni|ciascun[oa]?)|for\s+each|broken\s+down\s+by|grouped\s+by|"
-    r"split\s+by|per|by|which|what|quale|quali|peak|picco)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
+    r"split\s+by|per|by|which|what|qual|quale|quali|peak|picco)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
     re.IGNORECASE,
 )
 
 
-# Words that ask for a row ("which customer", "who", "quale reparto", "chi").
+# Words that ask for a row ("which customer", "who", "quale reparto", "chi"); "qual è il
+# reparto" asks one through the dimension it names (the grouping), "qual è il consumo" does not.
 # "who" also joins a relative clause ("the customers who pay"): only a clause's first word asks.
 _WHICH: Final = re.compile(
-    r"\b(?:which|qual|quale|quali|chi)\b|(?:^|[,;:(]\s*)(?:who|whom|whose)\b", re.IGNORECASE
+    r"\b(?:which|quale|quali|chi)\b|(?:^|[,;:(]\s*)(?:who|whom|whose)\b", re.IGNORECASE
 )
 
 _WORD: Final = re.compile(r"[^\W\d_]{3,}")
@@ -168,7 +169,7 @@ class Reading:
     groups: tuple[frozenset[str], ...]
     grouping: tuple[str, ...]
     words: tuple[str, ...]
-    named: tuple[tuple[frozenset[int], str, str, str], ...]  # as Vocabulary.values
+    named: tuple[tuple[str, str, str, str], ...]  # as Vocabulary.values
 
     @property
     def asked(self) -> frozenset[str]:
@@ -187,9 +188,9 @@ class Vocabulary:
     dimension_words: frozenset[str] = frozenset()
     column_words: dict[str, frozenset[str]] = field(default_factory=dict)  # non-quantity
     enum_stems: frozenset[int] = frozenset()
-    # Every enumerated value and synonym of the catalog: (its stems, the value, the query and
+    # Every enumerated value and synonym of the catalog: (its text, the value, the query and
     # parameter it belongs to).
-    values: list[tuple[frozenset[int], str, str, str]] = field(default_factory=list)
+    values: list[tuple[str, str, str, str]] = field(default_factory=list)
     definitions: dict[str, frozenset[int]] = field(default_factory=dict)  # query -> description
     all_stems: frozenset[int] = frozenset()
     all_words: frozenset[str] = frozenset()
@@ -213,7 +214,7 @@ class Vocabulary:
                         stems = matcher.stems(text)
                         enum |= stems
                         if stems:
-                            vocab.values.append((stems, value, qid, name))
+                            vocab.values.append((text, value, qid, name))
             grouped: set[int] = set()
             grouped_words: set[str] = set()
             for name, column in query.result.columns.items():
@@ -255,7 +256,7 @@ class Vocabulary:
             measure_groups(question),
             self.grouping(question),
             content_words(question, self.matcher),
-            tuple(v for v in self.values if v[0] <= asked),
+            tuple(v for v in self.values if self.matcher.within(v[0], asked)),
         )
 
     def unapplied(self, reading: Reading, query_id: str, extraction: Extraction) -> tuple[str, ...]:
@@ -264,14 +265,16 @@ class Vocabulary:
         Computing anyway would answer without that filter ("slovacche" unread: both countries)."""
         taken = frozenset().union(
             *(
-                stems
-                for stems, value, qid, name in reading.named
+                self.matcher.stems(text)
+                for text, value, qid, name in reading.named
                 if qid == query_id and extraction.values.get(name) == value
             )
         )
         own = self.definitions.get(query_id, frozenset())
         named = [
-            value for stems, value, _, _ in reading.named if not stems <= taken and not stems <= own
+            value
+            for text, value, _, _ in reading.named
+            if not self.matcher.within(text, taken) and not self.matcher.within(text, own)
         ]
         return tuple(dict.fromkeys(named))
 
@@ -292,16 +295,16 @@ class Vocabulary:
                 stems = self.matcher.stems(word)
                 if not stems or stems & self.enum_stems:
                     continue
-                if stems <= self.dimensions or any(_akin(word, d) for d in self.dimension_words):
+                if self.matcher.within(word, self.dimensions) or any(
+                    _akin(word, d) for d in self.dimension_words
+                ):
                     found.append(word)
         return tuple(dict.fromkeys(found))
 
     def groups_as_asked(self, query_id: str, grouping: Sequence[str]) -> bool:
         own = self.columns.get(query_id, frozenset())
         words = self.column_words.get(query_id, frozenset())
-        return all(
-            self.matcher.stems(w) <= own or any(_akin(w, c) for c in words) for w in grouping
-        )
+        return all(self.matcher.within(w, own) or any(_akin(w, c) for c in words) for w in grouping)
 
     def named(self, reading: Reading, text: str) -> bool:
         """Whether the question names `text` (a column's name and label): one of its words,
@@ -309,8 +312,7 @@ class Vocabulary:
         wanted = [w for w in _WORD.findall(text.casefold()) if self.matcher.stems(w)]
         asked = self.matcher.stems(reading.question)
         return any(
-            self.matcher.stems(w) <= asked or any(_akin(w, q) for q in reading.words)
-            for w in wanted
+            self.matcher.within(w, asked) or any(_akin(w, q) for q in reading.words) for w in wanted
         )
 
 
@@ -318,7 +320,9 @@ def content_words(question: str, matcher: Matcher) -> tuple[str, ...]:
     """The question's words that carry meaning: no measure word, no stopword or function
     word, no number, date, month or quarter (those are the parameters' business)."""
     words = _WORD.findall(without_values(without_measure_words(question)).casefold())
-    return tuple(w for w in dict.fromkeys(words) if w not in _FUNCTION_WORDS and matcher.stems(w))
+    return tuple(
+        w for w in dict.fromkeys(words) if w not in _FUNCTION_WORDS and matcher.is_content(w)
+    )
 
 
 def _unexplained(words: Sequence[str], qid: str, vocab: Vocabulary) -> tuple[str, ...]:
@@ -330,7 +334,7 @@ def _unexplained(words: Sequence[str], qid: str, vocab: Vocabulary) -> tuple[str
 
 
 def _explained(word: str, stems: frozenset[int], words: frozenset[str], matcher: Matcher) -> bool:
-    return matcher.stems(word) <= stems or any(_akin(word, v) for v in words)
+    return bool(matcher.within(word, stems)) or any(_akin(word, v) for v in words)
 
 
 def _akin(word: str, other: str) -> bool:
@@ -382,7 +386,7 @@ def fit(
         )
     elif grouping and not vocab.groups_as_asked(query.id, grouping):
         refused = f"grouping mismatch: {query.id} does not group its result by {' '.join(grouping)}"
-    elif _names_a_winner(query, groups) and not _WHICH.search(question):
+    elif _names_a_winner(query, groups) and not (_WHICH.search(question) or grouping):
         first = next(iter(query.result.columns.values()))
         refused = (
             f"the question asks a value; {query.id} answers which {first.label.casefold()} "

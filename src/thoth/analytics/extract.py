@@ -112,21 +112,51 @@ class Extraction:
         return not self.missing and not self.invalid
 
 
+# Thoth's two languages: a catalog written in one is asked in the other too ("pagato" of an
+# Italian question meets "pagano" of an English catalog's Italian example only through the
+# Italian stemmer). The other language's stems are tagged so the two never mix.
+_OTHER_LANGUAGE: Final = {"it": "en", "en": "it"}
+_OTHER_TAG: Final = 1 << 40
+_TOKEN: Final = re.compile(r"\w+")
+
+
 class Matcher:
-    """Stems of a language (BM25's own analyser: stopwords and stemmer)."""
+    """Stems of the workspace's language (BM25's own analyser: stopwords and stemmer) and, for
+    Italian and English, of the other one too. A text matches another in either language:
+    every word of a value must occur in the question stemmed one way, or the other way."""
 
     def __init__(self, language: str) -> None:
         self._encoder = Bm25Encoder(language, 1.0)
+        other = _OTHER_LANGUAGE.get(language.split("-")[0].casefold())
+        self._other = Bm25Encoder(other, 1.0) if other else None
         # The catalog's values and synonyms are stemmed for every question: once is enough.
-        self._cache: dict[str, frozenset[int]] = {}
+        self._cache: dict[str, tuple[frozenset[int], ...]] = {}
+
+    def variants(self, text: str) -> tuple[frozenset[int], ...]:
+        """The text's stems in each language (the other one's tagged)."""
+        found = self._cache.get(text)
+        if found is None:
+            folded = fold(text)
+            found = (frozenset(self._encoder.query(folded).indices),)
+            if self._other is not None:
+                other = self._other.query(folded).indices
+                found += (frozenset(s | _OTHER_TAG for s in other),)
+            if len(self._cache) < 100_000:
+                self._cache[text] = found
+        return found
 
     def stems(self, text: str) -> frozenset[int]:
-        stems = self._cache.get(text)
-        if stems is None:
-            stems = frozenset(self._encoder.query(fold(text)).indices)
-            if len(self._cache) < 100_000:
-                self._cache[text] = stems
-        return stems
+        """Every stem of the text, in both languages: the pool others are matched within."""
+        return frozenset().union(*self.variants(text))
+
+    def within(self, text: str, pool: frozenset[int]) -> int:
+        """How many stems of `text` occur in `pool` in one language (the most), 0 when no
+        language has them all."""
+        return max((len(v) for v in self.variants(text) if v and v <= pool), default=0)
+
+    def is_content(self, word: str) -> bool:
+        """A word no language drops as a stopword."""
+        return all(self.variants(word))
 
 
 def find_enum_value(
@@ -139,9 +169,9 @@ def find_enum_value(
     best: dict[str, int] = {}
     for value, words in choices.items():
         for text in (value, *words):
-            stems = matcher.stems(text)
-            if stems and stems <= question_stems:
-                best[value] = max(best.get(value, 0), len(stems))
+            matched = matcher.within(text, question_stems)
+            if matched:
+                best[value] = max(best.get(value, 0), matched)
     if not best:
         return None, []
     top = max(best.values())
