@@ -42,9 +42,7 @@ class Choice:
 
     query_id: str | None
     by: str  # "similarity" | "model"
-    score: float | None = None
-    threshold: float | None = None
-    scores: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)  # similarity per query
     proposed: dict[str, Any] | None = None  # the model's arguments
     figure_requested: bool = False  # a figure no query computes
     model_reason: str | None = None
@@ -55,8 +53,6 @@ class Choice:
         return {
             "query_id": self.query_id if shown else None,
             "by": self.by,
-            "score": None if self.score is None else round(self.score, 4),
-            "threshold": self.threshold,
             "scores": {
                 k: round(v, 4)
                 for k, v in sorted(self.scores.items())
