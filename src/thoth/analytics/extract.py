@@ -5,9 +5,9 @@ From the question: enumeration values and their synonyms (the catalog's own, and
 Evidence glossary units whose term is a value), matched on stems so "ricoveri ordinari" finds
 `ordinario`; dates (ISO, yyyy/m/d, d/m/yyyy, "3 marzo 2024"); years, also relative ("l'anno
 scorso", "last year"); months by name and quarters ("Q3", "terzo trimestre", "third quarter");
-other numbers; a quoted text. Then the defaults. What stays missing and
-is required is named (`needs_parameter`); a value that is not allowed (outside min/max, not one
-of the enumeration's values) is named too, never guessed or clamped."""
+other numbers; a quoted text. Then the defaults. What stays missing and is required is named
+(`needs_parameter`); a value that is not allowed (outside min/max, not one of the
+enumeration's values) is named too, never guessed or clamped."""
 
 from __future__ import annotations
 
@@ -117,7 +117,6 @@ class Extraction:
 # Italian stemmer). The other language's stems are tagged so the two never mix.
 _OTHER_LANGUAGE: Final = {"it": "en", "en": "it"}
 _OTHER_TAG: Final = 1 << 40
-_TOKEN: Final = re.compile(r"\w+")
 
 
 class Matcher:
@@ -205,7 +204,7 @@ def _dates(text: str) -> tuple[list[date], str]:
                 found.append((m.start(), build(m)))
             except ValueError:
                 continue  # 31/02/2024 is no date
-        rest = pattern.sub(lambda m: " " * len(m[0]), rest)
+        rest = _blank(pattern, rest)
     return [d for _, d in sorted(found, key=lambda p: p[0])], rest
 
 
@@ -216,7 +215,7 @@ def _quarters(text: str) -> tuple[list[int], str]:
         digit = m[1] or m[2] or m[3]
         word = (m[4] or m[5] or "").casefold()
         found.append(int(digit) if digit else _ORDINALS.get(word, 0) or int(word[0]))
-    return found, _QUARTER.sub(lambda m: " " * len(m[0]), text)
+    return found, _blank(_QUARTER, text)
 
 
 def _month_names(folded: str, question: str) -> list[int]:
@@ -231,17 +230,45 @@ def month_names(month: int) -> frozenset[str]:
     return frozenset(name for name, number in _MONTHS.items() if number == month)
 
 
+@dataclass
+class _Values:
+    """The values a text states, in order, and the text without them."""
+
+    dates: list[date]
+    quarters: list[int]
+    months: list[int]
+    years: list[int]
+    numbers: list[str]
+    rest: str
+
+
+def _read_values(text: str, question: str, today: date) -> _Values:
+    """Dates, quarters, months by name, years (also relative ones) and other numbers, each
+    blanked before the next is read: a date's year is no year, a quarter's digit no number.
+    `question`: the text as written (only a capitalised "May" is a month)."""
+    dates, rest = _dates(text)
+    quarters, rest = _quarters(rest)
+    months = _month_names(rest, question)
+    rest = _blank(_MONTH_NAME, _blank(_MAY, rest))
+    relative, rest = _relative_years(rest, today)
+    years = [
+        year
+        for _, year in sorted([*relative, *((m.start(), int(m[1])) for m in _YEAR.finditer(rest))])
+    ]
+    rest = _blank(_YEAR, rest)
+    numbers = [m[1] for m in _NUMBER.finditer(rest)]
+    return _Values(dates, quarters, months, years, numbers, _blank(_NUMBER, rest))
+
+
 def without_values(text: str) -> str:
-    """The text with its dates, years (also relative ones), quarters, month names and numbers
-    blanked: what it asks, not for which values (routing compares that; extraction reads the
-    values)."""
-    _, rest = _dates(text)
-    _, rest = _quarters(rest)
-    rest = _MONTH_NAME.sub(" ", _MAY.sub(" ", rest))
-    _, rest = _relative_years(rest, date.today())
-    rest = _YEAR.sub(" ", rest)
-    rest = _NUMBER.sub(" ", rest)
-    return " ".join(rest.split())
+    """The text with its dates, years, quarters, month names and numbers blanked: what it
+    asks, not for which values (routing compares that; extraction reads the values)."""
+    return " ".join(_read_values(text, text, date.today()).rest.split())
+
+
+def _blank(pattern: re.Pattern[str], text: str) -> str:
+    """`text` with `pattern`'s matches turned to spaces of the same length (positions kept)."""
+    return pattern.sub(lambda m: " " * len(m[0]), text)
 
 
 def _relative_years(text: str, today: date) -> tuple[list[tuple[int, int]], str]:
@@ -249,7 +276,7 @@ def _relative_years(text: str, today: date) -> tuple[list[tuple[int, int]], str]
     found: list[tuple[int, int]] = []
     for pattern, offset in _RELATIVE_YEARS:
         found += [(m.start(), today.year + offset) for m in pattern.finditer(text)]
-        text = pattern.sub(lambda m: " " * len(m[0]), text)
+        text = _blank(pattern, text)
     return found, text
 
 
@@ -266,24 +293,15 @@ def extract(
     out = Extraction()
     folded = fold(question)
     question_stems = matcher.stems(question)
-    dates, rest = _dates(folded)
-    quarters, rest = _quarters(rest)
-    months = _month_names(rest, question)
-    relative, rest = _relative_years(rest, today or date.today())
-    years = [
-        year
-        for _, year in sorted([*relative, *((m.start(), int(m[1])) for m in _YEAR.finditer(rest))])
-    ]
-    rest = _YEAR.sub(lambda m: " " * len(m[0]), rest)
-    numbers = [m[1] for m in _NUMBER.finditer(rest)]
+    said = _read_values(folded, question, today or date.today())
     quoted = [m[1].strip() for m in _QUOTED.finditer(question)]
     pools: dict[str, list[Any]] = {
-        "date": list(dates),
-        "year": years,
-        "month": months,
-        "quarter": quarters,
-        "integer": numbers,
-        "decimal": numbers,  # shared: a number goes to the first numeric parameter
+        "date": said.dates,
+        "year": said.years,
+        "month": said.months,
+        "quarter": said.quarters,
+        "integer": said.numbers,
+        "decimal": said.numbers,  # shared: a number goes to the first numeric parameter
         "text": quoted,
     }
     for name, param in query.parameters.items():
