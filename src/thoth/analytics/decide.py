@@ -72,7 +72,6 @@ _FUNCTION_WORDS: Final = frozenset(
     )
 )
 
-# "per reparto", "by segment", "for each country", "suddivisi per mese".
 # A grouping or a target: "per reparto", "by segment", "for each country", and "which year",
 # "quale reparto", "peak month" (the answer is a row of that column, not a filter on it).
 _GROUPING: Final = re.compile(
@@ -166,6 +165,7 @@ class Reading:
     row it asks, its content words, and the catalog's values it names."""
 
     question: str
+    stems: frozenset[int]  # of the whole question, both languages
     groups: tuple[frozenset[str], ...]
     grouping: tuple[str, ...]
     words: tuple[str, ...]
@@ -253,6 +253,7 @@ class Vocabulary:
         asked = self.matcher.stems(question)
         return Reading(
             question,
+            asked,
             measure_groups(question),
             self.grouping(question),
             content_words(question, self.matcher),
@@ -310,9 +311,9 @@ class Vocabulary:
         """Whether the question names `text` (a column's name and label): one of its words,
         stemmed alike or the same word inflected."""
         wanted = [w for w in _WORD.findall(text.casefold()) if self.matcher.stems(w)]
-        asked = self.matcher.stems(reading.question)
         return any(
-            self.matcher.within(w, asked) or any(_akin(w, q) for q in reading.words) for w in wanted
+            self.matcher.within(w, reading.stems) or any(_akin(w, q) for q in reading.words)
+            for w in wanted
         )
 
 
@@ -358,35 +359,36 @@ def fit(
 ) -> Fit:
     """How `query` fits the question read (`proposed`: the model's values, validated instead
     of extracted; a model reads the words itself, so unknown words refuse only offline)."""
-    question, groups, grouping, words = (
-        reading.question,
-        reading.groups,
-        reading.grouping,
-        reading.words,
-    )
     extraction = (
         validate(query, proposed, choices)
         if proposed is not None
-        else extract(question, query, choices, vocab.matcher)
+        else extract(reading.question, query, choices, vocab.matcher)
     )
     evidence = sum(
         1
         for name, origin in extraction.origin.items()
         if origin == "question" and query.parameters[name].type == "enum"
     )
-    unexplained = _unexplained(words, query.id, vocab)
+    unexplained = _unexplained(reading.words, query.id, vocab)
     foreign = vocab.foreign(unexplained)
-    score = similarity + EVIDENCE * evidence - UNEXPLAINED * len(unexplained) / max(1, len(words))
+    score = (
+        similarity
+        + EVIDENCE * evidence
+        - UNEXPLAINED * len(unexplained) / max(1, len(reading.words))
+    )
     refused: str | None = None
-    if not agrees(groups, query.measures):
-        said = " and ".join("/".join(sorted(g)) for g in groups)
+    if not agrees(reading.groups, query.measures):
+        said = " and ".join("/".join(sorted(g)) for g in reading.groups)
         refused = (
             f"measure mismatch: the question asks {said}; "
             f"{query.id} computes {', '.join(sorted(query.measures))}"
         )
-    elif grouping and not vocab.groups_as_asked(query.id, grouping):
-        refused = f"grouping mismatch: {query.id} does not group its result by {' '.join(grouping)}"
-    elif _names_a_winner(query, groups) and not (_WHICH.search(question) or grouping):
+    elif reading.grouping and not vocab.groups_as_asked(query.id, reading.grouping):
+        by = " ".join(reading.grouping)
+        refused = f"grouping mismatch: {query.id} does not group its result by {by}"
+    elif _names_a_winner(query, reading.groups) and not (
+        _WHICH.search(reading.question) or reading.grouping
+    ):
         first = next(iter(query.result.columns.values()))
         refused = (
             f"the question asks a value; {query.id} answers which {first.label.casefold()} "
@@ -459,11 +461,11 @@ def decide(
     if best is None or best.score < threshold:
         if refused_above:
             first = refused_above[0]
-            return _with(
+            return replace(
                 base, reason=first.refused, refused_above=True, reason_query=first.query_id
             )
         top = fits[0].score if fits else None
-        return _with(base, reason=f"no catalog query reaches the threshold (best {top})")
+        return replace(base, reason=f"no catalog query reaches the threshold (best {top})")
     return _chosen(base, best, eligible[1:], threshold, tie_margin)
 
 
@@ -479,7 +481,9 @@ def decide_chosen(
     chosen = fit(reading, query, 1.0, choices, vocab, proposed)
     base = Decision("text", fits=(chosen,), asked=reading.asked, grouping=reading.grouping)
     if chosen.refused is not None:
-        return _with(base, reason=chosen.refused, refused_above=True, reason_query=chosen.query_id)
+        return replace(
+            base, reason=chosen.refused, refused_above=True, reason_query=chosen.query_id
+        )
     return _chosen(base, chosen, [], None, 0.0)
 
 
@@ -498,11 +502,7 @@ def _chosen(
         closest = [f for f in (best, *tied) if len(f.unasked) == fewest]
         if len(closest) > 1:
             names = tuple(f.query_id for f in closest)
-            return _with(base, outcome="ambiguous", candidates=names, extraction=best.extraction)
+            return replace(base, outcome="ambiguous", candidates=names, extraction=best.extraction)
         best = closest[0]
     outcome: Outcome = "compute" if best.extraction.complete else "needs_parameter"
-    return _with(base, outcome=outcome, query_id=best.query_id, extraction=best.extraction)
-
-
-def _with(base: Decision, **changes: Any) -> Decision:
-    return replace(base, **changes)
+    return replace(base, outcome=outcome, query_id=best.query_id, extraction=best.extraction)
