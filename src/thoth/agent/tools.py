@@ -21,6 +21,7 @@ from thoth.agent.wiki import WikiShelf
 from thoth.analytics.branch import AnalyticsService
 from thoth.analytics.store import AnalyticsError, json_value
 from thoth.answer.retrieval import KnowledgeSearch, SearchRequestError
+from thoth.answer.scope import readable
 from thoth.database import DatabaseUnavailable, Dialect, StatementRefused, check_statement
 from thoth.errors import ThothError
 from thoth.llm import ToolCall, ToolSpec
@@ -187,7 +188,7 @@ class Toolbox:
                         },
                     }
                     for q in served.queries.values()
-                    if self._visible(q)
+                    if self.analytics.visible(q, self.wiki.allowed)
                 ]
             }
         )
@@ -199,7 +200,7 @@ class Toolbox:
         if not isinstance(parameters, dict):
             raise ToolRefused("parameters must be an object of name: value", code=BAD_ARGUMENTS)
         query = self._served().queries.get(query_id)
-        if query is not None and not self._visible(query):
+        if query is not None and not self.analytics.visible(query, self.wiki.allowed):
             # Said as for an unknown query: the job's labels do not reach this one.
             return _refused(
                 "unknown_query",
@@ -235,7 +236,7 @@ class Toolbox:
         sql = _text(args, "sql")
         store = self.analytics.store
         carried = self.analytics.settings.labels
-        if not carried or not set(carried) <= set(self.wiki.allowed):
+        if not readable(carried, self.wiki.allowed):
             # Free SQL reads the whole store: the store's labels must all be the job's.
             return _refused(
                 LABELS_REFUSED,
@@ -269,11 +270,6 @@ class Toolbox:
             "column_kinds": {k.name: {"kind": k.kind, "why": k.why} for k in kinds},
         }
         return ToolOutcome(content, ({"kind": "sql", "sql": sql, "data_date": data_date},))
-
-    def _visible(self, query: Any) -> bool:
-        assert self.analytics is not None
-        carried = self.analytics.figure_labels(query)
-        return bool(carried) and set(carried) <= set(self.wiki.allowed)
 
     def _served(self) -> Any:
         assert self.analytics is not None

@@ -28,6 +28,7 @@ from thoth.agent.errors import (
     PATH_UNREADABLE,
     ToolRefused,
 )
+from thoth.answer.scope import readable
 from thoth.config import Settings
 from thoth.markup import FrontMatterError, split_front_matter
 from thoth.wiki.pages import MARKDOWN_SUFFIXES
@@ -59,7 +60,6 @@ class WikiShelf:
                 code=PAGE_NOT_FOUND,
             )
         self.root = root.resolve(strict=True)
-        self._allowed = frozenset(allowed)
         self.allowed = tuple(sorted(allowed))  # the job's labels: the other tools fence with them
         self._inherited = tuple(
             sorted({label for s in settings.sources if s.kind == "wiki" for label in s.labels})
@@ -180,7 +180,7 @@ class WikiShelf:
         )
 
     def _may_see(self, page: Page) -> bool:
-        return bool(page.labels) and set(page.labels) <= self._allowed
+        return readable(page.labels, self.allowed)
 
 
 def _why(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ from thoth.analytics.glossary import glossary_synonyms
 from thoth.analytics.render import computed_text
 from thoth.analytics.routing import Choice, ModelRouter, OfflineRouter, RoutingFailed
 from thoth.analytics.store import AnalyticsError, AnalyticsStore, Computation
+from thoth.answer.scope import readable
 from thoth.answer.seams import FigureColumn, NumericAnswer
 from thoth.answer.wording import Wording
 from thoth.config import AnalyticsSettings, ColumnKind
@@ -159,7 +160,7 @@ class AnalyticsService:
         except (RoutingFailed, LLMError) as exc:
             return self._failed(question, AnalyticsError(str(exc), code=RoutingFailed.code))
         # The diagnostics go to the caller: they name only the queries its labels reach.
-        visible = {qid for qid, q in served.queries.items() if self._visible(q, labels)}
+        visible = {qid for qid, q in served.queries.items() if self.visible(q, labels)}
         diagnostics: dict[str, Any] = {
             "route": choice.as_dict(visible),
             "catalog_revision": served.catalog.revision,
@@ -240,10 +241,9 @@ class AnalyticsService:
         """The labels a figure of `query` carries: the store's and the query's own."""
         return sorted({*self.settings.labels, *query.labels})
 
-    def _visible(self, query: CatalogQuery, labels: Sequence[str]) -> bool:
-        # No label at all: never served (labels fail closed, as for a document).
-        carried = self.figure_labels(query)
-        return bool(carried) and set(carried) <= set(labels)
+    def visible(self, query: CatalogQuery, labels: Collection[str]) -> bool:
+        """Whether a request with `labels` may see `query`'s figures (thoth.answer.scope)."""
+        return readable(self.figure_labels(query), labels)
 
     def _ambiguous(
         self, served: ServedCatalog, decision: Decision, diagnostics: dict[str, Any]

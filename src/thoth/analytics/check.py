@@ -211,6 +211,24 @@ def labels_problems(store: AnalyticsStore) -> list[Problem]:
     ]
 
 
+def query_label_problems(catalog: Catalog, vocabulary: Sequence[str]) -> list[Problem]:
+    """A query's own labels outside `[answers] labels`: no request could ever carry them."""
+    problems = []
+    for entry in catalog.entries:
+        unknown = sorted(set(entry.query.labels) - set(vocabulary))
+        if unknown:
+            problems.append(
+                Problem(
+                    entry.path,
+                    f"labels {', '.join(unknown)} are not in [answers] labels "
+                    f"({', '.join(sorted(vocabulary))}): its figures could never be served",
+                    field="labels",
+                    code="unknown_label",
+                )
+            )
+    return problems
+
+
 def check_entry(
     entry: CatalogEntry, db: ReadOnlyDatabase, schemas: Sequence[str], snap: SchemaSnapshot
 ) -> list[Problem]:

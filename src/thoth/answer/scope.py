@@ -73,6 +73,13 @@ def allowed_labels(settings: Settings, request: Mapping[str, Any]) -> list[str]:
     return allowed
 
 
+def readable(carried: Collection[str], allowed: Collection[str]) -> bool:
+    """Whether a thing carrying `carried` labels (a figure, a wiki page) may be shown to a
+    request allowed `allowed`: every one of its labels allowed, and at least one (nothing
+    unlabelled is ever served: labels fail closed)."""
+    return bool(carried) and set(carried) <= set(allowed)
+
+
 def scope(
     settings: Settings,
     request: Mapping[str, Any],

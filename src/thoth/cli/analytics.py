@@ -16,7 +16,7 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, errors, out
-from thoth.errors import Problem, ThothError
+from thoth.errors import ThothError
 from thoth.workspace import Workspace
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -42,7 +42,12 @@ def check_cmd(
 ) -> None:
     """Check every catalog entry against the store. Exit 0 valid, 1 problems, 4 no store."""
     from thoth.analytics.catalog import load_catalog_at, load_catalog_files
-    from thoth.analytics.check import check_catalog, data_date_problems, labels_problems
+    from thoth.analytics.check import (
+        check_catalog,
+        data_date_problems,
+        labels_problems,
+        query_label_problems,
+    )
     from thoth.gitrepo import resolve_revision
     from thoth.runtime import open_analytics_store
     from thoth.runtime import require_analytics as _require
@@ -63,20 +68,11 @@ def check_cmd(
                 settings.store().schema_names,
                 max_enum_values=settings.max_enum_values,
             )
-        report.problems += data_date_problems(store) + labels_problems(store)
-        vocabulary = set(ws.settings.answers.labels)
-        for entry in catalog.entries:
-            unknown = sorted(set(entry.query.labels) - vocabulary)
-            if unknown:
-                report.problems.append(
-                    Problem(
-                        entry.path,
-                        f"labels {', '.join(unknown)} are not in [answers] labels "
-                        f"({', '.join(sorted(vocabulary))}): its figures could never be served",
-                        field="labels",
-                        code="unknown_label",
-                    )
-                )
+        report.problems += (
+            data_date_problems(store)
+            + labels_problems(store)
+            + query_label_problems(catalog, ws.settings.answers.labels)
+        )
     if as_json:
         emit_json({"catalog": settings.catalog, "revision": catalog.revision, **report.as_dict()})
     else:
