@@ -116,6 +116,36 @@ def test_a_grouping_the_result_does_not_have_refuses_the_query() -> None:
     assert per.outcome == "compute" and per.query_id == "heroes-per-publisher"
 
 
+def test_a_period_said_as_an_adjective_groups_like_per() -> None:
+    """'monthly' / 'mensili' ask a breakdown by month, as 'per month' does: a query without a
+    month column is refused even when it is the most similar."""
+    monthly = {
+        **HEROES,
+        "heroes-per-month": query(
+            "heroes-per-month",
+            "Heroes created month by month",
+            ["count", "trend"],
+            columns={
+                "month": {"label": "Month", "kind": "date"},
+                "n": {"label": "Heroes", "kind": "quantity"},
+            },
+        ),
+    }
+    vocab = Vocabulary.of(monthly, CHOICES, MATCHER)
+    sims = {"heroes-by-eyes": 0.95, "heroes-per-month": 0.9, "heroes-per-publisher": 0.7}
+    for question in ("Monthly heroes with green eyes", "Heroes with green eyes, mensili"):
+        read = decide(question, monthly, sims, CHOICES, vocab, 0.5, 0.005)
+        assert read.grouping == ("month",), question
+        refused = {f.query_id: f.refused for f in read.fits}
+        assert refused["heroes-by-eyes"] == (
+            "grouping mismatch: heroes-by-eyes does not group its result by month"
+        )
+    # "annual" is one year's figure and "average monthly" an average per month, not
+    # breakdowns: nothing is asked of the columns
+    for question in ("Annual heroes", "Average monthly heroes", "Eroi medi mensili"):
+        assert decide(question, monthly, sims, CHOICES, vocab, 0.5, 0.005).grouping == ()
+
+
 def test_two_queries_that_fit_equally_are_a_clarification_naming_both() -> None:
     twins = {
         **HEROES,

@@ -25,6 +25,7 @@ SHARE_QUESTION = "Qual è la percentuale di ricoveri della Pediatria nel 2024?"
         ("Qual è il tasso di riammissione?", {"share", "ratio"}),
         ("Qual è la degenza media in Cardiologia?", {"average"}),
         ("What is the average stay?", {"average"}),
+        ("Quali sono i tempi medi di attesa?", {"average"}),
         ("Spesa totale dei farmaci nel 2024", {"sum", "count"}),
         ("Elenca i ricoveri oltre soglia", {"list"}),
         ("Andamento mensile degli accessi", {"trend"}),
@@ -99,3 +100,28 @@ def test_check_requires_a_measure_that_the_columns_can_hold(tmp_path: Path) -> N
     code, checked = tht("analytics", "check", "-w", str(aw.root))
     [wrong] = [p for p in checked["problems"] if p["field"] == "measure"]
     assert wrong["code"] == "measure_columns" and "shape table" in wrong["message"]
+
+
+def test_check_refuses_an_example_that_asks_a_measure_the_query_does_not_declare(
+    tmp_path: Path,
+) -> None:
+    """An example is a question the query must take: one whose measure words disagree with
+    `measure` would be refused by the query's own gate at every ask."""
+    from tests.analytics.test_data_date import tht
+
+    aw = make_analytics_workspace(tmp_path / "ws")
+    path = aw.root / "analytics" / "queries" / "ricoveri-per-reparto.yaml"
+    text = path.read_text("utf-8")
+    path.write_text(
+        text.replace(
+            "  - Ricoveri per reparto nel 2023\n",
+            "  - Ricoveri per reparto nel 2023\n  - Percentuale di ricoveri per reparto nel 2022\n",
+        ),
+        "utf-8",
+    )
+    code, checked = tht("analytics", "check", "-w", str(aw.root))
+    assert code == 1
+    [wrong] = [p for p in checked["problems"] if p["field"] == "examples[2]"]
+    assert wrong["code"] == "example_measure"
+    assert "share" in wrong["message"] and "count" in wrong["message"]
+    assert "Percentuale di ricoveri" in wrong["message"]

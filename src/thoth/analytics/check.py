@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from thoth.analytics.catalog import Catalog, CatalogEntry, CatalogQuery, Parameter, coerce
+from thoth.analytics.measure import agrees, measure_groups
 from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.database import Dialect, ReadOnlyDatabase, SchemaSnapshot, StatementRefused
 from thoth.database import check_statement as check_read_only
@@ -147,9 +148,11 @@ def enum_cap_warnings(entry: CatalogEntry, db: ReadOnlyDatabase, cap: int) -> li
 _FIGURE_KINDS = frozenset({"quantity", "amount"})
 
 
-def measure_problems(query: CatalogQuery) -> list[tuple[str, str]]:
-    """The query's `measure` against its result columns: declared, and each measure something
-    the columns can hold."""
+def measure_problems(query: CatalogQuery) -> list[tuple[str, str, str]]:
+    """The query's `measure` against its result columns and its examples: declared, each
+    measure something the columns can hold, and no example asking a measure the query does not
+    compute (the query's own gate would refuse that example at every ask). Each problem is
+    (message, code, field)."""
     if not query.measures:
         return [
             (
@@ -157,10 +160,25 @@ def measure_problems(query: CatalogQuery) -> list[tuple[str, str]]:
                 "sum, minimum, maximum, ratio, list, trend), so that a question asking another "
                 "measure is never answered with its number",
                 "measure_missing",
+                "measure",
             )
         ]
     columns = query.result.columns.values()
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, str]] = []
+    declared = ", ".join(sorted(query.measures))
+    for i, example in enumerate(query.examples):
+        groups = measure_groups(example)
+        if not agrees(groups, query.measures):
+            asked = ", ".join(sorted(set().union(*groups)))
+            found.append(
+                (
+                    f"example {example!r} asks {asked}; the query declares {declared}: a "
+                    "question like it would never be answered by this query — add the measure "
+                    "to `measure` if the result holds it, or reword the example",
+                    "example_measure",
+                    f"examples[{i}]",
+                )
+            )
     figures = [m for m in sorted(query.measures) if m not in ("list", "trend")]
     if figures and not any(c.kind in _FIGURE_KINDS for c in columns):
         found.append(
@@ -168,12 +186,15 @@ def measure_problems(query: CatalogQuery) -> list[tuple[str, str]]:
                 f"measure {', '.join(figures)} needs a result column of kind quantity or "
                 "amount; none is declared",
                 "measure_columns",
+                "measure",
             )
         )
     if "list" in query.measures and query.result.shape != "table":
-        found.append(("measure list needs result.shape table", "measure_columns"))
+        found.append(("measure list needs result.shape table", "measure_columns", "measure"))
     if "trend" in query.measures and not any(c.kind == "date" for c in columns):
-        found.append(("measure trend needs a result column of kind date", "measure_columns"))
+        found.append(
+            ("measure trend needs a result column of kind date", "measure_columns", "measure")
+        )
     return found
 
 
@@ -238,8 +259,8 @@ def check_entry(
     def problem(message: str, where: str, code: str, hint: str | None = None) -> None:
         problems.append(Problem(path, message, field=where, code=code, hint=hint))
 
-    for message, code in measure_problems(query):
-        problem(message, "measure", code, 'docs/analytics.md, "What a query measures"')
+    for message, code, where in measure_problems(query):
+        problem(message, where, code, 'docs/analytics.md, "What a query measures"')
     try:
         used = parameter_names(query.sql, dialect)
     except ParameterSyntaxError as exc:

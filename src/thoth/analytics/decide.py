@@ -80,6 +80,19 @@ _GROUPING: Final = re.compile(
     re.IGNORECASE,
 )
 
+# A period said as an adjective groups by it as "per mese" does ("accessi mensili", "monthly
+# admissions"): the noun it stands for, in both languages, read like a grouping word — unless
+# the question asks an average ("consumo medio mensile": the average per month). ("Annual" is
+# left out: "tasso annuo" is one year's figure, not a breakdown by year.)
+_PERIODIC: Final = tuple(
+    (re.compile(rf"\b(?:{adjective})\b", re.IGNORECASE), nouns)
+    for adjective, nouns in (
+        (r"mensil[ei]|monthly", ("mese", "month")),
+        (r"trimestral[ei]|quarterly", ("trimestre", "quarter")),
+        (r"settimanal[ei]|weekly", ("settimana", "week")),
+        (r"giornalier[oaie]|quotidian[oaie]|daily", ("giorno", "day")),
+    )
+)
 
 # Words that ask for a row ("which customer", "who", "quale reparto", "chi"); "qual è il
 # reparto" asks one through the dimension it names (the grouping), "qual è il consumo" does not.
@@ -251,11 +264,12 @@ class Vocabulary:
 
     def read(self, question: str) -> Reading:
         asked = self.matcher.stems(question)
+        groups = measure_groups(question)
         return Reading(
             question,
             asked,
-            measure_groups(question),
-            self.grouping(question),
+            groups,
+            self.grouping(question, averaged=any("average" in g for g in groups)),
             content_words(question, self.matcher),
             tuple(v for v in self.values if self.matcher.within(v[0], asked)),
         )
@@ -285,14 +299,20 @@ class Vocabulary:
             w for w in words if not _explained(w, self.all_stems, self.all_words, self.matcher)
         )
 
-    def grouping(self, question: str) -> tuple[str, ...]:
+    def grouping(self, question: str, averaged: bool = False) -> tuple[str, ...]:
         """The words the question groups by or asks for ("per reparto", "which year", "peak
         month"): words after per/by/which/... that name a dimension of the catalog (a
         non-quantity result column or a parameter) and are no value. A query answers only if
         its result has that column: a month filter does not say which month."""
         found: list[str] = []
-        for m in _GROUPING.finditer(question):
-            for word in m[1].casefold().split():
+        # "average monthly consumption" is an average per month, not a breakdown by month
+        periods = [
+            " ".join(nouns)
+            for pattern, nouns in _PERIODIC
+            if not averaged and pattern.search(question)
+        ]
+        for words in (*(m[1] for m in _GROUPING.finditer(question)), *periods):
+            for word in words.casefold().split():
                 stems = self.matcher.stems(word)
                 if not stems or stems & self.enum_stems:
                     continue

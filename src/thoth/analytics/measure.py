@@ -34,7 +34,7 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
         r"proportion|share|fraction|what part|%",
     ),
     (("share", "ratio"), r"tass[oi]|rate"),
-    (("average",), r"medi[aoe]|mediamente|average|mean|avg"),
+    (("average",), r"medi[aoe]?|mediamente|average|mean|avg"),
     (("sum", "count"), r"total[ei]|somma|complessiv\w*|in tutto|total|sum|overall"),
     (
         ("minimum",),
