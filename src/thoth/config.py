@@ -597,6 +597,14 @@ class SourceSettings(_Strict):
         description="File name or path in the source repository -> title, over the extracted "
         "one; every key must name exactly one file of the source.",
     )
+    # Whose each file is, when its front matter and its opening do not say (thoth.entities):
+    # file name or path -> entity id of the workspace's entity list; the same keys as `titles`.
+    entities: dict[str, str] = Field(
+        default={},
+        description="File name or path in the source repository -> entity id of the "
+        "workspace's entity list (`entities`), over the one found in the document; every key "
+        "must name exactly one file of the source.",
+    )
     year_expected: bool = Field(
         default=False,
         description="Every document must carry a year (front matter or file name), or the "
@@ -931,6 +939,12 @@ class Settings(_Strict):
         default=ServiceSettings(), description="`tht serve`: request limits and callers."
     )
     agent: AgentSettings = Field(default=AgentSettings(), description="The deep-analysis agent.")
+    entities: str | None = Field(
+        default=None,
+        description="The reviewed entity list (YAML, relative to the workspace root): each "
+        "document carries its entity, and a question naming one is answered from that "
+        "entity's documents only; unset: no entity scope.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

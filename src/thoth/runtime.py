@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from thoth.analytics.branch import AnalyticsService
     from thoth.analytics.store import AnalyticsStore
+    from thoth.answer.retrieval import KnowledgeSearch
     from thoth.answer.service import AnswerService
     from thoth.database import ReadOnlyDatabase
     from thoth.embed.base import Embedder
@@ -293,20 +294,29 @@ def open_registry(ws: Workspace) -> Registry:
     return Registry(entities)
 
 
+def knowledge_search(ws: Workspace, rt: Runtime) -> KnowledgeSearch:
+    """The answer engine's retrieval on `rt`, with the workspace's entity list (thoth.entities:
+    a question naming an entity is scoped to its documents). A bad list raises, naming it."""
+    from thoth.answer.retrieval import KnowledgeSearch
+    from thoth.entities import load_entities
+
+    entities = load_entities(ws.root, ws.settings.entities)
+    return KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder, entities)
+
+
 def open_answer_service(ws: WorkspaceLike, embedder: Embedder | None = None) -> AnswerService:
     """The answer service `[answers]`, `[llm]`, `[analytics]` and `[privacy]` describe.
     Without `[analytics]` the branch that covers nothing is injected; the pseudonymizer of
     `[privacy]` (the identity when it is off) stands between every path and the model.
     `ws`: the workspace, or its root as a str or a path."""
     from thoth.answer.answerers import make_answerer
-    from thoth.answer.retrieval import KnowledgeSearch
     from thoth.answer.seams import AnalyticsBranch, NoAnalytics
     from thoth.answer.service import AnswerService
 
     ws = as_workspace(ws)
     answerer = make_answerer(ws.settings)  # first: a missing API key opens nothing
     rt = open_runtime(ws, embedder)
-    search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    search = knowledge_search(ws, rt)
     analytics: AnalyticsBranch = NoAnalytics()
     closers = [rt.close]
     if ws.settings.analytics is not None:

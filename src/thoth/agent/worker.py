@@ -24,11 +24,10 @@ from thoth.agent.submit import require_model
 from thoth.agent.tools import Toolbox
 from thoth.agent.wiki import WikiShelf
 from thoth.analytics.branch import AnalyticsService
-from thoth.answer.retrieval import KnowledgeSearch
 from thoth.answer.scope import allowed_labels
 from thoth.errors import ThothError
 from thoth.llm import ConversationClient, conversation_client
-from thoth.runtime import Runtime, make_analytics
+from thoth.runtime import Runtime, knowledge_search, make_analytics
 from thoth.state import Job, JobLeaseLost, JobQueue, StateError
 
 log = logging.getLogger("thoth.agent")
@@ -91,9 +90,7 @@ class Worker:
         self.settings = settings
         self.queue = JobQueue.on(self.rt.state)
         self.client = self.client or conversation_client(settings.llm)
-        self._knowledge = KnowledgeSearch(
-            settings, self.rt.state, self.rt.backend, self.rt.embedder
-        )
+        self._knowledge = knowledge_search(self.rt.ws, self.rt)
         self._analytics: AnalyticsService | None = (
             make_analytics(self.rt) if settings.analytics is not None else None
         )

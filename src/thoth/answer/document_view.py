@@ -52,6 +52,7 @@ class DocumentView:
     year: int | None
     generation: str
     fragments: tuple[FragmentView, ...]
+    entity: str | None = None  # whose the document is (thoth.entities)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +90,7 @@ def show_document(reader: GenerationReader, ref: str, caveat_label: str) -> Docu
         year=first.year,
         generation=readable.id,
         fragments=tuple(_view(p, caveat_label) for p in payloads),
+        entity=first.entity,
     )
 
 

@@ -15,7 +15,9 @@ a relevance floor that could not be applied.
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -27,6 +29,7 @@ from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
 from thoth.config import IndexSettings, Settings
 from thoth.embed.base import Embedder, Vectors
+from thoth.entities import NO_ENTITIES, EntityList
 from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.fusion import fuse, fusion_from
@@ -53,6 +56,7 @@ log = logging.getLogger("thoth.answer")
 
 __all__ = [
     "NO_RELEVANCE_FLOOR",
+    "EntityScope",
     "KnowledgeSearch",
     "Retrieval",
     "RetrievedFragment",
@@ -135,6 +139,8 @@ class Retrieval:
     relevance: Relevance | None = None
     # The languages the question was encoded in for BM25, one branch each (Qdrant's names).
     bm25_languages: list[str] = field(default_factory=list)
+    # The entities the question names and the scope they gave (None: it names none).
+    entities: EntityScope | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +156,36 @@ class Retrieval:
             "best_similarity": self.best_similarity,
             "relevance": self.relevance.as_dict() if self.relevance else None,
             "bm25_languages": list(self.bm25_languages),
+            "entities": self.entities.as_dict() if self.entities else None,
+        }
+
+
+@dataclass(frozen=True)
+class EntityScope:
+    """The entities a question names (thoth.entities) and what the scope made of them."""
+
+    named: tuple[str, ...]  # ids, as the list declares them
+    scope: tuple[str, ...]  # those with documents under the request's condition
+    without_documents: tuple[str, ...]
+    names: dict[str, str] = field(default_factory=dict)  # id -> display name
+
+    @property
+    def reason(self) -> str | None:
+        """Why nothing is answered, when no named entity has a document to answer from."""
+        if self.scope:
+            return None
+        shown = ", ".join(f"{self.names.get(e, e)} ({e})" for e in self.without_documents)
+        return (
+            f"the question names {shown}: no document of it is indexed under this request's "
+            "condition, and another entity's documents never answer for it"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "named": list(self.named),
+            "scope": list(self.scope),
+            "without_documents": list(self.without_documents),
+            "reason": self.reason,
         }
 
 
@@ -172,9 +208,15 @@ class KnowledgeSearch:
     candidates -> relevance floor -> curated weight -> verbatim floor -> typed fragments."""
 
     def __init__(
-        self, settings: Settings, state: StateView, backend: IndexBackend, embedder: Embedder
+        self,
+        settings: Settings,
+        state: StateView,
+        backend: IndexBackend,
+        embedder: Embedder,
+        entities: EntityList = NO_ENTITIES,
     ) -> None:
         self.settings = settings
+        self.entities = entities
         self._reader = GenerationReader(
             settings.workspace, state, backend, embedder, default_language=settings.language
         )
@@ -227,12 +269,28 @@ class KnowledgeSearch:
         gen_id: str | None = None
         degraded: list[str] = []
         languages: list[str] = []
+        named = self.entities.named_in(text)
+        entities: EntityScope | None = None
         try:
             with self._reader.guard():
                 gen = self._reader.active()
                 gen_id = gen.id
                 languages = [b.language for b in gen.branches]
                 scoped = scope(self.settings, request, allowed, gen.labels())
+                if named:
+                    entities = self._entity_scope(gen, scoped, named)
+                    scoped = scoped.with_entities(entities.scope)
+                    if not entities.scope:
+                        return Retrieval(
+                            status="nothing_found",
+                            fragments=[],
+                            route=route,
+                            filters={**scoped.readable, "entity": list(named)},
+                            generation=gen_id,
+                            counts={"entity_without_documents": len(named)},
+                            bm25_languages=languages,
+                            entities=entities,
+                        )
                 # The one embedding call of the question: retrieval and routing share it.
                 vectors = self._reader.vectors(gen, text, degrade=True)
                 if vectors.embedder_error is not None:
@@ -244,9 +302,15 @@ class KnowledgeSearch:
                     if vectors.raw is not None and route.embedder_error is not None:
                         degraded.append(f"routing: keywords ({route.embedder_error})")
                 scoped = scoped.with_channel(route.channel)
-                fragments, counts, relevance = self._retrieve(
-                    gen, text, vectors.dense, _bm25_queries(gen, text, vectors.sparse), scoped
-                )
+                bm25 = _bm25_queries(gen, text, vectors.sparse)
+                if entities is not None and len(entities.scope) > 1:
+                    fragments, counts, relevance = self._retrieve_each(
+                        gen, text, vectors.dense, bm25, scoped, entities.scope
+                    )
+                else:
+                    fragments, counts, relevance = self._retrieve(
+                        gen, text, vectors.dense, bm25, scoped
+                    )
             if fragments and relevance.similarity is None and self.min_similarity is not None:
                 degraded.append(NO_RELEVANCE_FLOOR)
         except Unreadable as exc:
@@ -265,7 +329,49 @@ class KnowledgeSearch:
             best_similarity=relevance.similarity,
             relevance=relevance,
             bm25_languages=languages,
+            entities=entities,
         )
+
+    def _entity_scope(self, gen: Readable, scoped: Scope, named: Sequence[str]) -> EntityScope:
+        """Which named entities have a document under the request's condition: a named entity
+        without one is never answered from another entity's text."""
+        present = tuple(e for e in named if gen.store.count({**scoped.where, "entity": [e]}))
+        names = {e: entity.name for e in named if (entity := self.entities.get(e))}
+        return EntityScope(
+            tuple(named), present, tuple(e for e in named if e not in present), names
+        )
+
+    def _retrieve_each(
+        self,
+        gen: Readable,
+        question: str,
+        dense: list[float] | None,
+        bm25: Sequence[Bm25Query],
+        scoped: Scope,
+        entities: Sequence[str],
+    ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
+        """A question naming several entities retrieves for each (one scope each), then takes
+        their fragments in turn: the closest of each entity first, so that no entity's
+        documents crowd out another's."""
+        per = [
+            self._retrieve(gen, question, dense, bm25, scoped.with_entities([e])) for e in entities
+        ]
+        relevant = [r for r in per if r[0]]
+        if not relevant:
+            return per[0]
+        top_k = self.settings.answers.top_k
+        merged: list[RetrievedFragment] = []
+        seen: set[str] = set()
+        for turn in itertools.zip_longest(*(r[0] for r in relevant)):
+            for frag in turn:
+                if frag is not None and frag.id not in seen and len(merged) < top_k:
+                    seen.add(frag.id)
+                    merged.append(replace(frag, rank=len(merged) + 1))
+        counts: Counter[str] = Counter()
+        for _, c, _ in relevant:
+            counts.update(c)
+        best = max(relevant, key=lambda r: r[2].similarity or 0.0)
+        return merged, dict(counts), best[2]
 
     def validate(self, question: str, request: Mapping[str, Any]) -> dict[str, Any]:
         """The request `search` would run, checked without touching the state store or the
@@ -367,12 +473,18 @@ class KnowledgeSearch:
             return judge(found.best_similarity, self.min_similarity, None)
         top = found.hits[: self.settings.answers.top_k]
         docs = [str(h.payload.get("doc_id") or "") for h in top]
+        scoped = bool(where.where.get("entity"))
         # Terms go through each language's analyser, under the condition that keeps the
         # fragments encoded in it: a name in an English filing is matched by English stems.
         checked: list[list[Term]] = []
         for branch in gen.branches or (Bm25Branch(gen.encoder.language, gen.encoder, {}),):
             encoder = branch.encoder
             terms = candidate_terms(question, _analyser(encoder))
+            if scoped:
+                # The entity scope already decided whose documents answer: they need not write
+                # their entity's name (a filing says "the Company"), and another named entity
+                # has its own scope (or is reported without documents). No name is a term.
+                terms = [t for t in terms if not self.entities.named_in(t.text)]
             stems = {
                 i
                 for h in top

@@ -8,7 +8,7 @@ generation was built included; a point without labels matches nothing, so it is 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,15 @@ class Scope:
         if channel is None:
             return self
         return Scope({**self.where, "channel": channel}, {**self.readable, "channel": channel})
+
+    def with_entities(self, entities: Sequence[str]) -> Scope:
+        """Only the documents of these entities (thoth.entities): what a question naming them
+        may be answered from. A fragment without an entity (a wiki page, an Evidence Unit, a
+        document whose entity is unknown) is outside."""
+        if not entities:
+            return self
+        ids = list(entities)
+        return Scope({**self.where, "entity": ids}, {**self.readable, "entity": ids})
 
 
 def check_names(settings: Settings, request: Mapping[str, Any]) -> None:

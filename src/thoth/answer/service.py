@@ -359,6 +359,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
         "relevance": retrieval.relevance.as_dict() if retrieval.relevance else None,
         # One BM25 list per language the question was encoded in (docs/documents.md).
         "bm25_languages": list(retrieval.bm25_languages),
+        # The entities the question names and the scope they gave (thoth.entities).
+        "entities": retrieval.entities.as_dict() if retrieval.entities else None,
         "counts": {
             "retrieved": len(retrieval.fragments),
             **retrieval.counts,

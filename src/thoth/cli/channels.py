@@ -143,11 +143,10 @@ def _relevance(ws: Workspace, labelled: list[tuple[str, str | None]]) -> FoundCa
     """Every labelled question searched over every label (the corpus, not a caller's view),
     with both relevance signals. None when nothing is published yet."""
     from thoth.answer.calibration import Observed, calibrate_found
-    from thoth.answer.retrieval import KnowledgeSearch
-    from thoth.runtime import open_runtime
+    from thoth.runtime import knowledge_search, open_runtime
 
     rt = open_runtime(ws)
-    search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    search = knowledge_search(ws, rt)
     try:
         if rt.state.active_generation(ws.settings.workspace) is None:
             return None

@@ -316,7 +316,8 @@ def show_cmd(
 def render_document(console: Console, view: DocumentView) -> None:
     console.print(
         f"[bold]{escape(view.doc_id)}[/] ({view.doc_format}, source {escape(view.source)}, "
-        f"revision {view.revision[:12] or '-'}, generation {view.generation}): "
+        f"revision {view.revision[:12] or '-'}, generation {view.generation}"
+        f"{f', entity {escape(view.entity)}' if view.entity else ''}): "
         f"{len(view.fragments)} fragment(s)",
         highlight=False,
     )

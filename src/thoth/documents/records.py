@@ -98,6 +98,7 @@ class KnowledgeFragment:
     content_sha256: str = ""  # of the whole source file
     revision: str = ""  # Git commit of the source repository the file was read at
     refers_to: tuple[str, ...] = ()  # wiki pages: doc_ids of the documents the page refers to
+    entity: str | None = None  # the entity the document belongs to (thoth.entities)
 
     def record(
         self,
@@ -132,6 +133,7 @@ class KnowledgeFragment:
             pipeline_version=PIPELINE_VERSION,
             page=self.page,
             year=self.year,
+            entity=self.entity,
             source_config=source_config,
             bm25_avg_len=avg_len,
             bm25_language=bm25_language,

@@ -402,38 +402,51 @@ def _uncommitted(
 
 
 def _titled(key: str, path: str) -> bool:
-    """Whether a `titles` key names this file: its path in the repository, or its file name."""
+    """Whether a per-file key (`titles`, `entities`) names this file: its path in the
+    repository, or its file name."""
     return key in (path, PurePosixPath(path).name)
 
 
 def title_override(source: SourceSettings, path: str) -> str | None:
     """The title `thoth.toml` gives the file (`[[sources]] titles`), None when it gives none."""
-    for key, title in source.titles.items():
+    return _per_file(source.titles, path)
+
+
+def entity_override(source: SourceSettings, path: str) -> str | None:
+    """The entity `thoth.toml` gives the file (`[[sources]] entities`), None when it gives
+    none."""
+    return _per_file(source.entities, path)
+
+
+def _per_file(table: dict[str, str], path: str) -> str | None:
+    for key, value in table.items():
         if _titled(key, path):
-            return title
+            return value
     return None
 
 
-def _check_titles(source: SourceSettings, repo: Path, paths: Sequence[str]) -> None:
-    """Every `titles` key names exactly one file of the source: a key that names none (a typo,
-    a renamed file) or several (one file name in two folders) is an error naming the key."""
+def _check_per_file(source: SourceSettings, repo: Path, paths: Sequence[str]) -> None:
+    """Every `titles` and `entities` key names exactly one file of the source: a key that
+    names none (a typo, a renamed file) or several (one file name in two folders) is an error
+    naming the key."""
     problems: list[Problem] = []
-    for key in source.titles:
-        named = [path for path in paths if _titled(key, path)]
-        if len(named) == 1:
-            continue
-        where = f"sources.{source.name}.titles"
-        if named:
-            cause = f"{key!r} names {len(named)} files: {', '.join(named)}"
-            hint = "use the file's path inside the repository as the key"
-        else:
-            cause = f"{key!r} names no file of source {source.name!r}"
-            hint = "check the file name (or its path inside the repository) and the globs"
-        problems.append(Problem(where, cause, field="titles", hint=hint, code="title_unmatched"))
+    for what, table in (("titles", source.titles), ("entities", source.entities)):
+        for key in table:
+            named = [path for path in paths if _titled(key, path)]
+            if len(named) == 1:
+                continue
+            where = f"sources.{source.name}.{what}"
+            if named:
+                cause = f"{key!r} names {len(named)} files: {', '.join(named)}"
+                hint = "use the file's path inside the repository as the key"
+            else:
+                cause = f"{key!r} names no file of source {source.name!r}"
+                hint = "check the file name (or its path inside the repository) and the globs"
+            problems.append(Problem(where, cause, field=what, hint=hint, code="title_unmatched"))
     if problems:
         raise ProblemsError(
-            f"source {source.name!r} ({repo}): {len(problems)} title(s) in thoth.toml match no "
-            "single file; nothing was read or indexed",
+            f"source {source.name!r} ({repo}): {len(problems)} file name(s) in thoth.toml "
+            "(titles, entities) match no single file; nothing was read or indexed",
             problems,
             code="title_unmatched",
         )
@@ -504,7 +517,7 @@ def read_source(
             code="document_too_large",
         )
     chosen.sort(key=lambda entry: entry[2])
-    _check_titles(source, repo, [path for _, _, path, _ in chosen])
+    _check_per_file(source, repo, [path for _, _, path, _ in chosen])
     blobs = _blobs(repo, source.name, [oid for _, oid, _, _ in chosen])
     files = tuple(
         SourceFile(source, path, data, hashlib.sha256(data).hexdigest(), revision)

@@ -120,6 +120,9 @@ class FragmentPayload(_Served):
     pipeline_version: int
     page: int | None = None
     year: int | None = Field(default=None, json_schema_extra=_indexed())
+    # The entity the document belongs to (thoth.entities): a question naming an entity is
+    # scoped to its documents. None: no entity list, or none found for the document.
+    entity: str | None = Field(default=None, json_schema_extra=_indexed())
     # Written by `tht docs sync`: the fingerprint of the source settings the fragment was
     # prepared with, and the BM25 language (Qdrant's name, "english") and average length its
     # sparse vector was encoded with. No language: the generation's own (`config["bm25"]`),
@@ -261,6 +264,7 @@ FILTER_FIELDS: Final = (
     "year",
     "doc_format",
     "doc_id",
+    "entity",
 )
 
 

@@ -25,10 +25,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from thoth.config import Settings, SourceSettings
-from thoth.documents.chunk import QaMarkers, chunk
+from thoth.documents.chunk import Chunk, QaMarkers, chunk
 from thoth.documents.extract import DocumentFormat, ExtractProgress, extract
 from thoth.documents.records import MAX_YEAR, MIN_YEAR, RECORD_DOCUMENT, KnowledgeFragment
-from thoth.documents.sources import SourceFile, SourceSnapshot, first_match, title_override
+from thoth.documents.sources import (
+    SourceFile,
+    SourceSnapshot,
+    entity_override,
+    first_match,
+    title_override,
+)
+from thoth.entities import NO_ENTITIES, EntityList
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
 from thoth.secrets import secret_problems
@@ -74,6 +81,7 @@ class PreparedDocument:
     revision: str
     fragments: tuple[KnowledgeFragment, ...]
     notes: tuple[str, ...] = ()  # extraction notes for the run report (e.g. scanned pages)
+    entity: str | None = None  # the entity the document belongs to (thoth.entities)
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,6 +93,7 @@ class _DocumentMeta:
     title: str | None = None
     year: int | None = None
     knowledge: bool = True
+    entity: str | None = None
 
 
 def _is_markdown(path: str) -> bool:
@@ -92,8 +101,8 @@ def _is_markdown(path: str) -> bool:
 
 
 def _document_meta(file: SourceFile) -> _DocumentMeta:
-    """Front matter of a raw Markdown document: `title`, `year`, `knowledge`. Other keys are
-    ignored: raw documents are not curated, only these three change what Thoth does."""
+    """Front matter of a raw Markdown document: `title`, `year`, `knowledge`, `entity`. Other
+    keys are ignored: raw documents are not curated, only these change what Thoth does."""
     if not _is_markdown(file.path):
         return _DocumentMeta()
     meta = split_front_matter(file.text(), file.doc_id).fields
@@ -122,12 +131,15 @@ def _document_meta(file: SourceFile) -> _DocumentMeta:
     year_ok = isinstance(year, int) and not isinstance(year, bool) and MIN_YEAR <= year <= MAX_YEAR
     year = check("year", year_ok, f"a year between {MIN_YEAR} and {MAX_YEAR}", "year: 2024")
     knowledge = check("knowledge", isinstance(knowledge, bool), "true or false", "knowledge: false")
+    entity = meta.get("entity")
+    entity = check("entity", isinstance(entity, str) and bool(entity.strip()), "an id", "entity: …")
     if problems:
         raise ProblemsError(f"cannot read the front matter of {file.doc_id}", problems)
     return _DocumentMeta(
         title=" ".join(title.split()) if title else None,
         year=year,
         knowledge=knowledge is not False,
+        entity=entity.strip() if entity else None,
     )
 
 
@@ -253,11 +265,15 @@ def _check_fragments(doc_id: str, source: SourceSettings, count: int) -> None:
 
 
 def prepare_document(
-    file: SourceFile, settings: Settings, progress: ExtractProgress | None = None
+    file: SourceFile,
+    settings: Settings,
+    progress: ExtractProgress | None = None,
+    entities: EntityList = NO_ENTITIES,
 ) -> PreparedDocument:
     """Extract and chunk one document of a `documents` source into its fragments, with the
-    source's heading dialect, strategy, channel and labels. `progress(done, total)` follows
-    the extraction (pages of a PDF, rows of a workbook)."""
+    source's heading dialect, strategy, channel and labels, and its entity (`entities`: the
+    workspace's list). `progress(done, total)` follows the extraction (pages of a PDF, rows of
+    a workbook)."""
     source = settings.source(file.source.name)
     doc_id = file.doc_id
     meta = _document_meta(file)
@@ -291,6 +307,7 @@ def prepare_document(
     _check_fragments(doc_id, source, len(chunks))
     # A title given in thoth.toml wins over the front matter's and the extracted one.
     title = title_override(source, file.path) or meta.title or document.title
+    entity, entity_note = _entity(file, meta, title, chunks, entities)
     fragments = tuple(
         KnowledgeFragment(
             record_kind=RECORD_DOCUMENT,
@@ -309,6 +326,7 @@ def prepare_document(
             year=year,
             content_sha256=file.sha256,
             revision=file.revision,
+            entity=entity,
         )
         for piece in chunks
     )
@@ -324,7 +342,54 @@ def prepare_document(
         sha256=file.sha256,
         revision=file.revision,
         fragments=fragments,
-        notes=document.notes,
+        notes=(*document.notes, *entity_note),
+        entity=entity,
+    )
+
+
+def _entity(
+    file: SourceFile,
+    meta: _DocumentMeta,
+    title: str,
+    chunks: Sequence[Chunk],
+    entities: EntityList,
+) -> tuple[str | None, tuple[str, ...]]:
+    """The document's entity and the run report's note when none is found: the front
+    matter's, else thoth.toml's, else the one its title, path and opening name most. A named
+    entity that is not in the list is an error: the document would be out of every scope."""
+    source = file.source
+    declared = [
+        (f"the front matter of {file.doc_id}", "entity", meta.entity),
+        (f"sources.{source.name}.entities", file.path, entity_override(source, file.path)),
+    ]
+    for where, key, value in declared:
+        if value is None:
+            continue
+        if entities.get(value) is None:
+            known = ", ".join(sorted(entities.entities)) or "none: set `entities` in thoth.toml"
+            raise ProblemsError(
+                f"{file.doc_id}: entity {value!r} is not in the workspace's entity list",
+                [
+                    Problem(
+                        where,
+                        f"entity {value!r} of {key} is not in the entity list (known: {known})",
+                        field="entity",
+                        hint="add it to the entity list, or fix the id",
+                        code="entity_unknown",
+                    )
+                ],
+            )
+        return value, ()
+    if not entities:
+        return None, ()
+    opening = "\n".join(c.text for c in chunks[:12])
+    found = entities.of_document(title, file.path, opening)
+    if found is not None:
+        return found, ()
+    return None, (
+        f"{file.doc_id}: no entity found in its title, path or opening -> name it in "
+        f"thoth.toml (sources.{source.name}.entities) or in the front matter (`entity: id`); "
+        "a question naming an entity never reads it",
     )
 
 

@@ -41,6 +41,7 @@ from thoth.documents.records import (
 )
 from thoth.documents.sources import SourceFile, SourceSnapshot, read_source
 from thoth.embed.base import Embedder
+from thoth.entities import load_entities
 from thoth.errors import ConfigError, Problem, ThothError
 from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
@@ -192,9 +193,15 @@ class _Seen:
             self.stale += 1
 
 
-def preparation_fingerprint(source: SourceSettings) -> str:
-    """A short hash of the source settings that change how its files are prepared."""
-    data = source.model_dump(mode="json", exclude=set(_NOT_PREPARATION))
+def preparation_fingerprint(source: SourceSettings, entities: str = "") -> str:
+    """A short hash of the source settings that change how its files are prepared, and of the
+    entity list (`entities`: its digest) that decides each document's entity. Without a list
+    the hash is the one written before entities existed: nothing is rebuilt for them."""
+    data: dict[str, Any] = source.model_dump(mode="json", exclude=set(_NOT_PREPARATION))
+    if not source.entities:
+        del data["entities"]
+    if entities and source.kind == "documents":
+        data["entity_list"] = entities
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
@@ -219,7 +226,11 @@ class DocsSync:
         self.run_id: int | None = None  # set once the run row exists, failures included
         self.report: SyncReport | None = None  # the run's report, failures included
         self.recorded = False  # whether the run row was closed with the run's outcome
-        self._fingerprints = {s.name: preparation_fingerprint(s) for s in ws.settings.sources}
+        # The entity list is read once, checked whole: a bad list stops the run before any read.
+        self.entities = load_entities(ws.root, ws.settings.entities)
+        self._fingerprints = {
+            s.name: preparation_fingerprint(s, self.entities.digest) for s in ws.settings.sources
+        }
         # Each source's BM25 language, resolved (Qdrant's name): fragments are encoded in it.
         self._languages = {
             s.name: language_name(ws.settings.source_language(s)) for s in ws.settings.sources
@@ -591,7 +602,12 @@ class DocsSync:
                 doc = prepare_page(file, self.settings)
                 self.progress(phase, 1, 1)
             else:
-                doc = prepare_document(file, self.settings, functools.partial(self.progress, phase))
+                doc = prepare_document(
+                    file,
+                    self.settings,
+                    functools.partial(self.progress, phase),
+                    self.entities,
+                )
             _check_prepared(adm, doc)
             secrets += credential_problems(file, doc)
             prepared.append(doc)

@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 
 from thoth.agent.submit import submit_job
 from thoth.analytics.store import AnalyticsStore
-from thoth.answer.retrieval import KnowledgeSearch, RetrievedFragment
+from thoth.answer.retrieval import RetrievedFragment
 from thoth.answer.service import AnswerService
 from thoth.config import CallerSettings, Settings
 from thoth.errors import Problem, RequestError, ThothError
 from thoth.index.records import EvidencePayload
-from thoth.runtime import Runtime, open_answer_service, open_runtime
+from thoth.runtime import Runtime, knowledge_search, open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
 from thoth.service.callers import ceiling_labels, require_evidence_within_ceiling
@@ -62,7 +62,7 @@ class Operations:
         try:
             rt = open_runtime(ws)
             answers = open_answer_service(ws, rt.embedder)
-            self._knowledge = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+            self._knowledge = knowledge_search(ws, rt)
             self._evidence: EvidenceSearch = rt.search()
             # The agent's queue shares the state store's engine (closed with it). Job calls
             # are state-store calls only: they never wait for the engine thread.
