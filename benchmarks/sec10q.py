@@ -68,6 +68,7 @@ from thoth.runtime import open_embedder, open_runtime
 from thoth.workspace import Workspace
 
 DEFAULT_DATA = Path("../shared/data/sec10q")
+ENTITIES = Path(__file__).resolve().parent / "data" / "sec10q_entities.yaml"
 QUESTIONS = Path(__file__).resolve().parent / "data" / "sec10q_questions.yaml"
 
 # A figure: $-prefixed, %-suffixed, with thousands separators or with decimals.
@@ -243,12 +244,20 @@ def _git(root: Path, *args: str) -> None:
 
 
 def build_workspace(
-    data: Path, root: Path, workspace_language: str = "en", source_language: str | None = None
+    data: Path,
+    root: Path,
+    workspace_language: str = "en",
+    source_language: str | None = None,
+    entities: Path | None = ENTITIES,
 ) -> None:
     """`workspace_language`: thoth.toml's `language`; `source_language`: the filings source's
     own `language` (None: unset, the workspace's), e.g. "it" and "en" for an Italian company
-    with English filings."""
+    with English filings; `entities`: the entity list to copy in (None: no entity scope)."""
     init_workspace(root, "sec10q", language=workspace_language)
+    if entities is not None:
+        shutil.copy2(entities, root / "entities.yaml")
+        toml = root / "thoth.toml"  # a top-level key: before any [section]
+        toml.write_text('entities = "entities.yaml"\n' + toml.read_text("utf-8"), "utf-8")
     with (root / "thoth.toml").open("a", encoding="utf-8") as fh:
         fh.write(CONFIG)
         if source_language is not None:
@@ -401,6 +410,7 @@ def run(
     bare_sample: int | None,
     workspace_language: str = "en",
     source_language: str | None = None,
+    entities: Path | None = None,
 ) -> dict[str, Any]:
     cases = load_cases(data)
     result: dict[str, Any] = {"machine": machine_facts(), "data": str(data)}
@@ -409,7 +419,7 @@ def run(
         if workspace is None:
             tmp = Path(tempfile.mkdtemp(prefix="thoth-sec10q-"))
             root = tmp / "sec10q"
-            build_workspace(data, root, workspace_language, source_language)
+            build_workspace(data, root, workspace_language, source_language, entities)
             result["sync"] = sync(root, bare_sample)
             if keep is not None:
                 shutil.copytree(root, keep)
@@ -430,6 +440,7 @@ def run(
         result["min_similarity"] = settings.answers.min_similarity
         result["workspace_language"] = settings.language
         result["source_language"] = settings.source_language(settings.sources[0])
+        result["entities"] = settings.entities
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -530,6 +541,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the filings source's own `language` (default: unset, the workspace's); "
         '"--workspace-language it --source-language en": an Italian company, English filings',
     )
+    parser.add_argument(
+        "--no-entities",
+        action="store_true",
+        help="build the workspace without the entity list (benchmarks/data/sec10q_entities.yaml)",
+    )
     args = parser.parse_args(argv)
     data: Path = args.data
     if not (data / "qna.csv").is_file() or not list((data / "docs").glob("*.pdf")):
@@ -542,6 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.bare_sample,
         args.workspace_language,
         args.source_language,
+        None if args.no_entities else ENTITIES,
     )
     return emit(result, args.json, report)
 

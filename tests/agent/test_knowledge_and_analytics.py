@@ -64,7 +64,16 @@ def test_catalog_sql_and_knowledge_are_cited_with_their_data_date(
     )  # fmt: skip
     llm.reply("Sintesi: attesa massima 120 minuti; ricoveri per reparto come da query.")
     job, tools = run(worker)
-    assert job.status == "completed" and job.result is not None
+    # The refused write and the unknown query are gaps: the answer is partial, saying so.
+    assert job.status == "partial" and job.result is not None
+    assert [(g["code"], g["recovered"]) for g in job.result["gaps"]] == [
+        ("sql_refused", False),
+        ("unknown_query", False),
+    ]
+    assert job.error == (
+        "run_sql was refused (sql_refused); catalog_run was refused (unknown_query): the "
+        "answer rests on 1 document fragment, 1 catalog query, 1 SQL query"
+    )
     found, listed, ran, counted, write, unknown = tools
     assert result(found)["status"] == "found"
     assert "120" in result(found)["fragments"][0]["text"]

@@ -165,7 +165,10 @@ def test_a_hostile_page_cannot_make_the_tools_read_outside_the_wiki(
     assert all(SECRET not in r.raw.decode() for r in llm.requests)
     assert all(SECRET not in json.dumps(s.data) for s in steps)
     assert "root:" not in json.dumps([s.data for s in steps])
-    assert job.status == "completed" and job.result is not None
+    # The refused reads are gaps of the answer: it ends partial, saying so.
+    assert job.status == "partial" and job.result is not None
+    assert job.error_code == "path_outside_wiki"
+    assert [g["code"] for g in job.result["gaps"]] == ["path_outside_wiki"] * 3
     assert [s["path"] for s in job.result["sources"]] == ["ostile.md"]
 
 
@@ -260,3 +263,60 @@ def test_with_privacy_on_the_model_and_the_transcript_see_placeholders(
     found = json.loads(tool_steps(steps)[0]["result"])
     assert [p["path"] for p in found["pages"]] == ["mercati/giappone.md"]
     assert all("Rossi Trading" not in json.dumps(s.data) for s in steps)
+
+
+# -- issue 28, point 1: gaps are data, partial is a state ----------------------------------------
+
+
+def test_an_answer_written_after_a_refused_call_ends_partial_saying_what_it_rests_on(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "riservato/margini.md"}))
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md).")
+    job, _ = run(queue, llm, ws)
+    assert job.status == "partial" and job.finished
+    assert job.error_code == "page_label_not_allowed"
+    assert job.result is not None and job.result["answer"].startswith("Cresce del 12%")
+    [source] = job.result["sources"]
+    assert source["path"] == "mercati/giappone.md"
+    [gap] = job.result["gaps"]
+    assert gap["tool"] == "wiki_read" and gap["code"] == "page_label_not_allowed"
+    assert gap["recovered"] is False and "wiki" in gap["meaning"]
+    rests_on = job.result["rests_on"]
+    assert rests_on == job.error
+    assert "wiki_read was refused (page_label_not_allowed)" in rests_on
+    assert "the answer rests on 1 wiki page" in rests_on
+
+
+def test_a_call_error_the_model_corrects_is_listed_but_the_job_completes(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"page": "mercati/giappone.md"}))
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md).")
+    job, _ = run(queue, llm, ws)
+    assert job.status == "completed" and job.error_code is None
+    assert job.result is not None
+    [gap] = job.result["gaps"]
+    assert gap["code"] == "bad_arguments" and gap["recovered"] is True
+    assert job.result["rests_on"] == "the answer rests on 1 wiki page"
+
+
+def test_a_result_cut_for_the_model_is_a_gap(queue: JobQueue, llm: FakeLLMServer, ws: Path) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce (mercati/giappone.md).")
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_tool_result_chars": 40})
+    job, _ = run(queue, llm, ws, budgets=budgets)
+    assert job.status == "partial" and job.error_code == "result_cut"
+    assert job.result is not None
+    [gap] = job.result["gaps"]
+    assert gap["tool"] == "wiki_read" and "cut at 40 of" in gap["meaning"]
+
+
+def test_a_clean_job_completes_with_no_gaps(queue: JobQueue, llm: FakeLLMServer, ws: Path) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md).")
+    job, _ = run(queue, llm, ws)
+    assert job.status == "completed" and job.result is not None
+    assert job.result["gaps"] == []

@@ -254,6 +254,40 @@ def test_the_jobs_panel_lists_the_callers_jobs_with_their_progress(page: Page, s
     screenshot(page, "jobs")
 
 
+def test_a_partial_job_is_marked_before_its_answer(page: Page, site: Site) -> None:
+    """Issue 28: a job whose answer was written after a failed call shows, before the answer,
+    that it is partial and what it could not reach."""
+    ws = Workspace.open(site.root)
+    context = {"labels": ["public"], "channel": None}
+    rests_on = "knowledge_search failed (index_unavailable): the answer rests on 1 wiki page"
+    with open_state(ws) as state:
+        queue = JobQueue.on(state)
+        job = queue.create(ws.settings.workspace, CALLER, "Attese in PS nel 2024?", context)
+        assert queue.claim("web-test-worker", 600) is not None
+        result = {
+            "answer": "Attesa media 41 minuti (pronto-soccorso.md).",
+            "sources": [{"kind": "wiki_page", "path": "pronto-soccorso.md"}],
+            "gaps": [{"tool": "knowledge_search", "code": "index_unavailable"}],
+            "rests_on": rests_on,
+        }
+        queue.finish(
+            job.id,
+            "web-test-worker",
+            "partial",
+            result=result,
+            error_code="index_unavailable",
+            error=rests_on,
+        )
+    page.goto(site.url)
+    page.fill("#api-key", site.key)
+    page.dispatch_event("#api-key", "change")
+    shown = page.locator(f'#jobs tr[data-job="{job.id}"]')
+    expect(shown.locator(".job-status")).to_have_text("partial")
+    expect(shown.locator(".job-gap")).to_have_text(f"Partial (index_unavailable): {rests_on}")
+    shown.locator("summary").click()
+    expect(shown.locator("pre")).to_have_text("Attesa media 41 minuti (pronto-soccorso.md).")
+
+
 def test_a_job_the_server_refuses_says_why(page: Page, site: Site) -> None:
     # The workspace has no [llm]: deep analysis cannot run, and the page says so.
     page.goto(site.url)

@@ -152,10 +152,32 @@ def test_a_partial_result_is_never_stored_as_completed_or_failed(queue: JobQueue
     assert job is not None
     with pytest.raises(StateError, match="needs a result"):
         queue.finish(job.id, "w1", "completed")
-    with pytest.raises(StateError, match="partial result is never stored"):
+    with pytest.raises(StateError, match="partial result is stored as partial"):
         queue.finish(job.id, "w1", "failed", result={"answer": "half"}, error_code="budget_turns")
+    # partial: a result and the code of its gap, both required
+    with pytest.raises(StateError, match="partial needs a result and the code"):
+        queue.finish(job.id, "w1", "partial", result={"answer": "half"})
+    with pytest.raises(StateError, match="partial needs a result and the code"):
+        queue.finish(job.id, "w1", "partial", error_code="index_unavailable")
     failed = queue.finish(job.id, "w1", "failed", error_code="budget_turns", error="10 turns")
-    assert failed.status == "failed" and failed.result is None
+    assert failed.status == "failed" and failed.result is None and failed.finished
+
+
+def test_partial_is_a_terminal_state_the_database_accepts(queue: JobQueue) -> None:
+    submit(queue)
+    job = queue.claim("w1", 30)
+    assert job is not None
+    ended = queue.finish(
+        job.id,
+        "w1",
+        "partial",
+        result={"answer": "half", "gaps": [{"code": "index_unavailable"}]},
+        error_code="index_unavailable",
+        error="knowledge_search failed (index_unavailable): the answer rests on 1 wiki page",
+    )
+    assert ended.status == "partial" and ended.finished and ended.lease_until is None
+    assert ended.result == {"answer": "half", "gaps": [{"code": "index_unavailable"}]}
+    assert queue.claim("w2", 30) is None  # a partial job is never claimed again
 
 
 def test_an_expired_lease_is_recovered_then_the_old_worker_is_refused(queue: JobQueue) -> None:

@@ -32,7 +32,7 @@ from thoth.state.schema import HEAD_REVISION, SCHEMA_VERSION, metadata
 from thoth.state.upgrade import head_revision, known_revisions
 
 WS = "ws"
-HEAD = "0009"
+HEAD = "0010"
 
 DDL_EFCEC13_SQLITE = """\
 CREATE TABLE generations (
@@ -756,6 +756,7 @@ def test_new_database_is_created_at_head_matching_the_schema_module(url: str, ra
         "0006",
         "0007",
         "0008",
+        "0009",
         HEAD,
     ]
     with StateStore.open(url):
@@ -869,3 +870,32 @@ def test_alembic_command_line_sees_the_shipped_history() -> None:
         timeout=60,
     )
     assert f"{HEAD} (head)" in done.stdout
+
+
+def test_0010_keeps_the_jobs_of_0009_and_accepts_partial(url: str, raw: Engine) -> None:
+    """A database at 0009 (the agent's queue, one finished job in it) upgrades to 0010: the job
+    is kept as it was, and `partial` is a status the table now accepts."""
+    from alembic import command
+
+    from thoth.state.jobs import JobQueue
+    from thoth.state.migrations import alembic_config
+
+    with raw.begin() as conn:
+        command.upgrade(alembic_config(conn), "0009")
+        conn.execute(
+            text(
+                "INSERT INTO agent_jobs (id, workspace, question, request, status, created_at, "
+                "finished_at, attempts, cancel_requested, result, usage) VALUES ('job_old', "
+                "'ws', 'q?', '{}', 'completed', '2026-12-01T00:00:00Z', "
+                "'2026-12-01T00:01:00Z', 1, false, '{\"answer\": \"a\"}', '{}')"
+            )
+        )
+    with StateStore.open(url) as store:
+        queue = JobQueue.on(store)
+        old = queue.get("job_old")
+        assert old.status == "completed" and old.result == {"answer": "a"}
+        job = queue.create("ws", None, "q2?", {"labels": ["public"]})
+        assert queue.claim("w1", 30) is not None
+        ended = queue.finish(job.id, "w1", "partial", result={"answer": "b"}, error_code="x")
+        assert ended.status == "partial"
+    assert versions(raw) == ([HEAD], str(SCHEMA_VERSION))

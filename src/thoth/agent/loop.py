@@ -5,7 +5,14 @@ Every step — each model turn and each tool call with its result — is written
 transcript as it happens, so a job that fails or whose worker dies keeps the steps it did.
 Budgets (`[agent]`: turns, tool calls, tokens, seconds) are checked before each model turn and
 each tool call, and tokens after each reply: the first exhausted fails the job with
-`budget_<which>` and the reason written. A partial analysis is never `completed`.
+`budget_<which>` and the reason written.
+
+Gaps are data: every tool call that failed or was refused, and every result cut before the
+model read it, is a gap of the result (tool, code, what it means for the answer). An answer
+written with a gap behind it ends `partial` — with the answer, its sources, the gaps and a
+sentence saying what it rests on and what it could not reach — never `completed`. A call error
+of the model's own (bad arguments, an unknown tool or page) that a later call of the same tool
+made good is listed as recovered and does not make the job partial.
 
 The answer's sources are what the tools returned (pages read, fragments found, catalog queries
 and SQL run with their data date), gathered here; what the model says it used is not a source.
@@ -24,7 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from thoth.agent.tools import Toolbox, ToolOutcome
+from thoth.agent.errors import (
+    BAD_ARGUMENTS,
+    PAGE_NOT_ALLOWED,
+    PAGE_NOT_FOUND,
+    PATH_OUTSIDE_WIKI,
+    PATH_UNREADABLE,
+    UNKNOWN_TOOL,
+)
+from thoth.agent.tools import LABELS_REFUSED, SQL_REFUSED, Toolbox, ToolOutcome
 from thoth.config import AgentSettings
 from thoth.llm import ConversationClient, LLMError, ToolCall, ToolReply, ToolResult, Turn
 from thoth.privacy import Pseudonymizer
@@ -103,6 +118,9 @@ class AgentRun:
         self._tool_calls = 0
         self._tokens = 0
         self._sources: dict[str, dict[str, Any]] = {}
+        self._gaps: list[dict[str, Any]] = []
+        # The tool of each call in order, None where it failed: what a gap may be recovered by
+        self._succeeded: list[str | None] = []
 
     def run(self) -> Job | None:
         """Run the job to its end and record it; None when the lease was lost (another
@@ -120,8 +138,28 @@ class AgentRun:
             )
         except (_LeaseGone, JobLeaseLost):
             return None
-        result = {"answer": answer, "sources": list(self._sources.values())}
+        sources = list(self._sources.values())
+        gaps = self._gaps_now()
+        open_gaps = [g for g in gaps if not g["recovered"]]
+        rests_on = rests_on_sentence(open_gaps, sources)
+        result = {"answer": answer, "sources": sources, "gaps": gaps, "rests_on": rests_on}
+        if open_gaps:
+            return self._finish(
+                "partial", result=result, error_code=open_gaps[0]["code"], error=rests_on
+            )
         return self._finish("completed", result=result)
+
+    def _gaps_now(self) -> list[dict[str, Any]]:
+        """The gaps, each marked recovered when it was a call error of the model's that a
+        later successful call of the same tool (any tool, for an unknown one) made good."""
+        out = []
+        for gap in self._gaps:
+            later = self._succeeded[gap["index"] + 1 :]
+            recovered = gap["code"] in CALL_ERRORS and any(
+                gap["code"] == UNKNOWN_TOOL or name == gap["tool"] for name in later
+            )
+            out.append({k: v for k, v in gap.items() if k != "index"} | {"recovered": recovered})
+        return out
 
     # -- the conversation -----------------------------------------------------------------
 
@@ -153,7 +191,24 @@ class AgentRun:
         outcome = self.toolbox.call(ToolCall(call.id, call.name, arguments, call.error))
         self._tool_calls += 1
         content = protect_tree(self.pseudonymizer, outcome.content)
-        text = self._cut(json.dumps(content, ensure_ascii=False, default=str))
+        whole = json.dumps(content, ensure_ascii=False, default=str)
+        text = self._cut(whole)
+        index = len(self._succeeded)
+        self._succeeded.append(call.name if outcome.error_code is None else None)
+        if outcome.error_code is not None:
+            message = _error_message(content)
+            self._gaps.append(_gap(index, call.name, outcome.error_code, message))
+        elif len(text) < len(whole):
+            self._gaps.append(
+                _gap(
+                    index,
+                    call.name,
+                    RESULT_CUT,
+                    f"its result was cut at {self.budgets.max_tool_result_chars} of "
+                    f"{len(whole)} characters ([agent].max_tool_result_chars): the model read "
+                    "only the beginning",
+                )
+            )
         self._step(
             "tool",
             {
@@ -258,6 +313,75 @@ class AgentRun:
             )
         except JobLeaseLost:
             return None
+
+
+RESULT_CUT: Final = "result_cut"
+# Refusals of the model's own call, not of a source: a later good call of the tool makes good
+# (a write statement refused, then a SELECT that ran). Not `unknown_query`: it is also what a
+# query outside the job's labels is told, and a label's refusal is never made good.
+CALL_ERRORS: Final = frozenset(
+    {BAD_ARGUMENTS, UNKNOWN_TOOL, PATH_OUTSIDE_WIKI, PAGE_NOT_FOUND, PATH_UNREADABLE, SQL_REFUSED}
+)
+# Refusals (the call was not served: by the model's mistake or by the job's labels); every other
+# code is a failure of what the tool reaches (an index, a store).
+REFUSALS: Final = CALL_ERRORS | {PAGE_NOT_ALLOWED, LABELS_REFUSED, "unknown_query"}
+# What each tool reaches: said in a gap's meaning and in what the answer rests on.
+_REACHES: Final = {
+    "wiki_list": "the wiki",
+    "wiki_read": "the wiki",
+    "wiki_search": "the wiki",
+    "knowledge_search": "the indexed documents",
+    "catalog_list": "the analytics catalog",
+    "catalog_run": "the analytics catalog",
+    "run_sql": "the analytics store",
+}
+_SOURCE_NAMES: Final = {
+    "wiki_page": ("wiki page", "wiki pages"),
+    "document": ("document fragment", "document fragments"),
+    "wiki": ("wiki fragment", "wiki fragments"),
+    "evidence": ("Evidence Unit", "Evidence Units"),
+    "catalog_query": ("catalog query", "catalog queries"),
+    "sql": ("SQL query", "SQL queries"),
+}
+
+
+def _error_message(content: Any) -> str:
+    error = content.get("error") if isinstance(content, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message or "")
+
+
+def _gap(index: int, tool: str, code: str, message: str) -> dict[str, Any]:
+    reaches = _REACHES.get(tool)
+    if code == RESULT_CUT:
+        meaning = f"{tool}: {message}"
+    elif reaches is None:
+        meaning = f"{tool} is no tool: nothing was reached by this call"
+    else:
+        meaning = f"{reaches} not reached by this call of {tool} ({code}): {message}"
+    return {"index": index, "tool": tool, "code": code, "meaning": meaning[:600]}
+
+
+def rests_on_sentence(gaps: list[dict[str, Any]], sources: list[dict[str, Any]]) -> str:
+    """What the answer rests on and what it could not reach, in one sentence: "wiki_read was
+    refused (page_label_not_allowed): the answer rests on 1 wiki page"."""
+    counts: dict[str, int] = {}
+    for source in sources:
+        kind = str(source.get("kind"))
+        counts[kind] = counts.get(kind, 0) + 1
+    parts = []
+    for kind, n in counts.items():
+        one, many = _SOURCE_NAMES.get(kind, (f"{kind} source", f"{kind} sources"))
+        parts.append(f"{n} {one if n == 1 else many}")
+    rests = "the answer rests on " + (", ".join(parts) or "no source")
+    if not gaps:
+        return rests
+    failed = []
+    for gap in gaps:
+        code = gap["code"]
+        verb = "was cut" if code == RESULT_CUT else "was refused" if code in REFUSALS else "failed"
+        failed.append(f"{gap['tool']} {verb} ({code})")
+    return f"{'; '.join(dict.fromkeys(failed))}: {rests}"
 
 
 def _model_step(turn: int, reply: ToolReply) -> dict[str, Any]:

@@ -122,7 +122,8 @@ def show_cmd(
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """A job: status, usage, the answer with its sources, or why it failed."""
+    """A job: status, usage, the answer with its sources and gaps, or why it failed. A
+    partial job (an answer written after a failed or refused tool call) says so first."""
     from thoth.runtime import open_state
     from thoth.state import JobQueue
 
@@ -142,12 +143,24 @@ def show_cmd(
         f"{usage.get('tool_calls', 0)} tool call(s), {usage.get('tokens', 0)} tokens, "
         f"{usage.get('seconds', 0)} s, {len(steps)} step(s)"
     )
+    if job.status == "partial":
+        # Said before the answer: the reader must know what it could not reach first.
+        out.print(
+            f"[bold yellow]PARTIAL ({job.error_code})[/]: {escape(job.error or '')}",
+            highlight=False,
+        )
     if job.result is not None:
         out.print(escape(str(job.result.get("answer", ""))), highlight=False)
         out.print("[bold]Sources[/]")
         for source in job.result.get("sources", []):
             out.print(f"  - {escape(_source_line(source))}", highlight=False)
-    if job.error_code:
+        gaps = job.result.get("gaps", [])
+        if gaps:
+            out.print("[bold]Gaps[/]")
+        for gap in gaps:
+            made_good = " (made good by a later call)" if gap.get("recovered") else ""
+            out.print(f"  - {escape(str(gap.get('meaning')))}{made_good}", highlight=False)
+    if job.error_code and job.status != "partial":
         out.print(f"[bold red]{job.error_code}[/]: {escape(job.error or '')}", highlight=False)
     if transcript:
         for step in steps:

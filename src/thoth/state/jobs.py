@@ -1,7 +1,8 @@
 """The deep-analysis agent's job queue: a table, claimed under a lease, recovered when orphaned.
 
 A job is `queued` until a worker claims it (`running`, `claimed_by` the worker, `lease_until`
-in the future), then ends `completed`, `failed` or `cancelled`. What keeps one job to one
+in the future), then ends `completed`, `partial` (an answer with gaps: its result and the
+code of what it could not reach), `failed` or `cancelled`. What keeps one job to one
 worker is the claim, one write transaction: on PostgreSQL `SELECT ... FOR UPDATE SKIP LOCKED`
 picks the oldest queued row no other transaction holds; on SQLite the transaction holds the
 database's write lock from BEGIN IMMEDIATE. In both the UPDATE is conditional on
@@ -40,11 +41,11 @@ from thoth.state.core import (
 )
 from thoth.state.schema import agent_job_steps, agent_jobs
 
-JobStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
-FinalStatus = Literal["completed", "failed", "cancelled"]
+JobStatus = Literal["queued", "running", "completed", "partial", "failed", "cancelled"]
+FinalStatus = Literal["completed", "partial", "failed", "cancelled"]
 StepKind = Literal["model", "tool"]
 
-FINISHED: Final = ("completed", "failed", "cancelled")
+FINISHED: Final = ("completed", "partial", "failed", "cancelled")
 MAX_LIMIT: Final = 500
 
 
@@ -69,8 +70,9 @@ class JobLeaseLost(StateError):
 
 @dataclass(frozen=True)
 class Job:
-    """One deep-analysis job as stored. `result` is set only when `completed`; `error_code`
-    and `error` say why when `failed` (or `cancelled`)."""
+    """One deep-analysis job as stored. `result` is set when `completed` or `partial`;
+    `error_code` and `error` say why when `partial` (what the answer could not reach),
+    `failed` or `cancelled`."""
 
     id: str
     workspace: str
@@ -346,19 +348,24 @@ class JobQueue(StoreCore):
         error: str | None = None,
         usage: dict[str, Any] | None = None,
     ) -> Job:
-        """End the job, by its lease holder only: `completed` with a result, `failed` with an
-        error code and message, or `cancelled` (only when a cancel was requested)."""
+        """End the job, by its lease holder only: `completed` with a result, `partial` with a
+        result and the code of what it could not reach, `failed` with an error code and
+        message, or `cancelled` (only when a cancel was requested)."""
         if status not in FINISHED:
             raise StateError(
-                f"agent_jobs: cannot finish {job_id} as {status!r} -> use completed, failed "
-                "or cancelled"
+                f"agent_jobs: cannot finish {job_id} as {status!r} -> use completed, partial, "
+                "failed or cancelled"
             )
         if status == "completed" and (result is None or error_code is not None):
             raise StateError(f"agent_jobs: job {job_id} completed needs a result and no error code")
-        if status != "completed" and (result is not None or not error_code):
+        if status == "partial" and (result is None or not error_code):
+            raise StateError(
+                f"agent_jobs: job {job_id} partial needs a result and the code of its gap"
+            )
+        if status in ("failed", "cancelled") and (result is not None or not error_code):
             raise StateError(
                 f"agent_jobs: job {job_id} {status} needs an error code and no result: a "
-                "partial result is never stored as one"
+                "partial result is stored as partial, never as a failure's"
             )
         values: dict[str, Any] = {
             "status": status,

@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0009"
+HEAD_REVISION: Final = "0010"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -195,7 +195,7 @@ answer_log = Table(
     Index("ix_answer_log_workspace_created", "workspace", "created_at"),
 )
 
-JOB_STATUSES: Final = ("queued", "running", "completed", "failed", "cancelled")
+JOB_STATUSES: Final = ("queued", "running", "completed", "partial", "failed", "cancelled")
 STEP_KINDS: Final = ("model", "tool")
 
 # The deep-analysis agent's queue (thoth.agent): a job is claimed by a worker, which holds it

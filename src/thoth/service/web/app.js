@@ -401,11 +401,16 @@
       const why = [job.error_code, job.error].filter(Boolean).join(": ");
       return why ? el("div", { className: "job-error" }, why) : null;
     }
-    if (job.status === "completed" && job.result) {
-      const text = typeof job.result.text === "string"
-        ? job.result.text
+    if ((job.status === "completed" || job.status === "partial") && job.result) {
+      const text = typeof job.result.answer === "string"
+        ? job.result.answer
         : JSON.stringify(job.result, null, 2);
-      return el("details", {}, el("summary", {}, "Result"), el("pre", {}, text));
+      const details = el("details", {}, el("summary", {}, "Result"), el("pre", {}, text));
+      if (job.status !== "partial") return details;
+      // A partial answer says first what it could not reach.
+      const mark = el("div", { className: "job-gap" },
+        "Partial (" + (job.error_code || "gap") + "): " + (job.error || ""));
+      return el("div", {}, mark, details);
     }
     return null;
   }
