@@ -116,6 +116,43 @@ def test_a_failed_search_is_a_coded_refusal_not_an_empty_result(
     assert "the knowledge search failed (not an empty result)" in result(search)["error"]["message"]
 
 
+def test_a_job_whose_search_failed_ends_partial_saying_so(
+    worker: Worker,
+    llm: FakeLLMServer,
+    analytics_ws: AnalyticsWorkspace,  # noqa: F811
+) -> None:
+    """The case the issue was filed on: the knowledge search is unavailable, the model answers
+    from one wiki page. The job ends partial, its JSON says what it rests on."""
+    llm.reply_tool_calls(ToolCallScript("knowledge_search", {"query": "Giappone"}))
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md).")
+    for shard in (analytics_ws.root / ".thoth" / "index").rglob("*"):
+        if shard.is_file():
+            shard.write_bytes(b"damaged")
+    job, _ = run(worker)
+    assert job.status == "partial" and job.error_code == "index_unavailable"
+    assert job.error == (
+        "knowledge_search failed (index_unavailable): the answer rests on 1 wiki page"
+    )
+    assert job.result is not None
+    [gap] = job.result["gaps"]
+    assert gap["tool"] == "knowledge_search" and not gap["recovered"]
+    assert gap["meaning"].startswith("the indexed documents not reached")
+    shown = job.as_dict()
+    assert shown["status"] == "partial" and shown["result"]["rests_on"] == job.error
+    from typer.testing import CliRunner
+
+    from thoth.cli.main import app
+
+    printed = CliRunner().invoke(
+        app, ["agent", "show", job.id, "-w", str(analytics_ws.root)], env={"COLUMNS": "200"}
+    )
+    assert printed.exit_code == 0, printed.output
+    text = printed.output
+    assert "PARTIAL (index_unavailable): knowledge_search failed" in text
+    assert text.index("PARTIAL") < text.index("Cresce del 12%") < text.index("Gaps")
+
+
 def test_a_worker_recovers_the_jobs_of_dead_workers(worker: Worker) -> None:
     queue: JobQueue = worker.queue
     job = submit_job(worker.settings, queue, "q")
