@@ -151,6 +151,18 @@ def test_a_job_whose_search_failed_ends_partial_saying_so(
     text = printed.output
     assert "PARTIAL (index_unavailable): knowledge_search failed" in text
     assert text.index("PARTIAL") < text.index("Cresce del 12%") < text.index("Gaps")
+    # run afresh: a new queued job, the old one kept with its transcript
+    retried = CliRunner().invoke(
+        app, ["agent", "retry", job.id, "-w", str(analytics_ws.root), "--json"]
+    )
+    assert retried.exit_code == 0, retried.output
+    again = json.loads(retried.stdout)
+    assert again["status"] == "queued" and again["request"]["retry_of"] == job.id
+    assert worker.queue.get(job.id).status == "partial" and worker.queue.steps(job.id)
+    refused = CliRunner().invoke(
+        app, ["agent", "retry", again["id"], "-w", str(analytics_ws.root), "--json"]
+    )
+    assert refused.exit_code == 1 and json.loads(refused.stdout)["code"] == "job_not_retryable"
 
 
 def test_a_worker_recovers_the_jobs_of_dead_workers(worker: Worker) -> None:

@@ -22,6 +22,7 @@ from thoth.state import (
     JobFinished,
     JobLeaseLost,
     JobNotFound,
+    JobNotRetryable,
     JobQueue,
     StateError,
     StateStore,
@@ -312,3 +313,21 @@ def test_a_sigkilled_worker_s_job_is_recovered_and_finished_by_another(
     done = queue.finish(job.id, "rescuer", "completed", result={"answer": "done"})
     assert done.status == "completed" and done.claimed_by == "rescuer"
     assert [(s.attempt, s.data) for s in queue.steps(job.id)] == [(1, {"text": "working"})]
+
+
+def test_a_partial_or_failed_job_is_retried_afresh_keeping_the_old_one(queue: JobQueue) -> None:
+    submit(queue)
+    job = queue.claim("w1", 30)
+    assert job is not None
+    queue.add_step(job.id, "w1", "model", {"turn": 1}, {"turns": 1})
+    queue.finish(job.id, "w1", "partial", result={"answer": "half"}, error_code="index_unavailable")
+    again = queue.retry(job.id)
+    assert again.id != job.id and again.status == "queued"
+    assert again.question == job.question and again.caller == job.caller
+    assert again.request == {**job.request, "retry_of": job.id}
+    old = queue.get(job.id)
+    assert old.status == "partial" and [s.kind for s in queue.steps(job.id)] == ["model"]
+    with pytest.raises(JobNotRetryable, match="only a partial or failed job"):
+        queue.retry(again.id)  # queued: nothing to retry
+    with pytest.raises(JobNotFound):
+        queue.retry(job.id, caller="someone-else")

@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
     agent_app.command("show")(show_cmd)
     agent_app.command("list")(list_cmd)
     agent_app.command("cancel")(cancel_cmd)
+    agent_app.command("retry")(retry_cmd)
 
 
 def submit_cmd(
@@ -241,3 +242,21 @@ def cancel_cmd(job_id: JobArg, workspace: WsOpt = Path("."), as_json: JsonOpt = 
         out.print(f"{job.id} cancelled")
     else:
         out.print(f"{job.id} is running: its worker stops it at its next step")
+
+
+def retry_cmd(job_id: JobArg, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """Run a partial or failed job afresh: a new queued job with the same question and
+    context; the old one keeps its result and transcript.
+
+    Exit 0 queued; 1 not partial or failed (job_not_retryable), or no such job."""
+    from thoth.runtime import open_state
+    from thoth.state import JobQueue
+
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        with open_state(ws) as state:
+            job = JobQueue.on(state).retry(job_id)
+    if as_json:
+        emit_json(job.as_dict())
+    else:
+        out.print(f"{job.id} queued again from {job_id} (its transcript is kept)")

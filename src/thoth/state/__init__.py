@@ -24,7 +24,15 @@ its typed results (frozen dataclasses), and `Jobs` added to the bases of `StateS
 from thoth.state.answers import LoggedAnswer
 from thoth.state.core import StateError, redact_url, state_url
 from thoth.state.generations import Generation, GenerationStatus
-from thoth.state.jobs import Job, JobFinished, JobLeaseLost, JobNotFound, JobQueue, JobStep
+from thoth.state.jobs import (
+    Job,
+    JobFinished,
+    JobLeaseLost,
+    JobNotFound,
+    JobNotRetryable,
+    JobQueue,
+    JobStep,
+)
 from thoth.state.runs import Build, BuildOutcome, RunKind, SyncRun, SyncRunConflict, SyncStatus
 from thoth.state.schema import ANSWER_STATUSES, BUILD_OUTCOMES, GENERATION_STATUSES, SYNC_STATUSES
 from thoth.state.store import StateStore
@@ -42,6 +50,7 @@ __all__ = [
     "JobFinished",
     "JobLeaseLost",
     "JobNotFound",
+    "JobNotRetryable",
     "JobQueue",
     "JobStep",
     "LoggedAnswer",

@@ -61,6 +61,12 @@ class JobFinished(StateError):
     code = "job_finished"
 
 
+class JobNotRetryable(StateError):
+    """Only a job that ended partial or failed is run again."""
+
+    code = "job_not_retryable"
+
+
 class JobLeaseLost(StateError):
     """The worker no longer holds the job (its lease expired and it was recovered, or it was
     never claimed by this worker): it must stop working on it."""
@@ -182,9 +188,10 @@ class JobQueue(StoreCore):
             conn.execute(insert(agent_jobs).values(**values))
             return self._get(conn, job_id)
 
-    def get(self, job_id: str) -> Job:
+    def get(self, job_id: str, caller: str | None = None) -> Job:
+        """One job; with `caller`, only that caller's jobs exist (JobNotFound otherwise)."""
         with self._read(f"agent_jobs: reading {job_id}") as conn:
-            return self._get(conn, job_id)
+            return self._get(conn, job_id, caller)
 
     def list(self, workspace: str, caller: str | None = None, limit: int = 50) -> list[Job]:
         """The workspace's newest jobs first; only `caller`'s when given."""
@@ -196,6 +203,20 @@ class JobQueue(StoreCore):
         query = query.order_by(agent_jobs.c.created_at.desc(), agent_jobs.c.id.desc()).limit(limit)
         with self._read(f"agent_jobs: listing {workspace!r}") as conn:
             return [_job(r) for r in conn.execute(query).all()]
+
+    def retry(self, job_id: str, caller: str | None = None) -> Job:
+        """Run a partial or failed job afresh: a new queued job with the same question,
+        caller and search context (`request.retry_of` names the old one). The old job, its
+        result and its transcript are kept as they are. With `caller`, only that caller's
+        jobs exist."""
+        old = self.get(job_id, caller)
+        if old.status not in ("partial", "failed"):
+            raise JobNotRetryable(
+                f"job {job_id} is {old.status!r}: only a partial or failed job is run again "
+                "-> wait for it to end, or submit the question as a new job"
+            )
+        request = {k: v for k, v in old.request.items() if k != "retry_of"}
+        return self.create(old.workspace, old.caller, old.question, {**request, "retry_of": job_id})
 
     def cancel(self, job_id: str, caller: str | None = None) -> Job:
         """Cancel a job: a queued one at once; a running one is asked to stop
