@@ -56,7 +56,6 @@ from rich.table import Table
 from bench_common import emit, header_line, machine_facts
 from thoth.answer.answerers import Answerer, make_answerer
 from thoth.answer.context import AssembledContext
-from thoth.answer.retrieval import KnowledgeSearch
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.service import Answer, AnswerService
 from thoth.embed import make_embedder
@@ -64,7 +63,7 @@ from thoth.embed.base import Embedder, Vectors
 from thoth.evidence.layout import init_workspace
 from thoth.index.build import EMBED_BATCH
 from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_embedder, open_runtime
+from thoth.runtime import knowledge_search, open_embedder, open_runtime
 from thoth.workspace import Workspace
 
 DEFAULT_DATA = Path("../shared/data/sec10q")
@@ -342,7 +341,7 @@ def ask_all(root: Path, cases: Sequence[Case]) -> list[dict[str, Any]]:
     embedder = open_embedder(ws)
     recorder = RecordingAnswerer(make_answerer(ws.settings))
     rt = open_runtime(ws, embedder)
-    search = KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder)
+    search = knowledge_search(ws, rt)  # with the workspace's entity list, as `tht ask`
     service = AnswerService(ws.settings, search, recorder, rt.state, on_close=rt.close)
     rows: list[dict[str, Any]] = []
     try:

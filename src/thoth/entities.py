@@ -13,6 +13,7 @@ in Git like everything that changes what Thoth answers::
       name: Apple Inc.
       aliases: [Apple]          # any language: names the text or a question may use
       tickers: [AAPL]           # matched as written (upper case), never inside a word
+      fiscal_year_end: 9        # the month its fiscal year ends in (default 12)
 
 A document's entity, first that applies: the front matter's `entity` (Markdown), the source's
 `entities` (file name or path -> id) in thoth.toml, else the one entity the document's title,
@@ -49,6 +50,13 @@ class Entity(BaseModel):
     name: str = Field(min_length=1, description="The entity's name as shown to readers.")
     aliases: tuple[str, ...] = Field(default=(), description="Other names, any language.")
     tickers: tuple[str, ...] = Field(default=(), description="Ticker symbols, as written.")
+    fiscal_year_end: int = Field(
+        default=12,
+        ge=1,
+        le=12,
+        description="The month its fiscal year ends in (Apple: 9); a question's Q2 2023 is "
+        "read as the calendar quarter or as this fiscal calendar's.",
+    )
 
     @field_validator("aliases", "tickers")
     @classmethod

@@ -52,7 +52,7 @@ name = "filings"
 include = ["docs/*"]
 channel = "filings"
 labels = ["public"]
-entities = { "q2-report.txt" = "fabrikam" }
+entities = { "fab-report.txt" = "fabrikam" }
 """
 
 FILINGS = {
@@ -70,7 +70,7 @@ The company is a defendant in a patent lawsuit brought by Northwind Traders in D
 believes the claims are without merit and intends to defend itself vigorously.
 """,
     # the entity from thoth.toml (the text never names its company)
-    "q2-report.txt": """Quarterly report, second quarter of 2023
+    "fab-report.txt": """Quarterly report, second quarter of 2023
 
 Revenue
 
@@ -81,7 +81,7 @@ million a year earlier, because of lower demand for solar inverters.
     "fab-buyback.md": """---
 entity: fabrikam
 ---
-# Share repurchases, Q2 2023
+# Share repurchases, second quarter of 2023
 
 During the second quarter of 2023 the company repurchased 2.1 million shares for $310 million
 under the program its board authorised in 2021.
@@ -189,7 +189,7 @@ def test_sync_gives_each_document_its_entity_and_names_the_one_without(
     assert "sources.filings.entities" in notes["filings:docs/market-note.md"]
     assert len([n for n in notes.values() if "no entity" in n]) == 1
     result = CliRunner().invoke(
-        app, ["docs", "show", "filings:docs/q2-report.txt", "-w", str(root), "--json"]
+        app, ["docs", "show", "filings:docs/fab-report.txt", "-w", str(root), "--json"]
     )
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
@@ -201,7 +201,7 @@ def test_an_unknown_entity_in_configuration_stops_the_sync(tmp_path: Path) -> No
     configure(root, "bad", CONFIG.replace('= "fabrikam" }', '= "tailspin" }'))
     (root / "entities.yaml").write_text(ENTITIES, encoding="utf-8")
     (root / "docs").mkdir()
-    (root / "docs" / "q2-report.txt").write_text(FILINGS["q2-report.txt"], encoding="utf-8")
+    (root / "docs" / "fab-report.txt").write_text(FILINGS["fab-report.txt"], encoding="utf-8")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "filings")
@@ -222,7 +222,7 @@ def test_a_question_naming_an_entity_reads_only_its_documents(service: AnswerSer
     assert answer.status == "found", answer.diagnostics
     assert answer.sources
     assert {s.doc_id for s in answer.sources} <= {
-        "filings:docs/q2-report.txt",
+        "filings:docs/fab-report.txt",
         "filings:docs/fab-buyback.md",
     }
     assert "1,875" in answer.text
@@ -255,7 +255,7 @@ def test_two_entities_retrieve_for_each(service: AnswerService) -> None:
     assert answer.status == "found", answer.diagnostics
     docs = {s.doc_id for s in answer.sources or []}
     assert "filings:docs/contoso-q2-2023.md" in docs
-    assert docs & {"filings:docs/q2-report.txt", "filings:docs/fab-buyback.md"}
+    assert docs & {"filings:docs/fab-report.txt", "filings:docs/fab-buyback.md"}
     assert answer.diagnostics["entities"]["scope"] == ["contoso", "fabrikam"]
 
 
@@ -265,3 +265,25 @@ def test_a_question_naming_no_entity_is_not_scoped(service: AnswerService) -> No
     assert "entity" not in answer.diagnostics["filters"]
     assert answer.status == "found"
     assert "filings:docs/market-note.md" in {s.doc_id for s in answer.sources or []}
+
+
+# -- issue 24, point 2: a quarter asked against the quarters the documents report on ----------
+
+
+def test_a_quarter_the_filing_states_as_a_period_end_is_not_an_absent_term(
+    service: AnswerService,
+) -> None:
+    """Fabrikam's report says "the quarter ended June 30, 2023", never "Q2": under the entity
+    scope, "Q2 2023" is checked against the quarters it reports on."""
+    answer = service.ask("What were Fabrikam's net sales in Q2 2023?")
+    assert answer.status == "found", answer.diagnostics["relevance"]
+    assert "1,875" in answer.text
+    terms = {t["text"]: t for t in answer.diagnostics["relevance"]["terms"]}
+    assert terms["Q2"]["retrieved"] is True
+
+
+def test_a_quarter_no_document_covers_is_nothing_found_naming_it(service: AnswerService) -> None:
+    answer = service.ask("What were Fabrikam's net sales in Q4 2021?")
+    assert answer.status == "nothing_found"
+    relevance = answer.diagnostics["relevance"]
+    assert relevance["verdict"] == "absent_term" and "Q4" in relevance["missing"]

@@ -50,6 +50,7 @@ from thoth.index.records import (
     FragmentPayload,
     parse_payload,
 )
+from thoth.periods import asked_quarters, covers, is_quarter_term, parse_label
 from thoth.search.outcome import MAX_MESSAGE
 
 log = logging.getLogger("thoth.answer")
@@ -474,6 +475,22 @@ class KnowledgeSearch:
         top = found.hits[: self.settings.answers.top_k]
         docs = [str(h.payload.get("doc_id") or "") for h in top]
         scoped = bool(where.where.get("entity"))
+        # The quarters the documents the answer would come from report on (thoth.periods),
+        # and whether they hold one the question asks, as a calendar or a fiscal quarter of
+        # the entities in scope.
+        covered = {
+            q
+            for h in top
+            for text in (h.payload.get("periods") or ())
+            if (q := parse_label(str(text))) is not None
+        }
+        ends = [
+            e.fiscal_year_end
+            for eid in where.where.get("entity") or ()
+            if (e := self.entities.get(eid)) is not None
+        ]
+        held = covers(asked_quarters(question), covered, ends)
+        period_terms: list[Term] = []
         # Terms go through each language's analyser, under the condition that keeps the
         # fragments encoded in it: a name in an English filing is matched by English stems.
         checked: list[list[Term]] = []
@@ -485,6 +502,12 @@ class KnowledgeSearch:
                 # their entity's name (a filing says "the Company"), and another named entity
                 # has its own scope (or is reported without documents). No name is a term.
                 terms = [t for t in terms if not self.entities.named_in(t.text)]
+            quarters = [t for t in terms if t.kind == "period" and is_quarter_term(t.text)]
+            if quarters and covered:
+                # "Q2" is checked against the quarters the retrieved documents report on,
+                # never against their words (a filing writes "three months ended July 1").
+                terms = [t for t in terms if t not in quarters]
+                period_terms = [replace(t, corpus=int(held), retrieved=held) for t in quarters]
             stems = {
                 i
                 for h in top
@@ -494,7 +517,8 @@ class KnowledgeSearch:
             }
             within = {**where.where, **branch.where}
             checked.append(check_terms(gen.store, within, terms, [d for d in docs if d], stems))
-        return judge(found.best_similarity, self.min_similarity, _merge_terms(checked))
+        merged = _merge_terms(checked) + period_terms
+        return judge(found.best_similarity, self.min_similarity, merged)
 
     def _failed(
         self,

