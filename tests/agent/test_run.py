@@ -320,3 +320,50 @@ def test_a_clean_job_completes_with_no_gaps(queue: JobQueue, llm: FakeLLMServer,
     job, _ = run(queue, llm, ws)
     assert job.status == "completed" and job.result is not None
     assert job.result["gaps"] == []
+
+
+# -- issue 28, point 3: figures are checked -------------------------------------------------
+
+
+def test_an_invented_figure_gets_one_correction_then_the_job_completes(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 15% nel 2024 (mercati/giappone.md).")  # the page says 12%
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md).")
+    job, steps = run(queue, llm, ws)
+    assert job.status == "completed" and job.result is not None
+    assert job.result["answer"].startswith("Cresce del 12%")
+    assert job.result["figures"] == {"supported": ["12%"], "derived": [], "unsupported": []}
+    correction = llm.requests[2].raw.decode()
+    assert "15%" in correction and "appear in no tool result" in correction
+    assert [s.kind for s in steps] == ["model", "tool", "model", "model"]
+
+
+def test_a_figure_still_unsupported_after_the_correction_ends_partial(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 15% nel 2024 (mercati/giappone.md).")
+    llm.reply("Cresce del 15,5% nel 2024 (mercati/giappone.md).")
+    job, _ = run(queue, llm, ws)
+    assert job.status == "partial" and job.error_code == "unsupported_figures"
+    assert job.result is not None and job.result["answer"].startswith("Cresce del 15,5%")
+    assert job.result["figures"]["unsupported"] == ["15,5%"]
+    [gap] = job.result["gaps"]
+    assert gap["tool"] == "answer" and "15,5%" in gap["meaning"]
+    assert job.error == (
+        "the answer has figures no tool result supports (unsupported_figures): the answer "
+        "rests on 1 wiki page"
+    )
+
+
+def test_a_correction_cut_by_a_budget_keeps_the_draft_as_partial(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply("Cresce del 15% nel 2024 (mercati/giappone.md).")
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_turns": 2})
+    job, _ = run(queue, llm, ws, budgets=budgets)
+    assert job.status == "partial" and job.error_code == "unsupported_figures"
+    assert job.result is not None and job.result["answer"].startswith("Cresce del 15%")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -41,6 +41,8 @@ from thoth.agent.errors import (
 )
 from thoth.agent.tools import LABELS_REFUSED, SQL_REFUSED, Toolbox, ToolOutcome
 from thoth.config import AgentSettings
+from thoth.figures import Check as FigureCheck
+from thoth.figures import check as check_figures
 from thoth.llm import ConversationClient, LLMError, ToolCall, ToolReply, ToolResult, Turn
 from thoth.privacy import Pseudonymizer
 from thoth.privacy.base import protect_tree, restore_tree
@@ -119,6 +121,9 @@ class AgentRun:
         self._tokens = 0
         self._sources: dict[str, dict[str, Any]] = {}
         self._gaps: list[dict[str, Any]] = []
+        self._texts: list[str] = []  # every served tool result, whole: what figures rest on
+        self._figures: FigureCheck | None = None  # of the last answer
+        self._draft: str | None = None  # the answer sent back for correction
         # The tool of each call in order, None where it failed: what a gap may be recovered by
         self._succeeded: list[str | None] = []
 
@@ -128,9 +133,15 @@ class AgentRun:
         try:
             answer = self._converse()
         except _Stop as stop:
+            if self._draft is not None and stop.code != "cancelled":
+                # The correction ended without a better answer (a budget, an empty or
+                # unsourced reply): the draft stands, with its unsupported figures as a gap.
+                return self._end(self._draft)
             status: FinalStatus = "cancelled" if stop.code == "cancelled" else "failed"
             return self._finish(status, error_code=stop.code, error=str(stop))
         except LLMError as exc:
+            if self._draft is not None:
+                return self._end(self._draft)
             return self._finish(
                 "failed",
                 error_code=exc.code,
@@ -138,11 +149,36 @@ class AgentRun:
             )
         except (_LeaseGone, JobLeaseLost):
             return None
+        return self._end(answer)
+
+    def _end(self, answer: str) -> Job | None:
+        """Finish with `answer`: partial when a gap is open or a figure is unsupported."""
         sources = list(self._sources.values())
         gaps = self._gaps_now()
+        figures = self._figures or check_figures(answer, self._texts)
+        if figures.unsupported:
+            gaps.append(
+                {
+                    "tool": "answer",
+                    "code": UNSUPPORTED_FIGURES,
+                    "meaning": "figures no tool result holds, nor one arithmetic step from "
+                    f"figures the answer states: {', '.join(figures.unsupported)}"[:600],
+                    "recovered": False,
+                }
+            )
         open_gaps = [g for g in gaps if not g["recovered"]]
         rests_on = rests_on_sentence(open_gaps, sources)
-        result = {"answer": answer, "sources": sources, "gaps": gaps, "rests_on": rests_on}
+        result = {
+            "answer": answer,
+            "sources": sources,
+            "gaps": gaps,
+            "rests_on": rests_on,
+            "figures": {
+                "supported": list(figures.direct),
+                "derived": list(figures.derived),
+                "unsupported": list(figures.unsupported),
+            },
+        }
         if open_gaps:
             return self._finish(
                 "partial", result=result, error_code=open_gaps[0]["code"], error=rests_on
@@ -167,6 +203,7 @@ class AgentRun:
         question = self.pseudonymizer.protect(self.job.question)
         specs = self.toolbox.specs()
         turns: list[Turn] = []
+        corrected = False
         while True:
             self._checkpoint()
             self._budget("turns", self._turns, self.budgets.max_turns, "model turns")
@@ -177,10 +214,20 @@ class AgentRun:
             self._step("model", _model_step(self._turns, reply))
             if self._tokens > self.budgets.max_tokens:  # this reply went over
                 self._budget("tokens", self._tokens, self.budgets.max_tokens, "tokens")
-            if not reply.calls:
-                return self._answer(reply.text)
-            results = [self._tool(call) for call in reply.calls]
-            turns.append(Turn(reply, tuple(results)))
+            if reply.calls:
+                results = [self._tool(call) for call in reply.calls]
+                turns.append(Turn(reply, tuple(results)))
+                continue
+            answer = self._answer(reply.text)
+            self._figures = check_figures(answer, self._texts)
+            if not self._figures.unsupported or corrected:
+                return answer
+            # One chance to correct: the same tool results, the draft and what is wrong in it.
+            corrected = True
+            self._draft = answer
+            question = self.pseudonymizer.protect(
+                f"{self.job.question}\n\n{_correction(answer, self._figures.unsupported)}"
+            )
 
     def _tool(self, call: ToolCall) -> ToolResult:
         self._checkpoint()
@@ -195,6 +242,8 @@ class AgentRun:
         text = self._cut(whole)
         index = len(self._succeeded)
         self._succeeded.append(call.name if outcome.error_code is None else None)
+        if outcome.error_code is None:
+            self._texts.append(json.dumps(outcome.content, ensure_ascii=False, default=str))
         if outcome.error_code is not None:
             message = _error_message(content)
             self._gaps.append(_gap(index, call.name, outcome.error_code, message))
@@ -316,6 +365,18 @@ class AgentRun:
 
 
 RESULT_CUT: Final = "result_cut"
+UNSUPPORTED_FIGURES: Final = "unsupported_figures"
+
+
+def _correction(draft: str, unsupported: Sequence[str]) -> str:
+    return (
+        "[Check of your draft answer] These figures of it appear in no tool result and do not "
+        f"follow by one stated arithmetic step from figures that do: {', '.join(unsupported)}. "
+        "Rewrite the answer with only figures the tool results hold (or state the step, with "
+        "its operands), or call a tool to find them. Your draft was:\n" + draft
+    )
+
+
 # Refusals of the model's own call, not of a source: a later good call of the tool makes good
 # (a write statement refused, then a SELECT that ran). Not `unknown_query`: it is also what a
 # query outside the job's labels is told, and a label's refusal is never made good.
@@ -379,6 +440,9 @@ def rests_on_sentence(gaps: list[dict[str, Any]], sources: list[dict[str, Any]])
     failed = []
     for gap in gaps:
         code = gap["code"]
+        if code == UNSUPPORTED_FIGURES:
+            failed.append(f"the answer has figures no tool result supports ({code})")
+            continue
         verb = "was cut" if code == RESULT_CUT else "was refused" if code in REFUSALS else "failed"
         failed.append(f"{gap['tool']} {verb} ({code})")
     return f"{'; '.join(dict.fromkeys(failed))}: {rests}"
