@@ -367,3 +367,36 @@ def test_a_correction_cut_by_a_budget_keeps_the_draft_as_partial(
     job, _ = run(queue, llm, ws, budgets=budgets)
     assert job.status == "partial" and job.error_code == "unsupported_figures"
     assert job.result is not None and job.result["answer"].startswith("Cresce del 15%")
+
+
+# -- issue 28, point 2: budgets end in a partial report, not in nothing -------------------------
+
+
+def test_a_budget_with_results_in_hand_ends_partial_from_a_reserve_turn(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}))
+    llm.reply("Cresce del 12% nel 2024 (mercati/giappone.md); il resto non è stato verificato.")
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_turns": 2})
+    job, steps = run(queue, llm, ws, budgets=budgets)
+    assert job.status == "partial" and job.error_code == "budget_turns"
+    assert job.result is not None and job.result["answer"].startswith("Cresce del 12%")
+    assert [s["path"] for s in job.result["sources"]] == ["mercati/giappone.md"]
+    [gap] = job.result["gaps"]
+    assert gap["tool"] == "budget" and "reserve turn" in gap["meaning"]
+    assert job.error == "the budget ran out (budget_turns): the answer rests on 1 wiki page"
+    reserve = llm.requests[2].raw.decode()
+    assert "Budget exhausted" in reserve and "Do not call any tool" in reserve
+    assert [s.kind for s in steps] == ["model", "tool", "model", "tool", "model"]
+
+
+def test_a_reserve_turn_that_calls_a_tool_fails_the_job_with_the_budget_code(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path
+) -> None:
+    llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}))
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}))
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_turns": 2})
+    job, _ = run(queue, llm, ws, budgets=budgets)
+    assert job.status == "failed" and job.error_code == "budget_turns" and job.result is None

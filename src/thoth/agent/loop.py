@@ -124,6 +124,7 @@ class AgentRun:
         self._texts: list[str] = []  # every served tool result, whole: what figures rest on
         self._figures: FigureCheck | None = None  # of the last answer
         self._draft: str | None = None  # the answer sent back for correction
+        self._budget_gap: dict[str, Any] | None = None  # the budget the reserve turn answered
         # The tool of each call in order, None where it failed: what a gap may be recovered by
         self._succeeded: list[str | None] = []
 
@@ -155,6 +156,8 @@ class AgentRun:
         """Finish with `answer`: partial when a gap is open or a figure is unsupported."""
         sources = list(self._sources.values())
         gaps = self._gaps_now()
+        if self._budget_gap is not None:
+            gaps.insert(0, self._budget_gap)
         figures = self._figures or check_figures(answer, self._texts)
         if figures.unsupported:
             gaps.append(
@@ -203,6 +206,44 @@ class AgentRun:
         question = self.pseudonymizer.protect(self.job.question)
         specs = self.toolbox.specs()
         turns: list[Turn] = []
+        try:
+            return self._conversation(question, specs, turns)
+        except _Stop as stop:
+            if not stop.code.startswith("budget_") or not self._sources or self._draft:
+                raise
+            return self._reserve(question, specs, turns, stop)
+
+    def _reserve(self, question: str, specs: list[Any], turns: list[Turn], stop: _Stop) -> str:
+        """A budget ran out with tool results in hand: one more model turn (the reserve,
+        beyond the budget) asks for the answer from what was established. The answer ends
+        partial with the budget's code; without one (a tool call, nothing), the job fails
+        with that code, as before."""
+        self._checkpoint_lease()
+        note = (
+            f"[Budget exhausted: {stop}] Do not call any tool. Answer now, from the tool "
+            "results above only, saying what could not be established."
+        )
+        reply = self.client.converse(
+            SYSTEM_PROMPT, f"{question}\n\n{self.pseudonymizer.protect(note)}", turns, specs
+        )
+        self._turns += 1
+        self._tokens += reply.tokens
+        self._step("model", _model_step(self._turns, reply))
+        if reply.calls or not reply.text.strip():
+            raise stop
+        answer = self._answer(reply.text)
+        self._figures = check_figures(answer, self._texts)
+        used = str(stop).split(";", 1)[0]  # "budget exhausted: 10 model turns of 10 (...)"
+        self._budget_gap = {
+            "tool": "budget",
+            "code": stop.code,
+            "meaning": f"{used}; the answer was written in one reserve turn from the tool "
+            "results in hand, without the steps the budget cut"[:600],
+            "recovered": False,
+        }
+        return answer
+
+    def _conversation(self, question: str, specs: list[Any], turns: list[Turn]) -> str:
         corrected = False
         while True:
             self._checkpoint()
@@ -291,11 +332,14 @@ class AgentRun:
 
     # -- bookkeeping ----------------------------------------------------------------------
 
-    def _checkpoint(self) -> None:
+    def _checkpoint_lease(self) -> None:
         if self.lease.lost:
             raise _LeaseGone
         if self.lease.cancel_requested:
             raise _Stop("cancelled", "cancelled at the caller's request; steps done are kept")
+
+    def _checkpoint(self) -> None:
+        self._checkpoint_lease()
         seconds = self.clock() - self._started
         if seconds > self.budgets.max_seconds:
             raise _Stop(
@@ -442,6 +486,9 @@ def rests_on_sentence(gaps: list[dict[str, Any]], sources: list[dict[str, Any]])
         code = gap["code"]
         if code == UNSUPPORTED_FIGURES:
             failed.append(f"the answer has figures no tool result supports ({code})")
+            continue
+        if gap["tool"] == "budget":
+            failed.append(f"the budget ran out ({code})")
             continue
         verb = "was cut" if code == RESULT_CUT else "was refused" if code in REFUSALS else "failed"
         failed.append(f"{gap['tool']} {verb} ({code})")
