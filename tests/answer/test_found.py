@@ -274,3 +274,17 @@ def test_names_are_checked_per_document_and_years_per_fragment(tmp_path: Path) -
     finally:
         store.close()
         env.state.close()
+
+
+def test_an_uncalibrated_floor_is_said_in_diagnostics_and_on_the_cli(filings: Path) -> None:
+    """Issue 25, point 3: until the workspace calibrates its floor, every answer says so."""
+    result = CliRunner().invoke(
+        app, ["ask", ANSWERABLE_EN, "-w", str(filings), "--json"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["diagnostics"]["floor"] == "uncalibrated"
+    shown = CliRunner().invoke(
+        app, ["ask", ANSWERABLE_EN, "-w", str(filings)], env={"COLUMNS": "200"}
+    )
+    text = " ".join(shown.output.split())
+    assert "floor: uncalibrated" in text and "tht channels calibrate" in text

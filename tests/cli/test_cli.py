@@ -159,3 +159,51 @@ def test_phase_bars_keep_one_bar_per_phase_and_show_the_file() -> None:
         tick("extract manuali:docs/[/]strano.pdf", 1, 5)
         tick("extract manuali:docs/b.md", 1, 1)
         tick("embed", 32, 64)
+
+
+# -- issue 25, point 6: `tht init` for the user in front of it ----------------------------------
+
+
+def init_with(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "w"), *args], env=env)
+    return result.exit_code, result.stdout
+
+
+BLANK_LOCALE = {"LANG": "", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": ""}
+
+
+def test_init_takes_the_language_of_the_locale_and_says_so(tmp_path: Path) -> None:
+    code, out = init_with(tmp_path, {**BLANK_LOCALE, "LANG": "en_GB.UTF-8"}, "--json")
+    assert code == exitcodes.OK
+    shown = json.loads(out)
+    assert shown["language"] == "en" and shown["language_from"] == "locale LANG=en_GB.UTF-8"
+    assert 'language = "en"' in (tmp_path / "w" / "thoth.toml").read_text("utf-8")
+
+
+def test_init_without_a_locale_says_its_default_and_how_to_choose(tmp_path: Path) -> None:
+    code, out = init_with(tmp_path, BLANK_LOCALE)
+    assert code == exitcodes.OK
+    text = " ".join(out.split())
+    assert "language it (the default: your locale names none" in text
+    assert "--language en" in text
+
+
+def test_init_with_a_language_option_uses_it(tmp_path: Path) -> None:
+    code, out = init_with(
+        tmp_path, {**BLANK_LOCALE, "LANG": "it_IT.UTF-8"}, "--language", "en", "--json"
+    )
+    assert code == exitcodes.OK and json.loads(out)["language_from"] == "option"
+
+
+def test_init_proposes_the_next_step_for_what_the_folder_holds(tmp_path: Path) -> None:
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "report.pdf").write_bytes(b"%PDF-1.4")
+    code, out = init_with(tmp_path, BLANK_LOCALE, "--language", "en")
+    text = " ".join(out.split())
+    assert code == exitcodes.OK
+    assert "1 document" in text and "[[sources]]" in text and "tht docs sync" in text
+    assert "tht evidence prepare" not in text
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "sales.sqlite").write_bytes(b"")
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "d"), "--language", "en"])
+    assert "tht schema sync" in " ".join(result.stdout.split())

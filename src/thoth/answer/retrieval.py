@@ -142,6 +142,9 @@ class Retrieval:
     bm25_languages: list[str] = field(default_factory=list)
     # The entities the question names and the scope they gave (None: it names none).
     entities: EntityScope | None = None
+    # The relevance floor's standing: "calibrated" (a number in thoth.toml), "uncalibrated"
+    # (`auto`: the bundled embedder's generic floor, or none for another embedder), "off".
+    floor: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -158,6 +161,7 @@ class Retrieval:
             "relevance": self.relevance.as_dict() if self.relevance else None,
             "bm25_languages": list(self.bm25_languages),
             "entities": self.entities.as_dict() if self.entities else None,
+            "floor": self.floor,
         }
 
 
@@ -291,6 +295,7 @@ class KnowledgeSearch:
                             counts={"entity_without_documents": len(named)},
                             bm25_languages=languages,
                             entities=entities,
+                            floor=self.floor_state,
                         )
                 # The one embedding call of the question: retrieval and routing share it.
                 vectors = self._reader.vectors(gen, text, degrade=True)
@@ -331,7 +336,16 @@ class KnowledgeSearch:
             relevance=relevance,
             bm25_languages=languages,
             entities=entities,
+            floor=self.floor_state,
         )
+
+    @property
+    def floor_state(self) -> str:
+        """Whether the relevance floor was calibrated for this workspace (see Retrieval)."""
+        raw = self.settings.answers.min_similarity
+        if raw is None or raw == "off":
+            return "off"
+        return "uncalibrated" if raw == "auto" else "calibrated"
 
     def _entity_scope(self, gen: Readable, scoped: Scope, named: Sequence[str]) -> EntityScope:
         """Which named entities have a document under the request's condition: a named entity
@@ -543,6 +557,7 @@ class KnowledgeSearch:
             error_code=code,
             error=text,
             degraded=degraded,
+            floor=self.floor_state,
         )
 
 

@@ -361,6 +361,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
         "bm25_languages": list(retrieval.bm25_languages),
         # The entities the question names and the scope they gave (thoth.entities).
         "entities": retrieval.entities.as_dict() if retrieval.entities else None,
+        # Whether the relevance floor was calibrated on this workspace's questions.
+        "floor": retrieval.floor,
         "counts": {
             "retrieved": len(retrieval.fragments),
             **retrieval.counts,

@@ -151,6 +151,17 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
             soft_wrap=True,
         )
     out.print(f"Status: {_status_line(answer)}  (answer id {answer.id})", markup=False)
+    if answer.diagnostics.get("floor") == "uncalibrated":
+        # Said on every answer until the workspace calibrates: found / nothing_found rest on
+        # a generic floor, not on this corpus's own questions.
+        out.print(
+            "Note: floor: uncalibrated — found / nothing_found use the embedder's generic "
+            "relevance floor -> label questions in answers/channels.yaml and run `tht channels "
+            "calibrate`, then set [answers] min_similarity",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if diagnostics:
         _print_diagnostics(console, answer.diagnostics)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -73,21 +74,103 @@ state_cli.register(app)
 def init_cmd(
     root: Annotated[Path, typer.Argument(help="Directory to create the workspace in.")],
     name: Annotated[str | None, typer.Option(help="Workspace name.")] = None,
-    language: Annotated[str, typer.Option(help="Language of the sources.")] = "it",
+    language: Annotated[
+        str | None,
+        typer.Option(
+            help="Language of the workspace: answer wording and BM25 stemming (it, en, ...). "
+            "Default: your locale's (LC_ALL, LC_MESSAGES, LANG), else it; said either way."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a workspace: thoth.toml and the evidence/ layout."""
+    """Create a workspace: thoth.toml and the evidence/ layout, in the language given or your
+    locale's; then say the next step for what the folder holds."""
+    import os
+
     from thoth.evidence.layout import init_workspace
 
+    chosen, why = _init_language(language, os.environ)
     with errors(as_json):
-        created = init_workspace(root, name, language)
+        created = init_workspace(root, name, chosen)
+    steps = _next_steps(root)
     if as_json:
-        emit_json({"ok": True, "created": [str(p) for p in created]})
-    else:
-        out.print(
-            f"Created workspace in [bold]{root}[/] ({len(created)} files). Next: put notes "
-            f"in {root}/evidence/source/, commit, run `tht evidence prepare {root}`."
+        emit_json(
+            {
+                "ok": True,
+                "created": [str(p) for p in created],
+                "language": chosen,
+                "language_from": why,
+                "next": steps,
+            }
         )
+        return
+    said = {
+        "option": "",
+        "default": " (the default: your locale names none; pass --language en or another "
+        "to choose)",
+    }.get(why, f" (from your {why}; pass --language to choose another)")
+    out.print(
+        f"Created workspace in [bold]{root}[/] ({len(created)} files), language {chosen}{said}.",
+        highlight=False,
+    )
+    for step in steps:
+        out.print(f"  - {step}", markup=False, highlight=False)
+
+
+# The workspace languages with their own answer wording; another locale is said, not taken.
+_WORDED = ("it", "en")
+
+
+def _init_language(given: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+    """The language and where it came from: the option, the locale (as POSIX reads it:
+    LC_ALL, then LC_MESSAGES, then LANG), else the default, Italian."""
+    if given:
+        return given, "option"
+    for key in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = environ.get(key, "")
+        code = value.split(".")[0].split("_")[0].lower()
+        if code in _WORDED:
+            return code, f"locale {key}={value}"
+        if value and code not in ("c", "posix"):
+            break  # a locale in another language: not taken, the default is said
+    return "it", "default"
+
+
+def _next_steps(root: Path) -> list[str]:
+    """What to do next, for what the folder already holds: documents, a database, or
+    nothing yet."""
+    from thoth.documents.extract import SUPPORTED_SUFFIXES
+
+    files = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+    files = [p for p in files if ".thoth" not in p.parts and "evidence" not in p.parts]
+    databases = [p for p in files if p.suffix.lower() in (".sqlite", ".sqlite3", ".db")]
+    documents = [p for p in files if p.suffix.lower() in SUPPORTED_SUFFIXES]
+    documents = [p for p in documents if p.name not in ("thoth.toml", "README.md")]
+    documents = [p for p in documents if "answers" not in p.relative_to(root).parts]
+    steps: list[str] = []
+    if documents:
+        n = len(documents)
+        steps.append(
+            f"{n} document{'s' if n != 1 else ''} found here: declare them as a source in "
+            "thoth.toml (a [[channels]] and a [[sources]] entry, see README 'From documents "
+            "to a grounded answer'), commit, then `tht docs sync` and `tht ask`"
+        )
+    if databases:
+        steps.append(
+            f"a database found here ({databases[0].name}): declare it under [database] in "
+            "thoth.toml (docs/database.md), then `tht schema sync`"
+        )
+    if not steps:
+        steps.append(
+            "documents to ask about: put them in a folder, declare it as a [[sources]] entry, "
+            "commit, then `tht docs sync` and `tht ask` (README 'From documents to a grounded "
+            "answer')"
+        )
+        steps.append(
+            f"notes to curate into Evidence Units: put them in {root}/evidence/source/, "
+            f"commit, then `tht evidence prepare {root}`"
+        )
+    return steps
 
 
 @evidence_app.command("prepare")
