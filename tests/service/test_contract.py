@@ -39,7 +39,9 @@ def test_tht_service_openapi_prints_it(tmp_path: Path) -> None:
 def test_every_request_field_is_a_field_of_the_bodies() -> None:
     for model in (AskBody, KnowledgeSearchBody):
         assert set(request_fields()) <= set(model.model_fields), model
-    assert set(request_fields()) | {"question", "instructions"} == set(AskBody.model_fields)
+    assert set(request_fields()) | {"question", "instructions", "show_context"} == set(
+        AskBody.model_fields
+    )
     for name in ("labels", "channel"):
         assert JobBody.model_fields[name].annotation == SearchRequest.model_fields[name].annotation
     context = {f.name for f in dataclasses.fields(EvidenceSearchContext)}

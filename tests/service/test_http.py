@@ -90,3 +90,35 @@ def test_evidence_search_is_the_fail_closed_outcome(server: Server) -> None:
     assert body["status"] == "unavailable"
     assert body["code"] == "revision_not_activated"
     assert body["results"] == []
+
+
+def test_show_context_lists_what_the_answerer_read_with_ids_docs_show_takes(server: Server) -> None:
+    """Issue 25, point 4: `show_context` (HTTP), `--show-context` (CLI): every fragment the
+    answerer received, whole, with the doc id `tht docs show` accepts and its branch scores."""
+    plain = server.post("/v1/ask", {"question": QUESTION}).json()
+    assert "context" not in plain
+    answer = server.post("/v1/ask", {"question": QUESTION, "show_context": True}).json()
+    context = answer["context"]
+    assert context and [c["marker"] for c in context] == sorted(c["marker"] for c in context)
+    first = context[0]
+    assert set(first) >= {"doc_id", "id", "page", "score", "dense_rank", "bm25_rank", "text"}
+    assert {c["doc_id"] for c in context} <= {s["doc_id"] for s in answer["sources"]}
+    shown = subprocess.run(
+        [*THT, "docs", "show", first["doc_id"], "--json", "--workspace", str(server.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    texts = [f["read_text"] for f in json.loads(shown.stdout)["fragments"]]
+    assert first["text"] in texts  # whole, not cut
+    cli = subprocess.run(
+        [*THT, "ask", QUESTION, "--show-context", "--workspace", str(server.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**__import__("os").environ, "COLUMNS": "60"},
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert f"[{first['marker']}] {first['doc_id']}" in cli.stdout
+    assert "Context:" in cli.stdout and "tht docs show" in cli.stdout

@@ -197,6 +197,20 @@ def test_ask_found_carries_status_sources_and_caveats(ws: Workspace) -> None:
     assert logged[answer["id"]].request["labels"] == ["public"]  # default ∩ ceiling
 
 
+def test_ask_can_show_the_context_the_answerer_read(ws: Workspace) -> None:
+    result = call(
+        ws,
+        "ask",
+        {"question": "Di quanto sono cresciuti i ricoveri urgenti nel 2024?", "show_context": True},
+        "--caller",
+        "assistant",
+    )
+    assert not result.is_error, text_of(result)
+    answer = structured(result)
+    assert answer["context"] and all(c["text"] for c in answer["context"])
+    assert {c["doc_id"] for c in answer["context"]} <= {s["doc_id"] for s in answer["sources"]}
+
+
 def test_ask_nothing_found_is_a_result_not_an_error(ws: Workspace) -> None:
     # The confidential source under the public labels: nothing may be served.
     result = call(

@@ -80,8 +80,11 @@ class Answer:
     # status needs_parameter: {query_id, missing: [...], invalid: {name: why}, candidates:
     # [query ids that fit equally]}, for a caller that asks the user for exactly that.
     needs_parameter: dict[str, Any] | None = None
+    # What the answerer received, fragment by fragment (context_entries): served only when
+    # asked for (`tht ask --show-context`, `show_context` over HTTP and MCP), never logged.
+    context: list[dict[str, Any]] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, show_context: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": self.id,
             "question": self.question,
@@ -103,6 +106,8 @@ class Answer:
             error_code=self.error_code,
             diagnostics=self.diagnostics,
         )
+        if show_context:
+            data["context"] = list(self.context or [])
         return data
 
 
@@ -246,6 +251,7 @@ class AnswerService:
             },
             degraded=[*retrieval.degraded, *numeric.degraded],
             diagnostics=diagnostics,
+            context=context_entries(context),
         )
 
     def _numeric(
@@ -390,6 +396,33 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
 
 
 SNIPPET_CHARS = 160
+
+
+def context_entries(context: AssembledContext) -> list[dict[str, Any]]:
+    """Each fragment the answerer received, whole, in the order it read them: its marker, the
+    ids `tht docs show` takes (doc_id) and the index holds (id), where it is, its score per
+    branch, and the text as given (with its caveats)."""
+    out = []
+    for entry in context.entries:
+        f = entry.fragment
+        record = f.record
+        out.append(
+            {
+                "marker": entry.marker,
+                "id": f.id,
+                "doc_id": f.doc_id,
+                "title": f.title,
+                "record_kind": f.record_kind,
+                "page": getattr(record, "page", None),
+                "heading_path": list(getattr(record, "heading_path", ()) or ()),
+                "score": round(f.score, 6),
+                "dense_rank": f.dense_rank,
+                "similarity": _rounded(f.dense_similarity),
+                "bm25_rank": f.bm25_rank,
+                "text": entry.text,
+            }
+        )
+    return out
 
 
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

@@ -75,6 +75,14 @@ def ask_cmd(
     diagnostics: Annotated[
         bool, typer.Option("--diagnostics", help="Show ranks, scores, route and filters.")
     ] = False,
+    show_context: Annotated[
+        bool,
+        typer.Option(
+            "--show-context",
+            help="List every fragment the answerer received, whole, with the doc id `tht "
+            "docs show` takes and its score per branch (in --json: `context`).",
+        ),
+    ] = False,
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
@@ -98,9 +106,11 @@ def ask_cmd(
         finally:
             service.close()
     if as_json:
-        emit_json({"ok": answer.status != "failed", **answer.as_dict()})
+        emit_json({"ok": answer.status != "failed", **answer.as_dict(show_context)})
     else:
         print_answer(out, answer, diagnostics)
+        if show_context:
+            print_context(out, answer.context or [])
     raise typer.Exit(exitcodes.FAILED if answer.status == "failed" else exitcodes.OK)
 
 
@@ -164,6 +174,34 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
         )
     if diagnostics:
         _print_diagnostics(console, answer.diagnostics)
+
+
+def print_context(console: Console, context: list[dict[str, Any]]) -> None:
+    """What the answerer read, fragment by fragment, wrapped (never cut) to the terminal."""
+    console.print()
+    if not context:
+        console.print("Context: none (the answerer received no fragment)", markup=False)
+        return
+    console.print(f"Context: {len(context)} fragment(s) the answerer received", markup=False)
+    for entry in context:
+        page = "" if entry["page"] is None else f", page {entry['page']}"
+        heading = " > ".join(entry["heading_path"])
+        similarity = "-" if entry["similarity"] is None else f"{entry['similarity']:.4f}"
+        console.print()
+        console.print(
+            f"[{entry['marker']}] {entry['doc_id']}{page}{' — ' + heading if heading else ''}",
+            markup=False,
+            highlight=False,
+            soft_wrap=False,
+        )
+        console.print(
+            f"    score {entry['score']:.4f}; dense rank {entry['dense_rank'] or '-'} "
+            f"(similarity {similarity}); bm25 rank {entry['bm25_rank'] or '-'}; "
+            f"`tht docs show '{entry['doc_id']}'` shows its document",
+            markup=False,
+            highlight=False,
+        )
+        console.print(entry["text"], markup=False, highlight=False)
 
 
 def _status_line(answer: Answer) -> str:

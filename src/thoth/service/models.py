@@ -32,6 +32,11 @@ class AskBody(SearchRequest):
     instructions: str | None = Field(
         default=None, description="Style instructions for the answer (never its content)."
     )
+    show_context: bool = Field(
+        default=False,
+        description="Also return `context`: every fragment the answerer received, whole, with "
+        "its doc_id (what `tht docs show` takes), its score per branch and its text.",
+    )
 
     def request(self) -> dict[str, Any]:
         """The SearchRequest fields, as `AnswerService.ask` takes them."""

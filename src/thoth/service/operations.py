@@ -111,7 +111,7 @@ class Operations:
                 **request,
             )
         )
-        return answer.as_dict()
+        return answer.as_dict(body.show_context)
 
     def knowledge_search(
         self, body: KnowledgeSearchBody, caller: CallerSettings | None
