@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 import thoth
 from thoth.agent.errors import AgentUnavailable
@@ -47,6 +48,7 @@ from thoth.service.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
+from thoth.service.mcp_server import http_managers
 from thoth.service.models import (
     BODY_MODELS,
     AskBody,
@@ -169,6 +171,36 @@ class _State:
         self.operations = operations
         self.admission = Admission(self.service.max_concurrent)
         self.redactor = PathRedactor(ws.root)
+        self.mcp = http_managers(ws, operations, self.service.max_body_bytes)
+
+
+class McpEndpoint:
+    """`/mcp`: the MCP streamable HTTP transport, with the API's keys, label ceilings and
+    limits. The key (`Authorization: Bearer`) names the caller before a message is read; the
+    request goes to that caller's MCP server (its tools apply its ceiling); a request beyond
+    `[service].max_concurrent` is 503, a body over `max_body_bytes` 413, as for /v1."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        state: _State = self.app.state.thoth
+        request_id = f"req-{secrets.token_hex(6)}"
+        request = Request(scope, receive)
+        try:
+            caller = authenticate(
+                state.service.callers,
+                request.headers.getlist("authorization"),
+                list(request.query_params.keys()),
+            )
+            state.admission.enter()
+        except ThothError as exc:
+            await problem_response(exc, request_id, state.redactor)(scope, receive, send)
+            return
+        try:
+            await state.mcp[caller.name].handle_request(scope, receive, send)
+        finally:
+            state.admission.leave()
 
 
 def create_app(workspace_root: Path) -> FastAPI:
@@ -179,10 +211,13 @@ def create_app(workspace_root: Path) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ws = Workspace.open(workspace_root)
         operations = await run_in_threadpool(Operations, ws)
-        app.state.thoth = _State(ws, operations)
+        app.state.thoth = state = _State(ws, operations)
         log.info("thoth service for workspace %s at %s", ws.settings.workspace, ws.root)
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                for manager in state.mcp.values():
+                    await stack.enter_async_context(manager.run())
+                yield
         finally:
             await run_in_threadpool(operations.close)
 
@@ -196,6 +231,10 @@ def create_app(workspace_root: Path) -> FastAPI:
     )
     _handlers(app)
     _routes(app)
+    # MCP over HTTP (outside the API document: its own protocol, docs/mcp.md)
+    app.router.routes.append(
+        Route("/mcp", endpoint=McpEndpoint(app), methods=["GET", "POST", "DELETE"])
+    )
     add_web_routes(app)  # GET /: the page (thoth.service.web), outside the API document
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -33,6 +33,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -306,6 +307,24 @@ def build_server(tools: ThothTools) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def http_managers(
+    ws: Workspace, operations: Operations, max_body_bytes: int
+) -> dict[str, StreamableHTTPSessionManager]:
+    """One MCP server per declared caller, for the streamable HTTP transport of `tht serve`
+    (`/mcp`): the caller is known from its key before a message is read, so each one's tools
+    apply its own label ceiling, as over stdio with `--caller`. Stateless and JSON: each POST
+    is a whole exchange, nothing is kept between requests but the caller's key."""
+    return {
+        caller.name: StreamableHTTPSessionManager(
+            build_server(ThothTools(ws, operations, caller)),
+            json_response=True,
+            stateless=True,
+            max_request_body_size=max_body_bytes,
+        )
+        for caller in ws.settings.service.callers
+    }
 
 
 async def serve_stdio(server: Server[Any]) -> None:
