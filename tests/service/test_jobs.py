@@ -96,3 +96,55 @@ def test_job_ids_are_never_guessed_from_paths(tmp_path: Path) -> None:
     with pytest.raises(JobNotFound):
         _job_id("job_" + "0" * 23 + "g")
     assert _job_id("job_" + "a" * 24) == "job_" + "a" * 24
+
+
+def test_a_partial_job_is_served_as_its_documented_schema(
+    with_model: Server, workspace: tuple[Corpus, dict[str, str]]
+) -> None:
+    """Issue 28, point 4: status, gaps, figures and what the answer rests on, in the API and
+    in its OpenAPI schema (JobView)."""
+    import json
+
+    from thoth.service.models import JobView
+
+    job = with_model.post("/v1/jobs", {"question": QUESTION}, "analyst").json()
+    ws = Workspace.open(workspace[0].root)
+    rests_on = "knowledge_search failed (index_unavailable): the answer rests on 1 wiki page"
+    with open_state(ws) as state:
+        queue = JobQueue.on(state)
+        for other in queue.list(ws.settings.workspace):
+            if other.status == "queued" and other.id != job["id"]:
+                queue.cancel(other.id)
+        claimed = queue.claim("w-api", 60)
+        assert claimed is not None and claimed.id == job["id"]
+        gap = {
+            "tool": "knowledge_search",
+            "code": "index_unavailable",
+            "meaning": "the indexed documents not reached",
+            "recovered": False,
+        }
+        queue.finish(
+            job["id"],
+            "w-api",
+            "partial",
+            result={
+                "answer": "12% (mercati/giappone.md)",
+                "sources": [{"kind": "wiki_page", "path": "mercati/giappone.md"}],
+                "gaps": [gap],
+                "rests_on": rests_on,
+                "figures": {"supported": ["12%"], "derived": [], "unsupported": []},
+            },
+            error_code="index_unavailable",
+            error=rests_on,
+        )
+    got = with_model.get(f"/v1/jobs/{job['id']}", "analyst").json()
+    view = JobView.model_validate(got)
+    assert view.status == "partial" and view.result is not None
+    assert view.result.gaps[0].code == "index_unavailable" and view.error == rests_on
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "openapi.json").read_text("utf-8")
+    )
+    statuses = schema["components"]["schemas"]["JobView"]["properties"]["status"]["enum"]
+    assert "partial" in statuses
+    route = schema["paths"]["/v1/jobs/{job_id}"]["get"]["responses"]["200"]
+    assert route["content"]["application/json"]["schema"]["$ref"].endswith("/JobView")

@@ -54,6 +54,8 @@ from thoth.service.models import (
     AskBody,
     EvidenceSearchBody,
     JobBody,
+    JobList,
+    JobView,
     KnowledgeSearchBody,
     validate,
 )
@@ -337,7 +339,7 @@ def _routes(app: FastAPI) -> None:
         "/v1/jobs",
         tags=["jobs"],
         status_code=202,
-        responses=_ERRORS,
+        responses={202: {"model": JobView}, **_ERRORS},
         openapi_extra=_body_spec(JobBody),
     )
     async def create_job(request: Request) -> JSONResponse:
@@ -345,17 +347,19 @@ def _routes(app: FastAPI) -> None:
         worker`). 202 with the job; refused without a model configured."""
         return await _operation(request, JobBody, lambda ops: ops.create_job, status=202)
 
-    @app.get("/v1/jobs", tags=["jobs"], responses=_ERRORS)
+    @app.get("/v1/jobs", tags=["jobs"], responses={200: {"model": JobList}, **_ERRORS})
     async def list_jobs(request: Request) -> JSONResponse:
         """This caller's jobs, newest first (at most 50)."""
         return await _call(request, lambda ops, caller: ops.list_jobs(caller))
 
-    @app.get("/v1/jobs/{job_id}", tags=["jobs"], responses=_ERRORS)
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"], responses={200: {"model": JobView}, **_ERRORS})
     async def get_job(request: Request, job_id: str) -> JSONResponse:
         """One of this caller's jobs, with its steps so far."""
         return await _call(request, lambda ops, caller: ops.get_job(_job_id(job_id), caller))
 
-    @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"], responses=_ERRORS)
+    @app.post(
+        "/v1/jobs/{job_id}/cancel", tags=["jobs"], responses={200: {"model": JobView}, **_ERRORS}
+    )
     async def cancel_job(request: Request, job_id: str) -> JSONResponse:
         """Cancel a queued job at once; a running one stops at its next step."""
         return await _call(request, lambda ops, caller: ops.cancel_job(_job_id(job_id), caller))

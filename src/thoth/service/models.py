@@ -131,3 +131,67 @@ def validate(model: type[B], data: Any) -> B:
             problems.append(Problem("body", message, field=field, code=code))
         fields = ", ".join(sorted({str(p.field) for p in problems}))
         raise RequestError(f"invalid request field(s): {fields}", problems=problems) from exc
+
+
+# -- what the job routes return (documented in the OpenAPI schema; built by Job.as_dict) -------
+
+
+class JobGap(BaseModel):
+    """Something the answer could not rest on: a tool call that failed or was refused, a
+    result cut, a budget, or figures no tool result supports (docs/agent.md)."""
+
+    tool: str = Field(description="The tool, or `budget` / `answer`.")
+    code: str = Field(description="Its stable code (index_unavailable, result_cut, ...).")
+    meaning: str = Field(description="What it means for the answer, in words.")
+    recovered: bool = Field(description="A call error of the model's a later call made good.")
+
+
+class JobFigures(BaseModel):
+    supported: list[str] = Field(description="Figures a tool result holds, as written.")
+    derived: list[str] = Field(description="One arithmetic step from figures the answer states.")
+    unsupported: list[str] = Field(description="Figures no tool result supports.")
+
+
+class JobResult(BaseModel):
+    """A completed or partial job's result."""
+
+    answer: str
+    sources: list[dict[str, Any]] = Field(
+        description="What the tools returned: wiki_page, document, catalog_query (with its "
+        "data_date), sql."
+    )
+    gaps: list[JobGap] = Field(default=[], description="Empty for a completed job.")
+    rests_on: str = Field(default="", description="What the answer rests on, in one sentence.")
+    figures: JobFigures | None = None
+
+
+class JobView(BaseModel):
+    """A deep-analysis job: `completed` (a result with no open gap), `partial` (a result with
+    gaps: `error_code` is the first gap's, `error` says what the answer rests on), `failed`
+    or `cancelled` (`error_code`, `error`, no result), or still `queued` / `running`."""
+
+    id: str
+    workspace: str
+    caller: str | None
+    question: str
+    request: dict[str, Any]
+    status: Literal["queued", "running", "completed", "partial", "failed", "cancelled"]
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    claimed_by: str | None
+    lease_until: str | None
+    heartbeat_at: str | None
+    attempts: int
+    cancel_requested: bool
+    result: JobResult | None
+    error_code: str | None
+    error: str | None
+    usage: dict[str, Any]
+    steps: list[dict[str, Any]] | None = Field(
+        default=None, description="GET /v1/jobs/{id} only: the transcript so far."
+    )
+
+
+class JobList(BaseModel):
+    jobs: list[JobView]
