@@ -4,6 +4,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import ENUM, GLOSSARY, commit_all, git
@@ -207,3 +208,31 @@ def test_init_proposes_the_next_step_for_what_the_folder_holds(tmp_path: Path) -
     (tmp_path / "d" / "sales.sqlite").write_bytes(b"")
     result = CliRunner().invoke(app, ["init", str(tmp_path / "d"), "--language", "en"])
     assert "tht schema sync" in " ".join(result.stdout.split())
+
+
+# -- issue 25, point 5: long work you can follow, off a terminal too -----------------------------
+
+
+def test_off_a_terminal_progress_is_a_line_every_few_seconds_with_an_estimate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from thoth.cli.common import PlainProgress
+
+    now = [0.0]
+    plain = PlainProgress("docs sync", every=5.0, clock=lambda: now[0])
+    plain("embed", 0, 100)  # the first line of a phase
+    now[0] = 2.0
+    plain("embed", 10, 100)  # within 5 s: not said
+    now[0] = 10.0
+    plain("embed", 50, 100)
+    now[0] = 12.0
+    plain("embed", 100, 100)  # the last step: always said
+    now[0] = 75.0
+    plain.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "[docs sync] embed 0/100 (0%), 0s elapsed",
+        "[docs sync] embed 50/100 (50%), 10s elapsed, about 10s left",
+        "[docs sync] embed 100/100 (100%), 12s elapsed",
+        "[docs sync] done in 1m15s",
+    ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,15 +101,71 @@ def progress_bar(
         yield tick
 
 
+class PlainProgress:
+    """Progress off a terminal (a log, CI, a pipe): one line on stderr per phase every
+    `every` seconds at most, with done/total, the elapsed time and an estimate of what is
+    left, the line of a phase's last step always; and the whole run's duration at the end."""
+
+    def __init__(self, label: str, every: float = 5.0, clock: Callable[[], float] = time.monotonic):
+        self.label = label
+        self.every = every
+        self.clock = clock
+        self.started = clock()
+        self._first: dict[str, float] = {}
+        self._last: dict[str, float] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        name, _, detail = phase.partition(" ")
+        now = self.clock()
+        first = self._first.setdefault(name, now)
+        finished = total > 0 and done >= total
+        if not finished and now - self._last.get(name, -math.inf) < self.every:
+            return
+        self._last[name] = now
+        elapsed = now - first
+        line = f"[{self.label}] {name} {done}/{total or '?'}"
+        if total > 0:
+            line += f" ({100 * done // total}%)"
+        line += f", {_clock(elapsed)} elapsed"
+        if 0 < done < total:
+            line += f", about {_clock(elapsed / done * (total - done))} left"
+        if detail:
+            line += f" — {detail}"
+        print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        print(
+            f"[{self.label}] done in {_clock(self.clock() - self.started)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 @contextmanager
-def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+def phase_bars(
+    enabled: bool, label: str = "progress"
+) -> Iterator[Callable[[str, int, int], None] | None]:
     """One bar per phase (prepare, extract, embed, index) on stderr, fed with (phase, done,
     total); None when disabled. A phase may name what it works on after a space ("extract
     manuali:docs/report.pdf"): the phase's one bar then shows it, so extracting many files
-    does not stack a bar per file."""
+    does not stack a bar per file. Off a terminal, PlainProgress lines instead; either way
+    the run's duration is said at the end."""
     if not enabled:
         yield None
         return
+    if not err.is_terminal:
+        plain = PlainProgress(label)
+        try:
+            yield plain
+        finally:
+            plain.close()
+        return
+    started = time.monotonic()
     bar = Progress(
         TextColumn("[bold]{task.fields[phase]}[/]"),
         BarColumn(),
@@ -127,3 +185,4 @@ def phase_bars(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None
 
     with bar:
         yield tick
+    err.print(f"[dim]{escape(label)}: done in {_clock(time.monotonic() - started)}[/]")

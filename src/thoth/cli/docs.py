@@ -66,7 +66,7 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
-        phase_bars(not as_json and err.is_terminal) as tick,
+        phase_bars(not as_json, "docs sync") as tick,
     ):
         sync = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder, progress=tick)
         try:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from thoth.cli import exitcodes, render
-from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, phase_bars
+from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, errors, out, phase_bars
 from thoth.errors import PreconditionError
 from thoth.workspace import Workspace
 
@@ -71,7 +71,7 @@ def activate_revision_cmd(
 def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
     from thoth.workflow.publish import Publisher
 
-    with phase_bars(show_progress) as tick:
+    with phase_bars(show_progress, "evidence publish") as tick:
         publisher = Publisher(
             rt.ws,
             rt.state,
@@ -88,7 +88,7 @@ def preprocess_evidence_cmd(root: WorkspaceArg, as_json: JsonOpt = False) -> Non
     from thoth.runtime import open_runtime
 
     with errors(as_json), open_runtime(Workspace.open(root)) as rt:
-        report = run_preprocess(rt, show_progress=not as_json and err.is_terminal)
+        report = run_preprocess(rt, show_progress=not as_json)
     if as_json:
         emit_json({"ok": report.outcome == "activated", **report.as_dict()})
     else:

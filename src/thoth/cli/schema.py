@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from thoth.cli import exitcodes
-from thoth.cli.common import JsonOpt, emit_json, err, errors, out, phase_bars
+from thoth.cli.common import JsonOpt, emit_json, errors, out, phase_bars
 from thoth.errors import PreconditionError, ThothError
 from thoth.workspace import Workspace
 
@@ -68,7 +68,7 @@ def sync_cmd(
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
         rt.database() as db,
-        phase_bars(not as_json and err.is_terminal) as tick,
+        phase_bars(not as_json, "schema sync") as tick,
     ):
         report = SchemaSync(rt.ws, rt.state, rt.backend, rt.embedder, db, progress=tick).run(
             full=full
