@@ -76,7 +76,15 @@ FILES = {
     "wiki/ricoveri-urgenti.md": PAGE,
 }
 
-TOOLS = {"ask", "evidence_search", "knowledge_search", "session_consult", "session_show"}
+TOOLS = {
+    "ask",
+    "evidence_search",
+    "knowledge_search",
+    "session_consult",
+    "session_show",
+    "job_submit",
+    "job_show",
+}
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 

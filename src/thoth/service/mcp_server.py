@@ -41,7 +41,13 @@ from thoth.config import CallerSettings, Settings
 from thoth.errors import ConfigError, Problem, ThothError, file_access_error
 from thoth.runtime import open_runtime, sessions_dir
 from thoth.service.callers import require_evidence_within_ceiling
-from thoth.service.models import AskBody, EvidenceSearchBody, KnowledgeSearchBody, validate
+from thoth.service.models import (
+    AskBody,
+    EvidenceSearchBody,
+    JobBody,
+    KnowledgeSearchBody,
+    validate,
+)
 from thoth.service.operations import Operations
 from thoth.service.redact import PathRedactor
 from thoth.session import SessionStore
@@ -80,6 +86,14 @@ class SessionShowBody(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     session_id: str = Field(description="The session id (s-YYYYMMDD-HHMMSS-xxxxxx).")
+
+
+class JobShowBody(BaseModel):
+    """One of the caller's deep-analysis jobs (`tht agent show`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    job_id: str = Field(description="The job id (job_ + 24 hex digits), as job_submit gave it.")
 
 
 class SearchUnavailable(ThothError):
@@ -170,6 +184,24 @@ class ThothTools:
                     SessionShowBody,
                     self._session_show,
                 ),
+                Tool(
+                    "job_submit",
+                    "Queue a deep analysis",
+                    "Queue a multi-step question for the deep-analysis agent (a worker runs "
+                    "it); returns the job, queued. Refused without a model configured.",
+                    JobBody,
+                    self._job_submit,
+                ),
+                Tool(
+                    "job_show",
+                    "Show a deep analysis",
+                    "One of your jobs: its status — completed, partial (an answer with gaps: "
+                    "error_code and error say what it could not reach), failed, cancelled, or "
+                    "still queued/running — its result with sources, gaps and checked "
+                    "figures, and its transcript.",
+                    JobShowBody,
+                    self._job_show,
+                ),
             )
         }
 
@@ -209,6 +241,12 @@ class ThothTools:
                 answer,
             )
         return answer
+
+    def _job_submit(self, body: JobBody) -> dict[str, Any]:
+        return self.operations.create_job(body, self.caller)
+
+    def _job_show(self, body: JobShowBody) -> dict[str, Any]:
+        return self.operations.get_job(body.job_id, self.caller)
 
     def _knowledge_search(self, body: KnowledgeSearchBody) -> dict[str, Any]:
         found = self.operations.knowledge_search(body, self.caller)
