@@ -175,6 +175,14 @@ class _State:
         self.redactor = PathRedactor(ws.root)
         self.mcp = http_managers(ws, operations, self.service.max_body_bytes)
 
+    def caller_of(self, request: Request) -> CallerSettings:
+        """The caller a request's key names (Unauthorized otherwise): /v1 and /mcp alike."""
+        return authenticate(
+            self.service.callers,
+            request.headers.getlist("authorization"),
+            list(request.query_params.keys()),
+        )
+
 
 class McpEndpoint:
     """`/mcp`: the MCP streamable HTTP transport, with the API's keys, label ceilings and
@@ -190,11 +198,7 @@ class McpEndpoint:
         request_id = f"req-{secrets.token_hex(6)}"
         request = Request(scope, receive)
         try:
-            caller = authenticate(
-                state.service.callers,
-                request.headers.getlist("authorization"),
-                list(request.query_params.keys()),
-            )
+            caller = state.caller_of(request)
             state.admission.enter()
         except ThothError as exc:
             await problem_response(exc, request_id, state.redactor)(scope, receive, send)
@@ -414,11 +418,7 @@ async def _guarded(
     request.state.request_id = request_id  # for `_reply`'s log line
     state: _State = request.app.state.thoth
     try:
-        caller = authenticate(
-            state.service.callers,
-            request.headers.getlist("authorization"),
-            list(request.query_params.keys()),
-        )
+        caller = state.caller_of(request)
         if with_body:
             request.state.body = await read_json_within(
                 request, state.service.max_body_bytes, state.service.body_timeout_seconds
