@@ -10,9 +10,10 @@ with the quarters a question asks (`asked_quarters`).
 A period end becomes the calendar quarter of the middle of the three months it closes: July 1,
 2023 (a 52/53-week year: Apple) and July 30, 2023 (NVIDIA, whose fiscal year ends in January)
 both close three months centred in May–June: Q2 2023, as the filings' own readers name them;
-September 30, 2023 is Q3 2023. Six and nine months ended (year to date) cover the quarters they
-span. Fiscal quarter names ("Q2 fiscal 2024") are not mapped: a question naming a fiscal year is
-read as calendar quarters, and misses visibly (`nothing_found`) rather than guessing.
+September 30, 2023 is Q3 2023. Six and nine months ended (year to date) are not quarters: a
+half year reports no figure of the quarter it spans, so it covers none. Fiscal quarter names
+("Q2 fiscal 2024") are not mapped: a question naming a fiscal year is read as calendar
+quarters, and misses visibly (`nothing_found`) rather than guessing.
 """
 
 from __future__ import annotations
@@ -52,16 +53,14 @@ _DATE: Final = re.compile(
     rf"|(?:(?P<d2>\d{{1,2}})\s+(?P<m2>{_MONTH})\s+(?P<y2>(?:19|20)\d\d))",
     re.IGNORECASE,
 )
-# What opens a period end, and how many months it spans.
+# What opens the end of a three-month period.
 _SPANS: Final = (
-    (re.compile(r"\b(?:three|3)[-\s]+months?\s+ended\b", re.I), 3),
-    (re.compile(r"\bquarter(?:ly\s+period)?\s+ended\b", re.I), 3),
-    (re.compile(r"\b(?:six|6)[-\s]+months?\s+ended\b", re.I), 6),
-    (re.compile(r"\b(?:nine|9)[-\s]+months?\s+ended\b", re.I), 9),
-    (re.compile(r"\b(?:tre\s+mesi|trimestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I), 3),
-    (re.compile(r"\b(?:sei\s+mesi|semestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I), 6),
-    (re.compile(r"\bnove\s+mesi\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I), 9),
+    re.compile(r"\b(?:three|3)[-\s]+months?\s+ended\b", re.I),
+    re.compile(r"\bquarter(?:ly\s+period)?\s+ended\b", re.I),
+    re.compile(r"\b(?:tre\s+mesi|trimestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
 )
+# Six and nine months ended (year to date) are not read: a half year that spans a quarter
+# reports no figure *of* that quarter ("six months ended March 26, 2022" is no Q4 2021).
 # The dates that follow an opening, within a table header's reach ("Ended | July 1, 2023 |
 # June 25, 2022"): further dates belong to something else.
 _REACH: Final = 120
@@ -122,11 +121,11 @@ def quarter_of(end: date, months: int = 3) -> list[Quarter]:
 
 
 def covered_quarters(text: str) -> set[Quarter]:
-    """The quarters a text reports on: every period end it states ("three months ended July
-    1, 2023 and June 25, 2022", "nine months ended September 30, 2023", "trimestre chiuso al
-    30 giugno 2023"), read as calendar quarters."""
+    """The quarters a text reports on: every three-month period end it states ("three months
+    ended July 1, 2023 and June 25, 2022", "quarterly period ended", "trimestre chiuso al 30
+    giugno 2023"), read as calendar quarters."""
     found: set[Quarter] = set()
-    for pattern, months in _SPANS:
+    for pattern in _SPANS:
         for opening in pattern.finditer(text):
             reach = text[opening.end() : opening.end() + _REACH]
             for n, m in enumerate(_DATE.finditer(reach)):
@@ -134,7 +133,7 @@ def covered_quarters(text: str) -> set[Quarter]:
                     break
                 end = _when(m)
                 if end is not None:
-                    found.update(quarter_of(end, months))
+                    found.update(quarter_of(end))
     return found
 
 

@@ -236,3 +236,5 @@ def test_off_a_terminal_progress_is_a_line_every_few_seconds_with_an_estimate(
         "[docs sync] embed 100/100 (100%), 12s elapsed",
         "[docs sync] done in 1m15s",
     ]
+    PlainProgress("docs sync", clock=lambda: 3.0).close(failed=True)
+    assert capsys.readouterr().err == "[docs sync] stopped after 0s\n"

@@ -133,9 +133,10 @@ class PlainProgress:
             line += f" — {detail}"
         print(line, file=sys.stderr, flush=True)
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        said = "stopped after" if failed else "done in"
         print(
-            f"[{self.label}] done in {_clock(self.clock() - self.started)}",
+            f"[{self.label}] {said} {_clock(self.clock() - self.started)}",
             file=sys.stderr,
             flush=True,
         )
@@ -162,8 +163,10 @@ def phase_bars(
         plain = PlainProgress(label)
         try:
             yield plain
-        finally:
-            plain.close()
+        except BaseException:
+            plain.close(failed=True)  # never "done" for a run that failed
+            raise
+        plain.close()
         return
     started = time.monotonic()
     bar = Progress(
