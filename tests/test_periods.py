@@ -28,6 +28,16 @@ from thoth.periods import (
         ("Nine Months Ended September 30, 2023", set()),
         ("Six months ended April 1, 2023", set()),
         ("nel trimestre chiuso al 30 giugno 2023", {(2023, 2)}),
+        # only the dates the opening closes: not the half year's, not "as of" a balance date
+        (
+            "Three Months Ended April 1, 2023 | Three Months Ended March 26, 2022 | Six Months "
+            "Ended April 1, 2023 | Six Months Ended March 26, 2022",
+            {(2023, 1), (2022, 1)},
+        ),
+        (
+            "three months ended March 26, 2022 that was in deferred revenue as of December 25, 2021",
+            {(2022, 1)},
+        ),
         ("notes due February 15, 2030; revenue grew", set()),
     ],
 )

@@ -61,9 +61,10 @@ _SPANS: Final = (
 )
 # Six and nine months ended (year to date) are not read: a half year that spans a quarter
 # reports no figure *of* that quarter ("six months ended March 26, 2022" is no Q4 2021).
-# The dates that follow an opening, within a table header's reach ("Ended | July 1, 2023 |
-# June 25, 2022"): further dates belong to something else.
-_REACH: Final = 120
+# The dates an opening closes: the ones right after it, joined only by separators ("Ended |
+# July 1, 2023 | June 25, 2022", "ended July 1, 2023 and June 25, 2022"). A date after other
+# words ("Six Months Ended ...", "as of December 25, 2021") belongs to something else.
+_JOIN: Final = re.compile(r"(?:[\s|:;,]|\band\b|\be\b)*", re.IGNORECASE)
 _MAX_DATES: Final = 4
 
 _ORDINALS: Final = {
@@ -127,13 +128,16 @@ def covered_quarters(text: str) -> set[Quarter]:
     found: set[Quarter] = set()
     for pattern in _SPANS:
         for opening in pattern.finditer(text):
-            reach = text[opening.end() : opening.end() + _REACH]
-            for n, m in enumerate(_DATE.finditer(reach)):
-                if n >= _MAX_DATES:
+            at = opening.end()
+            for _ in range(_MAX_DATES):
+                joined = _JOIN.match(text, at)  # always matches, maybe empty
+                m = _DATE.match(text, joined.end() if joined else at)
+                if m is None:
                     break
                 end = _when(m)
                 if end is not None:
                     found.update(quarter_of(end))
+                at = m.end()
     return found
 
 
