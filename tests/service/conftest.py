@@ -155,3 +155,33 @@ def server(
         yield served
     finally:
         served.stop()
+
+
+def finish_partial(root: Path, job_id: str | None, caller: str, result: dict[str, Any]) -> str:
+    """End a job `partial` as a worker would after a failed knowledge search: `job_id` (or a
+    new job of `caller`) claimed — every other queued job cancelled first, so the claim takes
+    this one — and finished with `result`, code index_unavailable and `result["rests_on"]`."""
+    from thoth.runtime import open_state
+    from thoth.state import JobQueue
+    from thoth.workspace import Workspace
+
+    ws = Workspace.open(root)
+    with open_state(ws) as state:
+        queue = JobQueue.on(state)
+        if job_id is None:
+            context = {"labels": ["public"], "channel": None}
+            job_id = queue.create(ws.settings.workspace, caller, "Attese in PS?", context).id
+        for waiting in queue.list(ws.settings.workspace):
+            if waiting.status == "queued" and waiting.id != job_id:
+                queue.cancel(waiting.id)
+        claimed = queue.claim("test-worker", 600)
+        assert claimed is not None and claimed.id == job_id
+        queue.finish(
+            job_id,
+            "test-worker",
+            "partial",
+            result=result,
+            error_code="index_unavailable",
+            error=result["rests_on"],
+        )
+    return job_id

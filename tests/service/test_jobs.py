@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.answer.test_answer import QUESTION, Corpus
-from tests.service.conftest import LLM_KEY_ENV, Server
+from tests.service.conftest import LLM_KEY_ENV, Server, finish_partial
 from tests.service.test_guards import problem
 from thoth.runtime import open_state
 from thoth.state import JobQueue
@@ -108,35 +108,21 @@ def test_a_partial_job_is_served_as_its_documented_schema(
     from thoth.service.models import JobView
 
     job = with_model.post("/v1/jobs", {"question": QUESTION}, "analyst").json()
-    ws = Workspace.open(workspace[0].root)
     rests_on = "knowledge_search failed (index_unavailable): the answer rests on 1 wiki page"
-    with open_state(ws) as state:
-        queue = JobQueue.on(state)
-        for other in queue.list(ws.settings.workspace):
-            if other.status == "queued" and other.id != job["id"]:
-                queue.cancel(other.id)
-        claimed = queue.claim("w-api", 60)
-        assert claimed is not None and claimed.id == job["id"]
-        gap = {
-            "tool": "knowledge_search",
-            "code": "index_unavailable",
-            "meaning": "the indexed documents not reached",
-            "recovered": False,
-        }
-        queue.finish(
-            job["id"],
-            "w-api",
-            "partial",
-            result={
-                "answer": "12% (mercati/giappone.md)",
-                "sources": [{"kind": "wiki_page", "path": "mercati/giappone.md"}],
-                "gaps": [gap],
-                "rests_on": rests_on,
-                "figures": {"supported": ["12%"], "derived": [], "unsupported": []},
-            },
-            error_code="index_unavailable",
-            error=rests_on,
-        )
+    gap = {
+        "tool": "knowledge_search",
+        "code": "index_unavailable",
+        "meaning": "the indexed documents not reached",
+        "recovered": False,
+    }
+    result = {
+        "answer": "12% (mercati/giappone.md)",
+        "sources": [{"kind": "wiki_page", "path": "mercati/giappone.md"}],
+        "gaps": [gap],
+        "rests_on": rests_on,
+        "figures": {"supported": ["12%"], "derived": [], "unsupported": []},
+    }
+    finish_partial(workspace[0].root, job["id"], "analyst", result)
     got = with_model.get(f"/v1/jobs/{job['id']}", "analyst").json()
     view = JobView.model_validate(got)
     assert view.status == "partial" and view.result is not None

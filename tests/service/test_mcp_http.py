@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.answer.test_answer import QUESTION
-from tests.service.conftest import Server
+from tests.service.conftest import Server, finish_partial
 from tests.service.test_mcp import structured, text_of
 
 T = TypeVar("T")
@@ -80,37 +80,19 @@ def test_no_key_or_a_wrong_key_is_401_before_any_message(server: Server) -> None
 def test_a_partial_job_reads_the_same_over_mcp_as_over_the_api(server: Server) -> None:
     """Issue 28, point 4: status, gaps and what the answer rests on, in the MCP tool result
     as in GET /v1/jobs/{id}; job_submit without a model is refused with its code."""
-    from thoth.runtime import open_state
-    from thoth.state import JobQueue
-    from thoth.workspace import Workspace
 
     refused = call(server, "portal", "job_submit", {"question": QUESTION})
     assert refused.is_error and "agent_unavailable" in text_of(refused)
-    ws = Workspace.open(server.root)
     rests_on = "knowledge_search failed (index_unavailable): the answer rests on 1 wiki page"
-    with open_state(ws) as state:
-        queue = JobQueue.on(state)
-        for waiting in queue.list(ws.settings.workspace):
-            if waiting.status == "queued":
-                queue.cancel(waiting.id)
-        job = queue.create(ws.settings.workspace, "portal", QUESTION, {"labels": ["public"]})
-        claimed = queue.claim("w-mcp", 60)
-        assert claimed is not None and claimed.id == job.id
-        queue.finish(
-            job.id,
-            "w-mcp",
-            "partial",
-            result={"answer": "a", "sources": [], "gaps": [], "rests_on": rests_on},
-            error_code="index_unavailable",
-            error=rests_on,
-        )
-    shown = call(server, "portal", "job_show", {"job_id": job.id})
+    result = {"answer": "a", "sources": [], "gaps": [], "rests_on": rests_on}
+    job_id = finish_partial(server.root, None, "portal", result)
+    shown = call(server, "portal", "job_show", {"job_id": job_id})
     assert not shown.is_error, text_of(shown)
     over_mcp = structured(shown)
-    over_api = server.get(f"/v1/jobs/{job.id}").json()
+    over_api = server.get(f"/v1/jobs/{job_id}").json()
     assert over_mcp["status"] == over_api["status"] == "partial"
     assert over_mcp["error"] == over_api["error"] == rests_on
     assert over_mcp["result"] == over_api["result"]
     # another caller's job does not exist for it
-    other = call(server, "analyst", "job_show", {"job_id": job.id})
+    other = call(server, "analyst", "job_show", {"job_id": job_id})
     assert other.is_error and "job_not_found" in text_of(other)

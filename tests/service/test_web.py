@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.conftest import WorkspaceFactory
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.service.browser import ask_in_page, chromium, screenshot
-from tests.service.conftest import Server
+from tests.service.conftest import Server, finish_partial
 from tests.service.web_workspace import (
     CAVEAT,
     CLAIM,
@@ -257,35 +257,18 @@ def test_the_jobs_panel_lists_the_callers_jobs_with_their_progress(page: Page, s
 def test_a_partial_job_is_marked_before_its_answer(page: Page, site: Site) -> None:
     """Issue 28: a job whose answer was written after a failed call shows, before the answer,
     that it is partial and what it could not reach."""
-    ws = Workspace.open(site.root)
-    context = {"labels": ["public"], "channel": None}
     rests_on = "knowledge_search failed (index_unavailable): the answer rests on 1 wiki page"
-    with open_state(ws) as state:
-        queue = JobQueue.on(state)
-        for waiting in queue.list(ws.settings.workspace):  # the claim must take this job
-            if waiting.status == "queued":
-                queue.cancel(waiting.id)
-        job = queue.create(ws.settings.workspace, CALLER, "Attese in PS nel 2024?", context)
-        claimed = queue.claim("web-test-worker", 600)
-        assert claimed is not None and claimed.id == job.id
-        result = {
-            "answer": "Attesa media 41 minuti (pronto-soccorso.md).",
-            "sources": [{"kind": "wiki_page", "path": "pronto-soccorso.md"}],
-            "gaps": [{"tool": "knowledge_search", "code": "index_unavailable"}],
-            "rests_on": rests_on,
-        }
-        queue.finish(
-            job.id,
-            "web-test-worker",
-            "partial",
-            result=result,
-            error_code="index_unavailable",
-            error=rests_on,
-        )
+    result = {
+        "answer": "Attesa media 41 minuti (pronto-soccorso.md).",
+        "sources": [{"kind": "wiki_page", "path": "pronto-soccorso.md"}],
+        "gaps": [{"tool": "knowledge_search", "code": "index_unavailable"}],
+        "rests_on": rests_on,
+    }
+    job_id = finish_partial(site.root, None, CALLER, result)
     page.goto(site.url)
     page.fill("#api-key", site.key)
     page.dispatch_event("#api-key", "change")
-    shown = page.locator(f'#jobs tr[data-job="{job.id}"]')
+    shown = page.locator(f'#jobs tr[data-job="{job_id}"]')
     expect(shown.locator(".job-status")).to_have_text("partial")
     expect(shown.locator(".job-gap")).to_have_text(f"Partial (index_unavailable): {rests_on}")
     shown.locator("summary").click()
