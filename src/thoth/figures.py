@@ -190,8 +190,3 @@ def _exact(value: Decimal) -> Figure:
     exponent = value.as_tuple().exponent
     precision = Decimal(1).scaleb(exponent if isinstance(exponent, int) else 0)
     return Figure(str(value), ((value, precision),), False)
-
-
-def unsupported(answer: str, sources: Iterable[str]) -> list[str]:
-    """The figures of `answer` that no source supports, as written."""
-    return list(check(answer, sources).unsupported)
