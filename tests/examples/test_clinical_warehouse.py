@@ -105,7 +105,9 @@ def test_one_file_per_schema_fast_and_deterministic(
     paths, seconds = built
     assert sorted(paths) == sorted(WAREHOUSE_SCHEMAS)
     assert all(p.name == f"{s}.sqlite" and p.is_file() for s, p in paths.items())
-    assert seconds < 4.0, f"generation took {seconds:.2f} s"  # about 1 s measured
+    # A guard against a pathological slowdown, not a target: about 1 s measured, and CI
+    # shares two cores with PostgreSQL and the other services.
+    assert seconds < 10.0, f"generation took {seconds:.2f} s"
     again: dict[str, Path] = tool.build(tmp_path)
     for schema in WAREHOUSE_SCHEMAS:
         first, second = sqlite3.connect(paths[schema]), sqlite3.connect(again[schema])
