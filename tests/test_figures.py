@@ -60,3 +60,22 @@ def test_years_and_counts_are_not_figures() -> None:
         "1.5",
         "3 million",
     ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "held_by"),
+    [
+        ("Total net sales were $81.8 billion.", {"$81.8 billion": (0,)}),
+        ("Il tasso è del 5,9%.", {"5,9%": (2,)}),
+        # a derived figure rests on the sources of its two operands, and only those
+        (
+            "Revenue grew 6.0% to $4,210 million from $3,972 million; net sales $81,797.",
+            {"6.0%": (1,), "$4,210 million": (1,), "$3,972 million": (1,), "$81,797": (0,)},
+        ),
+        ("Net sales: $91.8 billion.", {}),  # unsupported: held by nothing
+    ],
+)
+def test_each_supported_figure_names_the_sources_that_hold_it(
+    answer: str, held_by: dict[str, tuple[int, ...]]
+) -> None:
+    assert check(answer, SOURCES).held_by == held_by

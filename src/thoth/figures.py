@@ -19,7 +19,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
@@ -132,13 +132,19 @@ def numbers(text: str, shares_only: bool = False) -> list[Decimal]:
     return list(dict.fromkeys(out))
 
 
+def _step_results(a: Decimal, b: Decimal) -> tuple[Decimal, ...]:
+    """The one-step results of `a` and `b` (in this order): sum, difference, ratio,
+    percentage, growth."""
+    if not b:
+        return (a + b, a - b)
+    return (a + b, a - b, a / b, a / b * 100, (a - b) / b * 100)
+
+
 def _steps(operands: Sequence[Decimal]) -> list[Decimal]:
     """Every one-step result of two operands: sum, differences, ratios, percentages, growth."""
     out: set[Decimal] = set()
     for a, b in itertools.permutations(dict.fromkeys(operands), 2):
-        out.update((a + b, a - b))
-        if b:
-            out.update((a / b, a / b * 100, (a - b) / b * 100))
+        out.update(_step_results(a, b))
     return sorted(out)
 
 
@@ -162,6 +168,9 @@ class Check:
     direct: tuple[str, ...]  # found in a source, at the precision written
     derived: tuple[str, ...]  # one arithmetic step on numbers the answer states and a source holds
     unsupported: tuple[str, ...]
+    # For each supported figure, the sources (their indexes) it rests on: those holding it, or
+    # for a derived figure those holding its two operands. What dates an analytics figure.
+    held_by: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def check(answer: str, sources: Iterable[str]) -> Check:
@@ -170,19 +179,41 @@ def check(answer: str, sources: Iterable[str]) -> Check:
     states and a source holds ("from $4,210 million to $4,460 million, up 5.9%"): the step is
     the answer's to state, so an operand nobody wrote never makes a figure supported."""
     texts = list(sources)
-    held = sorted(dict.fromkeys(n for t in texts for n in numbers(t)))
-    shares = sorted(dict.fromkeys(n for t in texts for n in numbers(t, shares_only=True)))
+    each = [sorted(numbers(t)) for t in texts]
+    each_share = [sorted(numbers(t, shares_only=True)) for t in texts]
+    held = sorted(dict.fromkeys(n for ns in each for n in ns))
+    shares = sorted(dict.fromkeys(n for ns in each_share for n in ns))
     written = figures(answer)
     direct = [f for f in written if _near(shares if f.percent else held, f)]
     # The operands: the answer's numbers (figures or not) that a source holds.
-    operands = [v for v in numbers(answer) if _near(held, _exact(v))]
-    steps = _steps(operands[:MAX_PAIRED])
+    operands = [v for v in numbers(answer) if _near(held, _exact(v))][:MAX_PAIRED]
+    steps = _steps(operands)
     derived = [f for f in written if f not in direct and _near(steps, f)]
+    held_by: dict[str, tuple[int, ...]] = {}
+    for f in direct:
+        own = each_share if f.percent else each
+        held_by[f.text] = tuple(i for i, values in enumerate(own) if _near(values, f))
+    for f in derived:
+        held_by[f.text] = _operand_sources(f, operands, each)
     return Check(
         tuple(f.text for f in direct),
         tuple(f.text for f in derived),
         tuple(f.text for f in written if f not in direct and f not in derived),
+        held_by,
     )
+
+
+def _operand_sources(
+    figure: Figure, operands: Sequence[Decimal], each: Sequence[Sequence[Decimal]]
+) -> tuple[int, ...]:
+    """The sources holding the operands of the steps that give `figure`."""
+    found: set[int] = set()
+    for a, b in itertools.permutations(dict.fromkeys(operands), 2):
+        if _near(sorted(_step_results(a, b)), figure):
+            for value in (a, b):
+                exact = _exact(value)
+                found.update(i for i, values in enumerate(each) if _near(values, exact))
+    return tuple(sorted(found))
 
 
 def _exact(value: Decimal) -> Figure:

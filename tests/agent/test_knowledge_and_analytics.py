@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.agent.conftest import PAGES
 from tests.analytics.conftest import AnalyticsWorkspace, analytics_ws  # noqa: F401
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 from thoth.agent import Worker, submit_job
+from thoth.cli.main import app
 from thoth.config import LLMSettings
 from thoth.llm.openai_chat import OpenAIChat
 from thoth.runtime import open_runtime
@@ -172,3 +174,28 @@ def test_a_worker_recovers_the_jobs_of_dead_workers(worker: Worker) -> None:
     time.sleep(0.05)
     [recovered] = worker.recover()
     assert recovered.id == job.id and recovered.status == "queued"
+
+
+def test_a_figure_from_the_analytics_store_carries_its_data_date(
+    worker: Worker,
+    llm: FakeLLMServer,
+    analytics_ws: AnalyticsWorkspace,  # noqa: F811
+) -> None:
+    """Issue 28, point 3: each figure the answer takes from a catalog query or SQL result is
+    listed with that result's data date; a figure from a document is not dated."""
+    llm.reply_tool_calls(
+        ToolCallScript("knowledge_search", {"query": "minuti di attesa codice verde"}),
+        ToolCallScript("run_sql", {"sql": "SELECT 4217 AS n FROM analytics.v_ricoveri LIMIT 1"}),
+    )  # fmt: skip
+    llm.reply("Attesa massima 120,0 minuti; 4.217 ricoveri nel periodo.")
+    job, tools = run(worker)
+    assert job.status == "completed" and job.result is not None
+    date = result(tools[1])["data_date"]
+    assert date
+    assert job.result["figures"]["supported"] == ["120,0", "4.217"]
+    assert job.result["figures"]["dated"] == [
+        {"figure": "4.217", "data_date": date, "kind": "sql", "query_id": None}
+    ]
+    shown = CliRunner().invoke(app, ["agent", "show", job.id, "-w", str(analytics_ws.root)])
+    assert shown.exit_code == 0, shown.output
+    assert f"Figures from the analytics store\n  - 4.217: SQL, data as of {date}" in shown.output

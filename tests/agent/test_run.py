@@ -334,7 +334,12 @@ def test_an_invented_figure_gets_one_correction_then_the_job_completes(
     job, steps = run(queue, llm, ws)
     assert job.status == "completed" and job.result is not None
     assert job.result["answer"].startswith("Cresce del 12%")
-    assert job.result["figures"] == {"supported": ["12%"], "derived": [], "unsupported": []}
+    assert job.result["figures"] == {
+        "supported": ["12%"],
+        "derived": [],
+        "unsupported": [],
+        "dated": [],
+    }
     correction = llm.requests[2].raw.decode()
     assert "15%" in correction and "appear in no tool result" in correction
     assert [s.kind for s in steps] == ["model", "tool", "model", "model"]

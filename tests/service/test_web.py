@@ -263,6 +263,19 @@ def test_a_partial_job_is_marked_before_its_answer(page: Page, site: Site) -> No
         "sources": [{"kind": "wiki_page", "path": "pronto-soccorso.md"}],
         "gaps": [{"tool": "knowledge_search", "code": "index_unavailable"}],
         "rests_on": rests_on,
+        "figures": {
+            "supported": ["1.250"],
+            "derived": [],
+            "unsupported": [],
+            "dated": [
+                {
+                    "figure": "1.250",
+                    "data_date": "2026-11-30",
+                    "kind": "catalog_query",
+                    "query_id": "accessi-ps",
+                }
+            ],
+        },
     }
     job_id = finish_partial(site.root, None, CALLER, result)
     page.goto(site.url)
@@ -273,6 +286,10 @@ def test_a_partial_job_is_marked_before_its_answer(page: Page, site: Site) -> No
     expect(shown.locator(".job-gap")).to_have_text(f"Partial (index_unavailable): {rests_on}")
     shown.locator("summary").click()
     expect(shown.locator("pre")).to_have_text("Attesa media 41 minuti (pronto-soccorso.md).")
+    # A figure from the analytics store says the date its data were taken on.
+    expect(shown.locator(".job-dated")).to_have_text(
+        "1.250: query accessi-ps, data as of 2026-11-30"
+    )
 
 
 def test_a_job_the_server_refuses_says_why(page: Page, site: Site) -> None:

@@ -122,6 +122,7 @@ class AgentRun:
         self._sources: dict[str, dict[str, Any]] = {}
         self._gaps: list[dict[str, Any]] = []
         self._texts: list[str] = []  # every served tool result, whole: what figures rest on
+        self._text_sources: list[tuple[dict[str, Any], ...]] = []  # the sources of each text
         self._figures: FigureCheck | None = None  # of the last answer
         self._draft: str | None = None  # the answer sent back for correction
         self._budget_gap: dict[str, Any] | None = None  # the budget the reserve turn answered
@@ -180,6 +181,7 @@ class AgentRun:
                 "supported": list(figures.direct),
                 "derived": list(figures.derived),
                 "unsupported": list(figures.unsupported),
+                "dated": self._dated(figures),
             },
         }
         if open_gaps:
@@ -187,6 +189,25 @@ class AgentRun:
                 "partial", result=result, error_code=open_gaps[0]["code"], error=rests_on
             )
         return self._finish("completed", result=result)
+
+    def _dated(self, figures: FigureCheck) -> list[dict[str, Any]]:
+        """Each supported figure that rests on an analytics result (a catalog query, free
+        SQL), once per such result, with the data date that result was computed on."""
+        out: list[dict[str, Any]] = []
+        for figure, held in figures.held_by.items():
+            for index in held:
+                for source in self._text_sources[index]:
+                    if source.get("data_date") is None:
+                        continue
+                    entry = {
+                        "figure": figure,
+                        "data_date": source["data_date"],
+                        "kind": source["kind"],
+                        "query_id": source.get("query_id"),
+                    }
+                    if entry not in out:
+                        out.append(entry)
+        return out
 
     def _gaps_now(self) -> list[dict[str, Any]]:
         """The gaps, each marked recovered when it was a call error of the model's that a
@@ -285,6 +306,7 @@ class AgentRun:
         self._succeeded.append(call.name if outcome.error_code is None else None)
         if outcome.error_code is None:
             self._texts.append(json.dumps(outcome.content, ensure_ascii=False, default=str))
+            self._text_sources.append(outcome.sources)
         if outcome.error_code is not None:
             message = _error_message(content)
             self._gaps.append(_gap(index, call.name, outcome.error_code, message))

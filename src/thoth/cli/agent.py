@@ -155,6 +155,11 @@ def show_cmd(
         out.print("[bold]Sources[/]")
         for source in job.result.get("sources", []):
             out.print(f"  - {escape(_source_line(source))}", highlight=False)
+        dated = (job.result.get("figures") or {}).get("dated", [])
+        if dated:
+            out.print("[bold]Figures from the analytics store[/]")
+        for entry in dated:
+            out.print(f"  - {escape(dated_line(entry))}", highlight=False)
         gaps = job.result.get("gaps", [])
         if gaps:
             out.print("[bold]Gaps[/]")
@@ -183,6 +188,12 @@ def _source_line(source: dict[str, Any]) -> str:
     if kind == "sql":
         return f"SQL {source.get('sql')} (data as of {source.get('data_date')})"
     return f"{kind} {source.get('doc_id')} ({source.get('title')})"
+
+
+def dated_line(entry: dict[str, Any]) -> str:
+    """ "1.250: query accessi-ps, data as of 2026-11-30" (the page writes the same)."""
+    where = f"query {entry.get('query_id')}" if entry.get("kind") == "catalog_query" else "SQL"
+    return f"{entry.get('figure')}: {where}, data as of {entry.get('data_date')}"
 
 
 def _step_line(data: dict[str, Any]) -> str:

@@ -146,10 +146,22 @@ class JobGap(BaseModel):
     recovered: bool = Field(description="A call error of the model's a later call made good.")
 
 
+class JobDatedFigure(BaseModel):
+    """A figure of the answer that an analytics result holds (or is one step from)."""
+
+    figure: str = Field(description="As the answer writes it.")
+    data_date: str = Field(description="The date the analytics store's data were taken on.")
+    kind: str = Field(description="`catalog_query` or `sql`.")
+    query_id: str | None = Field(default=None, description="The catalog query, for one.")
+
+
 class JobFigures(BaseModel):
     supported: list[str] = Field(description="Figures a tool result holds, as written.")
     derived: list[str] = Field(description="One arithmetic step from figures the answer states.")
     unsupported: list[str] = Field(description="Figures no tool result supports.")
+    dated: list[JobDatedFigure] = Field(
+        default=[], description="Each figure from the analytics store, with its data date."
+    )
 
 
 class JobResult(BaseModel):

@@ -406,6 +406,12 @@
         ? job.result.answer
         : JSON.stringify(job.result, null, 2);
       const details = el("details", {}, el("summary", {}, "Result"), el("pre", {}, text));
+      // Each figure taken from the analytics store, with the date its data were taken on.
+      const dated = (job.result.figures && job.result.figures.dated) || [];
+      if (dated.length > 0) {
+        details.appendChild(el("ul", { className: "job-dates" }, ...dated.map((d) =>
+          el("li", { className: "job-dated" }, datedLine(d)))));
+      }
       if (job.status !== "partial") return details;
       // A partial answer says first what it could not reach.
       const mark = el("div", { className: "job-gap" },
@@ -413,6 +419,11 @@
       return el("div", {}, mark, details);
     }
     return null;
+  }
+
+  function datedLine(d) {
+    const from = d.kind === "catalog_query" ? "query " + d.query_id : "SQL";
+    return d.figure + ": " + from + ", data as of " + d.data_date;
   }
 
   function renderJobs(jobs) {
