@@ -376,6 +376,32 @@ def test_model_failure_names_provider_model_and_server_without_retry(
     assert len(llm.requests) == 1
 
 
+@pytest.mark.parametrize(
+    ("reply", "outside"),
+    [
+        ("Uno [1], due [2], entrambi [1, 2] e [1][2].", None),
+        ("Uno [1] e tre [3].", "[3]"),
+        ("Zero [0].", "[0]"),
+        ("Insieme [1, 4].", "[4]"),
+    ],
+)
+def test_a_citation_outside_the_context_is_refused_never_served(
+    reply: str, outside: str | None, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: the model's [n] markers must name documents of the numbered context; an
+    answer citing a source the model never received is a coded error, not an answer."""
+    answerer = model_answerer(llm, monkeypatch)
+    llm.reply(reply)
+    ctx = context(frag(1, "docs:a.md", "Testo uno."), frag(2, "docs:b.md", "Testo due."))
+    if outside is None:
+        assert answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+        return
+    with pytest.raises(AnswerModelError) as caught:
+        answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert caught.value.code == "citation_outside_context"
+    assert outside in str(caught.value) and "[1] to [2]" in str(caught.value)
+
+
 class _Initials:
     """A pseudonymizer for the test: one name out, one placeholder back."""
 

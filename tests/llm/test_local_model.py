@@ -116,7 +116,8 @@ def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
 ) -> None:
     """`[answers] answerer = "llm"` over a synced workspace: the real server accepts the
     request (the numbered context reaches it); the reply is the answer with its sources, or —
-    a tiny model rambles — a reply cut at max_tokens, refused as a coded error, never served."""
+    a tiny model rambles — a reply cut at max_tokens or citing a marker outside its context,
+    refused as a coded error, never served."""
     from tests.answer.test_found import CONFIG, FILINGS
     from tests.conftest import git
     from thoth.evidence.layout import init_workspace
@@ -155,7 +156,11 @@ def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
     try:
         answer = service.ask("What was Contoso's total net revenue in the second quarter of 2023?")
     except AnswerModelError as exc:
-        assert exc.code == "llm_failed" and "truncated at max_tokens" in str(exc)
+        # a tiny model rambles past max_tokens, or cites a marker it was never given
+        if exc.code == "llm_failed":
+            assert "truncated at max_tokens" in str(exc)
+        else:
+            assert exc.code == "citation_outside_context", (exc.code, str(exc))
     else:
         assert answer.status in ("found", "truncated"), (answer.status, answer.error_code)
         assert answer.answerer != "extractive" and answer.text.strip()

@@ -62,6 +62,32 @@ class AnswerModelError(LLMError, ThothError):
     """The answer model failed; the message names provider, model and server."""
 
 
+class CitationOutsideContext(AnswerModelError):
+    """The model cited a marker no document of its context carries."""
+
+    code = "citation_outside_context"
+
+
+# "[2]", "[1, 3]", "[1; 2]": the markers the answer prompt asks the model to cite with.
+_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+def check_citations(reply: str, context: AssembledContext, model: str) -> None:
+    """Every [n] of `reply` names a document of the numbered context; otherwise the reply
+    cites a source the model never received, and is refused."""
+    markers = {entry.marker for entry in context.entries}
+    cited = [int(n) for m in _CITATION.finditer(reply) for n in re.split(r"[,;]", m[1])]
+    outside = sorted({n for n in cited if n not in markers})
+    if not outside:
+        return
+    allowed = f"[1] to [{max(markers)}]" if markers else "none (the context was empty)"
+    raise CitationOutsideContext(
+        f"the answer model {model} cited {', '.join(f'[{n}]' for n in outside)}, which no "
+        f"document of its context carries (markers {allowed}): the answer is not served -> "
+        "ask again, or use a model that follows the citation instructions"
+    )
+
+
 class Answerer(Protocol):
     name: str
 
@@ -122,6 +148,7 @@ class ModelAnswerer:
                 "-> check that the server is up and [llm] in thoth.toml (provider, model, "
                 'base_url, api_key_env), or set [answers].answerer = "extractive"'
             ) from exc
+        check_citations(reply, context, self._client.name)
         return pseudonymizer.restore(reply)
 
     def answer_figures(
