@@ -200,3 +200,19 @@ def test_a_conversation_reply_cut_at_max_tokens_is_an_error(
     llm.reply("half an ans", finish_reason=TRUNCATED[provider])
     with pytest.raises(LLMError, match="truncated"):
         client(llm, provider).converse("system", "user", [], [TOOL])
+
+
+def test_an_earlier_call_without_text_is_sent_with_an_empty_string_not_null(
+    llm: FakeLLMServer,
+) -> None:
+    """OpenAI takes a null content beside tool calls; llama-cpp-python's server refuses it
+    with HTTP 500 (found against the real server, issue 26): Thoth sends a string."""
+    llm.reply("The answer.")
+    silent = Turn(
+        ToolReply(text="", calls=(ToolCall("call_a", "wiki_list", {}),)),
+        (ToolResult("call_a", "[]"),),
+    )
+    client(llm, "openai").converse("system", "user", [silent], [TOOL])
+    assistant = llm.requests[0].body["messages"][2]
+    assert assistant["role"] == "assistant" and assistant["content"] == ""
+    assert llm.requests[0].body["tool_choice"] == "auto"

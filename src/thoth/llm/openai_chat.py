@@ -70,6 +70,9 @@ class OpenAIChat:
                 messages=messages,
                 response_format=response_format,
                 tools=tools,
+                # OpenAI's default with tools, said explicitly: llama-cpp-python's server
+                # reads a request without tool_choice as one without tools, and never calls.
+                tool_choice=openai.omit if isinstance(tools, openai.Omit) else "auto",
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
             )
@@ -136,7 +139,9 @@ class OpenAIChat:
             ]
             assistant: ChatCompletionAssistantMessageParam = {
                 "role": "assistant",
-                "content": turn.reply.text or None,
+                # A string even when empty: OpenAI takes null beside tool calls, but
+                # llama-cpp-python's server refuses it (HTTP 500, "should be a valid string").
+                "content": turn.reply.text,
             }
             if sent:
                 assistant["tool_calls"] = sent
