@@ -31,13 +31,25 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 def _with_model(
     tmp_path: Path, server: FakeLLMServer, provider: str, privacy: str = ""
 ) -> AnalyticsWorkspace:
-    aw = make_analytics_workspace(tmp_path / "ws")
     base = server.url + "/v1" if provider == "openai" else server.url
+    return with_model(tmp_path, base, provider, privacy)
+
+
+def with_model(
+    tmp_path: Path,
+    base: str,
+    provider: str,
+    privacy: str = "",
+    model: str = "fake",
+    extra: str = "",
+) -> AnalyticsWorkspace:
+    """The analytics workspace with `[llm]` at `base` (its key in KEY_ENV) answering with it."""
+    aw = make_analytics_workspace(tmp_path / "ws")
     text = (aw.root / "thoth.toml").read_text("utf-8")
     text = text.replace('answerer = "extractive"', 'answerer = "llm"')
     text = (
-        f'[llm]\nprovider = "{provider}"\nbase_url = "{base}"\nmodel = "fake"\n'
-        f'api_key_env = "{KEY_ENV}"\n\n' + text.split("\n\n", 1)[1]
+        f'[llm]\nprovider = "{provider}"\nbase_url = "{base}"\nmodel = "{model}"\n'
+        f'api_key_env = "{KEY_ENV}"\n{extra}\n' + text.split("\n\n", 1)[1]
     )
     aw.write("thoth.toml", 'workspace = "an"\nlanguage = "it"\n\n' + privacy + text)
     aw.activate()
@@ -82,6 +94,9 @@ def test_the_model_chooses_the_query_thoth_computes(
     assert f"Ricoveri: 3 ricoveri (dati aggiornati al {DATA_DATE})" in answer.text
     assert "ricoveri-reparto" in answer.text
     routing, wording = (r.body for r in llm.requests)
+    if provider == "openai":
+        # Said explicitly: llama-cpp-python's server reads a request without it as tool-less
+        assert routing["tool_choice"] == "auto"
     tools = _tools(routing)
     assert set(tools) == {
         "degenza-media",
@@ -187,3 +202,6 @@ def test_enum_values_reach_the_router_protected_and_come_back_restored(
     routing = llm.requests[0].body
     enum = _tools(routing)["ricoveri-reparto"]["parameters"]["properties"]["reparto"]["enum"]
     assert "[AZIENDA:7]" in enum and "Pediatria" not in enum
+    # Nor through the queries' descriptions and example questions ("...la Pediatria nel 2024?")
+    sent = llm.requests[0].raw.decode("utf-8")
+    assert "Pediatria" not in sent, sent[sent.find("Pediatria") - 200 : sent.find("Pediatria") + 50]

@@ -170,3 +170,64 @@ def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
     sent = local_model.received[before:]
     assert len(sent) == 1 and sent[0]["messages"][0]["role"] == "system"
     assert "4,210" in str(sent[0])  # the context reached the model
+
+
+# Every end an analytics question may reach with a model routing: each a visible state.
+ANSWER_ENDS = {"computed", "needs_parameter", "found", "nothing_found", "truncated", "failed"}
+
+
+def test_the_numeric_router_s_function_call_on_a_real_model(
+    local_model: LocalModel,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`[answers] answerer = "llm"` routes the first fork with one function call whose tools
+    are the catalog queries: the real server accepts the strict schemas and the fallback
+    tool; whatever it calls is validated by Thoth (a computed figure is Thoth's, with its data
+    date), or ends as a coded failure; a registry name never reaches it."""
+    from tests.analytics.store import DATA_DATE
+    from tests.analytics.test_model_routing import KEY_ENV, with_model
+    from thoth.analytics.routing import FALLBACK_TOOL
+
+    monkeypatch.setenv(KEY_ENV, "no-key-needed")
+    privacy = '[privacy]\npseudonymise = true\nregistry = "registry.csv"\n\n'
+    aw = with_model(
+        tmp_path,
+        local_model.url + "/v1",
+        "openai",
+        privacy,
+        model="gemma-3-270m",
+        extra="timeout_seconds = 120\nmax_tokens = 256\n",
+    )
+    aw.write("registry.csv", "kind,id,name\nAZIENDA,7,Pediatria\n")
+    before = len(local_model.received)
+    service = aw.service()
+    ends = []
+    try:
+        for question in (
+            "Quanti ricoveri ha avuto quel reparto nel 2024?",
+            "Ricoveri ordinari per reparto nel 2024?",
+            "Qual è la capitale della Francia?",
+        ):
+            answer = service.ask(question)
+            ends.append((answer.status, answer.error_code))
+            assert answer.status in ANSWER_ENDS, (question, answer.status)
+            if answer.status == "failed":
+                # a call the model made unusable: coded, the request itself was accepted
+                assert answer.error_code == "analytics_routing_failed", answer.text
+                assert "HTTP" not in answer.text, answer.text
+            if answer.status == "computed":
+                assert answer.provenance is not None and DATA_DATE in answer.text
+    finally:
+        service.close()
+    sent = local_model.received[before:]
+    routing = [b for b in sent if b.get("tools")]
+    assert len(routing) == 3, ends
+    for body in routing:
+        names = {t["function"]["name"] for t in body["tools"]}
+        assert FALLBACK_TOOL in names and "ricoveri-reparto" in names
+    # the example questions and descriptions name it: they reach the model protected
+    assert all("Pediatria" not in str(body) for body in sent), ends
+    assert any("[AZIENDA:7]" in str(body) for body in routing)
+    # tool_choice is sent: without it llama-cpp-python's server offers no tools at all
+    assert all(body.get("tool_choice") == "auto" for body in routing)

@@ -19,7 +19,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -202,6 +202,20 @@ SYSTEM_PROMPT: Final = (
 )
 
 
+def _protect_descriptions(schema: Any, p: Pseudonymizer) -> Any:
+    """`schema` with every "description" text protected (the enum values already are)."""
+    if isinstance(schema, dict):
+        return {
+            k: p.protect(v)
+            if k == "description" and isinstance(v, str)
+            else _protect_descriptions(v, p)
+            for k, v in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_protect_descriptions(v, p) for v in schema]
+    return schema
+
+
 class RoutingFailed(ThothError):
     """The model's function call cannot be used (none, several, unknown or malformed)."""
 
@@ -229,7 +243,17 @@ class ModelRouter:
             qid: {name: [p.protect(v) for v in values] for name, values in params.items()}
             for qid, params in enum_values.items()
         }
-        reply = self._client.call_tools(SYSTEM_PROMPT, question, tool_specs(queries, protected))
+        # The descriptions and example questions are written by reviewers and may name what
+        # the registry protects ("...la Pediatria nel 2024?"): they reach the model protected.
+        specs = [
+            replace(
+                spec,
+                description=p.protect(spec.description),
+                parameters=_protect_descriptions(spec.parameters, p),
+            )
+            for spec in tool_specs(queries, protected)
+        ]
+        reply = self._client.call_tools(SYSTEM_PROMPT, question, specs)
         choice = self._read(reply, queries)
         if choice.proposed is None:
             return choice
