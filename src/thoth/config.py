@@ -39,6 +39,13 @@ class LLMSettings(_Strict):
     max_tokens: int = Field(
         default=8000, gt=0, description="Longest reply, in tokens; a reply cut there is an error."
     )
+    structured_output: Literal["json_schema", "json_object"] = Field(
+        default="json_schema",
+        description="openai: how a reply schema is asked. json_schema: OpenAI's "
+        "response_format (OpenAI, vLLM, Ollama, llama.cpp's llama-server); json_object: the "
+        "schema inside a json_object format (llama-cpp-python's server, which refuses "
+        "json_schema). Thoth validates the reply either way.",
+    )
 
 
 class EvidenceSettings(_Strict):

@@ -96,6 +96,20 @@ def test_a_reply_schema_is_sent_as_openai_structured_output(llm: FakeLLMServer) 
     }
 
 
+def test_a_reply_schema_goes_as_a_json_object_with_its_schema_where_configured(
+    llm: FakeLLMServer,
+) -> None:
+    """llama-cpp-python's server refuses `json_schema` (HTTP 500, found against the real
+    server) and takes the schema inside `json_object`: `[llm].structured_output` says which."""
+    settings = LLMSettings.model_validate(
+        {"base_url": llm.url + "/v1", "model": "m", "structured_output": "json_object"}
+    )
+    llm.reply('{"ok": true}')
+    assert OpenAIChat(settings, "k").complete_json("system", "user", SCHEMA) == '{"ok": true}'
+    [request] = llm.requests
+    assert request.body["response_format"] == {"type": "json_object", "schema": SCHEMA.schema}
+
+
 def test_a_reply_schema_is_an_anthropic_forced_tool(llm: FakeLLMServer) -> None:
     llm.reply_tool_calls(ToolCallScript("answer", {"ok": True}), text="here it is")
     assert client(llm, "anthropic").complete_json("system", "user", SCHEMA) == '{"ok": true}'

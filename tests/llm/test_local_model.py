@@ -12,12 +12,15 @@ import pytest
 
 from tests.agent.conftest import PAGES
 from tests.local_model import LocalModel, local_model  # noqa: F401
+from tests.workflow.test_workflow_driver import _api_key, fake, rt, session  # noqa: F401
 from thoth.agent import AgentRun, Budgets, Toolbox, WikiShelf
 from thoth.agent.worker import Heartbeat
 from thoth.config import LLMSettings, Settings
 from thoth.llm.openai_chat import OpenAIChat
 from thoth.privacy import PlaceholderPseudonymizer, Registry
 from thoth.privacy.registry import Entity
+from thoth.runtime import Runtime
+from thoth.session import Session
 from thoth.state import JobQueue, StateStore
 
 # The codes a job may end with when the model misbehaves: each a visible state.
@@ -231,3 +234,86 @@ def test_the_numeric_router_s_function_call_on_a_real_model(
     assert any("[AZIENDA:7]" in str(body) for body in routing)
     # tool_choice is sent: without it llama-cpp-python's server offers no tools at all
     assert all(body.get("tool_choice") == "auto" for body in routing)
+
+
+def test_the_evidence_restructurer_on_a_real_model(
+    local_model: LocalModel,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Restructuring asks for JSON constrained by the reply's schema: the real server accepts
+    the request, and whatever it returns is validated by Thoth — units that pass, or a coded
+    restructure_failed naming what was wrong; a registry name never reaches the server."""
+    from thoth.evidence.restructure import RestructureError
+    from thoth.evidence.restructure.llm import LLMRestructurer
+    from thoth.evidence.sources import SourceFile, sha256_of
+    from thoth.llm import chat_client
+
+    settings = LLMSettings.model_validate(
+        {
+            "provider": "openai",
+            "base_url": local_model.url + "/v1",
+            "model": "gemma-3-270m",
+            "timeout_seconds": 180,
+            "max_tokens": 160,  # cut there it is a coded failure too: grammar sampling is slow
+            "api_key_env": "THOTH_LOCAL_MODEL_KEY",
+            "structured_output": "json_object",  # this server refuses json_schema
+        }
+    )
+    privacy = PlaceholderPseudonymizer(
+        Registry([Entity("PERSONA", "P1", "Giulia Bianchi")]), min_name_length=4
+    )
+    text = "# Ricovero\n\n**Ricovero**: almeno un pernottamento in reparto. Revisione: Giulia Bianchi.\n"
+    source = SourceFile("source/ricoveri.md", sha256_of(text.encode()), text)
+    before = len(local_model.received)
+    monkeypatch.setenv("THOTH_LOCAL_MODEL_KEY", "no-key-needed")
+    restructurer = LLMRestructurer(chat_client(settings), privacy)
+    try:
+        result = restructurer.restructure(source, [], "it")
+    except RestructureError as exc:
+        assert exc.code == "restructure_failed"
+        assert "HTTP" not in str(exc), str(exc)  # refused by Thoth's checks, not the server
+    else:
+        for draft in result.drafts:
+            assert draft.kind and draft.title, draft
+    [sent] = local_model.received[before:]
+    assert sent["response_format"]["type"] == "json_object" and sent["response_format"]["schema"]
+    assert "Giulia Bianchi" not in str(sent) and "[PERSONA:P1]" in str(sent)
+
+
+def test_a_session_stage_driven_by_a_real_model(
+    local_model: LocalModel,  # noqa: F811
+    rt: Runtime,
+    session: Session,
+) -> None:
+    """`tht session drive`: the stage's propose tool reaches the real server in its accepted
+    shape; whatever the model calls is checked by Thoth — proposals waiting for a reviewer, or
+    a refusal naming each problem, nothing saved; the ledger holds only the search receipt."""
+    from thoth.llm import tool_client
+    from thoth.workflow.consult import SessionWorkflow
+    from thoth.workflow.driver import TOOL_NAME, DriverError, DriverRefused, drive
+
+    settings = LLMSettings.model_validate(
+        {
+            "provider": "openai",
+            "base_url": local_model.url + "/v1",
+            "model": "gemma-3-270m",
+            "timeout_seconds": 120,
+            "max_tokens": 256,
+            "api_key_env": "THOTH_TEST_KEY",
+        }
+    )
+    before = len(local_model.received)
+    try:
+        result = drive(SessionWorkflow(rt, session), "clarification", tool_client(settings))
+    except DriverRefused as exc:
+        assert exc.problems  # each problem of the reply named, nothing saved
+    except DriverError as exc:
+        # only a reply cut at max_tokens: the request itself was accepted
+        assert "truncated at max_tokens" in str(exc), str(exc)
+    else:
+        for proposal in result.proposals:
+            assert proposal.type == "concept_clarified" and proposal.subject
+    assert [e.type for e in session.entries()] == ["evidence_receipt"]
+    [sent] = local_model.received[before:]
+    assert [t["function"]["name"] for t in sent["tools"]] == [TOOL_NAME]
+    assert sent["tool_choice"] == "auto"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import cast
 
 import openai
 from openai.types.chat import (
@@ -91,10 +92,16 @@ class OpenAIChat:
         return self._content(self._create(system, user), empty_ok=False)
 
     def complete_json(self, system: str, user: str, schema: ReplySchema | None = None) -> str:
-        response_format: ResponseFormatJSONObject | ResponseFormatJSONSchema = (
-            {"type": "json_object"}
-            if schema is None
-            else {
+        response_format: ResponseFormatJSONObject | ResponseFormatJSONSchema
+        if schema is None:
+            response_format = {"type": "json_object"}
+        elif self._settings.structured_output == "json_object":
+            # llama-cpp-python's extension: the schema constrains a json_object reply.
+            response_format = cast(
+                ResponseFormatJSONObject, {"type": "json_object", "schema": schema.schema}
+            )
+        else:
+            response_format = {
                 "type": "json_schema",
                 "json_schema": {
                     "name": schema.name,
@@ -103,9 +110,17 @@ class OpenAIChat:
                     "strict": False,
                 },
             }
-        )
+        try:
+            reply = self._create(system, user, response_format=response_format)
+        except LLMError as exc:
+            if response_format["type"] != "json_schema" or "json_schema" not in str(exc):
+                raise
+            raise LLMError(
+                f"{exc} -> this server refuses response_format json_schema: if it takes the "
+                "schema inside json_object (llama-cpp-python), set [llm].structured_output = "
+                '"json_object"'
+            ) from exc
         # An empty text is returned: the caller says it is not the JSON object asked for.
-        reply = self._create(system, user, response_format=response_format)
         return self._content(reply, empty_ok=True)
 
     def call_tools(self, system: str, user: str, tools: Sequence[ToolSpec]) -> ToolReply:
