@@ -148,10 +148,9 @@ def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
     git(root, "commit", "-q", "-m", "filings")
     monkeypatch.setenv("THOTH_LOCAL_MODEL_KEY", "no-key-needed")
     ws = Workspace.open(root)
-    with open_runtime(ws) as rt:
-        assert DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="t").outcome == (
-            "activated"
-        )
+    with open_runtime(ws) as opened:
+        synced = DocsSync(ws, opened.state, opened.backend, opened.embedder).run(run_by="t")
+        assert synced.outcome == "activated"
     from thoth.answer.answerers import AnswerModelError
 
     before = len(local_model.received)
@@ -282,8 +281,8 @@ def test_the_evidence_restructurer_on_a_real_model(
 
 def test_a_session_stage_driven_by_a_real_model(
     local_model: LocalModel,  # noqa: F811
-    rt: Runtime,
-    session: Session,
+    rt: Runtime,  # noqa: F811
+    session: Session,  # noqa: F811
 ) -> None:
     """`tht session drive`: the stage's propose tool reaches the real server in its accepted
     shape; whatever the model calls is checked by Thoth — proposals waiting for a reviewer, or
