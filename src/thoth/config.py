@@ -22,7 +22,8 @@ class _Strict(BaseModel):
 
 
 class LLMSettings(_Strict):
-    """An OpenAI-compatible or Anthropic endpoint. The key is read from an env variable."""
+    """An OpenAI-compatible or Anthropic endpoint. The key is read from an env variable.
+    What each model path sends and how to run a server locally: docs/models.md."""
 
     provider: Literal["openai", "anthropic"] = Field(
         default="openai",
