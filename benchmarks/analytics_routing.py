@@ -19,8 +19,14 @@ Reported, per kind of question and overall:
 - facts: text questions whose answer quotes the fact written in the document (apart);
 - latency: p50/p95 of the numeric answers (`computed`) and of every ask, over `--rounds`.
 
+With `--model URL` (an OpenAI-compatible server, docs/models.md) the same questions are
+answered with `[answers] answerer = "llm"`: the model's function call routes, the model words
+the answer. A failed answer (a call Thoth cannot use, a reply cut at max_tokens) counts as
+neither a number nor the text path.
+
 Usage:
     .venv/bin/python benchmarks/analytics_routing.py [--rounds 3] [--json] [--keep DIR]
+        [--model http://127.0.0.1:8000/v1 --model-name gemma-3-270m --max-tokens 512]
 """
 
 from __future__ import annotations
@@ -38,8 +44,9 @@ from typing import Any
 
 import yaml
 
-from bench_common import header_line, latency_stats, machine_facts
+from bench_common import add_model_options, header_line, latency_stats, machine_facts, use_model
 from thoth.cli.demo import build_analytics, build_warehouse, demo_source, git
+from thoth.errors import ThothError
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_runtime
 from thoth.workspace import Workspace
@@ -104,6 +111,10 @@ def observe(answer: dict[str, Any]) -> Observed:
             invalid=dict(need.get("invalid") or {}),
             text=str(answer.get("text", "")),
         )
+    if status == "failed":
+        # A visible failure (with a model: a function call Thoth could not use): no number,
+        # and not the text path either.
+        return Observed(route="failed", status=str(answer.get("error_code")))
     if status == "not_searched":
         # Classified numeric and answered without searching the text (the regular-expression
         # fork before the analytics engine): neither a computed figure nor the text path.
@@ -219,24 +230,36 @@ def thoth_commit() -> str:
     return done.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def run(rounds: int, keep: Path | None) -> dict[str, Any]:
+def ask_one(service: Any, question: str) -> dict[str, Any]:
+    """The answer as a dict; a model error (a reply cut at max_tokens, a citation outside
+    the context) is a failed answer with its code, as the API would report it."""
+    try:
+        return dict(service.ask(question, labels=LABELS).as_dict())
+    except ThothError as exc:
+        return {"status": "failed", "error_code": exc.code, "text": str(exc)}
+
+
+def run(rounds: int, keep: Path | None, args: Any = None) -> dict[str, Any]:
     cases: list[dict[str, Any]] = yaml.safe_load(QUESTIONS.read_text("utf-8"))
     tmp = Path(tempfile.mkdtemp(prefix="thoth-analytics-bench-"))
     target = keep if keep is not None else tmp / "clinical-dwh"
     try:
         ws, workspace = build_workspace(target)
+        model = use_model(target, args) if args is not None else None
+        if model is not None:
+            ws = Workspace.open(target)
         service = open_answer_service(ws)
         results: list[dict[str, Any]] = []
         numeric_s: list[float] = []
         all_s: list[float] = []
         try:
-            service.ask("Quanti ricoveri ordinari nel 2024?", labels=LABELS)  # warm-up, untimed
+            ask_one(service, "Quanti ricoveri ordinari nel 2024?")  # warm-up, untimed
             for round_no in range(rounds):
                 for case in cases:
                     began = time.perf_counter()
-                    answer = service.ask(case["question"], labels=LABELS)
+                    answer = ask_one(service, case["question"])
                     elapsed = time.perf_counter() - began
-                    seen = observe(answer.as_dict())
+                    seen = observe(answer)
                     all_s.append(elapsed)
                     if seen.route == "computed":
                         numeric_s.append(elapsed)
@@ -256,6 +279,7 @@ def run(rounds: int, keep: Path | None) -> dict[str, Any]:
         return {
             "machine": machine_facts(),
             "thoth_commit": thoth_commit(),
+            "model": model,
             "workspace": workspace,
             "questions": {k: sum(1 for c in cases if c["kind"] == k) for k in KINDS},
             "rounds": rounds,
@@ -280,6 +304,12 @@ def _ms(stats: dict[str, float | None]) -> dict[str, Any]:
 def report(result: dict[str, Any]) -> None:
     print(header_line(result["machine"]))
     print(f"thoth commit {result['thoth_commit']}; workspace {result['workspace']}")
+    model = result.get("model")
+    print(
+        "answered offline (no model)"
+        if model is None
+        else f"answered with {model['name']} at {model['url']} (max_tokens {model['max_tokens']})"
+    )
     print(f"questions {result['questions']}, rounds {result['rounds']}")
     print(f"{'kind':<17}{'routing':>14}{'parameters':>14}{'values':>14}{'facts':>14}")
     for kind, metrics in result["accuracy"].items():
@@ -307,8 +337,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="asks per question (latency)")
     parser.add_argument("--json", action="store_true", help="every figure as JSON")
     parser.add_argument("--keep", type=Path, help="build the workspace here and keep it")
+    add_model_options(parser)
     args = parser.parse_args()
-    result = run(args.rounds, args.keep)
+    result = run(args.rounds, args.keep, args)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
     else:

@@ -216,3 +216,51 @@ def load_squad(path: Path) -> tuple[list[Paragraph], list[Question]]:
                 if text:
                     questions.append(Question(str(qa.get("id", "")), text, index))
     return paragraphs, questions
+
+
+# -- a model server for `--model` ---------------------------------------------------------------
+
+MODEL_KEY_ENV = "THOTH_BENCH_MODEL_KEY"
+
+
+def add_model_options(parser: Any) -> None:
+    """`--model URL` (an OpenAI-compatible server's /v1), `--model-name`, `--structured-output`:
+    the benchmark answers with `[answers] answerer = "llm"` (and, with a catalog, the model's
+    function-call routing) instead of offline. docs/models.md says how to start one."""
+    parser.add_argument("--model", metavar="URL", help="an OpenAI-compatible server's /v1 URL")
+    parser.add_argument("--model-name", default="gemma-3-270m", help="the model it serves")
+    parser.add_argument(
+        "--structured-output",
+        choices=("json_schema", "json_object"),
+        default="json_object",
+        help="json_object for llama-cpp-python's server (see docs/models.md)",
+    )
+    parser.add_argument("--max-tokens", type=int, default=512, help="[llm].max_tokens")
+
+
+def use_model(root: Path, args: Any) -> dict[str, Any] | None:
+    """Point the workspace at `args.model` (when given): [llm] and the llm answerer, written
+    into its thoth.toml with tomlkit. Returns what the report should say about the model."""
+    if not args.model:
+        return None
+    import tomlkit
+
+    path = root / "thoth.toml"
+    doc = tomlkit.parse(path.read_text("utf-8"))
+    llm = tomlkit.table()
+    llm["provider"] = "openai"
+    llm["base_url"] = args.model
+    llm["model"] = args.model_name
+    llm["api_key_env"] = MODEL_KEY_ENV
+    llm["timeout_seconds"] = 300
+    llm["max_tokens"] = args.max_tokens
+    llm["structured_output"] = args.structured_output
+    doc["llm"] = llm
+    answers = doc.get("answers")
+    if answers is None:
+        answers = tomlkit.table()
+        doc["answers"] = answers
+    answers["answerer"] = "llm"
+    path.write_text(tomlkit.dumps(doc), "utf-8")
+    os.environ.setdefault(MODEL_KEY_ENV, "no-key-needed")
+    return {"url": args.model, "name": args.model_name, "max_tokens": args.max_tokens}
