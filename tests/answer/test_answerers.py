@@ -372,6 +372,19 @@ def test_model_failure_names_provider_model_and_server_without_retry(
         answerer.answer("domanda", context(), instructions=None, pseudonymizer=NoPseudonymizer())
     message = str(caught.value)
     assert "openai:fake-model" in message and llm.url in message and "HTTP 500" in message
+    assert "check that the server is up" in message
+
+
+def test_a_reply_cut_at_max_tokens_says_one_thing_to_do(
+    llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not "raise max_tokens -> check that the server is up": the server answered.
+    answerer = model_answerer(llm, monkeypatch)
+    llm.reply("half an ans", finish_reason="length")
+    with pytest.raises(AnswerModelError) as caught:
+        answerer.answer("domanda", context(), instructions=None, pseudonymizer=NoPseudonymizer())
+    message = str(caught.value)
+    assert "raise [llm].max_tokens" in message and message.count("->") == 1, message
     assert isinstance(caught.value, LLMError) and caught.value.exit_code == 1
     assert len(llm.requests) == 1
 

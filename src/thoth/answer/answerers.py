@@ -143,13 +143,22 @@ class ModelAnswerer:
                 pseudonymizer.protect(system), pseudonymizer.protect(user)
             )
         except LLMError as exc:
-            raise AnswerModelError(
-                f"answer model {self._client.name} at {self._client.base_url} failed: {exc} "
-                "-> check that the server is up and [llm] in thoth.toml (provider, model, "
-                'base_url, api_key_env), or set [answers].answerer = "extractive"'
-            ) from exc
+            raise self._failed(exc) from exc
         check_citations(reply, context, self._client.name)
         return pseudonymizer.restore(reply)
+
+    def _failed(self, exc: LLMError) -> AnswerModelError:
+        """The error naming the model and server; the call's own hint when it has one (a
+        reply cut at max_tokens: raise it), else where to look."""
+        hint = (
+            ""
+            if " -> " in str(exc)
+            else " -> check that the server is up and [llm] in thoth.toml (provider, model, "
+            'base_url, api_key_env), or set [answers].answerer = "extractive"'
+        )
+        return AnswerModelError(
+            f"answer model {self._client.name} at {self._client.base_url} failed: {exc}{hint}"
+        )
 
     def answer_figures(
         self,
@@ -185,11 +194,7 @@ class ModelAnswerer:
         try:
             reply = self._client.complete_text(pseudonymizer.protect(system), user)
         except LLMError as exc:
-            raise AnswerModelError(
-                f"answer model {self._client.name} at {self._client.base_url} failed: {exc} "
-                "-> check that the server is up and [llm] in thoth.toml, or set "
-                '[answers].answerer = "extractive"'
-            ) from exc
+            raise self._failed(exc) from exc
         return f"{pseudonymizer.restore(reply).strip()}\n\n{numeric.text}"
 
 
