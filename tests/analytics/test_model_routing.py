@@ -153,6 +153,23 @@ def test_an_invalid_value_is_an_error_shown_not_a_guess(tmp_path: Path, llm: Fak
     assert llm.pending == 0 and len(llm.requests) == 1  # nothing computed, no answer model
 
 
+def test_a_model_s_choice_passes_the_unknown_words_gate_too(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Found by `benchmarks/analytics_routing.py --model`: for "parti cesarei", which no query
+    speaks of, a small model called the emergency-room query and a number was computed. The
+    word no query explains refuses the model's choice as it refuses every query offline."""
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(
+        ToolCallScript("ricoveri-per-reparto", {"anno": 2024, "regime": "ordinario"})
+    )
+    llm.reply("Testo.")
+    answer = ask(aw, "Quanti parti cesarei sono stati fatti nel 2024?")
+    assert answer.status != "computed" and answer.provenance is None, answer.status
+    reason = answer.diagnostics["analytics"].get("reason", answer.diagnostics["analytics"])
+    assert str(reason).startswith("unknown words:") and "cesarei" in str(reason), reason
+
+
 def test_two_calls_are_a_failed_answer(tmp_path: Path, llm: FakeLLMServer) -> None:
     aw = _with_model(tmp_path, llm, "openai")
     llm.reply_tool_calls(

@@ -56,7 +56,8 @@ _FUNCTION_WORDS: Final = frozenset(
         "been were was have had has each every which what there their does did done "
         # generic verbs of a request, in both languages
         "give please show tell taken take place made make used use get got happened happen "
-        "occurred recorded registered quelli quelle quello quella questi queste dammi dimmi "
+        "occurred recorded registered quel quei quegli quelli quelle quello quella questo questa "
+        "questi queste dammi dimmi "
         "indica fornisci registrato registrata registrati "
         # grouping words: the grouping is read apart
         "per by for "
@@ -378,7 +379,9 @@ def fit(
     proposed: Mapping[str, object] | None = None,
 ) -> Fit:
     """How `query` fits the question read (`proposed`: the model's values, validated instead
-    of extracted; a model reads the words itself, so unknown words refuse only offline)."""
+    of extracted). A word no query explains refuses the model's choice too: a model always
+    finds some plausible query ("parti cesarei" -> the emergency room's abandonments, seen
+    with a small model), and a number for a question no query covers is the worst answer."""
     extraction = (
         validate(query, proposed, choices)
         if proposed is not None
@@ -391,6 +394,13 @@ def fit(
     )
     unexplained = _unexplained(reading.words, query.id, vocab)
     foreign = vocab.foreign(unexplained)
+    if proposed is not None:
+        # A word the model bound to a parameter is explained by that binding; validation
+        # judges the value ("Neurologia" is not an allowed value: asked, not refused).
+        bound = {
+            w.casefold() for v in proposed.values() if isinstance(v, str) for w in _WORD.findall(v)
+        }
+        foreign = tuple(w for w in foreign if w.casefold() not in bound)
     score = (
         similarity
         + EVIDENCE * evidence
@@ -424,7 +434,7 @@ def fit(
             f"unapplied value: the question names {', '.join(unapplied)}, which {query.id} "
             "does not apply"
         )
-    elif foreign and proposed is None:
+    elif foreign:
         refused = (
             f"unknown words: no catalog query speaks of {', '.join(foreign)} (add it to the "
             "examples or synonyms of the query that computes it)"
