@@ -35,16 +35,19 @@ VISIBLE = {
 
 
 def chat(model: LocalModel) -> OpenAIChat:
-    settings = LLMSettings.model_validate(
-        {
-            "provider": "openai",
-            "base_url": model.url + "/v1",
-            "model": "gemma-3-270m",
-            "timeout_seconds": 120,
-            "max_tokens": 256,
-        }
-    )
-    return OpenAIChat(settings, "no-key-needed")
+    return OpenAIChat(settings_for(model), "no-key-needed")
+
+
+def settings_for(model: LocalModel, **overrides: object) -> LLMSettings:
+    """`[llm]` pointing at the local server (overrides: max_tokens, api_key_env, ...)."""
+    base = {
+        "provider": "openai",
+        "base_url": model.url + "/v1",
+        "model": "gemma-3-270m",
+        "timeout_seconds": 120,
+        "max_tokens": 256,
+    }
+    return LLMSettings.model_validate(base | overrides)
 
 
 @pytest.fixture
@@ -247,16 +250,12 @@ def test_the_evidence_restructurer_on_a_real_model(
     from thoth.evidence.sources import SourceFile, sha256_of
     from thoth.llm import chat_client
 
-    settings = LLMSettings.model_validate(
-        {
-            "provider": "openai",
-            "base_url": local_model.url + "/v1",
-            "model": "gemma-3-270m",
-            "timeout_seconds": 180,
-            "max_tokens": 160,  # cut there it is a coded failure too: grammar sampling is slow
-            "api_key_env": "THOTH_LOCAL_MODEL_KEY",
-            "structured_output": "json_object",  # this server refuses json_schema
-        }
+    settings = settings_for(
+        local_model,
+        timeout_seconds=180,
+        max_tokens=160,  # cut there it is a coded failure too: grammar sampling is slow
+        api_key_env="THOTH_LOCAL_MODEL_KEY",
+        structured_output="json_object",  # this server refuses json_schema
     )
     privacy = PlaceholderPseudonymizer(
         Registry([Entity("PERSONA", "P1", "Giulia Bianchi")]), min_name_length=4
@@ -291,15 +290,10 @@ def test_a_session_stage_driven_by_a_real_model(
     from thoth.workflow.consult import SessionWorkflow
     from thoth.workflow.driver import TOOL_NAME, DriverError, DriverRefused, drive
 
-    settings = LLMSettings.model_validate(
-        {
-            "provider": "openai",
-            "base_url": local_model.url + "/v1",
-            "model": "gemma-3-270m",
-            "timeout_seconds": 120,
-            "max_tokens": 128,  # grammar-constrained arguments come a few tokens a second
-            "api_key_env": "THOTH_TEST_KEY",
-        }
+    settings = settings_for(
+        local_model,
+        max_tokens=128,  # grammar-constrained arguments come a few tokens a second
+        api_key_env="THOTH_TEST_KEY",
     )
     before = len(local_model.received)
     try:

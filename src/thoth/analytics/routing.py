@@ -32,6 +32,7 @@ from thoth.answer.seams import NoPseudonymizer, Pseudonymizer
 from thoth.embed.base import Embedder, Vectors
 from thoth.errors import ThothError
 from thoth.llm.client import ToolClient, ToolReply, ToolSpec
+from thoth.privacy.base import protect_tree, restore_tree
 
 FALLBACK_TOOL: Final = "not_a_store_question"
 
@@ -202,20 +203,6 @@ SYSTEM_PROMPT: Final = (
 )
 
 
-def _protect_descriptions(schema: Any, p: Pseudonymizer) -> Any:
-    """`schema` with every "description" text protected (the enum values already are)."""
-    if isinstance(schema, dict):
-        return {
-            k: p.protect(v)
-            if k == "description" and isinstance(v, str)
-            else _protect_descriptions(v, p)
-            for k, v in schema.items()
-        }
-    if isinstance(schema, list):
-        return [_protect_descriptions(v, p) for v in schema]
-    return schema
-
-
 class RoutingFailed(ThothError):
     """The model's function call cannot be used (none, several, unknown or malformed)."""
 
@@ -239,28 +226,22 @@ class ModelRouter:
         enum_values: Mapping[str, Mapping[str, Sequence[str]]],
     ) -> Choice:
         p = self._pseudonymizer
-        protected = {
-            qid: {name: [p.protect(v) for v in values] for name, values in params.items()}
-            for qid, params in enum_values.items()
-        }
-        # The descriptions and example questions are written by reviewers and may name what
-        # the registry protects ("...la Pediatria nel 2024?"): they reach the model protected.
+        # Every text of the tools reaches the model protected: enumerated values (names read
+        # from a view) and the reviewers' descriptions and example questions alike ("...la
+        # Pediatria nel 2024?"). The values the model chooses are restored before validation.
         specs = [
             replace(
                 spec,
                 description=p.protect(spec.description),
-                parameters=_protect_descriptions(spec.parameters, p),
+                parameters=protect_tree(p, spec.parameters),
             )
-            for spec in tool_specs(queries, protected)
+            for spec in tool_specs(queries, enum_values)
         ]
         reply = self._client.call_tools(SYSTEM_PROMPT, question, specs)
         choice = self._read(reply, queries)
         if choice.proposed is None:
             return choice
-        restored = {
-            k: p.restore(v) if isinstance(v, str) else v for k, v in choice.proposed.items()
-        }
-        return Choice(choice.query_id, choice.by, proposed=restored)
+        return Choice(choice.query_id, choice.by, proposed=restore_tree(p, choice.proposed))
 
     def _read(self, reply: ToolReply, queries: Mapping[str, CatalogQuery]) -> Choice:
         if len(reply.calls) != 1:
