@@ -23,7 +23,10 @@ class _Strict(BaseModel):
 
 class LLMSettings(_Strict):
     """An OpenAI-compatible or Anthropic endpoint. The key is read from an env variable.
-    What each model path sends and how to run a server locally: docs/models.md."""
+    What each model path sends and how to run a server locally: docs/models.md. The OpenAI
+    paths are tested against a real local server (llama.cpp); Anthropic's, which has no
+    offline server, against the request/response pairs of its public documentation and a
+    scripted server, not the live service (docs/models.md, "Anthropic")."""
 
     provider: Literal["openai", "anthropic"] = Field(
         default="openai",
