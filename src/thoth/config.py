@@ -882,7 +882,10 @@ class AgentSettings(_Strict):
         "exhausting them fails the job.",
     )
     max_seconds: float = Field(
-        default=600.0, gt=0, description="Wall time per job, in seconds; past it the job fails."
+        default=600.0,
+        gt=0,
+        description="Wall time per job, in seconds; past it the job fails. A model call gets "
+        "only what is left of it (at least 5 s), not the whole [llm].timeout_seconds.",
     )
     # A worker holds a job while its lease runs; it renews it every lease_seconds / 3.
     lease_seconds: float = Field(

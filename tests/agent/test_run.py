@@ -209,6 +209,22 @@ def test_the_wall_time_budget_fails_the_job(queue: JobQueue, llm: FakeLLMServer,
     assert [s.kind for s in steps] == ["model"]
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_slow_model_call_cannot_hold_a_job_past_its_seconds_budget(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path, provider: str
+) -> None:
+    """The call gets only what is left of max_seconds, not the whole [llm].timeout_seconds
+    (20 s here): a server that takes 15 s is cut at the budget, and the job says so."""
+    llm.reply_tool_calls(ToolCallScript("wiki_list", {}), delay=15)
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_seconds": 6})
+    began = time.monotonic()
+    job, steps = run(queue, llm, ws, budgets=budgets, provider=provider)
+    assert time.monotonic() - began < 10
+    assert job.status == "failed" and job.error_code == "budget_seconds", job.error
+    assert "[agent].max_seconds" in (job.error or "")
+    assert steps == []  # the cut call produced no step
+
+
 def test_an_answer_without_a_source_is_not_served(
     queue: JobQueue, llm: FakeLLMServer, ws: Path
 ) -> None:

@@ -49,6 +49,10 @@ from thoth.privacy.base import protect_tree, restore_tree
 from thoth.state import Job, JobLeaseLost, JobQueue
 from thoth.state.jobs import FinalStatus, StepKind
 
+# The shortest limit a model call is given near the end of the seconds budget: a shorter one
+# would fail every call on a loaded machine while the budget still allows one.
+MIN_CALL_SECONDS: Final = 5.0
+
 SYSTEM_PROMPT: Final = """\
 You are Thoth's deep-analysis agent. Answer the user's question from the company's knowledge,
 using the tools: the curated wiki (wiki_list, wiki_read, wiki_search), the indexed documents
@@ -270,7 +274,7 @@ class AgentRun:
             self._checkpoint()
             self._budget("turns", self._turns, self.budgets.max_turns, "model turns")
             self._budget("tokens", self._tokens, self.budgets.max_tokens, "tokens")
-            reply = self.client.converse(SYSTEM_PROMPT, question, turns, specs)
+            reply = self._model_turn(question, turns, specs)
             self._turns += 1
             self._tokens += reply.tokens
             self._step("model", _model_step(self._turns, reply))
@@ -359,6 +363,20 @@ class AgentRun:
             raise _LeaseGone
         if self.lease.cancel_requested:
             raise _Stop("cancelled", "cancelled at the caller's request; steps done are kept")
+
+    def _model_turn(self, question: str, turns: list[Turn], specs: list[Any]) -> ToolReply:
+        """One model call within the seconds budget: the call may take only what is left of
+        it (a slow server cannot hold a job past [agent].max_seconds for a whole
+        [llm].timeout_seconds), and a call cut by the budget ends as budget_seconds, not as a
+        model failure."""
+        left = self.budgets.max_seconds - (self.clock() - self._started)
+        try:
+            return self.client.converse(
+                SYSTEM_PROMPT, question, turns, specs, timeout=max(left, MIN_CALL_SECONDS)
+            )
+        except LLMError:
+            self._checkpoint()  # past the budget: its stop, with the steps done
+            raise
 
     def _checkpoint(self) -> None:
         self._checkpoint_lease()

@@ -27,6 +27,7 @@ from thoth.llm.base import (
     ToolReply,
     ToolSpec,
     Turn,
+    call_timeout,
     json_arguments,
     model_errors,
     refuse_truncated,
@@ -51,12 +52,14 @@ class AnthropicChat:
         *,
         tools: Sequence[ToolUnionParam] | anthropic.Omit = anthropic.omit,
         tool_choice: ToolChoiceParam | anthropic.Omit = anthropic.omit,
+        timeout: float | None = None,
         history: Sequence[MessageParam] = (),
     ) -> Message:
         """One message for a system + user prompt and the `history` after it (capped at
         max_tokens, refused when cut there), with tools when given; SDK failures become
         LLMError."""
-        with model_errors(anthropic, self._settings.timeout_seconds):
+        seconds = call_timeout(self._settings, timeout)
+        with model_errors(anthropic, seconds):
             messages: list[MessageParam] = [{"role": "user", "content": user}, *history]
             reply = self._client.messages.create(
                 model=self._settings.model,
@@ -65,6 +68,7 @@ class AnthropicChat:
                 tools=tools,
                 tool_choice=tool_choice,
                 max_tokens=self._settings.max_tokens,
+                timeout=seconds,
             )
         self._refuse_truncated(reply.stop_reason)
         return reply
@@ -107,7 +111,13 @@ class AnthropicChat:
         return self.converse(system, user, (), tools)
 
     def converse(
-        self, system: str, user: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        user: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        *,
+        timeout: float | None = None,
     ) -> ToolReply:
         offered: list[ToolParam] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
@@ -139,7 +149,7 @@ class AnthropicChat:
                     for r in turn.results
                 ]
                 history.append({"role": "user", "content": results})
-        reply = self._create(system, user, tools=offered, history=history)
+        reply = self._create(system, user, tools=offered, history=history, timeout=timeout)
         texts, calls = [], []
         for block in reply.content:
             if isinstance(block, TextBlock):

@@ -134,10 +134,17 @@ class ConversationClient(Protocol):
     name: str
 
     def converse(
-        self, system: str, user: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        user: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        *,
+        timeout: float | None = None,
     ) -> ToolReply:
         """The model's next reply after the user's prompt and the earlier `turns`: more tool
-        calls, or text alone (its answer)."""
+        calls, or text alone (its answer). `timeout`: this call's limit in seconds when it is
+        shorter than [llm].timeout_seconds (a caller's own time budget)."""
         ...
 
 
@@ -169,6 +176,13 @@ def model_errors(sdk: Any, timeout: float) -> Iterator[None]:
         raise LLMError(f"HTTP {exc.status_code} from the model server: {exc.message}") from exc
     except sdk.APIError as exc:
         raise LLMError(f"model server unreachable: {exc}") from exc
+
+
+def call_timeout(settings: LLMSettings, timeout: float | None) -> float:
+    """One call's limit: [llm].timeout_seconds, or the caller's shorter one."""
+    if timeout is None:
+        return settings.timeout_seconds
+    return min(settings.timeout_seconds, timeout)
 
 
 def sdk_options(settings: LLMSettings, api_key: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from thoth.llm.base import (
     ToolReply,
     ToolSpec,
     Turn,
+    call_timeout,
     json_arguments,
     model_errors,
     refuse_truncated,
@@ -55,6 +56,7 @@ class OpenAIChat:
         *,
         response_format: completion_create_params.ResponseFormat | openai.Omit = openai.omit,
         tools: Sequence[ChatCompletionToolUnionParam] | openai.Omit = openai.omit,
+        timeout: float | None = None,
         history: Sequence[ChatCompletionMessageParam] = (),
     ) -> ChatCompletion:
         """One chat completion for a system + user prompt and the `history` after them
@@ -65,7 +67,8 @@ class OpenAIChat:
             {"role": "user", "content": user},
             *history,
         ]
-        with model_errors(openai, self._settings.timeout_seconds):
+        seconds = call_timeout(self._settings, timeout)
+        with model_errors(openai, seconds):
             return self._client.chat.completions.create(
                 model=self._settings.model,
                 messages=messages,
@@ -76,6 +79,7 @@ class OpenAIChat:
                 tool_choice=openai.omit if isinstance(tools, openai.Omit) else "auto",
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
+                timeout=seconds,
             )
 
     def _content(self, reply: ChatCompletion, *, empty_ok: bool) -> str:
@@ -127,7 +131,13 @@ class OpenAIChat:
         return self.converse(system, user, (), tools)
 
     def converse(
-        self, system: str, user: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
+        self,
+        system: str,
+        user: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        *,
+        timeout: float | None = None,
     ) -> ToolReply:
         offered: list[ChatCompletionFunctionToolParam] = []
         for t in tools:
@@ -165,7 +175,7 @@ class OpenAIChat:
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
                 for r in turn.results
             ]
-        reply = self._create(system, user, tools=offered, history=history)
+        reply = self._create(system, user, tools=offered, history=history, timeout=timeout)
         if not reply.choices:
             raise LLMError("the model returned no choices")
         self._refuse_truncated(reply.choices[0].finish_reason)
