@@ -194,6 +194,7 @@ class Question:
     id: str
     text: str
     paragraph: int  # index into the paragraph list
+    answers: tuple[str, ...] = ()  # the gold answer spans
 
 
 def load_squad(path: Path) -> tuple[list[Paragraph], list[Question]]:
@@ -214,7 +215,8 @@ def load_squad(path: Path) -> tuple[list[Paragraph], list[Question]]:
             for qa in para.get("qas", []):
                 text = str(qa["question"]).strip()
                 if text:
-                    questions.append(Question(str(qa.get("id", "")), text, index))
+                    gold = tuple(str(a["text"]) for a in qa.get("answers", []) if a.get("text"))
+                    questions.append(Question(str(qa.get("id", "")), text, index, gold))
     return paragraphs, questions
 
 

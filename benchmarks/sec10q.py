@@ -30,6 +30,12 @@ Usage (from the project root; the data directory defaults to ../shared/data/sec1
 copy under the code being run (no sync: the sync wall time is the one its state store recorded).
 `--bare-sample N` times the bare embedder on the first N fragments only (on a busy machine the
 full pass takes as long as the sync's embedding).
+
+`--model URL` answers with a model (`[answers] answerer = "llm"`, an OpenAI-compatible server's
+/v1: docs/models.md) instead of offline; `--limit N` asks only the first N questions of each
+group (English, Italian, unanswerable): a small model on two cores takes tens of seconds per
+answer. A model error (a reply cut at max_tokens, a citation outside the context) counts as a
+failed answer with its code, as the API reports it; latency is reported per answer.
 """
 
 from __future__ import annotations
@@ -53,13 +59,21 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from bench_common import emit, header_line, machine_facts
+from bench_common import (
+    add_model_options,
+    emit,
+    header_line,
+    latency_stats,
+    machine_facts,
+    use_model,
+)
 from thoth.answer.answerers import Answerer, make_answerer
 from thoth.answer.context import AssembledContext
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.service import Answer, AnswerService
 from thoth.embed import make_embedder
 from thoth.embed.base import Embedder, Vectors
+from thoth.errors import ThothError
 from thoth.evidence.layout import init_workspace
 from thoth.index.build import EMBED_BATCH
 from thoth.knowledge.sync import DocsSync
@@ -347,8 +361,13 @@ def ask_all(root: Path, cases: Sequence[Case]) -> list[dict[str, Any]]:
     try:
         for case in cases:
             recorder.context = ""
-            answer = service.ask(case.question)
-            rows.append(_row(case, answer, recorder.context))
+            began = time.perf_counter()
+            try:
+                row = _row(case, service.ask(case.question), recorder.context)
+            except ThothError as exc:  # a model error: a failed answer with its code
+                row = _failed_row(case, exc, recorder.context)
+            row["seconds"] = round(time.perf_counter() - began, 3)
+            rows.append(row)
     finally:
         service.close()
     return rows
@@ -365,6 +384,7 @@ def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
         "kind": case.kind,
         "filing": case.filing,
         "status": answer.status,
+        "error_code": answer.error_code,
         "found": answer.status in ("found", "truncated"),
         "first_doc": first,
         "right_first": bool(case.filing and first and case.filing in first),
@@ -376,6 +396,26 @@ def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
     }
 
 
+def _failed_row(case: Case, exc: ThothError, context: str) -> dict[str, Any]:
+    in_context = numbers_in(context)
+    return {
+        "question": case.question,
+        "language": case.language,
+        "kind": case.kind,
+        "filing": case.filing,
+        "status": "failed",
+        "error_code": exc.code,
+        "found": False,
+        "first_doc": None,
+        "right_first": False,
+        "best_similarity": None,
+        "relevance": None,
+        "figures": [w for w, _ in case.figures],
+        "figures_in_context": [w for w, forms in case.figures if forms & in_context],
+        "figures_in_answer": [],
+    }
+
+
 def summarise(rows: Sequence[dict[str, Any]], language: str) -> dict[str, Any]:
     mine = [r for r in rows if r["language"] == language and r["filing"]]
     with_figures = [r for r in mine if r["figures"]]
@@ -383,8 +423,11 @@ def summarise(rows: Sequence[dict[str, Any]], language: str) -> dict[str, Any]:
     return {
         "questions": len(mine),
         "right_filing_first": sum(r["right_first"] for r in mine),
-        "false_nothing_found": sum(not r["found"] for r in mine),
-        "false_nothing_found_rate": _rate(sum(not r["found"] for r in mine), len(mine)),
+        "false_nothing_found": sum(r["status"] == "nothing_found" for r in mine),
+        "failed": sum(r["status"] == "failed" for r in mine),
+        "false_nothing_found_rate": _rate(
+            sum(r["status"] == "nothing_found" for r in mine), len(mine)
+        ),
         "questions_with_figures": len(with_figures),
         "all_figures_in_context": sum(
             len(r["figures_in_context"]) == len(r["figures"]) for r in with_figures
@@ -410,9 +453,14 @@ def run(
     workspace_language: str = "en",
     source_language: str | None = None,
     entities: Path | None = None,
+    limit: int | None = None,
+    model_args: Any = None,
 ) -> dict[str, Any]:
     cases = load_cases(data)
-    result: dict[str, Any] = {"machine": machine_facts(), "data": str(data)}
+    if limit is not None:
+        groups = [[c for c in cases if c.language == lang] for lang in ("en", "it", "any")]
+        cases = [c for group in groups for c in group[:limit]]
+    result: dict[str, Any] = {"machine": machine_facts(), "data": str(data), "limit": limit}
     tmp: Path | None = None
     try:
         if workspace is None:
@@ -432,6 +480,7 @@ def run(
                 "sync_fragments_per_s": round(n / run_s, 2) if run_s else None,
                 "notes": [],
             }
+        result["model"] = use_model(root, model_args) if model_args is not None else None
         t0 = time.perf_counter()
         rows = ask_all(root, cases)
         result["ask_s"] = round(time.perf_counter() - t0, 2)
@@ -457,6 +506,10 @@ def run(
             for kind in sorted({r["kind"] for r in unanswerable})
         },
     }
+    result["latency_ms"] = latency_stats([r["seconds"] for r in rows])
+    result["failed_by_code"] = dict(
+        Counter(str(r["error_code"]) for r in rows if r["status"] == "failed")
+    )
     result["questions"] = rows
     return result
 
@@ -487,6 +540,10 @@ def report(result: dict[str, Any]) -> None:
         console.print(table)
         for note in s["notes"]:
             console.print(f"  note: {note}", highlight=False, markup=False)
+    model = result.get("model")
+    answerer = f"model {model['name']} at {model['url']}" if model else "offline (extractive)"
+    if result.get("limit"):
+        answerer += f"; first {result['limit']} questions of each group"
     table = Table("answerable", "English", "Italian")
     en, it = result["en"], result["it"]
 
@@ -496,13 +553,21 @@ def report(result: dict[str, Any]) -> None:
     for label, part, whole in (
         ("right filing first", "right_filing_first", "questions"),
         ("false nothing_found", "false_nothing_found", "questions"),
+        ("failed (model error)", "failed", "questions"),
         ("questions: every figure in context", "all_figures_in_context", "questions_with_figures"),
         ("questions: every figure in answer", "all_figures_in_answer", "questions_with_figures"),
         ("figures in context", "figures_in_context", "figures"),
-        ("figures in answer (offline answerer)", "figures_in_answer", "figures"),
+        ("figures in answer", "figures_in_answer", "figures"),
     ):
         table.add_row(label, frac(en, part, whole), frac(it, part, whole))
     console.print(table)
+    lat = result["latency_ms"]
+    console.print(
+        f"answerer: {answerer}; per answer p50 {lat['p50_ms']:.0f} ms, p95 {lat['p95_ms']:.0f} ms, "
+        f"max {lat['max_ms']:.0f} ms over {lat['n']}; failed by code: "
+        f"{result['failed_by_code'] or 'none'}",
+        highlight=False,
+    )
     u = result["unanswerable"]
     table = Table("unanswerable", "answered found")
     table.add_row("all (false found)", f"{u['false_found']}/{u['questions']}")
@@ -514,7 +579,7 @@ def report(result: dict[str, Any]) -> None:
         sim = r["best_similarity"]
         table.add_row(
             r["language"],
-            r["status"],
+            r["status"] if r["status"] != "failed" else f"failed: {r['error_code']}",
             "yes" if r["right_first"] else ("-" if r["filing"] is None else "NO"),
             "-" if sim is None else f"{sim:.3f}",
             f"{len(r['figures_in_context'])}/{len(r['figures_in_answer'])} of {len(r['figures'])}",
@@ -545,6 +610,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="build the workspace without the entity list (benchmarks/data/sec10q_entities.yaml)",
     )
+    parser.add_argument("--limit", type=int, help="ask the first N questions of each group only")
+    add_model_options(parser)
     args = parser.parse_args(argv)
     data: Path = args.data
     if not (data / "qna.csv").is_file() or not list((data / "docs").glob("*.pdf")):
@@ -558,6 +625,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.workspace_language,
         args.source_language,
         None if args.no_entities else ENTITIES,
+        args.limit,
+        args if args.model else None,
     )
     return emit(result, args.json, report)
 
