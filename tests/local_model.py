@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -42,11 +42,17 @@ def _free_port() -> int:
 
 @dataclass
 class LocalModel:
-    """The proxy's base URL (OpenAI-style: `url + "/v1"`), the request bodies it forwarded."""
+    """The proxy's base URL (OpenAI-style: `url + "/v1"`), the request bodies it forwarded.
+
+    `rewrite`, when set, is applied to every successful chat completion the server returns
+    before the client reads it: a test turns the real reply into a malformed or hallucinated
+    one (a tool that was never offered, arguments that are not JSON, several calls) while
+    everything else — ids, usage, the server's own fields — stays as the server sent it."""
 
     url: str
     model_path: Path
     received: list[dict[str, Any]] = field(default_factory=list)
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def prompts(self) -> str:
         """Everything the server received, as one text (for scanning)."""
@@ -71,6 +77,8 @@ def _proxy(upstream_port: int, model: LocalModel) -> ThreadingHTTPServer:
             conn.request(method, self.path, body=body or None, headers=headers)
             reply = conn.getresponse()
             data = reply.read()
+            if model.rewrite is not None and reply.status == 200 and "completions" in self.path:
+                data = json.dumps(model.rewrite(json.loads(data))).encode("utf-8")
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.getheader("Content-Type") or "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -6,7 +6,9 @@ reaches the server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -311,3 +313,118 @@ def test_a_session_stage_driven_by_a_real_model(
     [sent] = local_model.received[before:]
     assert [t["function"]["name"] for t in sent["tools"]] == [TOOL_NAME]
     assert sent["tool_choice"] == "auto"
+
+
+# -- a real reply made malformed or hallucinated ------------------------------------------------
+
+
+def calls_instead(*calls: tuple[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A rewrite of the server's real reply: its message becomes these tool calls (name, raw
+    arguments as sent on the wire), or with none a prose reply; the rest is the server's."""
+
+    def rewrite(reply: dict[str, Any]) -> dict[str, Any]:
+        choice = reply["choices"][0]
+        tool_calls = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ]
+        choice["message"]["tool_calls"] = tool_calls or None
+        choice["message"]["content"] = None if calls else "Non saprei."
+        choice["finish_reason"] = "tool_calls" if calls else "stop"
+        return reply
+
+    return rewrite
+
+
+def test_a_real_routing_reply_made_unusable_is_a_coded_failure_never_a_number(
+    local_model: LocalModel,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The forms a tool-call reply can take that the router cannot use — a tool never offered,
+    arguments that are not JSON or not an object, two calls, none — each end as
+    analytics_routing_failed saying which, never a crash and never a computed figure."""
+    from tests.analytics.test_model_routing import KEY_ENV, with_model
+    from thoth.analytics.routing import FALLBACK_TOOL
+
+    monkeypatch.setenv(KEY_ENV, "no-key-needed")
+    aw = with_model(
+        tmp_path,
+        local_model.url + "/v1",
+        "openai",
+        model="gemma-3-270m",
+        extra="timeout_seconds = 120\nmax_tokens = 32\n",
+    )
+    forms = {
+        "a tool never offered": (calls_instead(("drop_all_tables", "{}")), "not a catalog query"),
+        "arguments not JSON": (
+            calls_instead(("ricoveri-reparto", '{"anno": 20')),
+            "not valid JSON",
+        ),
+        "arguments an array": (calls_instead(("ricoveri-reparto", "[2024]")), "not an object"),
+        "two calls": (
+            calls_instead(("ricoveri-reparto", "{}"), (FALLBACK_TOOL, "{}")),
+            "2 function calls",
+        ),
+        "no call": (calls_instead(), "0 function calls"),
+    }
+    service = aw.service()
+    try:
+        for form, (rewrite, says) in forms.items():
+            local_model.rewrite = rewrite
+            answer = service.ask("Quanti ricoveri ordinari nel 2024?")
+            assert (answer.status, answer.error_code) == ("failed", "analytics_routing_failed"), (
+                form,
+                answer.status,
+                answer.text,
+            )
+            assert says in answer.text and answer.provenance is None, (form, answer.text)
+    finally:
+        local_model.rewrite = None
+        service.close()
+
+
+def test_an_agent_whose_model_calls_a_tool_never_offered_ends_visibly(
+    local_model: LocalModel,  # noqa: F811
+    wiki: Path,
+    tmp_path: Path,
+) -> None:
+    """Every real reply turned into a call of a tool that does not exist: each call is refused
+    to the model as unknown_tool (the real server accepts the history that carries the call
+    and its error), and the job ends on a budget, with no answer and no crash."""
+    budgets = Budgets(
+        max_turns=3, max_tool_calls=2, max_tokens=60000, max_seconds=240, max_tool_result_chars=4000
+    )
+    local_model.rewrite = calls_instead(("delete_wiki", '{"confirm": true}'))
+    before = len(local_model.received)
+    try:
+        with StateStore.open(f"sqlite:///{tmp_path / 'state.sqlite'}") as store:
+            queue = JobQueue.on(store)
+            queue.create("ws", "crm", "Come va il vino in Giappone?", {"labels": ["public"]})
+            job = queue.claim("w1", 300)
+            assert job is not None
+            privacy = PlaceholderPseudonymizer(Registry([]), min_name_length=4)
+            toolbox = Toolbox(
+                wiki=WikiShelf(wiki / "wiki", Settings(workspace="ws"), ["public"]),
+                knowledge=None,
+                analytics=None,
+                request=job.request,
+                pseudonymizer=privacy,
+            )
+            beat = Heartbeat(queue, job.id, "w1", 300)
+            beat.start()
+            client = OpenAIChat(settings_for(local_model, max_tokens=32), "no-key-needed")
+            try:
+                AgentRun(queue, job, "w1", client, toolbox, budgets, privacy, beat).run()
+            finally:
+                beat.stop()
+            ended = queue.get(job.id)
+            steps = queue.steps(job.id)
+    finally:
+        local_model.rewrite = None
+    assert ended.status == "failed" and ended.error_code == "budget_tool_calls", ended.error
+    tools = [s.data for s in steps if s.kind == "tool"]
+    assert tools and all(t["error_code"] == "unknown_tool" for t in tools)
+    sent = local_model.received[before:]
+    # the turns after the first carried the hallucinated call and its refusal back: accepted
+    assert len(sent) >= 2 and any(m.get("role") == "tool" for m in sent[-1]["messages"])
