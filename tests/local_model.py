@@ -74,17 +74,28 @@ def _proxy(upstream_port: int, model: LocalModel) -> ThreadingHTTPServer:
                     model.received.append({"raw": body.decode("utf-8", "replace")})
             conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=300)
             headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}
-            conn.request(method, self.path, body=body or None, headers=headers)
-            reply = conn.getresponse()
-            data = reply.read()
-            if model.rewrite is not None and reply.status == 200 and "completions" in self.path:
+            try:
+                conn.request(method, self.path, body=body or None, headers=headers)
+                reply = conn.getresponse()
+                status, data = reply.status, reply.read()
+                kind = reply.getheader("Content-Type") or "application/json"
+            except (OSError, http.client.HTTPException) as exc:
+                # the server dropped a request its next one interrupted (a client that timed
+                # out and went away): answered like a gateway would, for a client still there
+                status, kind = 502, "application/json"
+                data = json.dumps({"error": {"message": f"upstream: {exc!r}"}}).encode()
+            finally:
+                conn.close()
+            if model.rewrite is not None and status == 200 and "completions" in self.path:
                 data = json.dumps(model.rewrite(json.loads(data))).encode("utf-8")
-            self.send_response(reply.status)
-            self.send_header("Content-Type", reply.getheader("Content-Type") or "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            conn.close()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:
+                pass  # the client gave up first (a timeout test): nothing to answer
 
         def do_POST(self) -> None:
             self._forward("POST")

@@ -428,3 +428,32 @@ def test_an_agent_whose_model_calls_a_tool_never_offered_ends_visibly(
     sent = local_model.received[before:]
     # the turns after the first carried the hallucinated call and its refusal back: accepted
     assert len(sent) >= 2 and any(m.get("role") == "tool" for m in sent[-1]["messages"])
+
+
+def test_a_slow_real_server_is_cut_at_the_timeout(local_model: LocalModel) -> None:  # noqa: F811
+    """A reply the grammar forces to be long (500 numbers, a few tokens a second on two
+    cores) against [llm].timeout_seconds = 2: one coded error naming the timeout, within it."""
+    import time
+
+    from thoth.llm.client import LLMError, ReplySchema
+
+    settings = settings_for(
+        local_model, timeout_seconds=2, max_tokens=2000, structured_output="json_object"
+    )
+    schema = ReplySchema(
+        "numbers",
+        "Many numbers.",
+        {
+            "type": "object",
+            "properties": {
+                "numbers": {"type": "array", "items": {"type": "integer"}, "minItems": 500}
+            },
+            "required": ["numbers"],
+        },
+    )
+    began = time.monotonic()
+    with pytest.raises(LLMError, match="timed out after 2"):
+        OpenAIChat(settings, "no-key-needed").complete_json(
+            "Reply in JSON.", "List five hundred numbers.", schema
+        )
+    assert time.monotonic() - began < 6
