@@ -270,7 +270,7 @@ def test_overflow_is_truncated_counted_and_told_to_the_model(
         for i in range(4)
     ]
     corpus.publish(long)
-    llm.reply("Risposta parziale.")
+    llm.reply("Risposta parziale [1].")
     service = corpus.service(llm, budget=500)
     try:
         answer = service.ask(QUESTION)
@@ -306,7 +306,7 @@ def test_model_gets_the_floor_after_hostile_instructions(
 def test_every_fragment_reaches_the_model_with_its_caveats(
     corpus: Corpus, llm: FakeLLMServer
 ) -> None:
-    llm.reply("ok")
+    llm.reply("ok [1]")
     service = corpus.service(llm)
     try:
         answer = service.ask(QUESTION)

@@ -415,6 +415,26 @@ def test_a_citation_outside_the_context_is_refused_never_served(
     assert outside in str(caught.value) and "[1] to [2]" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # a 270M model echoing its instructions (seen in benchmarks/squad_answers.py --model)
+        "Rispondi alla domanda usando solo il contesto numerato e cita le fonti con [n].",
+        "Warren Buffett.",  # right or not, nothing ties it to the context
+    ],
+)
+def test_an_answer_citing_none_of_its_context_is_refused(
+    reply: str, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answerer = model_answerer(llm, monkeypatch)
+    llm.reply(reply)
+    ctx = context(frag(1, "docs:a.md", "Testo uno."), frag(2, "docs:b.md", "Testo due."))
+    with pytest.raises(AnswerModelError) as caught:
+        answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert caught.value.code == "uncited_answer"
+    assert "cited none of the 2 documents" in str(caught.value)
+
+
 class _Initials:
     """A pseudonymizer for the test: one name out, one placeholder back."""
 

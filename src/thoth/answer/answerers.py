@@ -68,16 +68,30 @@ class CitationOutsideContext(AnswerModelError):
     code = "citation_outside_context"
 
 
+class UncitedAnswer(AnswerModelError):
+    """The model answered from a non-empty context without citing any of it."""
+
+    code = "uncited_answer"
+
+
 # "[2]", "[1, 3]", "[1; 2]": the markers the answer prompt asks the model to cite with.
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
 def check_citations(reply: str, context: AssembledContext, model: str) -> None:
     """Every [n] of `reply` names a document of the numbered context; otherwise the reply
-    cites a source the model never received, and is refused."""
+    cites a source the model never received, and is refused. A reply that cites nothing of a
+    non-empty context is refused too: nothing ties it to the sources it would be served with
+    (a small model echoing its instructions, or prose from its own memory)."""
     markers = {entry.marker for entry in context.entries}
     cited = [int(n) for m in _CITATION.finditer(reply) for n in re.split(r"[,;]", m[1])]
     outside = sorted({n for n in cited if n not in markers})
+    if markers and not cited:
+        raise UncitedAnswer(
+            f"the answer model {model} cited none of the {len(markers)} documents of its "
+            "context (no [n] marker): an answer not tied to its sources is not served -> ask "
+            "again, or use a model that follows the citation instructions"
+        )
     if not outside:
         return
     allowed = f"[1] to [{max(markers)}]" if markers else "none (the context was empty)"
