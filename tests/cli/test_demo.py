@@ -99,6 +99,36 @@ def _tht(*args: str) -> Any:
     return json.loads(result.stdout)
 
 
+def test_the_prepared_vectors_cover_every_passage_the_demo_embeds(
+    demo: tuple[Path, str],
+) -> None:
+    """`make demo` fits in two minutes because the demo's passages come embedded
+    (examples/demo-vectors.sqlite.gz): a passage the file lacks would be embedded during the
+    demo and added to the workspace's cache, so the cache would outgrow the file."""
+    import gzip
+    import sqlite3
+    from contextlib import closing
+
+    from thoth.cli.demo import PREPARED_VECTORS
+    from thoth.embed import CACHE_FILE
+
+    target, text = demo
+    prepared = EXAMPLES / PREPARED_VECTORS
+    unpacked = target.parent / "prepared.sqlite"
+    unpacked.write_bytes(gzip.decompress(prepared.read_bytes()))
+
+    def keys(path: Path) -> set[str]:
+        with closing(sqlite3.connect(path)) as db:
+            return {row[0] for row in db.execute("SELECT key FROM vectors")}
+
+    embedded_now = keys(target / ".thoth" / "cache" / CACHE_FILE) - keys(unpacked)
+    assert not embedded_now, (
+        f"{len(embedded_now)} passages of the demo are not in {prepared} -> run "
+        ".venv/bin/python examples/prepare_demo_vectors.py and commit the file"
+    )
+    assert "read from the embedding cache, 0 embedded now" in " ".join(text.split())
+
+
 def test_a_session_on_the_demo_workspace_by_cli_and_by_the_llm_driver(
     demo: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,12 +10,15 @@ the workspace over HTTP for one question (`tht serve`: /v1/ask and the web page)
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from thoth.cli.demo_service import demo_mcp, demo_service
 from thoth.cli.docs import render_sync
 from thoth.cli.schema import render_proposal
 from thoth.cli.schema import render_sync as render_schema_sync
+from thoth.embed import CACHE_FILE, CachedEmbedder
 from thoth.errors import PreconditionError
 from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
 from thoth.evidence.corpus import load_corpus
@@ -41,7 +45,7 @@ from thoth.evidence.restructure import RuleBasedRestructurer
 from thoth.evidence.validate import validate_workspace
 from thoth.gitrepo import diff_summary
 from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_answer_service, open_runtime, sessions_dir
+from thoth.runtime import open_answer_service, open_runtime, sessions_dir, state_dir
 from thoth.schema import SchemaSync
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.session import SessionStore
@@ -51,6 +55,11 @@ from thoth.workflow.sql import DecisionRefused, decide_checked, run_final_sql
 from thoth.workspace import Workspace
 
 DEMO_NAME = "clinical-dwh"
+# Next to the demo workspace (not in it: never indexed): the vectors of every passage the demo
+# embeds, prepared ahead by examples/prepare_demo_vectors.py so that `make demo` fits in two
+# minutes on two cores. Keyed like the embedding cache (embedder identity + text): a text that
+# changed, or another embedder, is simply embedded now.
+PREPARED_VECTORS = "demo-vectors.sqlite.gz"
 
 
 def demo_source() -> Path:
@@ -63,6 +72,20 @@ def demo_source() -> Path:
             "THOTH_EXAMPLES to the folder that holds clinical-dwh/"
         )
     return path
+
+
+def seed_prepared_vectors(ws: Workspace, prepared: Path) -> int:
+    """Unpack `prepared` (a gzip-compressed embedding cache) as the workspace's embedding
+    cache, unless it has one; returns the number of vectors it holds (0: nothing seeded)."""
+    target = state_dir(ws) / "cache" / CACHE_FILE
+    if not prepared.is_file() or target.exists():
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(prepared) as src, target.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with closing(sqlite3.connect(target)) as db:
+        (count,) = db.execute("SELECT count(*) FROM vectors").fetchone()
+    return int(count)
 
 
 def git(root: Path, *args: str) -> str:
@@ -168,6 +191,13 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
     )
 
     ws = Workspace.open(target)
+    prepared = seed_prepared_vectors(ws, origin.parent / PREPARED_VECTORS)
+    console.print(
+        f"Embedding cache seeded with {prepared} passage vectors prepared ahead "
+        f"(examples/{PREPARED_VECTORS}); any text not among them is embedded now."
+        if prepared
+        else f"No prepared vectors (examples/{PREPARED_VECTORS}): every text is embedded now."
+    )
     console.rule("1. import legacy formulas")
     imported = import_formulas(ws)
     console.print(
@@ -219,8 +249,8 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
         rt.state.activate_revision(ws.settings.workspace, revision, activated_by="demo")
         console.print(
             f"Revision {revision[:12]} activated. Building a candidate generation with "
-            f"{rt.embedder.identity} (first run embeds every fragment; later runs "
-            "reuse the cache)..."
+            f"{rt.embedder.identity} (a fragment already in the embedding cache is not "
+            "embedded again)..."
         )
         with progress_bar(console, "publish") as tick:
             published = Publisher(
@@ -250,6 +280,12 @@ def run_demo(console: Console, keep: Path | None = None) -> Path:
                 run_by="demo"
             )
         render_sync(console, synced)
+        if isinstance(rt.embedder, CachedEmbedder):
+            console.print(
+                f"Passages so far: {rt.embedder.hits} read from the embedding cache, "
+                f"{rt.embedder.misses} embedded now.",
+                highlight=False,
+            )
     finally:
         rt.close()
 
