@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -1065,7 +1065,52 @@ def load_settings(root: Path) -> Settings:
         raise ConfigError(f"{path}: invalid settings ({details})") from exc
 
 
+# The commented example channel of a new workspace and its labelled questions, in the
+# workspace's language (English for a language with no example of its own): a user writing in
+# English is not handed Italian questions to calibrate with.
+EXAMPLE_CHANNELS: dict[str, dict[str, Any]] = {
+    "it": {
+        "name": "clinica",
+        "examples": ["Come si registra un ricovero urgente?", "Chi compila la SDO?"],
+        "keywords": ["ricovero", "SDO"],
+        "in_domain": [
+            "Come si prenota un ricovero programmato?",
+            "Chi firma la lettera di dimissione?",
+            "Quali dati servono per aprire una cartella clinica?",
+        ],
+        "out_of_domain": [
+            "Qual è il menù della mensa aziendale questa settimana?",
+            "Che tempo farà domani a Milano?",
+            "Come si rinnova il passaporto?",
+        ],
+    },
+    "en": {
+        "name": "clinic",
+        "examples": ["How is an urgent admission recorded?", "Who fills in the discharge form?"],
+        "keywords": ["admission", "discharge"],
+        "in_domain": [
+            "How do I book a planned admission?",
+            "Who signs the discharge letter?",
+            "What data are needed to open a medical record?",
+        ],
+        "out_of_domain": [
+            "What is on the canteen menu this week?",
+            "What will the weather be like in London tomorrow?",
+            "How do I renew my passport?",
+        ],
+    },
+}
+
+
+def example_channel(language: str) -> dict[str, Any]:
+    return EXAMPLE_CHANNELS.get(language, EXAMPLE_CHANNELS["en"])
+
+
 def render_default_config(name: str, language: str = "it") -> str:
+    example = example_channel(language)
+    channel = example["name"]
+    examples = ", ".join(f'"{q}"' for q in example["examples"])
+    keywords = ", ".join(f'"{k}"' for k in example["keywords"])
     return f'''# Thoth workspace configuration.
 workspace = "{name}"
 # Language of the sources (BM25 stemming and stopwords, unit `language`).
@@ -1141,14 +1186,14 @@ max_seconds = 600
 # Channels and sources of `tht docs sync` / `tht ask` (docs/answers.md). For example:
 #
 # [[channels]]
-# name = "clinica"
-# examples = ["Come si registra un ricovero urgente?", "Chi compila la SDO?"]
-# keywords = ["ricovero", "SDO"]
+# name = "{channel}"
+# examples = [{examples}]
+# keywords = [{keywords}]
 #
 # [[sources]]
 # name = "manuali"
 # include = ["documents/**/*.pdf", "documents/**/*.docx"]
-# channel = "clinica"
+# channel = "{channel}"
 # labels = ["internal"]
 # # Bounded input (defaults): files over 32 MiB, or that become over 2,000 fragments, stop
 # # the sync; raise them for this source, or split the file.
@@ -1159,6 +1204,6 @@ max_seconds = 600
 # name = "wiki"
 # kind = "wiki"
 # include = ["wiki/**/*.md"]
-# channel = "clinica"
+# channel = "{channel}"
 # labels = ["public"]
 '''

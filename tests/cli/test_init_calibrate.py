@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import commit_all, git
@@ -19,9 +20,9 @@ from thoth.config import CALIBRATION_SET
 runner = CliRunner()
 
 
-def fresh_workspace(tmp_path: Path) -> Path:
+def fresh_workspace(tmp_path: Path, language: str = "it") -> Path:
     root = tmp_path / "kb"
-    result = runner.invoke(app, ["init", str(root), "--json"])
+    result = runner.invoke(app, ["init", str(root), "--language", language, "--json"])
     assert result.exit_code == exitcodes.OK, result.output
     assert str(root / CALIBRATION_SET) in json.loads(result.stdout)["created"]
     git(root, "init", "-q", "-b", "main")
@@ -51,10 +52,19 @@ def test_a_fresh_workspace_has_the_set_and_says_it_is_empty(tmp_path: Path) -> N
     assert "no labelled questions yet" in message and CALIBRATION_SET in message
 
 
-def test_the_commented_examples_calibrate_once_uncommented(tmp_path: Path) -> None:
-    root = fresh_workspace(tmp_path)
+@pytest.mark.parametrize(
+    ("language", "last", "not_there"),
+    [("it", "Come si rinnova", "How do I"), ("en", "How do I renew", "Come si")],
+)
+def test_the_commented_examples_calibrate_once_uncommented(
+    tmp_path: Path, language: str, last: str, not_there: str
+) -> None:
+    """In the workspace's language: an English workspace gets English examples."""
+    root = fresh_workspace(tmp_path, language)
+    assert not_there not in (root / CALIBRATION_SET).read_text("utf-8")
+    assert not_there not in (root / "thoth.toml").read_text("utf-8")
     uncomment(root / "thoth.toml", "[[channels]]", "keywords")
-    uncomment(root / CALIBRATION_SET, "- {question", '- {question: "Come si rinnova')
+    uncomment(root / CALIBRATION_SET, "- {question", f'- {{question: "{last}')
     result = runner.invoke(app, ["channels", "calibrate", "-w", str(root), "--json"])
     assert result.exit_code == exitcodes.OK, result.output
     data = json.loads(result.stdout)

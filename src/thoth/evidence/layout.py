@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from thoth.config import CALIBRATION_SET, CONFIG_FILE, render_default_config
+from thoth.config import CALIBRATION_SET, CONFIG_FILE, example_channel, render_default_config
 from thoth.errors import PreconditionError
 from thoth.evidence.manifest import PIPELINE_VERSION
 from thoth.evidence.model import KINDS
@@ -23,7 +23,7 @@ Check everything with `tht evidence validate .` before opening a pull request.
 
 # Commented out: a set needs the workspace's own channels. The examples match the commented
 # [[channels]] example of thoth.toml, so uncommenting both gives a set that calibrates.
-_CALIBRATION_SET = """# Labelled questions for `tht channels calibrate` (docs/answers.md,
+_CALIBRATION_HEADER = """# Labelled questions for `tht channels calibrate` (docs/answers.md,
 # "Measuring and checking"). One entry per question, in the language your users write in:
 #   - {question: "...", channel: <name>}   a question that channel should answer (in domain)
 #   - {question: "...", channel: null}     a question the workspace cannot answer (out of domain)
@@ -33,13 +33,16 @@ _CALIBRATION_SET = """# Labelled questions for `tht channels calibrate` (docs/an
 # Ten to twenty questions of each kind give a usable estimate. For example (the channel of the
 # commented [[channels]] example in thoth.toml):
 #
-# - {question: "Come si prenota un ricovero programmato?", channel: clinica}
-# - {question: "Chi firma la lettera di dimissione?", channel: clinica}
-# - {question: "Quali dati servono per aprire una cartella clinica?", channel: clinica}
-# - {question: "Qual è il menù della mensa aziendale questa settimana?", channel: null}
-# - {question: "Che tempo farà domani a Milano?", channel: null}
-# - {question: "Come si rinnova il passaporto?", channel: null}
 """
+
+
+def calibration_set(language: str) -> str:
+    """The commented labelled set of a new workspace, its examples in `language`."""
+    example = example_channel(language)
+    lines = [f'# - {{question: "{q}", channel: {example["name"]}}}' for q in example["in_domain"]]
+    lines += [f'# - {{question: "{q}", channel: null}}' for q in example["out_of_domain"]]
+    return _CALIBRATION_HEADER + "\n".join(lines) + "\n"
+
 
 _EVALUATION = """# Representative questions and the Evidence Units each should retrieve.
 # profile: lexical | semantic | mixed (at least one of each).
@@ -76,7 +79,7 @@ def init_workspace(
         (evidence / "README.md", _EVIDENCE_README),
         (evidence / "evaluation.yaml", _EVALUATION),
         (evidence / "manifest.yaml", f"pipeline_version: {PIPELINE_VERSION}\nsources: {{}}\n"),
-        (root / CALIBRATION_SET, _CALIBRATION_SET),
+        (root / CALIBRATION_SET, calibration_set(language)),
     ):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
