@@ -895,3 +895,16 @@ def test_extraction_progress_follows_pdf_pages_and_workbook_rows(tmp_path: Path)
         progress=lambda d, t: ticks.append((d, t)),
     )
     assert ticks == [(1, 1)]
+
+
+def test_a_heading_deeper_than_six_levels_is_written_with_six_hashes(tmp_path: Path) -> None:
+    """A 10-Q's headings nest eleven deep; Markdown has six levels, and "###########" would
+    reach the embedder and the reader as a paragraph of hashes."""
+    blocks = (
+        Block("heading", "Segment Operating Performance", level=11, heading_path=("S",)),
+        Block("paragraph", "Net sales by reportable segment decreased in the quarter."),
+    )
+    doc = Document(tmp_path / "q.pdf", "pdf", "Q", blocks)
+    [only] = chunk(doc, "blocks")
+    assert only.text.startswith("###### Segment Operating Performance")
+    assert "#######" not in only.text

