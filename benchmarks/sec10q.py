@@ -173,12 +173,14 @@ class TimedEmbedder:
 
 
 class RecordingAnswerer:
-    """The workspace's answerer, keeping the last context it was given."""
+    """The workspace's answerer, keeping the last context it was given (its text, and the
+    document of its first source: the closest, known even when the model then fails)."""
 
     def __init__(self, inner: Answerer) -> None:
         self._inner = inner
         self.name = inner.name
         self.context = ""
+        self.first_doc: str | None = None
 
     def answer(
         self,
@@ -189,6 +191,7 @@ class RecordingAnswerer:
         pseudonymizer: Pseudonymizer,
     ) -> str:
         self.context = "\n\n".join(e.text for e in context.entries)
+        self.first_doc = context.sources[0].doc_id if context.sources else None
         return self._inner.answer(
             question, context, instructions=instructions, pseudonymizer=pseudonymizer
         )
@@ -360,12 +363,12 @@ def ask_all(root: Path, cases: Sequence[Case]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
         for case in cases:
-            recorder.context = ""
+            recorder.context, recorder.first_doc = "", None
             began = time.perf_counter()
             try:
                 row = _row(case, service.ask(case.question), recorder.context)
             except ThothError as exc:  # a model error: a failed answer with its code
-                row = _failed_row(case, exc, recorder.context)
+                row = _failed_row(case, exc, recorder.context, recorder.first_doc)
             row["seconds"] = round(time.perf_counter() - began, 3)
             rows.append(row)
     finally:
@@ -396,7 +399,9 @@ def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
     }
 
 
-def _failed_row(case: Case, exc: ThothError, context: str) -> dict[str, Any]:
+def _failed_row(case: Case, exc: ThothError, context: str, first: str | None) -> dict[str, Any]:
+    """The row of an answer the model failed: retrieval ran (the context and its first
+    source are known), the answer was not served."""
     in_context = numbers_in(context)
     return {
         "question": case.question,
@@ -406,8 +411,8 @@ def _failed_row(case: Case, exc: ThothError, context: str) -> dict[str, Any]:
         "status": "failed",
         "error_code": exc.code,
         "found": False,
-        "first_doc": None,
-        "right_first": False,
+        "first_doc": first,
+        "right_first": bool(case.filing and first and case.filing in first),
         "best_similarity": None,
         "relevance": None,
         "figures": [w for w, _ in case.figures],

@@ -143,7 +143,7 @@ def ask_all(root: Path, questions: Sequence[Question]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
         for q in questions:
-            recorder.context = ""
+            recorder.context, recorder.first_doc = "", None
             began = time.perf_counter()
             try:
                 answer = service.ask(q.text)
@@ -153,7 +153,8 @@ def ask_all(root: Path, questions: Sequence[Question]) -> list[dict[str, Any]]:
                 status, code, text, fragments = "failed", exc.code, str(exc), []
             seconds = time.perf_counter() - began
             found = status in ("found", "truncated")
-            first = str(fragments[0]["doc_id"]) if fragments else ""
+            # the closest fragment's document; for a failed model answer, the context's first
+            first = str(fragments[0]["doc_id"]) if fragments else (recorder.first_doc or "")
             rows.append(
                 {
                     "question": q.text,
