@@ -25,6 +25,7 @@ Usage (from the project root; data defaults to ../shared/data/squad_it/squad_it_
 from __future__ import annotations
 
 import argparse
+import html
 import random
 import re
 import shutil
@@ -108,7 +109,8 @@ def build_workspace(data: Path, root: Path, paragraphs: int) -> list[Question]:
         fh.write(CONFIG)
     (root / "docs").mkdir()
     for i, para in enumerate(paras[:paragraphs]):
-        title = para.article.replace("_", " ")
+        # SQuAD-it's titles carry HTML entities ("d&#39;America"): a page would show them raw
+        title = html.unescape(para.article.replace("_", " "))
         (root / "docs" / f"p{i:04d}.md").write_text(f"# {title}\n\n{para.text}\n", "utf-8")
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "squad")):
         subprocess.run(
