@@ -78,6 +78,7 @@ YAML
 git add -A
 git -c user.name=newcomer -c user.email=n@example.invalid commit -q -m "knowledge"
 step "tht verify" tht verify
+step "tht docs sync --dry-run" tht docs sync --dry-run
 step "tht docs sync" tht docs sync
 step "tht channels calibrate" tht channels calibrate
 # What the README says next: set the suggested floor and threshold in thoth.toml, commit.

@@ -1218,3 +1218,35 @@ def test_evidence_search_is_unavailable_after_a_docs_sync_when_evidence_was_neve
     assert (data["status"], data["code"]) == ("unavailable", "evidence_not_published")
     assert "tht workspace preprocess evidence" in data["message"]
     assert data["results"] == []
+
+
+# ---------------------------------------------------------------------- dry run
+
+
+def test_a_dry_run_says_what_would_be_built_and_changes_nothing(rt: Runtime) -> None:
+    """`tht docs sync --dry-run`: before the first sync every admitted file is to build, with
+    no estimate; after one, an edit and a new file are to build, the rest carried, and the
+    estimate rests on the last run; neither dry run records a run or builds a generation."""
+    ws = rt.ws.settings.workspace
+    first = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder).plan()
+    assert first.files == {"documenti": 3, "wiki": 1}
+    assert first.to_build == DOC_IDS and first.unchanged == 0 and first.not_knowledge == 1
+    assert first.estimate_s is None and "no earlier run" in first.estimate_basis
+    assert rt.state.list_sync_runs(ws) == [] and rt.state.active_generation(ws) is None
+
+    report = sync(rt)
+    edit(
+        rt,
+        {
+            "docs/dimissioni.md": DIMISSIONI + "\nNuovo paragrafo.\n",
+            "docs/nuovo.md": "# N\n\nTesto nuovo.\n",
+        },
+    )
+    result = CliRunner().invoke(app, ["docs", "sync", "--dry-run", "-w", str(rt.ws.root), "--json"])
+    assert result.exit_code == exitcodes.OK, result.output
+    plan = json.loads(result.stdout)
+    assert plan["to_build"] == ["documenti:docs/dimissioni.md", "documenti:docs/nuovo.md"]
+    assert plan["unchanged"] == 2 and plan["to_delete"] == []
+    assert plan["estimate_s"] is not None and f"run {report.run_id}" in plan["estimate_basis"]
+    assert len(rt.state.list_sync_runs(ws)) == 1  # the real run only
+    assert active_id(rt) == report.generation

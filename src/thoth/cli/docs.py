@@ -29,7 +29,7 @@ from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
     from thoth.answer.document_view import DocumentView
-    from thoth.knowledge.sync import DocsSync, SyncReport
+    from thoth.knowledge.sync import DocsSync, SyncPlan, SyncReport
     from thoth.runtime import Runtime
     from thoth.state import SyncRun
 
@@ -54,7 +54,19 @@ def register(app: typer.Typer) -> None:
     docs_app.command("show")(show_cmd)
 
 
-def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+def sync_cmd(
+    full: FullOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say what would be built, carried and removed, and an estimate of the time, "
+            "without aligning, building or recording anything.",
+        ),
+    ] = False,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
     """Align every declared source to its latest revision and re-index what changed.
 
     Exit 0 synced (or nothing changed), 1 failed (the error says which generation serves: the
@@ -63,6 +75,14 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     from thoth.knowledge.sync import DocsSync
     from thoth.runtime import open_runtime
 
+    if dry_run:
+        with errors(as_json), open_runtime(Workspace.open(workspace)) as rt:
+            plan = DocsSync(rt.ws, rt.state, rt.backend, rt.embedder).plan(full)
+        if as_json:
+            emit_json({"ok": True, **plan.as_dict()})
+        else:
+            render_plan(out, plan)
+        raise typer.Exit(exitcodes.OK)
     with (
         errors(as_json),
         open_runtime(Workspace.open(workspace)) as rt,
@@ -78,6 +98,31 @@ def sync_cmd(full: FullOpt = False, workspace: WsOpt = Path("."), as_json: JsonO
     else:
         render_sync(out, report)
     raise typer.Exit(exitcodes.OK)
+
+
+def render_plan(console: Console, plan: SyncPlan) -> None:
+    files = ", ".join(f"{name} {n}" for name, n in plan.files.items())
+    console.print(f"Files matched by the sources at their current commit: {files}.")
+    console.print(
+        f"Would build {len(plan.to_build)} document(s) ({plan.build_bytes / 1e6:.1f} MB to "
+        f"extract, chunk and embed), carry {plan.unchanged} unchanged, remove "
+        f"{len(plan.to_delete)}; {plan.not_knowledge} file(s) are not knowledge."
+        + (" (--full: every document is built again.)" if plan.full else "")
+    )
+    for doc_id in plan.to_build:
+        console.print(f"  build  {escape(doc_id)}", highlight=False)
+    for doc_id in plan.to_delete:
+        console.print(f"  remove {escape(doc_id)}", highlight=False)
+    if plan.stale_fragments:
+        console.print(
+            f"{plan.stale_fragments} carried fragment(s) were built by an older pipeline -> "
+            "`tht docs sync --full` rebuilds them (try `--dry-run --full` for its size)."
+        )
+    estimate = "none" if plan.estimate_s is None else f"about {plan.estimate_s:.0f} s"
+    console.print(f"Estimate: {estimate} ({plan.estimate_basis}).", highlight=False)
+    console.print(
+        "Nothing was aligned, built or recorded; a real run first fast-forwards each source."
+    )
 
 
 def _failed(exc: ThothError, sync: DocsSync, as_json: bool) -> NoReturn:

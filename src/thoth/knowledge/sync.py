@@ -193,6 +193,25 @@ class _Seen:
             self.stale += 1
 
 
+@dataclass(frozen=True)
+class SyncPlan:
+    """What a sync would do, read before any work (`tht docs sync --dry-run`)."""
+
+    full: bool
+    files: dict[str, int]  # source -> files its globs match
+    to_build: list[str]  # doc ids that would be extracted, chunked and embedded
+    build_bytes: int
+    unchanged: int
+    to_delete: list[str]
+    not_knowledge: int
+    stale_fragments: int  # carried fragments built by an older pipeline (--full rebuilds them)
+    estimate_s: float | None
+    estimate_basis: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def preparation_fingerprint(source: SourceSettings, entities: str = "") -> str:
     """A short hash of the source settings that change how its files are prepared, and of the
     entity list (`entities`: its digest) that decides each document's entity. Without a list
@@ -267,6 +286,56 @@ class DocsSync:
         finally:
             self.recorded = lock.recorded
         return report
+
+    def plan(self, full: bool = False) -> SyncPlan:
+        """What `run(full)` would do now, read without aligning, building or recording
+        anything (`tht docs sync --dry-run`): files per source at each repository's current
+        HEAD (a run fast-forwards first), what would be built, carried and removed, and an
+        estimate from this workspace's last run that built documents."""
+        active = self.state.active_generation(self.name)
+        snapshots = [read_source(self.ws.root, s, align_first=False) for s in self.settings.sources]
+        pages = [
+            parse_page(f, self.settings)
+            for s in snapshots
+            if s.source.kind == "wiki"
+            for f in s.files
+        ]
+        admissions = admit(snapshots, pages)
+        scratch = SyncReport(run_id=0, workspace=self.name, full=full, run_by="dry-run")
+        try:
+            held = self._held(active) if active else {}
+            plan = self._plan(scratch, snapshots, pages, admissions, held)
+        finally:
+            store, self._active_store = self._active_store, None
+            if store is not None:
+                store.close()
+        build = sorted(adm.doc_id for adm, _ in plan.build)
+        per_doc, basis = self._seconds_per_document()
+        return SyncPlan(
+            full=full,
+            files={s.source.name: len(s.files) for s in snapshots},
+            to_build=build,
+            build_bytes=sum(len(f.data) for _, f in plan.build),
+            unchanged=plan.unchanged,
+            to_delete=sorted(d["doc_id"] for d in scratch.deleted),
+            not_knowledge=len(scratch.not_knowledge),
+            stale_fragments=sum(held[d].stale for d in plan.carry),
+            estimate_s=None if per_doc is None else round(per_doc * len(build), 1),
+            estimate_basis=basis,
+        )
+
+    def _seconds_per_document(self) -> tuple[float | None, str]:
+        """Seconds per built document of the last finished run that built any, and what the
+        figure rests on."""
+        for run in self.state.list_sync_runs(self.name, limit=50):
+            built = int(run.counts.get("created", 0)) + int(run.counts.get("updated", 0))
+            seconds = run.counts.get("duration_s")
+            if run.kind == "docs" and run.status == "succeeded" and built and seconds:
+                return (
+                    float(seconds) / built,
+                    f"run {run.id} built {built} document(s) in {float(seconds):.0f} s",
+                )
+        return None, "no earlier run built a document here: no estimate"
 
     # ------------------------------------------------------------------ steps
 
