@@ -594,6 +594,13 @@ class SourceSettings(_Strict):
         default=QaMarkerSettings(),
         description="strategy qa: the prefixes that open a question and an answer.",
     )
+    # A FAQ published as a table: which columns hold the question and the answer. Unset, they
+    # are recognised by their headers (Domanda/Risposta, Question/Answer, D/R, Q/A ...).
+    qa_columns: list[str] = Field(
+        default=[],
+        description="strategy qa on a CSV or workbook: the headers of the question and answer "
+        'columns, e.g. ["Domanda", "Risposta"]; unset: recognised by name.',
+    )
     heading_dialect: Literal["markdown", "numbered", "bold"] = Field(
         default="markdown",
         description="How headings look in text documents: markdown (# Title), numbered "
@@ -660,6 +667,16 @@ class SourceSettings(_Strict):
                 "each file a title, or remove the entry"
             )
         return {key.strip(): title.strip() for key, title in titles.items()}
+
+    @field_validator("qa_columns")
+    @classmethod
+    def _qa_columns(cls, columns: list[str]) -> list[str]:
+        if columns and (len(columns) != 2 or not all(c.strip() for c in columns)):
+            raise ValueError(
+                f"qa_columns: {columns!r} -> give two headers, the question's then the "
+                'answer\'s, e.g. ["Domanda", "Risposta"]'
+            )
+        return [c.strip() for c in columns]
 
 
 class ChannelSettings(_Strict):

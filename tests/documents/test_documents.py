@@ -908,3 +908,54 @@ def test_a_heading_deeper_than_six_levels_is_written_with_six_hashes(tmp_path: P
     [only] = chunk(doc, "blocks")
     assert only.text.startswith("###### Segment Operating Performance")
     assert "#######" not in only.text
+
+
+# --------------------------------------------------------------------------------------------
+# Question-and-answer tables (a FAQ published as CSV or as a sheet)
+
+FAQ_CSV = (
+    "Categoria;Domanda;Risposta\n"
+    "Prenotazioni;Come si prenota una visita?;Con il CUP regionale, al telefono o online.\n"
+    "Referti;Quando è pronto il referto?;Entro 5 giorni lavorativi dall'esame.\n"
+)
+
+
+def test_a_faq_table_becomes_one_fragment_per_pair_question_first(tmp_path: Path) -> None:
+    doc = extract(write(tmp_path / "faq.csv", FAQ_CSV))
+    chunks = chunk(doc, "qa", qa_markers=DR)
+    assert [c.text for c in chunks] == [
+        "Domanda: Come si prenota una visita?\n"
+        "Risposta: Con il CUP regionale, al telefono o online.\nCategoria: Prenotazioni",
+        "Domanda: Quando è pronto il referto?\n"
+        "Risposta: Entro 5 giorni lavorativi dall'esame.\nCategoria: Referti",
+    ]
+    assert {c.kind for c in chunks} == {"qa"}
+
+
+def test_a_long_faq_answer_is_split_and_never_over_the_maximum(tmp_path: Path) -> None:
+    long_answer = " ".join(f"Frase numero {n} della risposta lunga." for n in range(120))
+    text = f"Question,Answer\nWhat does the policy cover?,{long_answer}\n"
+    doc = extract(write(tmp_path / "faq.csv", text))
+    limits = ChunkLimits()
+    chunks = chunk(doc, "qa", qa_markers=DR, limits=limits)
+    assert len(chunks) > 1
+    assert all(len(c.text) <= limits.max_chars for c in chunks)
+    assert all(c.text.startswith("Question: What does the policy cover?\n") for c in chunks)
+
+
+def test_faq_columns_are_declared_when_their_headers_say_nothing(tmp_path: Path) -> None:
+    doc = extract(write(tmp_path / "faq.csv", "Tema,Quesito posto,Indicazione\nA,B?,C.\n"))
+    with pytest.raises(ChunkingError) as caught:
+        chunk(doc, "qa", qa_markers=DR)
+    assert "qa_columns" in str(caught.value.problems[0].hint)
+    [only] = chunk(doc, "qa", qa_markers=DR, qa_columns=("Quesito posto", "Indicazione"))
+    assert only.text == "Quesito posto: B?\nIndicazione: C.\nTema: A"
+    with pytest.raises(ChunkingError, match="not a header"):
+        chunk(doc, "qa", qa_markers=DR, qa_columns=("Domanda", "Indicazione"))
+
+
+def test_a_faq_row_without_its_answer_is_refused_by_row(tmp_path: Path) -> None:
+    doc = extract(write(tmp_path / "faq.csv", "Domanda,Risposta\nA?,Sì.\nB?,\n"))
+    with pytest.raises(ChunkingError) as caught:
+        chunk(doc, "qa", qa_markers=DR)
+    assert "row 3" in str(caught.value.problems[0].message)

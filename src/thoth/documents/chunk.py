@@ -415,6 +415,98 @@ def chunk_qa(
     ]
 
 
+# Header names that say which column of a table holds the question and which the answer (a
+# FAQ published as CSV or as a sheet), compared without case, spaces or a trailing ':' / '?'.
+QUESTION_HEADERS = frozenset(
+    {"domanda", "domande", "question", "questions", "quesito", "faq", "d", "q"}
+)
+ANSWER_HEADERS = frozenset({"risposta", "risposte", "answer", "answers", "r", "a"})
+
+
+def chunk_qa_table(
+    document: Document,
+    columns: tuple[str, str] | None = None,
+    limits: ChunkLimits | None = None,
+) -> list[Chunk]:
+    """A table of questions and answers (a CSV, a sheet): one chunk per row, the question
+    first (it leads what the embedder reads), then the answer and the row's other non-empty
+    cells as "header: value". A row longer than the maximum is split in its answer, and
+    every part repeats the question. `columns`: the question and answer headers as the
+    source declares them (`qa_columns`); unset, they are recognised by name."""
+    limits = limits or ChunkLimits()
+    tables = [b for b in document.blocks if b.kind == "table" and b.header]
+    if not tables:
+        raise _refuse(
+            document,
+            "qa",
+            "no table with a header row: a question-and-answer table needs one",
+            "add a header row naming the question and answer columns",
+        )
+    texts: list[tuple[str, Block]] = []
+    for table in tables:
+        q, a = _qa_columns(document, table.header, columns)
+        for number, row in enumerate(table.rows, start=2):  # row 1 is the header
+            cells = [cell.strip() for cell in row]
+            if not cells[q] or not cells[a]:
+                missing = "question" if not cells[q] else "answer"
+                raise _refuse(
+                    document,
+                    "qa",
+                    f"row {number} of the table has no {missing} ({table.header[q]!r} / "
+                    f"{table.header[a]!r})",
+                    f"fill in the {missing} of row {number}, or remove the row",
+                )
+            head = f"{table.header[q]}: {cells[q]}"
+            others = [
+                f"{header}: {cell}"
+                for i, (header, cell) in enumerate(zip(table.header, cells, strict=False))
+                if i not in (q, a) and cell
+            ]
+            body = "\n".join([f"{table.header[a]}: {cells[a]}", *others])
+            if len(head) + 1 + len(body) <= limits.max_chars:
+                texts.append((head + "\n" + body, table))
+                continue
+            room = max(limits.floor_chars, limits.max_chars - len(head) - 1)
+            texts += [(head + "\n" + part, table) for part in _split_text(body, room)]
+    return [
+        Chunk(text, block.page, block.heading_path, "qa", ordinal)
+        for ordinal, (text, block) in enumerate(texts)
+    ]
+
+
+def _qa_columns(
+    document: Document, header: Sequence[str], declared: tuple[str, str] | None
+) -> tuple[int, int]:
+    names = [_header_key(h) for h in header]
+    if declared is not None:
+        wanted = [_header_key(d) for d in declared]
+        missing = [d for d, key in zip(declared, wanted, strict=True) if key not in names]
+        if missing:
+            raise _refuse(
+                document,
+                "qa",
+                f"qa_columns names {', '.join(map(repr, missing))}, not a header of the table "
+                f"({', '.join(map(repr, header))})",
+                "set qa_columns to the table's question and answer headers",
+            )
+        return names.index(wanted[0]), names.index(wanted[1])
+    questions = [i for i, n in enumerate(names) if n in QUESTION_HEADERS]
+    answers = [i for i, n in enumerate(names) if n in ANSWER_HEADERS]
+    if len(questions) != 1 or len(answers) != 1:
+        raise _refuse(
+            document,
+            "qa",
+            "cannot tell which column holds the question and which the answer (headers: "
+            f"{', '.join(map(repr, header))})",
+            'declare them for the source: qa_columns = ["<question header>", "<answer header>"]',
+        )
+    return questions[0], answers[0]
+
+
+def _header_key(header: str) -> str:
+    return " ".join(header.lower().split()).rstrip(":?").strip()
+
+
 def _question_and_answer(text: str, markers: QaMarkers) -> tuple[str, str]:
     lines = text.split("\n")
     for index, line in enumerate(lines):
@@ -428,13 +520,18 @@ def chunk(
     strategy: Strategy,
     *,
     qa_markers: QaMarkers | None = None,
+    qa_columns: tuple[str, str] | None = None,
     limits: ChunkLimits | None = None,
 ) -> list[Chunk]:
-    """Chunk a document with the strategy declared for its source."""
+    """Chunk a document with the strategy declared for its source. Strategy "qa" on a CSV
+    or a workbook reads question and answer columns (`qa_columns`, or recognised by name);
+    on text, question and answer markers."""
     if strategy == "blocks":
         return chunk_blocks(document, limits)
     if strategy == "spreadsheet":
         return chunk_spreadsheet(document, limits)
+    if strategy == "qa" and document.format in ("csv", "xlsx"):
+        return chunk_qa_table(document, qa_columns, limits)
     if strategy == "qa":
         if qa_markers is None:
             raise _refuse(

@@ -304,7 +304,8 @@ def prepare_document(
         temp.write_bytes(file.data)
         with _naming(doc_id, temp):
             document = extract(temp, heading_dialect=source.heading_dialect, progress=progress)
-            chunks = chunk(document, source.strategy, qa_markers=markers)
+            columns = (source.qa_columns[0], source.qa_columns[1]) if source.qa_columns else None
+            chunks = chunk(document, source.strategy, qa_markers=markers, qa_columns=columns)
     _check_fragments(doc_id, source, len(chunks))
     # A title given in thoth.toml wins over the front matter's and the extracted one.
     title = title_override(source, file.path) or meta.title or document.title

@@ -215,10 +215,12 @@ class SyncPlan:
 def preparation_fingerprint(source: SourceSettings, entities: str = "") -> str:
     """A short hash of the source settings that change how its files are prepared, and of the
     entity list (`entities`: its digest) that decides each document's entity. Without a list
-    the hash is the one written before entities existed: nothing is rebuilt for them."""
+    (or qa_columns) the hash is the one written before the field existed: nothing is rebuilt
+    for it."""
     data: dict[str, Any] = source.model_dump(mode="json", exclude=set(_NOT_PREPARATION))
-    if not source.entities:
-        del data["entities"]
+    for later in ("entities", "qa_columns"):  # unset: the hash from before the field existed
+        if not data[later]:
+            del data[later]
     if entities and source.kind == "documents":
         data["entity_list"] = entities
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
