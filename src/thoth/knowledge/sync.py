@@ -295,22 +295,14 @@ class DocsSync:
         HEAD (a run fast-forwards first), what would be built, carried and removed, and an
         estimate from this workspace's last run that built documents."""
         active = self.state.active_generation(self.name)
-        snapshots = [read_source(self.ws.root, s, align_first=False) for s in self.settings.sources]
-        pages = [
-            parse_page(f, self.settings)
-            for s in snapshots
-            if s.source.kind == "wiki"
-            for f in s.files
-        ]
-        admissions = admit(snapshots, pages)
+        snapshots = self._read(align_first=False)
+        pages, admissions = self._admit(snapshots)
         scratch = SyncReport(run_id=0, workspace=self.name, full=full, run_by="dry-run")
         try:
             held = self._held(active) if active else {}
             plan = self._plan(scratch, snapshots, pages, admissions, held)
         finally:
-            store, self._active_store = self._active_store, None
-            if store is not None:
-                store.close()
+            self._close_active()
         build = sorted(adm.doc_id for adm, _ in plan.build)
         per_doc, basis = self._seconds_per_document()
         return SyncPlan(
@@ -360,9 +352,28 @@ class DocsSync:
         try:
             self._sync_steps(report)
         finally:
-            store, self._active_store = self._active_store, None
-            if store is not None:
-                store.close()
+            self._close_active()
+
+    def _close_active(self) -> None:
+        store, self._active_store = self._active_store, None
+        if store is not None:
+            store.close()
+
+    def _read(self, align_first: bool = True) -> list[SourceSnapshot]:
+        """Every declared source at its commit (aligned first, unless a dry run)."""
+        return [
+            read_source(self.ws.root, s, align_first=align_first) for s in self.settings.sources
+        ]
+
+    def _admit(self, snapshots: Sequence[SourceSnapshot]) -> tuple[list[WikiPage], list[Admission]]:
+        """The wiki pages parsed, and what is admitted for indexing."""
+        pages = [
+            parse_page(f, self.settings)
+            for s in snapshots
+            if s.source.kind == "wiki"
+            for f in s.files
+        ]
+        return pages, admit(snapshots, pages)
 
     def _reading(self, active: Generation) -> IndexStore:
         """The active generation, opened once per run: each open is a verified private copy
@@ -376,19 +387,13 @@ class DocsSync:
         active = self.state.active_generation(self.name)
         report.previous_generation = active.id if active else None
 
-        snapshots = [read_source(self.ws.root, s) for s in self.settings.sources]
+        snapshots = self._read()
         report.revisions = {s.source.name: s.revision for s in snapshots}
         report.uncommitted = {
             s.source.name: list(s.uncommitted) for s in snapshots if s.uncommitted
         }
         self._check_settings_unchanged(snapshots)
-        pages = [
-            parse_page(f, self.settings)
-            for s in snapshots
-            if s.source.kind == "wiki"
-            for f in s.files
-        ]
-        admissions = admit(snapshots, pages)
+        pages, admissions = self._admit(snapshots)
 
         held = self._held(active) if active else {}
         self._check_empty_sources(snapshots, held, report)
