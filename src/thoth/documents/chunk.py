@@ -407,8 +407,7 @@ def chunk_qa(
             texts.append((pair.text, pair, "qa"))
             continue
         question, answer = _question_and_answer(pair.text, markers)
-        room = max(limits.floor_chars, limits.max_chars - len(question) - 1)
-        texts += [(question + "\n" + part, pair, "qa") for part in _split_text(answer, room)]
+        texts += [(part, pair, "qa") for part in _under_question(question, answer, limits)]
     return [
         Chunk(text, block.page, block.heading_path, kind, ordinal)
         for ordinal, (text, block, kind) in enumerate(texts)
@@ -463,11 +462,7 @@ def chunk_qa_table(
                 if i not in (q, a) and cell
             ]
             body = "\n".join([f"{table.header[a]}: {cells[a]}", *others])
-            if len(head) + 1 + len(body) <= limits.max_chars:
-                texts.append((head + "\n" + body, table))
-                continue
-            room = max(limits.floor_chars, limits.max_chars - len(head) - 1)
-            texts += [(head + "\n" + part, table) for part in _split_text(body, room)]
+            texts += [(part, table) for part in _under_question(head, body, limits)]
     return [
         Chunk(text, block.page, block.heading_path, "qa", ordinal)
         for ordinal, (text, block) in enumerate(texts)
@@ -505,6 +500,15 @@ def _qa_columns(
 
 def _header_key(header: str) -> str:
     return " ".join(header.lower().split()).rstrip(":?").strip()
+
+
+def _under_question(question: str, answer: str, limits: ChunkLimits) -> list[str]:
+    """The question and its answer as one text, or, longer than the maximum, the answer split
+    with the question repeated in front of every part (as table parts repeat their header)."""
+    if len(question) + 1 + len(answer) <= limits.max_chars:
+        return [question + "\n" + answer]
+    room = max(limits.floor_chars, limits.max_chars - len(question) - 1)
+    return [question + "\n" + part for part in _split_text(answer, room)]
 
 
 def _question_and_answer(text: str, markers: QaMarkers) -> tuple[str, str]:
