@@ -435,6 +435,21 @@ def test_an_answer_citing_none_of_its_context_is_refused(
     assert "cited none of the 2 documents" in str(caught.value)
 
 
+def test_an_answer_that_copies_its_context_back_is_refused(
+    llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in benchmarks/squad_answers.py --model: the reply was the prompt's numbered context,
+    its "[1] Title (doc id)" header included; it cites [1], so only the copy gives it away."""
+    answerer = model_answerer(llm, monkeypatch)
+    ctx = context(frag(1, "docs:a.md", "Testo uno."), frag(2, "docs:b.md", "Testo due."))
+    llm.reply(ctx.entries[0].render() + "\n\nAltro.")
+    with pytest.raises(AnswerModelError) as caught:
+        answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert caught.value.code == "echoed_context"
+    llm.reply("Il testo uno lo dice [1].")  # quoting a document is not copying the prompt
+    assert answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+
+
 class _Initials:
     """A pseudonymizer for the test: one name out, one placeholder back."""
 

@@ -167,7 +167,10 @@ def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
         if exc.code == "llm_failed":
             assert "truncated at max_tokens" in str(exc)
         else:
-            assert exc.code in ("citation_outside_context", "uncited_answer"), (exc.code, str(exc))
+            assert exc.code in ("citation_outside_context", "uncited_answer", "echoed_context"), (
+                exc.code,
+                str(exc),
+            )
     else:
         assert answer.status in ("found", "truncated"), (answer.status, answer.error_code)
         assert answer.answerer != "extractive" and answer.text.strip()

@@ -74,6 +74,12 @@ class UncitedAnswer(AnswerModelError):
     code = "uncited_answer"
 
 
+class EchoedContext(AnswerModelError):
+    """The model copied its numbered context back instead of answering from it."""
+
+    code = "echoed_context"
+
+
 # "[2]", "[1, 3]", "[1; 2]": the markers the answer prompt asks the model to cite with.
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
@@ -82,8 +88,18 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
     """Every [n] of `reply` names a document of the numbered context; otherwise the reply
     cites a source the model never received, and is refused. A reply that cites nothing of a
     non-empty context is refused too: nothing ties it to the sources it would be served with
-    (a small model echoing its instructions, or prose from its own memory)."""
+    (a small model echoing its instructions, or prose from its own memory); so is a reply
+    that copies the context back, document headers and all."""
     markers = {entry.marker for entry in context.entries}
+    headers = [e.render().split("\n", 1)[0] for e in context.entries]
+    if any(header in reply for header in headers):
+        # "[1] Title (source:path)" is how the prompt presents a document, never how an
+        # answer cites one: the reply is the context copied back (seen with a 270M model).
+        raise EchoedContext(
+            f"the answer model {model} copied its context back (a document header such as "
+            f"{headers[0]!r} is in its reply): the answer is not served -> ask again, or use "
+            "a model that follows the answer instructions"
+        )
     cited = [int(n) for m in _CITATION.finditer(reply) for n in re.split(r"[,;]", m[1])]
     outside = sorted({n for n in cited if n not in markers})
     if markers and not cited:
