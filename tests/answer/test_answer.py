@@ -532,3 +532,51 @@ def test_cli_answers_log_lists_answers_by_status(corpus: Corpus) -> None:
     assert [a["id"] for a in json.loads(result.stdout)["answers"]] == [answered.id]
     wrong = runner.invoke(app, ["answers", "log", "--status", "nope", "-w", str(corpus.root)])
     assert wrong.exit_code == 2
+
+
+def test_cli_answers_stats_counts_by_day_and_caller(corpus: Corpus) -> None:
+    """`tht answers stats`: today's answers of the CLI, by status; a failure by its code; the
+    same counts in the table."""
+    ask(corpus)
+    ask(corpus, year=1990)  # nothing_found
+    ws = Workspace.open(corpus.root)
+    shutil.rmtree(state_dir(ws) / "index" / ws.settings.workspace / corpus.generation)
+    runner = CliRunner()
+    assert runner.invoke(app, ["ask", QUESTION, "-w", str(corpus.root)]).exit_code == 1
+    result = runner.invoke(app, ["answers", "stats", "--json", "-w", str(corpus.root)])
+    assert result.exit_code == 0, result.output
+    [today] = json.loads(result.stdout)["days"]
+    assert today["caller"] == "(local)" and today["answers"] == 3
+    assert today["statuses"] == {"failed": 1, "found": 1, "nothing_found": 1}
+    assert today["failed_by_code"] == {"index_unavailable": 1}
+    assert today["nothing_found_rate"] == round(1 / 3, 4)
+    table = runner.invoke(app, ["answers", "stats", "-w", str(corpus.root)], env={"COLUMNS": "160"})
+    assert table.exit_code == 0 and "index_unavailable 1" in table.stdout, table.stdout
+
+
+def test_answer_tallies_split_days_and_callers() -> None:
+    from datetime import UTC, datetime
+
+    from thoth.answer.stats import tally
+    from thoth.state import LoggedAnswer
+
+    def logged(day: int, caller: str | None, status: str, **answer: Any) -> LoggedAnswer:
+        when = datetime(2026, 12, day, 10, tzinfo=UTC)
+        code = "llm_failed" if status == "failed" else None
+        return LoggedAnswer("a", "ws", when, "q", {}, status, answer, code, caller)
+
+    tallies = tally(
+        [
+            logged(1, None, "found", dropped={"fragments": 2, "documents": 0}),
+            logged(1, "portal", "failed"),
+            logged(2, "portal", "found", degraded=["dense"]),
+            logged(2, "portal", "nothing_found"),
+        ]
+    )
+    assert [(t.day, t.caller, t.answers) for t in tallies] == [
+        ("2026-12-01", "(local)", 1),
+        ("2026-12-01", "portal", 1),
+        ("2026-12-02", "portal", 2),
+    ]
+    assert tallies[0].context_dropped == 1 and tallies[1].failed == {"llm_failed": 1}
+    assert tallies[2].degraded == 1 and tallies[2].rate("nothing_found") == 0.5

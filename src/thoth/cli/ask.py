@@ -53,6 +53,7 @@ def register(app: typer.Typer) -> None:
     answers_app = typer.Typer(no_args_is_help=True, help="The log of served answers.")
     app.add_typer(answers_app, name="answers")
     answers_app.command("log")(log_cmd)
+    answers_app.command("stats")(stats_cmd)
 
 
 def ask_cmd(
@@ -338,5 +339,51 @@ def log_cmd(
             a.status + (f" [{a.error_code}]" if a.error_code else ""),
             "-" if sources is None else str(len(sources)),
             escape(a.question),
+        )
+    out.print(table)
+
+
+def stats_cmd(
+    days: Annotated[
+        int, typer.Option("--days", min=1, help="Days to count, today (UTC) included.")
+    ] = 7,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Per day and per calling system: answers by status, failures by code, answers served
+    with context dropped or a degraded search (from the answer log)."""
+    from datetime import UTC, datetime, timedelta
+
+    from thoth.answer.stats import tally
+    from thoth.runtime import open_state
+
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    since = today - timedelta(days=days - 1)
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        with open_state(ws) as state:
+            tallies = tally(state.answers_since(ws.settings.workspace, since))
+    if as_json:
+        emit_json(
+            {"ok": True, "since": since.date().isoformat(), "days": [t.as_dict() for t in tallies]}
+        )
+        return
+    if not tallies:
+        out.print(f"No answer logged since {since.date().isoformat()}.")
+        return
+    table = Table(title=f"answers of {ws.settings.workspace} since {since.date().isoformat()}")
+    for col in ("day", "caller", "answers", "by status", "failed by code", "dropped", "degraded"):
+        table.add_column(
+            col, justify="right" if col in ("answers", "dropped", "degraded") else "left"
+        )
+    for t in tallies:
+        table.add_row(
+            t.day,
+            escape(t.caller),
+            str(t.answers),
+            ", ".join(f"{s} {t.statuses[s]}" for s in ANSWER_STATUSES if t.statuses[s]),
+            ", ".join(f"{code} {n}" for code, n in sorted(t.failed.items())) or "-",
+            str(t.context_dropped),
+            str(t.degraded),
         )
     out.print(table)

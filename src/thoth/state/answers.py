@@ -93,6 +93,17 @@ class AnswerLog(StoreCore):
             ).all()
         return [_logged_answer(r) for r in rows]
 
+    def answers_since(self, workspace: str, since: datetime) -> list[LoggedAnswer]:
+        """The workspace's answers logged at or after `since`, oldest first."""
+        query = (
+            select(answer_log)
+            .where(answer_log.c.workspace == workspace, answer_log.c.created_at >= ts(since))
+            .order_by(answer_log.c.created_at, answer_log.c.id)
+        )
+        with self._read(f"answer_log: reading {workspace!r} since {ts(since)}") as conn:
+            rows = conn.execute(query).all()
+        return [_logged_answer(r) for r in rows]
+
 
 def _logged_answer(row: Row[Any]) -> LoggedAnswer:
     return LoggedAnswer(
