@@ -80,7 +80,7 @@ ARTICLES = {"il", "lo", "la", "i", "gli", "le", "l", "un", "uno", "una", "un'", 
 
 def normalise(text: str) -> list[str]:
     """SQuAD's answer normalisation, with Italian articles and apostrophes."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("'", " ").replace("’", " ")
+    text = unicodedata.normalize("NFKC", html.unescape(text)).lower().replace("'", " ").replace("’", " ")
     text = re.sub(r"[^\w\s]", " ", text)
     return [w for w in text.split() if w not in ARTICLES]
 
@@ -109,9 +109,11 @@ def build_workspace(data: Path, root: Path, paragraphs: int) -> list[Question]:
         fh.write(CONFIG)
     (root / "docs").mkdir()
     for i, para in enumerate(paras[:paragraphs]):
-        # SQuAD-it's titles carry HTML entities ("d&#39;America"): a page would show them raw
+        # SQuAD-it's titles and texts carry HTML entities ("d&#39;America"): a page would show
+        # them raw (and the gold spans are matched on the same normalised text)
         title = html.unescape(para.article.replace("_", " "))
-        (root / "docs" / f"p{i:04d}.md").write_text(f"# {title}\n\n{para.text}\n", "utf-8")
+        text = html.unescape(para.text)
+        (root / "docs" / f"p{i:04d}.md").write_text(f"# {title}\n\n{text}\n", "utf-8")
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "squad")):
         subprocess.run(
             ["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b.invalid", *args],

@@ -5,6 +5,7 @@ wire formats (tests/fake_llm.py), through the real SDK clients."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -441,11 +442,17 @@ def test_an_answer_that_copies_its_context_back_is_refused(
     """Seen in benchmarks/squad_answers.py --model: the reply was the prompt's numbered context,
     its "[1] Title (doc id)" header included; it cites [1], so only the copy gives it away."""
     answerer = model_answerer(llm, monkeypatch)
-    ctx = context(frag(1, "docs:a.md", "Testo uno."), frag(2, "docs:b.md", "Testo due."))
-    llm.reply(ctx.entries[0].render() + "\n\nAltro.")
-    with pytest.raises(AnswerModelError) as caught:
-        answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
-    assert caught.value.code == "echoed_context"
+    ctx = context(
+        frag(1, "docs:a.md", "Testo uno."),
+        frag(2, "docs:b.md", "Testo due.", title="Stati Uniti d'America"),
+    )
+    assert "&#x27;" in html.escape(ctx.entries[1].render())
+    for copied in (ctx.entries[0].render(), html.escape(ctx.entries[1].render())):
+        # as sent, and as a model copies a prompt its server's template HTML-escaped
+        llm.reply(copied + "\n\nAltro.")
+        with pytest.raises(AnswerModelError) as caught:
+            answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+        assert caught.value.code == "echoed_context"
     llm.reply("Il testo uno lo dice [1].")  # quoting a document is not copying the prompt
     assert answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
 

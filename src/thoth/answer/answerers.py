@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections import Counter
@@ -92,7 +93,9 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
     that copies the context back, document headers and all."""
     markers = {entry.marker for entry in context.entries}
     headers = [e.render().split("\n", 1)[0] for e in context.entries]
-    if any(header in reply for header in headers):
+    # Unescaped: llama-cpp-python's chat template HTML-escapes the prompt, so a model that
+    # copies it writes "d&#39;America" where the context said "d'America".
+    if any(header in html.unescape(reply) for header in headers):
         # "[1] Title (source:path)" is how the prompt presents a document, never how an
         # answer cites one: the reply is the context copied back (seen with a 270M model).
         raise EchoedContext(
