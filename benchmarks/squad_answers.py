@@ -80,7 +80,12 @@ ARTICLES = {"il", "lo", "la", "i", "gli", "le", "l", "un", "uno", "una", "un'", 
 
 def normalise(text: str) -> list[str]:
     """SQuAD's answer normalisation, with Italian articles and apostrophes."""
-    text = unicodedata.normalize("NFKC", html.unescape(text)).lower().replace("'", " ").replace("’", " ")
+    text = (
+        unicodedata.normalize("NFKC", html.unescape(text))
+        .lower()
+        .replace("'", " ")
+        .replace("’", " ")
+    )
     text = re.sub(r"[^\w\s]", " ", text)
     return [w for w in text.split() if w not in ARTICLES]
 
