@@ -447,8 +447,14 @@ def test_an_answer_that_copies_its_context_back_is_refused(
         frag(2, "docs:b.md", "Testo due.", title="Stati Uniti d'America"),
     )
     assert "&#x27;" in html.escape(ctx.entries[1].render())
-    for copied in (ctx.entries[0].render(), html.escape(ctx.entries[1].render())):
-        # as sent, and as a model copies a prompt its server's template HTML-escaped
+    copies = (
+        ctx.entries[0].render(),
+        # as a model copies a prompt its server's template HTML-escaped
+        html.escape(ctx.entries[1].render()),
+        # with another document's marker (seen: "[1] ..." copying the header of [2])
+        ctx.entries[1].render().replace("[2]", "[1]", 1),
+    )
+    for copied in copies:
         llm.reply(copied + "\n\nAltro.")
         with pytest.raises(AnswerModelError) as caught:
             answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())

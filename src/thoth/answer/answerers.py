@@ -92,7 +92,8 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
     (a small model echoing its instructions, or prose from its own memory); so is a reply
     that copies the context back, document headers and all."""
     markers = {entry.marker for entry in context.entries}
-    headers = [e.render().split("\n", 1)[0] for e in context.entries]
+    # The header without its marker: a copy may carry another document's [n] (seen).
+    headers = [e.render().split("\n", 1)[0].split("] ", 1)[1] for e in context.entries]
     # Unescaped: llama-cpp-python's chat template HTML-escapes the prompt, so a model that
     # copies it writes "d&#39;America" where the context said "d'America".
     if any(header in html.unescape(reply) for header in headers):
