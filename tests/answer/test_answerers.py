@@ -453,6 +453,8 @@ def test_an_answer_that_copies_its_context_back_is_refused(
         html.escape(ctx.entries[1].render()),
         # with another document's marker (seen: "[1] ..." copying the header of [2])
         ctx.entries[1].render().replace("[2]", "[1]", 1),
+        # with an id the context does not hold (seen: a title paired with a made-up path)
+        "[1] Stati Uniti d'America (docs:altro.md)\nABC è diventato...",
     )
     for copied in copies:
         llm.reply(copied + "\n\nAltro.")

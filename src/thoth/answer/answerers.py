@@ -92,17 +92,14 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
     (a small model echoing its instructions, or prose from its own memory); so is a reply
     that copies the context back, document headers and all."""
     markers = {entry.marker for entry in context.entries}
-    # The header without its marker: a copy may carry another document's [n] (seen).
-    headers = [e.render().split("\n", 1)[0].split("] ", 1)[1] for e in context.entries]
-    # Unescaped: llama-cpp-python's chat template HTML-escapes the prompt, so a model that
-    # copies it writes "d&#39;America" where the context said "d'America".
-    if any(header in html.unescape(reply) for header in headers):
+    if _copies_a_header(html.unescape(reply), context):
         # "[1] Title (source:path)" is how the prompt presents a document, never how an
         # answer cites one: the reply is the context copied back (seen with a 270M model).
         raise EchoedContext(
-            f"the answer model {model} copied its context back (a document header such as "
-            f"{headers[0]!r} is in its reply): the answer is not served -> ask again, or use "
-            "a model that follows the answer instructions"
+            f"the answer model {model} copied its context back (a line such as "
+            f"{context.entries[0].render().split(chr(10), 1)[0]!r} is in its reply): the "
+            "answer is not served -> ask again, or use a model that follows the answer "
+            "instructions"
         )
     cited = [int(n) for m in _CITATION.finditer(reply) for n in re.split(r"[,;]", m[1])]
     outside = sorted({n for n in cited if n not in markers})
@@ -120,6 +117,19 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
         f"document of its context carries (markers {allowed}): the answer is not served -> "
         "ask again, or use a model that follows the citation instructions"
     )
+
+
+def _copies_a_header(reply: str, context: AssembledContext) -> bool:
+    """Whether `reply` (unescaped: llama-cpp-python's chat template HTML-escapes the prompt,
+    so a copy reads "d&#39;America") holds a line shaped like the prompt's document headers:
+    "[n] Title (source:path)" with one of the context's sources — under any marker and with
+    any path, for a copy may pair a title with another document's [n] or id (both seen)."""
+    sources = {e.fragment.doc_id.split(":", 1)[0] for e in context.entries}
+    if not sources:
+        return False
+    names = "|".join(re.escape(s) for s in sorted(sources))
+    header = re.compile(rf"^\s*\[\d+\] .+ \((?:{names}):\S+\)\s*$", re.MULTILINE)
+    return header.search(reply) is not None
 
 
 class Answerer(Protocol):
