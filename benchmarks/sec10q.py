@@ -378,23 +378,14 @@ def ask_all(root: Path, cases: Sequence[Case]) -> list[dict[str, Any]]:
 
 def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
     fragments = answer.diagnostics.get("fragments", [])
-    first = str(fragments[0]["doc_id"]) if fragments else None
-    in_context = numbers_in(context)
     in_answer = numbers_in(answer.text) if answer.status != "nothing_found" else set()
     return {
-        "question": case.question,
-        "language": case.language,
-        "kind": case.kind,
-        "filing": case.filing,
+        **_case_row(case, context, str(fragments[0]["doc_id"]) if fragments else None),
         "status": answer.status,
         "error_code": answer.error_code,
         "found": answer.status in ("found", "truncated"),
-        "first_doc": first,
-        "right_first": bool(case.filing and first and case.filing in first),
         "best_similarity": answer.diagnostics.get("best_similarity"),
         "relevance": answer.diagnostics.get("relevance"),
-        "figures": [w for w, _ in case.figures],
-        "figures_in_context": [w for w, forms in case.figures if forms & in_context],
         "figures_in_answer": [w for w, forms in case.figures if forms & in_answer],
     }
 
@@ -402,22 +393,30 @@ def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
 def _failed_row(case: Case, exc: ThothError, context: str, first: str | None) -> dict[str, Any]:
     """The row of an answer the model failed: retrieval ran (the context and its first
     source are known), the answer was not served."""
+    return {
+        **_case_row(case, context, first),
+        "status": "failed",
+        "error_code": exc.code,
+        "found": False,
+        "best_similarity": None,
+        "relevance": None,
+        "figures_in_answer": [],
+    }
+
+
+def _case_row(case: Case, context: str, first: str | None) -> dict[str, Any]:
+    """What a row says of retrieval, whatever the answer: the closest document, and the
+    reviewed answer's figures found in the context the answerer was given."""
     in_context = numbers_in(context)
     return {
         "question": case.question,
         "language": case.language,
         "kind": case.kind,
         "filing": case.filing,
-        "status": "failed",
-        "error_code": exc.code,
-        "found": False,
         "first_doc": first,
         "right_first": bool(case.filing and first and case.filing in first),
-        "best_similarity": None,
-        "relevance": None,
         "figures": [w for w, _ in case.figures],
         "figures_in_context": [w for w, forms in case.figures if forms & in_context],
-        "figures_in_answer": [],
     }
 
 

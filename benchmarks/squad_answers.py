@@ -29,7 +29,6 @@ import html
 import random
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 import unicodedata
@@ -52,7 +51,7 @@ from bench_common import (
     machine_facts,
     use_model,
 )
-from sec10q import RecordingAnswerer
+from sec10q import RecordingAnswerer, _git
 from thoth.answer.answerers import make_answerer
 from thoth.answer.service import AnswerService
 from thoth.errors import ThothError
@@ -120,11 +119,7 @@ def build_workspace(data: Path, root: Path, paragraphs: int) -> list[Question]:
         text = html.unescape(para.text)
         (root / "docs" / f"p{i:04d}.md").write_text(f"# {title}\n\n{text}\n", "utf-8")
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "squad")):
-        subprocess.run(
-            ["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b.invalid", *args],
-            check=True,
-            capture_output=True,
-        )
+        _git(root, *args)
     return [q for q in questions if q.paragraph < paragraphs and q.answers]
 
 
