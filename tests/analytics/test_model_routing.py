@@ -222,3 +222,35 @@ def test_enum_values_reach_the_router_protected_and_come_back_restored(
     # Nor through the queries' descriptions and example questions ("...la Pediatria nel 2024?")
     sent = llm.requests[0].raw.decode("utf-8")
     assert "Pediatria" not in sent, sent[sent.find("Pediatria") - 200 : sent.find("Pediatria") + 50]
+
+
+def test_a_column_masked_for_the_model_is_named_in_the_answer_and_an_over_masked_report(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A result column reviewed as `unknown` reaches the model masked: the answer's
+    diagnostics name it with its values and the rule, and a reader's over_masked report on
+    that answer carries the same, for the reviewer who can declare it harmless."""
+    from thoth.answer.feedback import report
+    from thoth.runtime import open_state
+
+    aw = _with_model(tmp_path, llm, "openai", privacy="[privacy]\npseudonymise = true\n\n")
+    query = aw.root / "analytics/queries/ricoveri-per-reparto.yaml"
+    text = query.read_text("utf-8").replace(
+        "reparto: {label: Reparto, kind: category}", "reparto: {label: Reparto, kind: unknown}"
+    )
+    aw.write("analytics/queries/ricoveri-per-reparto.yaml", text)
+    aw.activate()
+    llm.reply_tool_calls(
+        ToolCallScript("ricoveri-per-reparto", {"anno": 2024, "regime": "ordinario"})
+    )
+    llm.reply("Ecco i ricoveri per reparto.")
+    answer = ask(aw, "Ricoveri ordinari per reparto nel 2024?")
+    assert answer.status == "computed", answer.text
+    assert "| [MASKED] | 3 |" in llm.requests[1].raw.decode("utf-8")
+    [masked] = answer.diagnostics["masked"]
+    assert answer.figures is not None and masked["column"] == "reparto"
+    assert masked["values"] == len(answer.figures["rows"])
+    assert "reviewed kind 'unknown'" in masked["rule"]
+    with open_state(aw.ws) as state:
+        saved = report(state, "an", answer.id, "over_masked", "the ward is not personal")
+    assert saved.masked == [masked]

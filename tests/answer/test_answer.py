@@ -560,16 +560,16 @@ def test_answer_tallies_split_days_and_callers() -> None:
     from thoth.answer.stats import tally
     from thoth.state import LoggedAnswer
 
-    def logged(day: int, caller: str | None, status: str, **answer: Any) -> LoggedAnswer:
+    def logged(day: int, caller: str | None, status: str, **signals: Any) -> LoggedAnswer:
         when = datetime(2026, 12, day, 10, tzinfo=UTC)
         code = "llm_failed" if status == "failed" else None
-        return LoggedAnswer("a", "ws", when, "q", {}, status, answer, code, caller)
+        return LoggedAnswer("a", "ws", when, "q", {}, status, {}, code, caller, **signals)
 
     tallies = tally(
         [
-            logged(1, None, "found", dropped={"fragments": 2, "documents": 0}),
+            logged(1, None, "found", context_dropped=True),
             logged(1, "portal", "failed"),
-            logged(2, "portal", "found", degraded=["dense"]),
+            logged(2, "portal", "found", degraded=True, masked_values=4),
             logged(2, "portal", "nothing_found"),
         ]
     )
@@ -580,3 +580,4 @@ def test_answer_tallies_split_days_and_callers() -> None:
     ]
     assert tallies[0].context_dropped == 1 and tallies[1].failed == {"llm_failed": 1}
     assert tallies[2].degraded == 1 and tallies[2].rate("nothing_found") == 0.5
+    assert (tallies[2].masked_answers, tallies[2].masked_values) == (1, 4)

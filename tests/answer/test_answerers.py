@@ -482,6 +482,14 @@ class _Initials:
     ) -> list[list[Any]]:
         return [list(row) for row in rows]  # no rows reach the text answerer
 
+    def masked_columns(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        return []
+
 
 def test_everything_sent_to_the_model_goes_through_the_pseudonymizer(
     llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch

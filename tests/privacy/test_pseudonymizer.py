@@ -194,3 +194,22 @@ def test_a_reviewed_identity_is_never_lowered_by_its_name() -> None:
     assert row == ["[IDENTITA:1]", "[IDENTITA:2]", MASKED]
     assert p.column_kinds(["codice_paziente"], reviewed) == {"codice_paziente": "identity"}
     assert p.restore("[IDENTITA:1]") == "P000123"
+
+
+def test_masked_columns_name_each_masked_column_its_values_and_the_rule() -> None:
+    """What a reader's over_masked report names: exactly the columns protect_rows masks,
+    how many values each lost, and the rule a reviewer changes to let it pass."""
+    declared: dict[str, ColumnKind] = {"importo_*": "unknown"}
+    p = PlaceholderPseudonymizer(REGISTRY, min_name_length=4, columns=declared)
+    columns = ["note_interne", "importo_cliente_x", "ricoveri", "stato"]
+    rows: list[list[Any]] = [["a", 10, 3, "ok"], [None, 11, 4, "ko"]]
+    protected = p.protect_rows(columns, rows, {"ricoveri": "quantity"})
+    masked = p.masked_columns(columns, rows, {"ricoveri": "quantity"})
+    assert [m["column"] for m in masked] == [
+        c for i, c in enumerate(columns) if any(r[i] == MASKED for r in protected)
+    ]
+    notes, amount = masked
+    assert notes["values"] == 1  # the None was not masked: nothing to cover
+    assert "nothing declared it harmless" in notes["rule"] and "[privacy] columns" in notes["rule"]
+    assert (amount["values"], amount["rule"]) == (2, "[privacy] columns: 'importo_*' = 'unknown'")
+    assert p.masked_columns(["ricoveri"], [[1]], {"ricoveri": "quantity"}) == []

@@ -122,3 +122,66 @@ def test_show_context_lists_what_the_answerer_read_with_ids_docs_show_takes(serv
     assert cli.returncode == 0, cli.stderr
     assert f"[{first['marker']}] {first['doc_id']}" in cli.stdout
     assert "Context:" in cli.stdout and "tht docs show" in cli.stdout
+
+
+def test_feedback_is_stored_for_an_answer_the_caller_was_given_and_refused_otherwise(
+    server: Server, workspace: tuple[Corpus, dict[str, str]]
+) -> None:
+    answer = server.post("/v1/ask", {"question": QUESTION}).json()
+    body = {"answer_id": answer["id"], "kind": "incomplete", "note": "the 2022 figure is missing"}
+    response = server.post("/v1/feedback", body)
+    assert response.status_code == 201, response.text
+    saved = response.json()["feedback"]
+    assert (saved["answer_id"], saved["caller"], saved["kind"]) == (
+        answer["id"],
+        "portal",
+        "incomplete",
+    )
+    for sent, caller, status, code in (
+        (body, "analyst", 404, "answer_not_found"),  # another caller's answer
+        ({**body, "answer_id": "ans-000000000000"}, "portal", 404, "answer_not_found"),
+        ({**body, "kind": "meh"}, "portal", 422, "feedback_kind_unknown"),
+        ({**body, "note": "<script>alert(1)</script>"}, "portal", 422, "feedback_note_markup"),
+        ({**body, "note": "x" * 3000}, "portal", 422, "feedback_note_too_long"),
+        ({**body, "note": "x" * 1_000_000}, "portal", 413, "body_too_large"),
+        ({**body, "extra": 1}, "portal", 422, "bad_request"),
+    ):
+        refused = server.post("/v1/feedback", sent, caller=caller)
+        assert refused.status_code == status, refused.text
+        assert refused.headers["content-type"].startswith(PROBLEM)
+        problem = refused.json()
+        assert code in {problem["code"], *(p["code"] for p in problem["problems"])}, problem
+    ws = Workspace.open(workspace[0].root)
+    with open_state(ws) as state:
+        mine = [
+            f for f in state.list_feedback(ws.settings.workspace) if f.answer_id == answer["id"]
+        ]
+    assert [(f.kind, f.caller, f.note) for f in mine] == [
+        ("incomplete", "portal", "the 2022 figure is missing")
+    ]
+
+
+def test_metrics_are_the_answer_log_in_the_prometheus_format(
+    server: Server, workspace: tuple[Corpus, dict[str, str]]
+) -> None:
+    """Parsed by prometheus_client's own parser; the counts are the answer log's."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = server.post("/v1/ask", {"question": QUESTION}, caller="analyst").json()
+    server.post("/v1/feedback", {"answer_id": answer["id"], "kind": "wrong"}, caller="analyst")
+    assert server.get("/metrics", caller=None).status_code == 401
+    response = server.get("/metrics", caller="portal")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
+    logged = answer_log(workspace[0])
+    for caller in ("portal", "analyst"):
+        for status in {a.status for a in logged if a.caller == caller}:
+            key = ("thoth_answers_total", (("caller", caller), ("status", status)))
+            assert samples[key] == sum(a.caller == caller and a.status == status for a in logged)
+    assert samples[("thoth_feedback_total", (("caller", "analyst"), ("kind", "wrong")))] == 1
+    assert ("thoth_answers_degraded_total", (("caller", "analyst"),)) in samples

@@ -84,6 +84,7 @@ TOOLS = {
     "session_show",
     "job_submit",
     "job_show",
+    "feedback",
 }
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -282,6 +283,42 @@ def test_session_consult_and_show(ws: Workspace) -> None:
     receipts = structured(shown)["receipts"]
     assert [r["seq"] for r in receipts] == [found["receipt_seq"]]
     assert missing.is_error and structured(missing)["code"] == "session_not_found"
+
+
+def test_feedback_on_an_answer_of_the_session_goes_to_the_curators_queue(ws: Workspace) -> None:
+    """Ask, then report the answer, as the same caller; another caller's answer and a note
+    with markup are refused with their code, and nothing of them is stored."""
+    question = "Di quanto sono cresciuti i ricoveri urgenti nel 2024?"
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        answer = structured(await client.call_tool("ask", {"question": question}))
+        report = {"answer_id": answer["id"], "kind": "wrong", "note": "the rise is 2%"}
+        return [
+            await client.call_tool("feedback", report),
+            await client.call_tool("feedback", {**report, "note": "<b>2%</b>"}),
+        ]
+
+    given, markup = serve(ws, body, "--caller", "assistant")
+    assert not given.is_error, text_of(given)
+    saved = structured(given)["feedback"]
+    assert (saved["caller"], saved["kind"], saved["note"]) == (
+        "assistant",
+        "wrong",
+        "the rise is 2%",
+    )
+    assert markup.is_error and structured(markup)["code"] == "bad_request"
+    assert [p["code"] for p in structured(markup)["problems"]] == ["feedback_note_markup"]
+    other = call(
+        ws, "feedback", {"answer_id": saved["answer_id"], "kind": "good"}, "--caller", "auditor"
+    )
+    assert other.is_error and structured(other)["code"] == "answer_not_found"
+    with open_state(ws) as state:
+        stored = [
+            f
+            for f in state.list_feedback(ws.settings.workspace)
+            if f.answer_id == saved["answer_id"]
+        ]
+    assert [(f.kind, f.caller) for f in stored] == [("wrong", "assistant")]
 
 
 # ---------------------------------------------------------------------- refusals and failures

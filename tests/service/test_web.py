@@ -151,6 +151,29 @@ def test_found_shows_the_status_the_sources_and_the_caveat_next_to_its_claim(
     screenshot(page, "found-with-caveat")
 
 
+def test_a_reader_reports_the_answer_from_the_page(page: Page, site: Site) -> None:
+    """The buttons under an answer send its id, the kind and the note; a note with markup is
+    refused with its code, shown as text, and nothing of it is stored."""
+    ask(page, site, FOUND_QUESTION, labels="public")
+    answer_id = page.inner_text("#answer-id").removeprefix("Answer id ").strip()
+    page.fill("#feedback-note", "<b>the 2024 figure</b> is missing")
+    with page.expect_response(lambda r: r.url.endswith("/v1/feedback")):
+        page.click("#feedback-form button[value=incomplete]")
+    expect(page.locator("#feedback-message")).to_contain_text("feedback_note_markup")
+    expect(page.locator("#feedback-message b")).to_have_count(0)  # the markup as text
+    page.fill("#feedback-note", "the 2024 figure is missing")
+    with page.expect_response(lambda r: r.url.endswith("/v1/feedback")):
+        page.click("#feedback-form button[value=incomplete]")
+    expect(page.locator("#feedback-message")).to_contain_text("curators' queue")
+    screenshot(page, "feedback-recorded")
+    ws = Workspace.open(site.root)
+    with open_state(ws) as state:
+        mine = [f for f in state.list_feedback(ws.settings.workspace) if f.answer_id == answer_id]
+    assert [(f.kind, f.caller, f.note) for f in mine] == [
+        ("incomplete", CALLER, "the 2024 figure is missing")
+    ]
+
+
 def test_nothing_found_says_so_in_its_own_words_and_colour(page: Page, site: Site) -> None:
     # No document carries "confidential": the search runs and finds nothing.
     ask(page, site, FOUND_QUESTION, labels="confidential")

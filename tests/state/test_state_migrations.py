@@ -9,6 +9,7 @@ operation that failed on it before (a sync run of kind "evidence") must work.
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import re
 import sqlite3
@@ -32,7 +33,7 @@ from thoth.state.schema import HEAD_REVISION, SCHEMA_VERSION, metadata
 from thoth.state.upgrade import head_revision, known_revisions
 
 WS = "ws"
-HEAD = "0010"
+HEAD = "0011"
 
 DDL_EFCEC13_SQLITE = """\
 CREATE TABLE generations (
@@ -757,6 +758,7 @@ def test_new_database_is_created_at_head_matching_the_schema_module(url: str, ra
         "0007",
         "0008",
         "0009",
+        "0010",
         HEAD,
     ]
     with StateStore.open(url):
@@ -833,6 +835,7 @@ def test_concurrent_openers_of_a_new_database_all_succeed(url: str, raw: Engine)
 def test_a_schema_problem_says_what_is_wrong_not_retry(url: str, raw: Engine) -> None:
     with StateStore.open(url) as store:
         with raw.begin() as conn:
+            conn.execute(text("DROP TABLE answer_feedback"))  # it refers to answer_log
             conn.execute(text("DROP TABLE answer_log"))
         with pytest.raises(StateError) as info:
             store.log_answer("a1", WS, "q", {}, "found", {})
@@ -898,4 +901,48 @@ def test_0010_keeps_the_jobs_of_0009_and_accepts_partial(url: str, raw: Engine) 
         assert queue.claim("w1", 30) is not None
         ended = queue.finish(job.id, "w1", "partial", result={"answer": "b"}, error_code="x")
         assert ended.status == "partial"
+    assert versions(raw) == ([HEAD], str(SCHEMA_VERSION))
+
+
+def test_0011_fills_the_served_signals_of_the_answers_logged_before(url: str, raw: Engine) -> None:
+    """Answers logged at 0010 get context_dropped, degraded and masked_values from their JSON,
+    so /metrics counts them; a report can then be stored on one."""
+    from alembic import command
+
+    from thoth.state.migrations import alembic_config
+
+    served = {
+        "dropped": {"fragments": 2, "documents": 0},
+        "degraded": ["dense"],
+        "diagnostics": {"masked": [{"column": "nota", "values": 3, "rule": "r"}]},
+    }
+    with raw.begin() as conn:
+        command.upgrade(alembic_config(conn), "0010")
+        for answer_id, answer in (("ans-000000000001", served), ("ans-000000000002", {})):
+            conn.execute(
+                text(
+                    "INSERT INTO answer_log (id, workspace, created_at, question, request, "
+                    "status, answer) VALUES (:id, 'ws', '2026-12-01T00:00:00.000000+00:00', "
+                    "'q?', '{}', 'found', :answer)"
+                ),
+                {"id": answer_id, "answer": json.dumps(answer)},
+            )
+    with StateStore.open(url) as store:
+        signals = {
+            a.id: (a.context_dropped, a.degraded, a.masked_values)
+            for a in store.list_answers("ws", 10)
+        }
+        assert signals == {
+            "ans-000000000001": (True, True, 3),
+            "ans-000000000002": (False, False, 0),
+        }
+        [total] = store.answer_totals("ws")
+        assert (total.answers, total.context_dropped, total.degraded, total.masked_values) == (
+            2, 1, 1, 3,
+        )  # fmt: skip
+        report = store.add_feedback(
+            "ans-000000000001", "ws", "over_masked", "", caller=None, revision=None, masked=[]
+        )
+        assert store.list_feedback("ws") == [report]
+        assert store.feedback_totals("ws") == [(None, "over_masked", 1)]
     assert versions(raw) == ([HEAD], str(SCHEMA_VERSION))

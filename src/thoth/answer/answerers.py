@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
-from typing import Protocol
+from typing import Any, Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
 from thoth.answer.routing import fold
@@ -132,6 +132,15 @@ def _copies_a_header(reply: str, context: AssembledContext) -> bool:
     return header.search(reply) is not None
 
 
+@dataclass(frozen=True)
+class WordedFigures:
+    """A computed answer's text, and what of its figures the model did not see: the columns
+    the pseudonymiser masked ({column, values, rule}), for a reader's over_masked report."""
+
+    text: str
+    masked: tuple[dict[str, Any], ...] = ()
+
+
 class Answerer(Protocol):
     name: str
 
@@ -153,7 +162,7 @@ class Answerer(Protocol):
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> WordedFigures:
         """The text of a computed answer (status computed): the figures and their data date."""
         ...
 
@@ -211,16 +220,15 @@ class ModelAnswerer:
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> WordedFigures:
         """The model words the figures; they reach it only through `protect_rows` (identities
         replaced, columns not recognised as harmless masked). The figures themselves, their
         data date and the query then follow as Thoth computed them, whatever the model wrote
         (and whatever the pseudonymiser masked from it)."""
         w = self._wording
         names = [c.name for c in numeric.columns]
-        rows = pseudonymizer.protect_rows(
-            names, numeric.rows, {c.name: c.kind for c in numeric.columns}
-        )
+        reviewed = {c.name: c.kind for c in numeric.columns}
+        rows = pseudonymizer.protect_rows(names, numeric.rows, reviewed)
         header = [c.label + (f" ({c.unit})" if c.unit else "") for c in numeric.columns]
         table = markdown_table(header, [[str(v) for v in row] for row in rows])
         dated = w.data_date.format(date=numeric.data_date)
@@ -239,7 +247,10 @@ class ModelAnswerer:
             reply = self._client.complete_text(pseudonymizer.protect(system), user)
         except LLMError as exc:
             raise self._failed(exc) from exc
-        return f"{pseudonymizer.restore(reply).strip()}\n\n{numeric.text}"
+        return WordedFigures(
+            f"{pseudonymizer.restore(reply).strip()}\n\n{numeric.text}",
+            tuple(pseudonymizer.masked_columns(names, numeric.rows, reviewed)),
+        )
 
 
 @dataclass(frozen=True)
@@ -300,9 +311,9 @@ class ExtractiveAnswerer:
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> WordedFigures:
         # No model: the figures as the analytics branch wrote them, data date included.
-        return numeric.text
+        return WordedFigures(numeric.text)
 
     def _entry_language(self, entry: ContextEntry) -> str:
         """The language a fragment's source was indexed in; the workspace's for Evidence

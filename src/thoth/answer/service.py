@@ -265,13 +265,15 @@ class AnswerService:
         # Numbers are never taken from text: no corpus search, and no sources key at all.
         diagnostics: dict[str, Any] = {"analytics": numeric.diagnostics, "filters": request}
         if numeric.outcome == "computed":
-            text = self._answerer.answer_figures(
+            worded = self._answerer.answer_figures(
                 question, numeric, instructions=instructions, pseudonymizer=self._pseudonymizer
             )
+            # What of the figures the model did not see: a reader's over_masked report names it.
+            diagnostics["masked"] = list(worded.masked)
             return Answer(
                 id=answer_id,
                 question=question,
-                text=text,
+                text=worded.text,
                 status="computed",
                 sources=None,
                 answerer=self._answerer.name,

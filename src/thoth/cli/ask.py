@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.cli import exitcodes
+from thoth.cli import exitcodes, feedback
 from thoth.cli.common import JsonOpt, emit_json, errors, out
 from thoth.workspace import Workspace
 
@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(answers_app, name="answers")
     answers_app.command("log")(log_cmd)
     answers_app.command("stats")(stats_cmd)
+    feedback.register(answers_app)
 
 
 def ask_cmd(
@@ -351,18 +352,19 @@ def stats_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Per day and per calling system: answers by status, failures by code, answers served
-    with context dropped or a degraded search (from the answer log)."""
-    from datetime import UTC, datetime, timedelta
-
-    from thoth.answer.stats import tally
+    with context dropped or a degraded search, values masked for the model, and readers'
+    reports by kind (from the answer log and the feedback)."""
+    from thoth.answer.stats import tally, window_start
     from thoth.runtime import open_state
 
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    since = today - timedelta(days=days - 1)
+    since = window_start(days)
     with errors(as_json):
         ws = Workspace.open(workspace)
         with open_state(ws) as state:
-            tallies = tally(state.answers_since(ws.settings.workspace, since))
+            name = ws.settings.workspace
+            tallies = tally(
+                state.answers_since(name, since), state.list_feedback(name, since=since)
+            )
     if as_json:
         emit_json(
             {"ok": True, "since": since.date().isoformat(), "days": [t.as_dict() for t in tallies]}
@@ -372,10 +374,17 @@ def stats_cmd(
         out.print(f"No answer logged since {since.date().isoformat()}.")
         return
     table = Table(title=f"answers of {ws.settings.workspace} since {since.date().isoformat()}")
-    for col in ("day", "caller", "answers", "by status", "failed by code", "dropped", "degraded"):
-        table.add_column(
-            col, justify="right" if col in ("answers", "dropped", "degraded") else "left"
-        )
+    counts = ("answers", "dropped", "degraded", "masked")
+    for col in (
+        "day",
+        "caller",
+        *counts[:1],
+        "by status",
+        "failed by code",
+        *counts[1:],
+        "reports",
+    ):
+        table.add_column(col, justify="right" if col in counts else "left")
     for t in tallies:
         table.add_row(
             t.day,
@@ -385,5 +394,7 @@ def stats_cmd(
             ", ".join(f"{code} {n}" for code, n in sorted(t.failed.items())) or "-",
             str(t.context_dropped),
             str(t.degraded),
+            str(t.masked_values),
+            ", ".join(f"{k} {n}" for k, n in sorted(t.feedback.items())) or "-",
         )
     out.print(table)

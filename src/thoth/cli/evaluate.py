@@ -13,7 +13,6 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
-from thoth.errors import PreconditionError
 from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -141,32 +140,19 @@ def add_from_answer_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Turn a logged (bad) answer into a ready evaluation entry appended to the file."""
-    from thoth.evaluation.answers import case_from_answer, load_answer_cases
+    from thoth.evaluation.answers import append_case, case_from_answer
     from thoth.runtime import open_state
 
     with errors(as_json):
         ws = Workspace.open(workspace)
         rel = file or Path(ws.settings.answers.evaluation)
-        path = ws.root / rel
-        state = open_state(ws)
-        try:
+        with open_state(ws) as state:
             logged = state.get_answer(answer_id)
-        finally:
-            state.close()
-        existing = load_answer_cases(path, str(rel)) if path.is_file() else []
-        if any(c.origin == f"answer:{answer_id}" for c in existing):
-            raise PreconditionError(
-                f"{rel}: answer {answer_id} is already an evaluation entry -> edit it there"
-            )
         sources = [str(s["doc_id"]) for s in logged.answer.get("sources") or []]
         entry = case_from_answer(
             answer_id, logged.question, logged.request, sources, str(logged.answer.get("text"))
         )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        previous = path.read_text("utf-8") if path.is_file() else ""
-        separator = "" if not previous or previous.endswith("\n") else "\n"
-        path.write_text(previous + separator + entry, "utf-8")
-        load_answer_cases(path, str(rel))  # the file must still load: refuse otherwise
+        append_case(ws.root / rel, str(rel), answer_id, entry)
     if as_json:
         emit_json({"ok": True, "file": str(rel), "id": f"from-{answer_id}", "entry": entry})
     else:
@@ -185,6 +171,7 @@ def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
         ws = Workspace.open(workspace)
         report = _verify_with_index(ws)
         _verify_catalog(ws, report)
+        _verify_rates(ws, report)
     if as_json:
         emit_json(report.as_dict())
     else:
@@ -217,6 +204,26 @@ def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
     store = AnalyticsStore(settings, ws.root)
     for f in catalog_findings(catalog, store):
         report.add("error", f.code, f.where, f.message, f.hint)
+
+
+def _verify_rates(ws: Workspace, report: VerifyReport) -> None:
+    """The rates of the answers served above `[answers.alerts]`: warnings, never errors (the
+    data is not wrong; the engine is serving worse than it should)."""
+    from thoth.answer.stats import current_alerts
+    from thoth.runtime import open_state
+
+    with open_state(ws) as state:
+        found = current_alerts(state, ws.settings)
+    days = ws.settings.answers.alerts.window_days
+    for alert in found:
+        report.add(
+            "warning",
+            f"answers_{alert.rate}",
+            f"answers of the last {days} day(s)",
+            alert.message(),
+            "`tht answers stats` shows them by day; `tht answers log` lists them "
+            f"([answers.alerts] {alert.rate} sets the threshold)",
+        )
 
 
 def _verify_with_index(ws: Workspace) -> VerifyReport:

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from thoth.answer.retrieval import SearchRequestError, parse_request
-from thoth.errors import Problem, ProblemsError, ThothError
+from thoth.errors import PreconditionError, Problem, ProblemsError, ThothError
 from thoth.markup import read_yaml_file
 
 DEFAULT_K = 5
@@ -347,20 +347,57 @@ def case_from_answer(
     request: Mapping[str, Any],
     sources: Sequence[str],
     answer_text: str,
+    *,
+    nothing_found: bool = False,
+    reported: str = "",
 ) -> str:
     """A ready-to-run evaluation entry (YAML text, with review comments) from a logged answer.
 
-    The expected documents start as the answer's own sources: the reviewer corrects them and
-    writes the facts the right answer must contain. Until then the case runs and records what
-    the engine does today, so the regression is no longer an anecdote."""
+    The expected documents start as the answer's own sources, unless the caller names the
+    right ones or says the corpus holds nothing for it (`nothing_found`): the reviewer
+    corrects them and writes the facts the right answer must contain. Until then the case
+    runs and records what the engine does today, so the regression is no longer an anecdote.
+    `reported`: what a reader said of the answer (`tht answers feedback`), kept as a comment."""
     entry: dict[str, Any] = {"id": f"from-{answer_id}", "question": question}
     entry.update({k: v for k, v in request.items() if v not in (None, [], ())})
     entry["origin"] = f"answer:{answer_id}"
-    entry["expect"] = {"documents": list(sources), "facts": []}
+    entry["expect"] = (
+        {"nothing_found": True} if nothing_found else {"documents": list(sources), "facts": []}
+    )
     body = yaml.safe_dump([entry], allow_unicode=True, sort_keys=False, width=100)
     observed = "\n".join(f"#   {line}" for line in answer_text.strip().splitlines()[:12])
-    return (
-        f"# Added from logged answer {answer_id}: review `expect.documents` (taken from the\n"
-        "# answer's sources) and write the facts the right answer must contain.\n"
-        f"# Observed answer:\n{observed}\n{body}"
+    said = "".join(f"#   {line}\n" for line in reported.strip().splitlines()[:12])
+    review = (
+        "# Expected: nothing_found (the corpus holds no answer to it).\n"
+        if nothing_found
+        else "# Review `expect.documents` and write the facts the right answer must contain.\n"
     )
+    return (
+        f"# Added from logged answer {answer_id}.\n{review}"
+        + (f"# Reported by a reader:\n{said}" if said else "")
+        + f"# Observed answer:\n{observed}\n{body}"
+    )
+
+
+def append_case(path: Path, label: str, answer_id: str, entry: str) -> None:
+    """Append `entry` (from `case_from_answer`) to the evaluation file; refused when the answer
+    is already a case, and undone when the file would no longer load."""
+    existing = load_answer_cases(path, label) if path.is_file() else []
+    if any(c.origin == f"answer:{answer_id}" for c in existing):
+        raise PreconditionError(
+            f"{label}: answer {answer_id} is already an evaluation entry -> edit it there"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.is_file()
+    previous = path.read_text("utf-8") if existed else ""
+    separator = "" if not previous or previous.endswith("\n") else "\n"
+    path.write_text(previous + separator + entry, "utf-8")
+    try:
+        load_answer_cases(path, label)
+    except ThothError:
+        # The file must still load: put it back as it was, nothing half-written.
+        if existed:
+            path.write_text(previous, "utf-8")
+        else:
+            path.unlink()
+        raise

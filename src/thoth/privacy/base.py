@@ -35,6 +35,16 @@ class Pseudonymizer(Protocol):
         its name and the [privacy] settings leave unknown, never override them."""
         ...
 
+    def masked_columns(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The columns `protect_rows` masks in these rows: {column, values (how many were
+        masked), rule (why)}; what a reader's over_masked report names."""
+        ...
+
 
 class NoPseudonymizer:
     """The identity: text and rows leave as they are (`[privacy] pseudonymise = false`)."""
@@ -52,6 +62,14 @@ class NoPseudonymizer:
         reviewed: Mapping[str, str] | None = None,
     ) -> list[list[Any]]:
         return [list(row) for row in rows]
+
+    def masked_columns(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        return []
 
 
 def protect_tree(pseudonymizer: Pseudonymizer, value: Any) -> Any:

@@ -119,3 +119,16 @@ def classify(column: str, declared: Mapping[str, ColumnKind]) -> ColumnKind:
         if any(w in vocabulary for w in found):
             return kind
     return "unknown"
+
+
+def masking_rule(column: str, declared: Mapping[str, ColumnKind], reviewed: str | None) -> str:
+    """Why `column` is masked (its kind is "unknown"), in the words a reviewer acts on: the
+    `[privacy] columns` glob that says so, or that nothing declared it harmless."""
+    for pattern, kind in declared.items():
+        if fnmatch.fnmatchcase(column.lower(), pattern.lower()):
+            return f"[privacy] columns: {pattern!r} = {kind!r}"
+    said = f"reviewed kind {reviewed!r}" if reviewed else "no reviewed kind"
+    return (
+        f"no word of the name marks a harmless kind and {said}: nothing declared it harmless "
+        f"-> declare it in [privacy] columns or as the result column's kind in the catalog"
+    )

@@ -29,7 +29,7 @@ from typing import Any, Final, cast, get_args
 
 from thoth.config import ColumnKind
 from thoth.privacy.base import MASKED
-from thoth.privacy.columns import PASSING, classify, reconcile
+from thoth.privacy.columns import PASSING, classify, masking_rule, reconcile
 from thoth.privacy.detect import find_codes
 from thoth.privacy.registry import APOSTROPHES, Entity, Registry, fold, folded_name
 
@@ -87,6 +87,23 @@ class PlaceholderPseudonymizer:
     ) -> list[list[Any]]:
         kinds = [self._kind(c, reviewed or {}) for c in columns]
         return [self._row(kinds, row) for row in rows]
+
+    def masked_columns(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        reviewed: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        given = reviewed or {}
+        masked = []
+        for i, column in enumerate(columns):
+            if self._kind(column, given) != "unknown":
+                continue
+            values = sum(1 for row in rows if row[i] is not None)
+            if values:
+                rule = masking_rule(column, self._declared, given.get(column))
+                masked.append({"column": column, "values": values, "rule": rule})
+        return masked
 
     # -- steps ---------------------------------------------------------------------------
 

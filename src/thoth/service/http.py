@@ -24,7 +24,7 @@ from typing import Any, Final, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -49,10 +49,12 @@ from thoth.service.errors import (
     UnsupportedMediaType,
 )
 from thoth.service.mcp_server import http_managers
+from thoth.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from thoth.service.models import (
     BODY_MODELS,
     AskBody,
     EvidenceSearchBody,
+    FeedbackBody,
     JobBody,
     JobList,
     JobView,
@@ -62,7 +64,7 @@ from thoth.service.models import (
 from thoth.service.operations import Operations
 from thoth.service.redact import PathRedactor
 from thoth.service.web import add_web_routes
-from thoth.state import JobFinished, JobNotFound, StateError
+from thoth.state import AnswerNotFound, JobFinished, JobNotFound, StateError
 from thoth.workspace import Workspace
 
 log = logging.getLogger("thoth.service")
@@ -71,6 +73,7 @@ PROBLEM_JSON: Final = "application/problem+json"
 RETRY_AFTER_SECONDS: Final = 1
 REQUEST_ID: Final = "X-Request-Id"
 B = TypeVar("B", bound=BaseModel)
+R = TypeVar("R", bound=Response)
 
 # The one mapping of errors to HTTP statuses: the first class an error is an instance of wins.
 STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
@@ -83,6 +86,7 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (RequestError, 422),
     (Busy, 503),
     (JobNotFound, 404),
+    (AnswerNotFound, 404),
     (JobFinished, 409),
     (AgentUnavailable, 503),
     # A component the request needed could not be used (GET /v1/ready names which).
@@ -300,6 +304,23 @@ def _routes(app: FastAPI) -> None:
         """Liveness: the process answers (no authentication, nothing checked)."""
         return {"ok": True}
 
+    @app.get(
+        "/metrics",
+        tags=["service"],
+        responses={200: {"content": {"text/plain": {}}}, **_ERRORS},
+        response_class=Response,
+    )
+    async def metrics(request: Request) -> Response:
+        """The answers served, failures by code, context dropped, degraded searches, masked
+        values and readers' reports, per calling system, in the Prometheus text format.
+        Any caller's key may read it (give the scraper a caller of its own)."""
+
+        async def work(state: _State, _caller: CallerSettings) -> Response:
+            page = await run_in_threadpool(state.operations.metrics)
+            return Response(page, media_type=METRICS_CONTENT_TYPE)
+
+        return await _guarded(request, work)
+
     @app.get("/v1/ready", tags=["service"], responses=_ERRORS)
     async def ready(request: Request) -> JSONResponse:
         """Readiness: which component (state store, index, embedder, analytics store) can be
@@ -316,6 +337,19 @@ def _routes(app: FastAPI) -> None:
         """Answer a question: exactly the object `tht ask --json` prints (without `ok`). A
         failed search is a 200 whose status is "failed"."""
         return await _operation(request, AskBody, lambda ops: ops.ask)
+
+    @app.post(
+        "/v1/feedback",
+        tags=["answers"],
+        status_code=201,
+        responses=_ERRORS,
+        openapi_extra=_body_spec(FeedbackBody),
+    )
+    async def feedback(request: Request) -> JSONResponse:
+        """Report an answer this caller was given as wrong, incomplete, over_masked or good,
+        with a plain-text note; 201 with the stored report (an over_masked one names the
+        columns masked and the rule that masked each)."""
+        return await _operation(request, FeedbackBody, lambda ops: ops.feedback, status=201)
 
     @app.post(
         "/v1/evidence/search",
@@ -407,10 +441,10 @@ async def _operation(
 
 async def _guarded(
     request: Request,
-    work: Callable[[_State, CallerSettings], Awaitable[JSONResponse]],
+    work: Callable[[_State, CallerSettings], Awaitable[R]],
     *,
     with_body: bool = False,
-) -> JSONResponse:
+) -> R | JSONResponse:
     """Authenticate, read the body within its deadline, admit, run; any error becomes its
     problem response. The body is read before admission: a client that trickles it holds
     no slot, and is cut off with 408 at `[service].body_timeout_seconds`."""
@@ -429,7 +463,7 @@ async def _guarded(
         finally:
             state.admission.leave()
     except ThothError as exc:
-        response = problem_response(exc, request_id, state.redactor)
+        problem = problem_response(exc, request_id, state.redactor)
         if status_for(exc) >= 500 and not isinstance(exc, Busy):
             log.error("request %s %s failed [%s]: %s", request_id, request.url.path, exc.code, exc)
         elif state.redactor.problem(exc) != (
@@ -440,7 +474,7 @@ async def _guarded(
             log.warning(
                 "request %s %s failed [%s]: %s", request_id, request.url.path, exc.code, exc
             )
-        return response
+        return problem
     except Exception:
         # The last resort, not a swallow: the traceback is logged under the request id, and the
         # caller gets a 500 `internal` naming that id (never the traceback, never a bare 500).

@@ -1,7 +1,8 @@
 """`tht mcp`: the service's operations as Model Context Protocol tools, over stdio, for one
 local user and the assistant they run.
 
-Tools: `ask`, `evidence_search`, `knowledge_search`, `session_consult`, `session_show`. Each
+Tools: `ask`, `evidence_search`, `knowledge_search`, `session_consult`, `session_show`,
+`feedback`, `job_submit`, `job_show`. Each
 tool's input schema is the JSON Schema of the same request model the HTTP API validates
 (`thoth.service.models`, built on `SearchRequest`), so a new request field reaches MCP without
 an edit here; arguments are validated by that model, an unknown field refused naming it.
@@ -44,6 +45,7 @@ from thoth.service.callers import require_evidence_within_ceiling
 from thoth.service.models import (
     AskBody,
     EvidenceSearchBody,
+    FeedbackBody,
     JobBody,
     KnowledgeSearchBody,
     validate,
@@ -126,7 +128,9 @@ class Tool:
             title=self.title,
             description=self.description,
             input_schema=schema,
-            annotations=types.ToolAnnotations(read_only_hint=self.name != "session_consult"),
+            annotations=types.ToolAnnotations(
+                read_only_hint=self.name not in ("session_consult", "feedback")
+            ),
         )
 
 
@@ -185,6 +189,15 @@ class ThothTools:
                     self._session_show,
                 ),
                 Tool(
+                    "feedback",
+                    "Report an answer",
+                    "Say that an answer you were given (by its id) is wrong, incomplete, "
+                    "over_masked (a useful value was covered) or good, with a plain-text "
+                    "note: it goes to the curator's queue.",
+                    FeedbackBody,
+                    self._feedback,
+                ),
+                Tool(
                     "job_submit",
                     "Queue a deep analysis",
                     "Queue a multi-step question for the deep-analysis agent (a worker runs "
@@ -241,6 +254,9 @@ class ThothTools:
                 answer,
             )
         return answer
+
+    def _feedback(self, body: FeedbackBody) -> dict[str, Any]:
+        return self.operations.feedback(body, self.caller)
 
     def _job_submit(self, body: JobBody) -> dict[str, Any]:
         return self.operations.create_job(body, self.caller)

@@ -104,11 +104,24 @@ class JobBody(BaseModel):
     channel: str | None = None
 
 
+class FeedbackBody(BaseModel):
+    """POST /v1/feedback: a reader's report on an answer this caller was given."""
+
+    model_config = _STRICT
+
+    answer_id: str = Field(min_length=1, description="The answer's id, as /v1/ask returned it.")
+    kind: str = Field(
+        description="wrong, incomplete, over_masked (a useful value was covered) or good."
+    )
+    note: str = Field(default="", description="What is wrong, in plain text (no markup).")
+
+
 BODY_MODELS: tuple[type[BaseModel], ...] = (
     AskBody,
     EvidenceSearchBody,
     KnowledgeSearchBody,
     JobBody,
+    FeedbackBody,
 )
 
 

@@ -12,14 +12,18 @@ Run more processes for more throughput (docs/service.md).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from thoth.agent.submit import submit_job
 from thoth.analytics.store import AnalyticsStore
+from thoth.answer.feedback import report
 from thoth.answer.retrieval import RetrievedFragment
 from thoth.answer.service import AnswerService
+from thoth.answer.stats import current_alerts
 from thoth.config import CallerSettings, Settings
 from thoth.errors import Problem, RequestError, ThothError
 from thoth.index.records import EvidencePayload
@@ -27,12 +31,21 @@ from thoth.runtime import Runtime, knowledge_search, open_answer_service, open_r
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch
 from thoth.service.callers import ceiling_labels, require_evidence_within_ceiling
-from thoth.service.models import AskBody, EvidenceSearchBody, JobBody, KnowledgeSearchBody
+from thoth.service.metrics import exposition
+from thoth.service.models import (
+    AskBody,
+    EvidenceSearchBody,
+    FeedbackBody,
+    JobBody,
+    KnowledgeSearchBody,
+)
 from thoth.state import JobNotFound, JobQueue
 from thoth.workspace import Workspace
 
 T = TypeVar("T")
 READY_PROBE = "ready"
+ALERT_CHECK_SECONDS = 60.0  # the answer rates are read again at most this often
+log = logging.getLogger("thoth.service")
 
 
 class Operations:
@@ -47,6 +60,7 @@ class Operations:
         # analytics store refuses any other thread; the readers' per-generation handles are
         # not meant to be shared between threads).
         self._engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thoth-engine")
+        self._next_rate_check = 0.0  # time.monotonic() of the next alert check
         try:
             self._engine.submit(self._open).result()
         except BaseException:
@@ -111,6 +125,7 @@ class Operations:
                 **request,
             )
         )
+        self._watch_rates()
         return answer.as_dict(body.show_context)
 
     def knowledge_search(
@@ -154,6 +169,23 @@ class Operations:
         )
         outcome = self._run(lambda: self._evidence.search(body.query, body.purpose, context))
         return outcome.as_dict()
+
+    def metrics(self) -> bytes:
+        """The Prometheus text page of the answer log (a state-store call)."""
+        return exposition(self._rt.state, self.settings.workspace)
+
+    def feedback(self, body: FeedbackBody, caller: CallerSettings | None) -> dict[str, Any]:
+        """Record a reader's report on an answer the caller was given (another caller's
+        answer does not exist for it). A state-store call: it never waits for the engine."""
+        saved = report(
+            self._rt.state,
+            self.settings.workspace,
+            body.answer_id,
+            body.kind,
+            body.note,
+            caller=caller.name if caller else None,
+        )
+        return {"feedback": saved.as_dict()}
 
     # -- deep-analysis jobs (the agent's queue; a worker runs them: `tht agent worker`) ------
 
@@ -199,6 +231,26 @@ class Operations:
         return {"ready": all(c["ok"] for c in components.values()), "components": components}
 
     # -- steps -----------------------------------------------------------------------------
+
+    def _watch_rates(self) -> None:
+        """At most every ALERT_CHECK_SECONDS, warn in the log of each rate of the answers
+        above `[answers.alerts]` (the same check as `tht verify`)."""
+        now = time.monotonic()
+        if now < self._next_rate_check:
+            return
+        self._next_rate_check = now + ALERT_CHECK_SECONDS
+        try:
+            found = current_alerts(self._rt.state, self.settings)
+        except ThothError as exc:
+            log.warning("answers: the alert rates could not be read [%s]: %s", exc.code, exc)
+            return
+        days = self.settings.answers.alerts.window_days
+        for alert in found:
+            log.warning(
+                "answers of the last %d day(s): %s -> `tht answers stats`, `tht answers log`",
+                days,
+                alert.message(),
+            )
 
     def _components(self) -> dict[str, dict[str, Any]]:
         name = self.settings.workspace

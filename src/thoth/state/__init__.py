@@ -9,6 +9,7 @@ Layout, one module per concern:
 - `generations`: revision activations and the generation state machine (`Generations`).
 - `runs`: builds and sync runs, whose running row is the workspace's run lock (`Runs`).
 - `answers`: the answer log (`AnswerLog`).
+- `feedback`: what readers said of their answers (`FeedbackLog`).
 - `schema`: the tables at the head revision; `migrations/versions/`: how a database gets
   there (Alembic, forward-only); `upgrade`: what the store does with a database it opens.
 - `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.
@@ -21,8 +22,9 @@ migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head (
 its typed results (frozen dataclasses), and `Jobs` added to the bases of `StateStore`.
 """
 
-from thoth.state.answers import LoggedAnswer
+from thoth.state.answers import AnswerNotFound, LoggedAnswer
 from thoth.state.core import StateError, redact_url, state_url
+from thoth.state.feedback import Feedback
 from thoth.state.generations import Generation, GenerationStatus
 from thoth.state.jobs import (
     Job,
@@ -34,16 +36,25 @@ from thoth.state.jobs import (
     JobStep,
 )
 from thoth.state.runs import Build, BuildOutcome, RunKind, SyncRun, SyncRunConflict, SyncStatus
-from thoth.state.schema import ANSWER_STATUSES, BUILD_OUTCOMES, GENERATION_STATUSES, SYNC_STATUSES
+from thoth.state.schema import (
+    ANSWER_STATUSES,
+    BUILD_OUTCOMES,
+    FEEDBACK_KINDS,
+    GENERATION_STATUSES,
+    SYNC_STATUSES,
+)
 from thoth.state.store import StateStore
 
 __all__ = [
     "ANSWER_STATUSES",
     "BUILD_OUTCOMES",
+    "FEEDBACK_KINDS",
     "GENERATION_STATUSES",
     "SYNC_STATUSES",
+    "AnswerNotFound",
     "Build",
     "BuildOutcome",
+    "Feedback",
     "Generation",
     "GenerationStatus",
     "Job",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, insert, select
+from sqlalchemy import Integer, Row, func, insert, select
 
 from thoth.state.core import StateError, StoreCore, dump_json, load_json, now, parse_ts, require, ts
 from thoth.state.schema import ANSWER_STATUSES, answer_log
@@ -25,6 +25,27 @@ class LoggedAnswer:
     answer: dict[str, Any]
     error_code: str | None
     caller: str | None = None  # the calling system of `tht serve`; None from the CLI
+    context_dropped: bool = False  # the context lost fragments or documents to the budget
+    degraded: bool = False  # served by a search that did without part of the engine
+    masked_values: int = 0  # values of its figures the model got masked
+
+
+def served_signals(answer: dict[str, Any]) -> tuple[bool, bool, int]:
+    """What an answer (Answer.as_dict()) says of how it was served: context dropped for the
+    budget, a degraded search, and how many values of its figures the model got masked."""
+    dropped = answer.get("dropped") or {}
+    masked = (answer.get("diagnostics") or {}).get("masked") or []
+    return (
+        bool(dropped.get("fragments") or dropped.get("documents")),
+        bool(answer.get("degraded")),
+        sum(int(m.get("values") or 0) for m in masked),
+    )
+
+
+class AnswerNotFound(StateError):
+    """No logged answer with that id (or, to a calling system, not one it was given)."""
+
+    code = "answer_not_found"
 
 
 class AnswerLog(StoreCore):
@@ -50,6 +71,7 @@ class AnswerLog(StoreCore):
                 f"answer_log: unknown status {status!r} for {answer_id} -> use one of "
                 f"{', '.join(ANSWER_STATUSES)}"
             )
+        dropped, degraded, masked = served_signals(answer)
         values = {
             "id": answer_id,
             "workspace": workspace,
@@ -60,6 +82,9 @@ class AnswerLog(StoreCore):
             "answer": dump_json(f"answer {answer_id}", answer),
             "error_code": error_code,
             "caller": caller,
+            "context_dropped": dropped,
+            "degraded": degraded,
+            "masked_values": masked,
         }
         with self._write(f"answer_log: recording {answer_id}") as conn:
             conn.execute(insert(answer_log).values(**values))
@@ -68,7 +93,7 @@ class AnswerLog(StoreCore):
         with self._read(f"answer_log: reading {answer_id}") as conn:
             row = conn.execute(select(answer_log).where(answer_log.c.id == answer_id)).first()
         if row is None:
-            raise StateError(
+            raise AnswerNotFound(
                 f"state store {self.url}: answer {answer_id!r} not found in table answer_log "
                 "-> check the id (`tht answers log` lists the logged answers)"
             )
@@ -93,6 +118,26 @@ class AnswerLog(StoreCore):
             ).all()
         return [_logged_answer(r) for r in rows]
 
+    def answer_totals(self, workspace: str) -> list[AnswerTotal]:
+        """The workspace's answers counted per caller, status and failure code, in SQL (what
+        GET /metrics exposes as counters)."""
+        c = answer_log.c
+        query = (
+            select(
+                c.caller,
+                c.status,
+                c.error_code,
+                func.count().label("answers"),
+                func.sum(func.cast(c.context_dropped, Integer)).label("context_dropped"),
+                func.sum(func.cast(c.degraded, Integer)).label("degraded"),
+                func.sum(c.masked_values).label("masked_values"),
+            )
+            .where(c.workspace == workspace)
+            .group_by(c.caller, c.status, c.error_code)
+        )
+        with self._read(f"answer_log: counting {workspace!r}") as conn:
+            return [_total(r) for r in conn.execute(query).all()]
+
     def answers_since(self, workspace: str, since: datetime) -> list[LoggedAnswer]:
         """The workspace's answers logged at or after `since`, oldest first."""
         query = (
@@ -103,6 +148,31 @@ class AnswerLog(StoreCore):
         with self._read(f"answer_log: reading {workspace!r} since {ts(since)}") as conn:
             rows = conn.execute(query).all()
         return [_logged_answer(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class AnswerTotal:
+    """Answers of one caller with one status (and failure code), since the log began."""
+
+    caller: str | None
+    status: str
+    error_code: str | None
+    answers: int
+    context_dropped: int
+    degraded: int
+    masked_values: int
+
+
+def _total(row: Row[Any]) -> AnswerTotal:
+    return AnswerTotal(
+        row.caller,
+        row.status,
+        row.error_code,
+        int(row.answers),
+        int(row.context_dropped or 0),
+        int(row.degraded or 0),
+        int(row.masked_values or 0),
+    )
 
 
 def _logged_answer(row: Row[Any]) -> LoggedAnswer:
@@ -116,4 +186,7 @@ def _logged_answer(row: Row[Any]) -> LoggedAnswer:
         answer=load_json(row.answer),
         error_code=row.error_code,
         caller=row.caller,
+        context_dropped=bool(row.context_dropped),
+        degraded=bool(row.degraded),
+        masked_values=int(row.masked_values),
     )

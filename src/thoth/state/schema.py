@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0010"
+HEAD_REVISION: Final = "0011"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -191,6 +191,11 @@ answer_log = Table(
     Column("error_code", String(64), nullable=True),
     # The calling system of `tht serve` that asked; NULL from the CLI and Python.
     Column("caller", String(100), nullable=True),
+    # What `answer` says of how it was served, as columns so that /metrics and the alert
+    # thresholds count them in SQL (thoth.state.answers.served_signals).
+    Column("context_dropped", Boolean, nullable=False, server_default="0"),
+    Column("degraded", Boolean, nullable=False, server_default="0"),
+    Column("masked_values", Integer, nullable=False, server_default="0"),
     CheckConstraint(_in("status", ANSWER_STATUSES), name="status"),
     Index("ix_answer_log_workspace_created", "workspace", "created_at"),
 )
@@ -249,4 +254,26 @@ agent_job_steps = Table(
     Column("data", Text, nullable=False),
     CheckConstraint(_in("kind", STEP_KINDS), name="kind"),
     Index("ix_agent_job_steps_job_id", "job_id", "id"),
+)
+
+FEEDBACK_KINDS: Final = ("wrong", "incomplete", "over_masked", "good")
+
+# What a reader said of an answer (`tht answers feedback`, POST /v1/feedback, MCP, the page):
+# the curator's queue. `revision` is what the answer was served from; `masked` (JSON list)
+# the columns the answer's figures lost to the pseudonymiser and the rule that decided, copied
+# from the answer when the report is over_masked, so the reviewer can declare one harmless.
+answer_feedback = Table(
+    "answer_feedback",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("answer_id", String(32), ForeignKey("answer_log.id"), nullable=False),
+    Column("workspace", String(200), nullable=False),
+    Column("created_at", String(_TS), nullable=False),
+    Column("caller", String(100), nullable=True),
+    Column("kind", String(16), nullable=False),
+    Column("note", Text, nullable=False),
+    Column("revision", String(200), nullable=True),
+    Column("masked", Text, nullable=False),
+    CheckConstraint(_in("kind", FEEDBACK_KINDS), name="kind"),
+    Index("ix_answer_feedback_workspace_created", "workspace", "created_at"),
 )

@@ -25,6 +25,7 @@ from thoth.state.core import (
     sqlite_file,
     state_url,
 )
+from thoth.state.feedback import Feedback, FeedbackLog
 from thoth.state.generations import UNSET, Generation, Generations, GenerationStatus
 from thoth.state.runs import (
     Build,
@@ -43,6 +44,7 @@ __all__ = [
     "UNSET",
     "Build",
     "BuildOutcome",
+    "Feedback",
     "Generation",
     "GenerationStatus",
     "LoggedAnswer",
@@ -59,7 +61,7 @@ __all__ = [
 ]
 
 
-class StateStore(Generations, Runs, AnswerLog):
+class StateStore(Generations, Runs, AnswerLog, FeedbackLog):
     """Thread-safe handle on the state database; open with `StateStore.open(url)`."""
 
     @classmethod

@@ -204,6 +204,10 @@
     $("answer-text").replaceChildren();
     $("sources").replaceChildren();
     $("answer-id").textContent = "";
+    currentAnswerId = null;
+    show("feedback-form", false);
+    show("feedback-message", false);
+    $("feedback-note").value = "";
     show("answer", true);
   }
 
@@ -226,6 +230,43 @@
       show("degraded", true);
     }
     $("answer-id").textContent = "Answer id " + answer.id;
+    currentAnswerId = answer.id;
+    show("feedback-form", true);
+  }
+
+  // ------------------------------------------------------------------ feedback
+
+  let currentAnswerId = null;
+
+  function feedbackMessage(text, isError) {
+    const p = $("feedback-message");
+    p.textContent = text;
+    p.className = "feedback-message" + (isError ? " error" : "");
+    p.hidden = false;
+  }
+
+  // POST /v1/feedback: the reader's verdict on the answer shown, with the note as text.
+  async function sendFeedback(event) {
+    event.preventDefault();
+    const kind = event.submitter ? event.submitter.value : "";
+    if (!currentAnswerId || !kind) return;
+    const body = { answer_id: currentAnswerId, kind, note: $("feedback-note").value.trim() };
+    try {
+      const response = await api("POST", "/v1/feedback", body);
+      if (response.ok) {
+        feedbackMessage("Thank you: report " + response.data.feedback.id + " (" + kind +
+          ") is in the curators' queue.", false);
+      } else {
+        const d = response.data || {};
+        const problems = (d.problems || []).map((p) => p.message + (p.hint ? " → " + p.hint : ""));
+        // The problem's own code says what to fix ("bad_request" alone would not).
+        const code = (d.problems && d.problems[0] && d.problems[0].code) || d.code;
+        feedbackMessage("Not recorded (" + (code || response.status) + "): " +
+          (problems.join("; ") || d.message || ""), true);
+      }
+    } catch (err) {
+      feedbackMessage("Not recorded: the server is unreachable (" + String(err) + ")", true);
+    }
   }
 
   const NO_SOURCE = {
@@ -527,6 +568,7 @@
       loadJobs();
     });
     $("ask-form").addEventListener("submit", ask);
+    $("feedback-form").addEventListener("submit", sendFeedback);
     $("job-form").addEventListener("submit", submitJob);
     $("jobs-refresh").addEventListener("click", loadJobs);
     loadJobs();
