@@ -78,7 +78,7 @@ def test_submit_list_show_cancel(tmp_path: Path, llm: FakeLLMServer, key: str) -
 def test_the_worker_runs_a_job_to_a_sourced_answer(
     tmp_path: Path, llm: FakeLLMServer, key: str, provider: str
 ) -> None:
-    ws = make_workspace(tmp_path / "ws", llm.url, provider)
+    ws = make_workspace(tmp_path / "ws", llm.url, provider, served=True)
     _, job = tht("agent", "submit", "Giappone?", "-w", str(ws), "--json")
     llm.reply_tool_calls(ToolCallScript("wiki_search", {"query": "Giappone"}))
     llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
@@ -108,10 +108,12 @@ def test_a_sigkilled_worker_s_job_is_recovered_and_finished_by_another(
     tmp_path: Path, llm: FakeLLMServer, key: str, state_url: str
 ) -> None:
     ws = make_workspace(
-        tmp_path / "ws", llm.url, agent="lease_seconds = 1.0\nmax_attempts = 2\npoll_seconds = 0.2"
+        tmp_path / "ws",
+        llm.url,
+        agent="lease_seconds = 1.0\nmax_attempts = 2\npoll_seconds = 0.2",
+        served=True,
+        extra=f'\n[state]\nurl = "{state_url}"\n',
     )
-    with (ws / "thoth.toml").open("a", encoding="utf-8") as toml:
-        toml.write(f'\n[state]\nurl = "{state_url}"\n')
     _, job = tht("agent", "submit", "Giappone?", "-w", str(ws), "--json")
     # The first worker reads a page, then hangs in its second model call: killed there.
     llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))

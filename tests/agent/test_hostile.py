@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.agent.conftest import PAGES
-from tests.analytics.conftest import make_analytics_workspace
+from tests.analytics.conftest import WIKI_SOURCE, make_analytics_workspace
 from tests.fake_llm import FakeLLMServer, ToolCallScript
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,10 +46,17 @@ def test_hostile_tool_inputs_are_coded_refusals_and_the_worker_lives(
     )
     for rel, text in PAGES.items():
         aw.write(f"wiki/{rel}", text)
-    aw.activate()
-    loop = aw.root / "wiki" / "mercati" / "anello.md"
-    loop.symlink_to(loop)  # a link to itself: resolving it never ends
-    (aw.root / "wiki" / "giro").symlink_to(aw.root / "wiki")  # a directory loop
+    # Committed, as a hostile commit would bring them: a sync refuses links in a source, so
+    # they are left out of its globs, yet the served snapshot of the folder holds them.
+    (aw.root / "wiki" / "mercati" / "anello.md").symlink_to("anello.md")  # a link to itself
+    (aw.root / "wiki" / "giro").symlink_to(".")  # a directory loop
+    links = '\nexclude = ["wiki/giro", "wiki/mercati/anello.md"]'
+    aw.write(
+        "thoth.toml",
+        (aw.root / "thoth.toml").read_text("utf-8")
+        + WIKI_SOURCE.replace('labels = ["public"]', f'labels = ["public"]{links}'),
+    )
+    aw.serve_wiki()
     llm.reply_tool_calls(
         ToolCallScript("wiki_read", {"path": "x" * 5000 + ".md"}),
         ToolCallScript("wiki_read", {"path": "mercati/anello.md"}),
@@ -102,7 +109,7 @@ def test_a_tool_out_of_memory_is_a_coded_failure_and_a_broken_run_fails_only_its
     aw = make_analytics_workspace(tmp_path / "ws", extra='\n[agent]\nwiki = "wiki"\n')
     for rel, text in PAGES.items():
         aw.write(f"wiki/{rel}", text)
-    aw.activate()
+    aw.serve_wiki()
 
     def no_memory(*_: object, **__: object) -> object:
         raise MemoryError

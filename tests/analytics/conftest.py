@@ -18,6 +18,7 @@ from thoth.answer.service import AnswerService
 from thoth.documents.records import FILTER_FIELDS, KnowledgeFragment, fragment_point_id
 from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
+from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_runtime
 from thoth.workspace import Workspace
 
@@ -134,6 +135,12 @@ def config(threshold: float, uncovered: float | None = None, extra: str = "") ->
     )
 
 
+# The agent's wiki as a source of its own (AnalyticsWorkspace.serve_wiki).
+WIKI_SOURCE = (
+    '\n[[sources]]\nname = "wiki"\nkind = "wiki"\ninclude = ["wiki/**"]\nchannel = "salute"\n'
+    'labels = ["public"]\n'
+)
+
 THRESHOLD = 0.5
 UNCOVERED = 0.2
 
@@ -193,6 +200,22 @@ class AnalyticsWorkspace:
             rt.backend.seal(gen, store)
             rt.state.mark_generation(gen, "candidate", {"labels": ["public"]})
             rt.state.activate_generation("an", gen)
+
+    def serve_wiki(self) -> str:
+        """The agent's wiki served as `tht docs sync` serves it: a `kind = "wiki"` source over
+        wiki/ added, everything committed and activated, then the documents and the wiki
+        synced into the active generation (in place of `publish_text`). The agent reads the
+        pages at the commit that generation indexed; returns it."""
+        config = self.root / "thoth.toml"
+        text = config.read_text("utf-8")
+        if 'name = "wiki"' not in text:
+            config.write_text(text + WIKI_SOURCE, "utf-8")
+        revision = self.activate()
+        ws = self.ws
+        with open_runtime(ws, self.embedder) as rt:
+            report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="tests")
+        assert report.outcome == "activated", report.message
+        return revision
 
     def service(self) -> AnswerService:
         return open_answer_service(self.ws, self.embedder)

@@ -20,6 +20,7 @@ from typing import Final
 
 from thoth.agent.errors import UNFORESEEN, ToolRefused
 from thoth.agent.loop import AgentRun, Budgets
+from thoth.agent.served import served_wiki
 from thoth.agent.submit import require_model
 from thoth.agent.tools import Toolbox
 from thoth.agent.wiki import WikiShelf
@@ -171,7 +172,8 @@ class Worker:
 
     def _toolbox(self, job: Job) -> Toolbox:
         allowed = allowed_labels(self.settings, {"labels": job.request.get("labels")})
-        root = self.rt.ws.root / self.settings.agent.wiki
+        # The pages as the active generation indexed them: an unsynced edit is invisible.
+        root = served_wiki(self.rt.ws, self.rt.state)
         if not root.is_dir():
             raise ToolRefused(
                 f"the curated wiki {root} is not a directory -> create it or set [agent].wiki "
