@@ -69,6 +69,11 @@ def resolve(words: list[str]) -> tuple[list[str], Any]:
     path: list[str] = []
     for word in words:
         if word not in getattr(command, "commands", {}):
+            # a group whose first argument may be its default command's (`tht wiki
+            # questionnaire PAGE` is `... questionnaire write PAGE`)
+            default = getattr(command, "default_command", None)
+            if default is not None and not word.startswith("-"):
+                command = command.commands[default]
             break
         command = command.commands[word]
         path.append(word)

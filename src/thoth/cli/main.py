@@ -19,6 +19,7 @@ from thoth.cli import mcp as mcp_cli
 from thoth.cli import schema as schema_cli
 from thoth.cli import service as service_cli
 from thoth.cli import state as state_cli
+from thoth.cli import wiki as wiki_cli
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out, progress_bar
 from thoth.errors import Problem
 from thoth.workspace import Workspace
@@ -68,6 +69,7 @@ service_cli.register(app)
 agent_cli.register(app)
 mcp_cli.register(app)
 state_cli.register(app)
+wiki_cli.register(app)
 
 
 @app.command("init")

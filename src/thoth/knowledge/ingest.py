@@ -2,8 +2,9 @@
 
 Every file of every source passes one closed decision tree (`admit`), in this order:
 
-1. NOT KNOWLEDGE: a `not_knowledge` glob of its source matches, or a Markdown document's front
-   matter says `knowledge: false` (forms, receipts, transmittal mails). Excluded, listed.
+1. NOT KNOWLEDGE: a `not_knowledge` glob of its source matches, a Markdown document's front
+   matter says `knowledge: false` (forms, receipts, transmittal mails), or it is a domain
+   expert's questionnaire. Excluded, listed.
 2. ROUTED TO CURATION: a document a wiki page pinned to another version (sha256), or one a page
    declares contradicts it. Reported, not indexed: otherwise the service would serve two
    conflicting truths.
@@ -41,6 +42,7 @@ from thoth.markup import split_front_matter
 from thoth.periods import covered_quarters, label
 from thoth.secrets import secret_problems
 from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, page_fragments, parse_page
+from thoth.wiki.questionnaire import is_questionnaire
 
 Outcome = Literal["indexed", "not_knowledge", "curation"]
 FileKind = Literal["document", "wiki"]
@@ -157,6 +159,13 @@ def _declares_not_knowledge(file: SourceFile) -> bool:
         return False
 
 
+def _questionnaire(file: SourceFile) -> bool:
+    try:
+        return is_questionnaire(file.text())
+    except ProblemsError:
+        return False  # not UTF-8: prepared later, and refused there naming the file
+
+
 def _decide(
     file: SourceFile,
     kind: FileKind,
@@ -171,6 +180,10 @@ def _decide(
     # for curators, and structured figures never enter the semantic index (seed 004).
     if _is_markdown(file.path) and _declares_not_knowledge(file):
         return "not_knowledge", "front matter knowledge: false"
+    # A domain expert's questionnaire holds wording nobody approved yet: never an answer,
+    # even moved into an indexed folder with its front matter edited (thoth.wiki.questionnaire).
+    if _is_markdown(file.path) and _questionnaire(file):
+        return "not_knowledge", "a questionnaire for a domain expert (never indexed)"
     if kind == "wiki":
         return "indexed", f"declared source {source.name!r}"
     reasons = [
