@@ -95,6 +95,9 @@ def test_catalog_sql_and_knowledge_are_cited_with_their_data_date(
     assert catalog["catalog_revision"] and catalog["parameters"]["anno"] == 2024
     assert sources[-1]["sql"] == "SELECT count(*) AS n FROM analytics.v_ricoveri"
     assert sources[0]["doc_id"] == "docs:docs/attese.md"  # as `tht docs sync` names it
+    # Each source a reader can open: the passage of the fragment, the reviewed query.
+    assert sources[0]["link"].startswith("/v1/passage?doc_id=docs%3Adocs%2Fattese.md&")
+    assert catalog["link"].startswith("/v1/catalog/query?query_id=ricoveri-per-reparto&")
 
 
 def test_the_knowledge_search_runs_under_the_job_s_labels(

@@ -8,6 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from typer.testing import CliRunner
 
@@ -45,6 +46,7 @@ def test_an_unsynced_edit_is_invisible_and_the_served_page_is_cited(
     tmp_path: Path, llm: FakeLLMServer, key: str
 ) -> None:
     ws = make_workspace(tmp_path / "ws", llm.url, served=True)
+    served_commit = git(ws, "rev-parse", "HEAD").strip()
     served_sha = hashlib.sha256(PAGES[PAGE].encode("utf-8")).hexdigest()
     (ws / "wiki" / PAGE).write_text(EDITED, encoding="utf-8")  # in the working tree only
     (ws / "wiki" / "mercati" / "cina.md").write_text(NEW, encoding="utf-8")
@@ -55,6 +57,9 @@ def test_an_unsynced_edit_is_invisible_and_the_served_page_is_cited(
     assert new["error"]["code"] == "page_not_found"
     [source] = [s for s in job["result"]["sources"] if s["kind"] == "wiki_page"]
     assert (source["path"], source["sha256"]) == (PAGE, served_sha)
+    # Its link opens the page as indexed: the wiki source's doc id, the served commit.
+    query = parse_qs(urlsplit(source["link"]).query)
+    assert query == {"doc_id": [f"wiki:wiki/{PAGE}"], "revision": [served_commit]}
 
     commit_all(ws, "edited, not synced")  # reviewed in Git, not yet served
     job, (read, *_) = run_job(ws, llm)

@@ -459,7 +459,7 @@ def test_cli_ask_json_keys(corpus: Corpus) -> None:
     assert (
         data["ok"]
         and data["sources"]
-        and set(data["sources"][0]) == {"title", "doc_id", "revision"}
+        and set(data["sources"][0]) == {"title", "doc_id", "revision", "link"}
     )
     assert data["degraded"] == []
 
@@ -557,8 +557,8 @@ def test_cli_answers_stats_counts_by_day_and_caller(corpus: Corpus) -> None:
 def test_answer_tallies_split_days_and_callers() -> None:
     from datetime import UTC, datetime
 
-    from thoth.answer.stats import tally
     from thoth.state import LoggedAnswer
+    from thoth.state.stats import tally
 
     def logged(day: int, caller: str | None, status: str, **signals: Any) -> LoggedAnswer:
         when = datetime(2026, 12, day, 10, tzinfo=UTC)

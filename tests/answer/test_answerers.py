@@ -169,10 +169,12 @@ def test_sources_count_one_per_document_ordered_by_best_rank() -> None:
         ("wiki:c.md", 3),
     ]
     # The revision the text was read at goes with the source: a reader can go back to it.
+    # ... and the link that opens the passage of its best-ranked fragment (thoth.answer.passage).
     assert sources[0].as_dict() == {
         "title": "DOCS:A.MD",
         "doc_id": "docs:a.md",
         "revision": "rev-docs:a.md",
+        "link": "/v1/passage?doc_id=docs%3Aa.md&revision=rev-docs%3Aa.md&fragment=1",
     }
 
 

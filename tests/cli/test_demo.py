@@ -336,8 +336,17 @@ def test_the_demo_answers_through_the_page(demo: tuple[Path, str], tmp_path: Pat
             provenance = page.locator("#provenance")
             expect(provenance).to_be_visible()
             expect(provenance.locator("dt")).to_have_text(
-                ["Catalog query", "Catalog revision", "Parameters", "Rows", "Data date"]
+                [
+                    "Catalog query",
+                    "Catalog revision",
+                    "Parameters",
+                    "Rows",
+                    "Data date",
+                    "Reviewed query",
+                ]
             )
+            # The link of the reviewed query, for the reader to open (GET, with the key).
+            expect(provenance.locator("dd").nth(5)).to_contain_text("/v1/catalog/query?query_id=")
             expect(provenance.locator("dd").nth(2)).to_contain_text("anno = 2023")
             expect(provenance.locator("dd").nth(4)).to_have_text(re.compile(r"^\d{4}-\d{2}-\d{2}$"))
             # The table the answer's text holds is a table on the page, not lines of pipes;

@@ -85,6 +85,7 @@ TOOLS = {
     "job_submit",
     "job_show",
     "feedback",
+    "passage",
 }
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -283,6 +284,38 @@ def test_session_consult_and_show(ws: Workspace) -> None:
     receipts = structured(shown)["receipts"]
     assert [r["seq"] for r in receipts] == [found["receipt_seq"]]
     assert missing.is_error and structured(missing)["code"] == "session_not_found"
+
+
+def test_a_source_s_link_opens_through_the_passage_tool_under_the_caller_s_ceiling(
+    ws: Workspace,
+) -> None:
+    """The MCP twin of GET /v1/passage: the link's fields, the labels asked with; a
+    confidential source under public labels is refused with its code, nothing of it shown."""
+    from urllib.parse import parse_qs, urlsplit
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        answer = structured(
+            await client.call_tool(
+                "ask",
+                {"question": "audit schede di ricovero", "labels": ["public", "confidential"]},
+            )
+        )
+        [audit] = [s for s in answer["sources"] if s["doc_id"].startswith("riservati:")]
+        query = {k: v[0] for k, v in parse_qs(urlsplit(audit["link"]).query).items()}
+        args = {**query, "fragment": int(query["fragment"])}
+        return [
+            await client.call_tool("passage", {**args, "labels": ["public", "confidential"]}),
+            await client.call_tool("passage", {**args, "labels": ["public"]}),
+        ]
+
+    opened, refused = serve(ws, body, "--caller", "auditor")
+    assert not opened.is_error, text_of(opened)
+    passage = structured(opened)
+    assert passage["doc_id"].startswith("riservati:") and any(
+        f["highlight"] for f in passage["fragments"]
+    )
+    assert refused.is_error and structured(refused)["code"] == "source_not_allowed"
+    assert "17,9%" not in text_of(refused)
 
 
 def test_feedback_on_an_answer_of_the_session_goes_to_the_curators_queue(ws: Workspace) -> None:

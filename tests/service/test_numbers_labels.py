@@ -94,3 +94,43 @@ def test_mcp_serves_the_number_only_to_a_caller_with_its_labels(
     )
     assert analyst["status"] == "computed", analyst["text"]
     assert analyst["provenance"]["labels"] == ["internal"]
+
+
+def test_a_computed_answer_s_link_opens_its_reviewed_query_under_the_same_labels(
+    served: tuple[Server, Workspace],
+) -> None:
+    """provenance.link: the catalog query at the activated revision, with the parameters and
+    data date the answer used; refused to labels that may not see its figures, and for a
+    revision other than the activated one."""
+    from urllib.parse import parse_qs, urlsplit
+
+    server, _ = served
+    labels = ["public", "internal"]
+    body = server.post("/v1/ask", {"question": QUESTION, "labels": labels}, caller="analyst").json()
+    provenance = body["provenance"]
+    link = provenance["link"]
+    assert link.startswith("/v1/catalog/query?")
+    extra = "".join(f"&labels={label}" for label in labels)
+    opened = server.get(link + extra, caller="analyst")
+    assert opened.status_code == 200, opened.text
+    view = opened.json()
+    assert view["query_id"] == provenance["query_id"]
+    assert view["revision"] == provenance["catalog_revision"] and view["sql"]
+    assert view["asked"] == {
+        "parameters": provenance["parameters"],
+        "data_date": provenance["data_date"],
+    }
+    assert view["labels"] == ["internal"]
+    for path, caller, status, code in (
+        (link + "&labels=public", "analyst", 403, "source_not_allowed"),
+        (link, "portal", 403, "source_not_allowed"),
+        (link + "&labels=internal", "portal", 403, "label_above_ceiling"),
+        (link.replace("revision=", "revision=0") + extra, "analyst", 409, "revision_not_served"),
+        (link.replace("query_id=", "query_id=x") + extra, "analyst", 404, "source_not_found"),
+        (link + "&parameters=[1]" + extra, "analyst", 422, "bad_request"),
+    ):
+        response = server.get(path, caller=caller)
+        assert response.status_code == status, (path, response.text)
+        assert response.json()["code"] == code
+        assert provenance["sql"] not in response.text
+    assert parse_qs(urlsplit(link).query)["query_id"] == [provenance["query_id"]]

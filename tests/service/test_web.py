@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -149,6 +150,37 @@ def test_found_shows_the_status_the_sources_and_the_caveat_next_to_its_claim(
     expect(page.locator("#no-sources")).to_be_hidden()
     expect(page.locator("#answer-id")).to_contain_text("ans-")
     screenshot(page, "found-with-caveat")
+
+
+def test_a_source_opens_its_highlighted_passage_and_a_forged_link_is_refused(
+    page: Page, site: Site
+) -> None:
+    """The button under a source GETs its link with the labels the question was asked with:
+    the passage shows the claim highlighted; a link whose revision was altered on its way
+    (rewritten here in the answer the page receives) is refused, its code shown as text."""
+    ask(page, site, FOUND_QUESTION, labels="public")
+    page.locator("#sources li#source-1 .source-open").click()
+    highlighted = page.locator("#passage .passage-fragment.highlight")
+    expect(highlighted).to_contain_text(CLAIM)
+    expect(page.locator("#passage-title")).to_have_text(PAGE_TITLE)
+    expect(page.locator("#passage-where")).to_contain_text(PAGE_ID)
+    screenshot(page, "passage-highlighted")
+
+    def forge(route: Any) -> None:
+        response = route.fetch()
+        answer = response.json()
+        for source in answer.get("sources", []):
+            source["link"] = source["link"].replace("revision=", "revision=0000")
+        route.fulfill(response=response, json=answer)
+
+    page.route("**/v1/ask", forge)
+    ask(page, site, FOUND_QUESTION, labels="public")
+    with page.expect_response(lambda r: "/v1/passage" in r.url) as opened:
+        page.locator("#sources li#source-1 .source-open").click()
+    assert opened.value.status == 409
+    expect(page.locator("#passage-where")).to_contain_text("revision_not_served")
+    expect(page.locator("#passage .passage-fragment")).to_have_count(0)
+    expect(page.locator("#passage")).to_have_class(re.compile(r"\bpassage-refused\b"))
 
 
 def test_a_reader_reports_the_answer_from_the_page(page: Page, site: Site) -> None:

@@ -404,7 +404,10 @@ class AgentRun:
 
     def _cite(self, outcome: ToolOutcome) -> None:
         for source in outcome.sources:
-            key = json.dumps(source, sort_keys=True, default=str)
+            # One source per thing cited: two fragments of a document are one document, and
+            # the first (best-ranked) keeps its link.
+            cited = {k: v for k, v in source.items() if k != "link"}
+            key = json.dumps(cited, sort_keys=True, default=str)
             self._sources.setdefault(key, source)
 
     def _cut(self, text: str) -> str:

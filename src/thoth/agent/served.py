@@ -15,10 +15,12 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from thoth.agent.errors import ToolRefused
+from thoth.answer.passage import link
 from thoth.gitrepo import repo_top
 from thoth.runtime import state_dir
 from thoth.state import StateStore
@@ -28,8 +30,23 @@ WIKI_NOT_SERVED: Final = "wiki_not_served"
 SNAPSHOTS: Final = "agent-wiki"
 
 
-def served_wiki(ws: Workspace, state: StateStore) -> Path:
-    """The directory holding `[agent].wiki` as the active generation indexed it."""
+@dataclass(frozen=True)
+class ServedWiki:
+    """The snapshot of `[agent].wiki` at the served commit, and how its pages are indexed."""
+
+    root: Path  # the snapshot's folder for `[agent].wiki`
+    source: str  # the `kind = "wiki"` source that indexed it
+    prefix: str  # the folder's path in the repository ("" at its top)
+    commit: str
+
+    def link(self, page: str) -> str:
+        """The passage link of a page (`page` relative to the wiki folder), as indexed."""
+        path = f"{self.prefix}/{page}" if self.prefix else page
+        return link(f"{self.source}:{path}", self.commit, None)
+
+
+def served_wiki(ws: Workspace, state: StateStore) -> ServedWiki:
+    """`[agent].wiki` as the active generation indexed it."""
     settings = ws.settings
     wiki = (ws.root / settings.agent.wiki).resolve()
     active = state.active_generation(settings.workspace)
@@ -47,7 +64,8 @@ def served_wiki(ws: Workspace, state: StateStore) -> Path:
         top = repo_top((ws.root / source.repo).resolve()).resolve()
         if wiki.is_relative_to(top):
             rel = wiki.relative_to(top)
-            return _snapshot(ws, top, commit, "" if rel == Path(".") else rel.as_posix()) / rel
+            prefix = "" if rel == Path(".") else rel.as_posix()
+            return ServedWiki(_snapshot(ws, top, commit, prefix) / rel, source.name, prefix, commit)
     raise ToolRefused(
         f"generation {active.id} indexed no wiki source holding {settings.agent.wiki} "
         f"(indexed: {', '.join(sorted(revisions)) or 'none'}) -> point [agent].wiki at the "

@@ -19,7 +19,9 @@ from typing import Any, Final, cast
 from thoth.agent.errors import BAD_ARGUMENTS, TOOL_FAILED, UNFORESEEN, UNKNOWN_TOOL, ToolRefused
 from thoth.agent.wiki import WikiShelf
 from thoth.analytics.branch import AnalyticsService
+from thoth.analytics.query_view import query_link
 from thoth.analytics.store import AnalyticsError, json_value
+from thoth.answer.passage import link
 from thoth.answer.retrieval import KnowledgeSearch, SearchRequestError
 from thoth.answer.scope import readable
 from thoth.database import DatabaseUnavailable, Dialect, StatementRefused, check_statement
@@ -157,7 +159,12 @@ class Toolbox:
             ],
         }
         sources = tuple(
-            {"kind": f.record_kind, "doc_id": f.doc_id, "title": f.title or f.doc_id}
+            {
+                "kind": f.record_kind,
+                "doc_id": f.doc_id,
+                "title": f.title or f.doc_id,
+                "link": link(f.doc_id, f.revision, f.ordinal),  # the passage it rests on
+            }
             for f in fragments
         )
         return ToolOutcome(content, sources)
@@ -228,6 +235,7 @@ class Toolbox:
             "parameters": provenance["parameters"],
             "data_date": done.data_date,
             "catalog_revision": done.revision,
+            "link": query_link(provenance),  # the reviewed query behind the figures
         }
         return ToolOutcome(content, (source,))
 

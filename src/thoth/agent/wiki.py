@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -44,22 +45,31 @@ class Page:
     labels: tuple[str, ...]
     text: str
     sha256: str
+    link: str | None = None  # the passage link of the page as indexed (a served wiki only)
 
     def source(self) -> dict[str, Any]:
-        """How a result cites the page: path, title and the version read."""
-        return {"kind": "wiki_page", "path": self.path, "title": self.title, "sha256": self.sha256}
+        """How a result cites the page: path, title, the version read and its link."""
+        cited = {"kind": "wiki_page", "path": self.path, "title": self.title, "sha256": self.sha256}
+        return cited | ({"link": self.link} if self.link else {})
 
 
 class WikiShelf:
     """The pages under `root` a caller with `allowed` labels may read."""
 
-    def __init__(self, root: Path, settings: Settings, allowed: list[str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        allowed: list[str],
+        link: Callable[[str], str] | None = None,
+    ) -> None:
         if not root.is_dir():
             raise ToolRefused(
                 f"the curated wiki {root} is not a directory -> set [agent].wiki in thoth.toml",
                 code=PAGE_NOT_FOUND,
             )
         self.root = root.resolve(strict=True)
+        self._link = link  # a page's passage link, given its path (the served wiki's)
         self.allowed = tuple(sorted(allowed))  # the job's labels: the other tools fence with them
         self._inherited = tuple(
             sorted({label for s in settings.sources if s.kind == "wiki" for label in s.labels})
@@ -177,6 +187,7 @@ class WikiShelf:
             labels=labels,
             text=text,
             sha256=hashlib.sha256(raw).hexdigest(),
+            link=self._link(path) if self._link else None,
         )
 
     def _may_see(self, page: Page) -> bool:

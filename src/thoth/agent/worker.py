@@ -173,7 +173,8 @@ class Worker:
     def _toolbox(self, job: Job) -> Toolbox:
         allowed = allowed_labels(self.settings, {"labels": job.request.get("labels")})
         # The pages as the active generation indexed them: an unsynced edit is invisible.
-        root = served_wiki(self.rt.ws, self.rt.state)
+        served = served_wiki(self.rt.ws, self.rt.state)
+        root = served.root
         if not root.is_dir():
             raise ToolRefused(
                 f"the curated wiki {root} is not a directory -> create it or set [agent].wiki "
@@ -181,7 +182,7 @@ class Worker:
                 code="wiki_missing",
             )
         return Toolbox(
-            wiki=WikiShelf(root, self.settings, allowed),
+            wiki=WikiShelf(root, self.settings, allowed, link=served.link),
             knowledge=self._knowledge,
             analytics=self._analytics,
             request=job.request,

@@ -19,6 +19,7 @@ from thoth.analytics.catalog import Catalog, CatalogQuery, CatalogUnreadable, lo
 from thoth.analytics.decide import Decision, Vocabulary, decide, decide_chosen
 from thoth.analytics.extract import Extraction, Matcher, validate
 from thoth.analytics.glossary import glossary_synonyms
+from thoth.analytics.query_view import figure_labels, query_link
 from thoth.analytics.render import computed_text
 from thoth.analytics.routing import Choice, ModelRouter, OfflineRouter, RoutingFailed
 from thoth.analytics.store import AnalyticsError, AnalyticsStore, Computation
@@ -239,7 +240,7 @@ class AnalyticsService:
 
     def figure_labels(self, query: CatalogQuery) -> list[str]:
         """The labels a figure of `query` carries: the store's and the query's own."""
-        return sorted({*self.settings.labels, *query.labels})
+        return figure_labels(self.settings, query)
 
     def visible(self, query: CatalogQuery, labels: Collection[str]) -> bool:
         """Whether a request with `labels` may see `query`'s figures (thoth.answer.scope)."""
@@ -282,6 +283,9 @@ class AnalyticsService:
             for name in computation.columns
             for spec in [query.result.columns.get(name)]
         )
+        provenance = computation.provenance()
+        # The labels its figures carry, and where the reader opens the reviewed query.
+        provenance |= {"labels": self.figure_labels(query), "link": query_link(provenance)}
         return NumericAnswer(
             "computed",
             query_id=query.id,
@@ -289,7 +293,7 @@ class AnalyticsService:
             text=computed_text(query, columns, computation, self._wording, self._language),
             columns=columns,
             rows=computation.rows,
-            provenance=computation.provenance() | {"labels": self.figure_labels(query)},
+            provenance=provenance,
             data_date=computation.data_date,
             diagnostics=diagnostics | {"duration_ms": round(computation.duration_ms, 2)},
         )

@@ -102,6 +102,13 @@ class RetrievedFragment:
             return self.record.workspace_revision
         return self.record.revision
 
+    @property
+    def ordinal(self) -> int:
+        """Its position in its document (or Evidence Unit): what a source's link opens."""
+        if isinstance(self.record, EvidencePayload):
+            return self.record.fragment_ordinal
+        return self.record.ordinal
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from thoth.answer.passage import link
+
 
 class RankedFragment(Protocol):
     """What the aggregation reads of a retrieved fragment (RetrievedFragment fits)."""
@@ -27,6 +29,9 @@ class RankedFragment(Protocol):
     @property
     def revision(self) -> str: ...
 
+    @property
+    def ordinal(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class Source:
@@ -39,9 +44,20 @@ class Source:
     best_rank: int  # the best rank of its fragments: proximity, kept for ordering
     record_kind: str
     revision: str = ""
+    fragment: int | None = None  # the ordinal of its best-ranked fragment: what the link opens
+
+    @property
+    def link(self) -> str:
+        """Where the reader opens the passage it rests on (thoth.answer.passage)."""
+        return link(self.doc_id, self.revision, self.fragment)
 
     def as_dict(self) -> dict[str, str]:
-        return {"title": self.title, "doc_id": self.doc_id, "revision": self.revision}
+        return {
+            "title": self.title,
+            "doc_id": self.doc_id,
+            "revision": self.revision,
+            "link": self.link,
+        }
 
 
 def aggregate_sources(fragments: Iterable[RankedFragment]) -> list[Source]:
@@ -56,5 +72,6 @@ def aggregate_sources(fragments: Iterable[RankedFragment]) -> list[Source]:
                 best_rank=frag.rank,
                 record_kind=frag.record_kind,
                 revision=frag.revision,
+                fragment=frag.ordinal,
             )
     return sorted(best.values(), key=lambda s: (s.best_rank, s.doc_id))

@@ -142,6 +142,8 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
         out.print("Sources:" if answer.sources else "Sources: none", highlight=False)
         for n, src in enumerate(answer.sources, start=1):
             out.print(f"  {n}. {src.title} — {src.doc_id}", markup=False, highlight=False)
+            # The passage it rests on: `tht serve` opens the link (GET, with a caller's key).
+            out.print(f"     {src.link}", markup=False, highlight=False, soft_wrap=True)
     if answer.provenance is not None:
         p = answer.provenance
         params = ", ".join(f"{k}={v}" for k, v in p["parameters"].items()) or "-"
@@ -153,6 +155,8 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
             highlight=False,
             soft_wrap=True,
         )
+        if p.get("link"):
+            out.print(f"  {p['link']}", markup=False, highlight=False, soft_wrap=True)
     out.print()
     if answer.degraded:
         # The answer was served without part of the engine: said where the reader looks.
@@ -354,8 +358,8 @@ def stats_cmd(
     """Per day and per calling system: answers by status, failures by code, answers served
     with context dropped or a degraded search, values masked for the model, and readers'
     reports by kind (from the answer log and the feedback)."""
-    from thoth.answer.stats import tally, window_start
     from thoth.runtime import open_state
+    from thoth.state.stats import tally, window_start
 
     since = window_start(days)
     with errors(as_json):

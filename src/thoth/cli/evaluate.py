@@ -209,8 +209,8 @@ def _verify_catalog(ws: Workspace, report: VerifyReport) -> None:
 def _verify_rates(ws: Workspace, report: VerifyReport) -> None:
     """The rates of the answers served above `[answers.alerts]`: warnings, never errors (the
     data is not wrong; the engine is serving worse than it should)."""
-    from thoth.answer.stats import current_alerts
     from thoth.runtime import open_state
+    from thoth.state.stats import current_alerts
 
     with open_state(ws) as state:
         found = current_alerts(state, ws.settings)

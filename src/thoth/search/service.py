@@ -236,17 +236,22 @@ class EvidenceSearch:
         return results
 
     def _read_unit_uncached(self, revision: str, unit_path: str) -> Unit:
-        spec = f"{revision}:./evidence/{unit_path}"
-        done = subprocess.run(
-            ["git", "-C", str(self.root), "show", spec], capture_output=True, text=True, check=False
+        return read_unit_at(self.root, revision, unit_path)
+
+
+def read_unit_at(root: Path, revision: str, unit_path: str) -> Unit:
+    """The Evidence Unit `evidence/<unit_path>` as committed at `revision` (Unreadable when Git
+    cannot give it or it does not parse)."""
+    spec = f"{revision}:./evidence/{unit_path}"
+    done = subprocess.run(
+        ["git", "-C", str(root), "show", spec], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise Unreadable(
+            REVISION_UNREADABLE,
+            f"cannot read evidence/{unit_path} at revision {revision[:12]}: {done.stderr.strip()}",
         )
-        if done.returncode != 0:
-            raise Unreadable(
-                REVISION_UNREADABLE,
-                f"cannot read evidence/{unit_path} at revision {revision[:12]}: "
-                f"{done.stderr.strip()}",
-            )
-        parsed = parse_unit(done.stdout, f"evidence/{unit_path}@{revision[:12]}")
-        if isinstance(parsed, list):
-            raise Unreadable(REVISION_UNREADABLE, parsed[0].render())
-        return parsed
+    parsed = parse_unit(done.stdout, f"evidence/{unit_path}@{revision[:12]}")
+    if isinstance(parsed, list):
+        raise Unreadable(REVISION_UNREADABLE, parsed[0].render())
+    return parsed

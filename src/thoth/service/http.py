@@ -34,6 +34,7 @@ import thoth
 from thoth.agent.errors import AgentUnavailable
 from thoth.analytics.store import AnalyticsError
 from thoth.answer.answerers import AnswerModelError
+from thoth.answer.passage import RevisionNotServed, SourceNotAllowed, SourceNotFound
 from thoth.config import CallerSettings, ServiceSettings
 from thoth.embed.base import EmbedderError
 from thoth.errors import ConfigError, Problem, RequestError, ThothError
@@ -87,6 +88,9 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (Busy, 503),
     (JobNotFound, 404),
     (AnswerNotFound, 404),
+    (SourceNotFound, 404),
+    (SourceNotAllowed, 403),
+    (RevisionNotServed, 409),
     (JobFinished, 409),
     (AgentUnavailable, 503),
     # A component the request needed could not be used (GET /v1/ready names which).
@@ -338,6 +342,41 @@ def _routes(app: FastAPI) -> None:
         failed search is a 200 whose status is "failed"."""
         return await _operation(request, AskBody, lambda ops: ops.ask)
 
+    @app.get(
+        "/v1/passage",
+        tags=["answers"],
+        responses=_ERRORS,
+        openapi_extra={"parameters": PASSAGE_PARAMETERS},
+    )
+    async def passage(request: Request) -> JSONResponse:
+        """What a source's `link` opens: the fragment the answer rests on, highlighted, with its
+        neighbours, page and heading path, at the revision the answer read. Under the labels an
+        ask with the same `labels` may see (the caller's ceiling): 403 `source_not_allowed`,
+        404 `source_not_found`, 409 `revision_not_served` otherwise."""
+
+        def work(ops: Operations, caller: CallerSettings) -> dict[str, Any]:
+            doc_id, revision, fragment, labels = passage_query(request.query_params)
+            return ops.passage(doc_id, revision, fragment, labels, caller)
+
+        return await _call(request, work)
+
+    @app.get(
+        "/v1/catalog/query",
+        tags=["answers"],
+        responses=_ERRORS,
+        openapi_extra={"parameters": QUERY_PARAMETERS},
+    )
+    async def catalog_query(request: Request) -> JSONResponse:
+        """What a computed answer's `provenance.link` opens: the reviewed catalog query at the
+        activated revision (description, SQL, parameters, result columns, labels) with the
+        parameters and data date the answer used. The labels rule of the answer applies."""
+
+        def work(ops: Operations, caller: CallerSettings) -> dict[str, Any]:
+            query_id, revision, asked, labels = query_query(request.query_params)
+            return ops.catalog_query(query_id, revision, asked, labels, caller)
+
+        return await _call(request, work)
+
     @app.post(
         "/v1/feedback",
         tags=["answers"],
@@ -401,6 +440,97 @@ def _routes(app: FastAPI) -> None:
     async def cancel_job(request: Request, job_id: str) -> JSONResponse:
         """Cancel a queued job at once; a running one stops at its next step."""
         return await _call(request, lambda ops, caller: ops.cancel_job(_job_id(job_id), caller))
+
+
+PASSAGE_PARAMETERS: Final = [
+    {"name": "doc_id", "in": "query", "required": True, "schema": {"type": "string"},
+     "description": "The source's doc_id, as the answer's source gave it."},
+    {"name": "revision", "in": "query", "required": True, "schema": {"type": "string"},
+     "description": "The revision the answer read it at."},
+    {"name": "fragment", "in": "query", "required": False,
+     "schema": {"type": "integer", "minimum": 0}, "description": "The fragment to highlight."},
+    {"name": "labels", "in": "query", "required": False,
+     "schema": {"type": "array", "items": {"type": "string"}},
+     "description": "The labels of the ask (repeat it); default: the default labels."},
+]  # fmt: skip
+_PASSAGE_KEYS: Final = {"doc_id", "revision", "fragment", "labels"}
+
+
+def passage_query(params: Any) -> tuple[str, str, int | None, list[str] | None]:
+    """The link's query string, checked here (after the key) so a malformed link is a
+    problem response naming the parameter, like every other bad request."""
+    problems: list[Problem] = []
+
+    def one(name: str, limit: int, least: int = 1) -> str:
+        values = params.getlist(name)
+        if len(values) != 1 or len(values[0].strip()) < least or len(values[0]) > limit:
+            problems.append(
+                Problem("", f"{name} must be given once, {least} to {limit} characters",
+                        field=name, hint="open the link as the answer gave it", code="invalid")
+            )  # fmt: skip
+            return ""
+        return str(values[0])
+
+    unknown = sorted(set(params.keys()) - _PASSAGE_KEYS)
+    problems += [
+        Problem("", f"unknown parameter {k[:40]!r}", field=k, code="unknown_field") for k in unknown
+    ]
+    # A fragment published without a revision (none recorded) is linked with an empty one.
+    doc_id, revision = one("doc_id", 1000), one("revision", 200, least=0)
+    fragment: int | None = None
+    given = params.getlist("fragment")
+    if given:
+        if len(given) != 1 or not given[0].isdigit() or len(given[0]) > 9:
+            problems.append(
+                Problem("", "fragment must be one whole number", field="fragment", code="invalid")
+            )
+        else:
+            fragment = int(given[0])
+    labels = params.getlist("labels") or None
+    if problems:
+        raise RequestError("the link is malformed", problems=problems)
+    return doc_id, revision, fragment, labels
+
+
+QUERY_PARAMETERS: Final = [
+    {"name": "query_id", "in": "query", "required": True, "schema": {"type": "string"}},
+    {"name": "revision", "in": "query", "required": True, "schema": {"type": "string"}},
+    {"name": "parameters", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "The parameters the answer bound, as a JSON object."},
+    {"name": "data_date", "in": "query", "required": False, "schema": {"type": "string"}},
+    {"name": "labels", "in": "query", "required": False,
+     "schema": {"type": "array", "items": {"type": "string"}}},
+]  # fmt: skip
+_QUERY_KEYS: Final = {"query_id", "revision", "parameters", "data_date", "labels"}
+
+
+def query_query(params: Any) -> tuple[str, str, dict[str, Any], list[str] | None]:
+    """A catalog query link's query string, checked after the key (see passage_query)."""
+    problems = [
+        Problem("", f"unknown parameter {k[:40]!r}", field=k, code="unknown_field")
+        for k in sorted(set(params.keys()) - _QUERY_KEYS)
+    ]
+    values: dict[str, str] = {}
+    for name, required in (("query_id", True), ("revision", True), ("parameters", False),
+                           ("data_date", False)):  # fmt: skip
+        given = params.getlist(name)
+        if len(given) > 1 or (required and (not given or not given[0].strip())):
+            problems.append(Problem("", f"{name} must be given once", field=name, code="invalid"))
+        elif given:
+            values[name] = given[0][:1000]
+    bound: Any = {}
+    try:
+        bound = json.loads(values.get("parameters") or "{}")
+    except json.JSONDecodeError:
+        bound = None
+    if not isinstance(bound, dict):
+        problems.append(
+            Problem("", "parameters must be a JSON object", field="parameters", code="invalid")
+        )
+    if problems:
+        raise RequestError("the link is malformed", problems=problems)
+    asked = {"parameters": bound, "data_date": values.get("data_date")}
+    return values["query_id"], values["revision"], asked, params.getlist("labels") or None
 
 
 _JOB_ID = re.compile(r"^job_[0-9a-f]{24}$")

@@ -2,7 +2,7 @@
 local user and the assistant they run.
 
 Tools: `ask`, `evidence_search`, `knowledge_search`, `session_consult`, `session_show`,
-`feedback`, `job_submit`, `job_show`. Each
+`passage`, `feedback`, `job_submit`, `job_show`. Each
 tool's input schema is the JSON Schema of the same request model the HTTP API validates
 (`thoth.service.models`, built on `SearchRequest`), so a new request field reaches MCP without
 an edit here; arguments are validated by that model, an unknown field refused naming it.
@@ -48,6 +48,7 @@ from thoth.service.models import (
     FeedbackBody,
     JobBody,
     KnowledgeSearchBody,
+    PassageBody,
     validate,
 )
 from thoth.service.operations import Operations
@@ -189,6 +190,16 @@ class ThothTools:
                     self._session_show,
                 ),
                 Tool(
+                    "passage",
+                    "Open a source",
+                    "What a source of an answer rests on: give its doc_id, revision and "
+                    "fragment (from the source's link) and the labels you asked with; returns the "
+                    "fragment highlighted with its neighbours, page and heading path. Refused "
+                    "with a code when the labels may not see it or the revision is not served.",
+                    PassageBody,
+                    self._passage,
+                ),
+                Tool(
                     "feedback",
                     "Report an answer",
                     "Say that an answer you were given (by its id) is wrong, incomplete, "
@@ -254,6 +265,12 @@ class ThothTools:
                 answer,
             )
         return answer
+
+    def _passage(self, body: PassageBody) -> dict[str, Any]:
+        labels = list(body.labels) if body.labels is not None else None
+        return self.operations.passage(
+            body.doc_id, body.revision, body.fragment, labels, self.caller
+        )
 
     def _feedback(self, body: FeedbackBody) -> dict[str, Any]:
         return self.operations.feedback(body, self.caller)

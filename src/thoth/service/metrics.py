@@ -16,8 +16,8 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from thoth.answer.stats import LOCAL_CALLER
 from thoth.state import StateStore
+from thoth.state.stats import LOCAL_CALLER
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 

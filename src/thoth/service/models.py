@@ -116,12 +116,27 @@ class FeedbackBody(BaseModel):
     note: str = Field(default="", description="What is wrong, in plain text (no markup).")
 
 
+class PassageBody(BaseModel):
+    """What a source's link opens (GET /v1/passage; the MCP tool `passage`)."""
+
+    model_config = _STRICT
+
+    doc_id: str = Field(min_length=1, max_length=1000, description="The source's doc_id.")
+    revision: str = Field(
+        min_length=1, max_length=200, description="The revision the answer read it at."
+    )
+    fragment: int | None = Field(default=None, ge=0, description="The fragment to highlight.")
+    # As SearchRequest declares it (a test compares the annotations).
+    labels: Sequence[str] | None = None
+
+
 BODY_MODELS: tuple[type[BaseModel], ...] = (
     AskBody,
     EvidenceSearchBody,
     KnowledgeSearchBody,
     JobBody,
     FeedbackBody,
+    PassageBody,
 )
 
 

@@ -19,17 +19,21 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from thoth.agent.submit import submit_job
+from thoth.analytics.query_view import query_view
 from thoth.analytics.store import AnalyticsStore
 from thoth.answer.feedback import report
+from thoth.answer.passage import read_passage
 from thoth.answer.retrieval import RetrievedFragment
+from thoth.answer.scope import allowed_labels
 from thoth.answer.service import AnswerService
-from thoth.answer.stats import current_alerts
 from thoth.config import CallerSettings, Settings
 from thoth.errors import Problem, RequestError, ThothError
+from thoth.evidence.model import ReferenceUnit
+from thoth.index.reader import GenerationReader
 from thoth.index.records import EvidencePayload
 from thoth.runtime import Runtime, knowledge_search, open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
-from thoth.search.service import EvidenceSearch
+from thoth.search.service import EvidenceSearch, read_unit_at
 from thoth.service.callers import ceiling_labels, require_evidence_within_ceiling
 from thoth.service.metrics import exposition
 from thoth.service.models import (
@@ -40,6 +44,7 @@ from thoth.service.models import (
     KnowledgeSearchBody,
 )
 from thoth.state import JobNotFound, JobQueue
+from thoth.state.stats import current_alerts
 from thoth.workspace import Workspace
 
 T = TypeVar("T")
@@ -92,6 +97,7 @@ class Operations:
             raise
         self._rt = rt
         self._answers = answers
+        self._passages: GenerationReader | None = None
 
     def close(self) -> None:
         try:
@@ -100,6 +106,8 @@ class Operations:
             self._engine.shutdown()
 
     def _close(self) -> None:
+        if self._passages is not None:
+            self._passages.close()
         self._knowledge.close()
         self._evidence.close()
         if self._analytics is not None:
@@ -169,6 +177,52 @@ class Operations:
         )
         outcome = self._run(lambda: self._evidence.search(body.query, body.purpose, context))
         return outcome.as_dict()
+
+    def passage(
+        self,
+        doc_id: str,
+        revision: str,
+        fragment: int | None,
+        labels: list[str] | None,
+        caller: CallerSettings | None,
+    ) -> dict[str, Any]:
+        """What a source's link opens (thoth.answer.passage), under the labels an `ask` with
+        the same `labels` would be allowed: never more than the answer could show."""
+        resolved = ceiling_labels(self.settings, caller, labels)
+        allowed = allowed_labels(self.settings, {"labels": resolved})
+        root = self.ws.root
+
+        def url(unit: EvidencePayload) -> str | None:
+            read = read_unit_at(root, unit.workspace_revision, unit.unit_path)
+            return read.reference.url if isinstance(read, ReferenceUnit) else None
+
+        def work() -> dict[str, Any]:
+            if self._passages is None:  # opened once, on the engine thread, when first needed
+                self._passages = self._rt.reader()
+            return read_passage(
+                self._passages, self.settings.workspace, doc_id, revision, fragment, allowed, url
+            ).as_dict()
+
+        return self._run(work)
+
+    def catalog_query(
+        self,
+        query_id: str,
+        revision: str,
+        asked: dict[str, Any],
+        labels: list[str] | None,
+        caller: CallerSettings | None,
+    ) -> dict[str, Any]:
+        """What a computed answer's link opens (thoth.analytics.query_view), under the labels an
+        `ask` with the same `labels` would be allowed; `asked` (the parameters and data date the
+        answer used, from the link) is echoed beside the query."""
+        resolved = ceiling_labels(self.settings, caller, labels)
+        allowed = allowed_labels(self.settings, {"labels": resolved})
+        active = self._rt.state.active_revision(self.settings.workspace)
+        view = query_view(
+            self.ws.root, self.settings.analytics, active, query_id, revision, allowed
+        )
+        return view | {"asked": asked}
 
     def metrics(self) -> bytes:
         """The Prometheus text page of the answer log (a state-store call)."""

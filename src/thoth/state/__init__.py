@@ -10,6 +10,8 @@ Layout, one module per concern:
 - `runs`: builds and sync runs, whose running row is the workspace's run lock (`Runs`).
 - `answers`: the answer log (`AnswerLog`).
 - `feedback`: what readers said of their answers (`FeedbackLog`).
+- `stats`: the answer log and the feedback counted per day and caller, and the rates above
+  `[answers.alerts]` (`tht answers stats`, `tht verify`, the service log).
 - `schema`: the tables at the head revision; `migrations/versions/`: how a database gets
   there (Alembic, forward-only); `upgrade`: what the store does with a database it opens.
 - `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.

@@ -198,7 +198,8 @@
   }
 
   function resetAnswer() {
-    for (const id of ["needs-parameter", "degraded", "provenance", "sources-block", "problems"]) {
+    for (const id of ["needs-parameter", "degraded", "provenance", "sources-block", "problems",
+                      "passage"]) {
       show(id, false);
     }
     $("answer-text").replaceChildren();
@@ -237,6 +238,7 @@
   // ------------------------------------------------------------------ feedback
 
   let currentAnswerId = null;
+  let askedLabels = []; // the labels of the last question: a passage is opened under them
 
   function feedbackMessage(text, isError) {
     const p = $("feedback-message");
@@ -285,12 +287,64 @@
       const where = source.revision
         ? source.doc_id + " @ " + String(source.revision).slice(0, 12)
         : source.doc_id;
+      const open = source.link
+        ? el("button", { type: "button", className: "secondary source-open" }, "Open the passage")
+        : null;
+      if (open) open.addEventListener("click", () => openPassage(source));
       $("sources").append(
         el("li", { id: "source-" + (i + 1), className: "source" }, title, el("span", {
           className: "source-id",
-        }, where)),
+        }, where), open),
       );
     });
+  }
+
+  // ------------------------------------------------------------------ passages
+
+  // GET the source's link with the labels the question was asked with: the service shows the
+  // passage only under the same label rules as the answer, or says why not (a code).
+  async function openPassage(source) {
+    let path = source.link;
+    for (const label of askedLabels) path += "&labels=" + encodeURIComponent(label);
+    show("passage", true);
+    $("passage-title").textContent = source.title;
+    $("passage-where").textContent = "Opening…";
+    $("passage-body").replaceChildren();
+    show("passage-url", false);
+    try {
+      const response = await api("GET", path);
+      if (response.ok) renderPassage(response.data);
+      else {
+        const d = response.data || {};
+        $("passage").className = "passage passage-refused";
+        $("passage-where").textContent =
+          "Not shown (" + (d.code || response.status) + "): " + (d.message || "");
+      }
+    } catch (err) {
+      $("passage-where").textContent = "The server is unreachable: " + String(err);
+    }
+  }
+
+  function renderPassage(p) {
+    $("passage").className = "passage";
+    $("passage-title").textContent = p.title;
+    const where = [p.doc_id + " @ " + String(p.revision).slice(0, 12)];
+    if (p.page) where.push("page " + p.page);
+    if (p.heading_path && p.heading_path.length) where.push(p.heading_path.join(" › "));
+    $("passage-where").textContent = where.join(" — ");
+    if (p.url) {
+      $("passage-url").replaceChildren(el("a", { href: p.url, rel: "noopener" }, p.url));
+      show("passage-url", true);
+    }
+    for (const f of p.fragments) {
+      const text = el("div", { className: "passage-text" }, f.text);
+      const node = el("div", {
+        className: "passage-fragment" + (f.highlight ? " highlight" : ""),
+        "data-ordinal": String(f.ordinal),
+      }, f.page ? el("span", { className: "passage-page" }, "page " + f.page) : null, text);
+      $("passage-body").append(node);
+      if (f.highlight) node.scrollIntoView({ block: "nearest" });
+    }
   }
 
   function renderProvenance(p, figures) {
@@ -305,6 +359,8 @@
       ["Rows", String(p.row_count) + (p.truncated ? " (truncated)" : "")],
       ["Data date", p.data_date],
     ];
+    // The reviewed query behind the figures: GET it with a caller's key (the API's link).
+    if (p.link) rows.push(["Reviewed query", p.link]);
     const dl = $("provenance-fields");
     dl.replaceChildren();
     for (const [name, value] of rows) dl.append(el("dt", {}, name), el("dd", {}, String(value)));
@@ -388,6 +444,7 @@
     const body = { question };
     const labels = labelsOf($("labels").value);
     if (labels.length > 0) body.labels = labels; // none: the workspace's default labels
+    askedLabels = labels;
     const channel = $("channel").value.trim();
     if (channel) body.channel = channel;
     const button = $("ask-button");

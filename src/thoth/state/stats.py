@@ -14,7 +14,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from thoth.config import AlertSettings, Settings
-from thoth.state import Feedback, LoggedAnswer, StateStore
+from thoth.state.answers import LoggedAnswer
+from thoth.state.feedback import Feedback
+from thoth.state.store import StateStore
 
 # The caller of an answer asked outside `tht serve` (the CLI, Python): the log records none.
 LOCAL_CALLER = "(local)"
