@@ -228,3 +228,31 @@ def test_two_hundred_link_requests_across_callers_and_labels_leak_nothing(
         leaks += response.status_code == 200 and not carried_by(links[link]) <= effective
     assert sum(outcomes.values()) == 200 and leaks == 0
     assert {"passage", "source_not_allowed", "label_above_ceiling"} <= set(outcomes), outcomes
+
+
+def test_in_chromium_the_source_opens_its_highlighted_passage_at_its_pdf_page(
+    served: Server,
+) -> None:
+    """The page, as a reader uses it: ask, press "Open the passage" under the report; the
+    claim is highlighted and the page number of the PDF is shown."""
+    from playwright.sync_api import expect
+
+    from tests.service.browser import ask_in_page, chromium, screenshot
+
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        ask_in_page(
+            page,
+            served.url + "/",
+            served.keys["reader"],
+            "Di quanto sono scesi gli accessi in codice bianco nel 2024?",
+            labels="public",
+        )
+        report = page.locator("#sources li", has_text="rapporti:")
+        with page.expect_response(lambda r: "/v1/passage" in r.url) as opened:
+            report.locator(".source-open").click()
+        assert opened.value.status == 200
+        expect(page.locator("#passage .passage-fragment.highlight")).to_contain_text(CLAIM)
+        expect(page.locator("#passage .passage-fragment.highlight")).to_contain_text("page 3")
+        expect(page.locator("#passage-where")).to_contain_text("page 3")
+        screenshot(page, "passage-pdf-page")
