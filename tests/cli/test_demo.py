@@ -368,3 +368,42 @@ def test_the_demo_answers_through_the_page(demo: tuple[Path, str], tmp_path: Pat
             screenshot(page, "demo-found")
     finally:
         server.stop()
+
+
+def test_a_reference_unit_s_link_passes_on_its_own_url(demo: tuple[Path, str]) -> None:
+    """The demo publishes a `reference` Evidence Unit: the passage its link opens carries the
+    unit's URL, read from the unit as committed at the revision served."""
+    from thoth.answer.passage import link
+    from thoth.service.operations import Operations
+
+    target, _ = demo
+    ws = Workspace.open(target)
+    rt = open_runtime(ws)
+    try:
+        reader = rt.reader()
+        try:
+            records = list(
+                reader.active().store.scroll(
+                    {"record_kind": "evidence", "evidence_kind": "reference"}
+                )
+            )
+        finally:
+            reader.close()
+    finally:
+        rt.close()
+    assert records, "the demo publishes a reference unit"
+    payload = records[0].payload
+    opened = link(payload["doc_id"], payload["workspace_revision"], payload["fragment_ordinal"])
+    assert opened.startswith("/v1/passage?")
+    ops = Operations(ws)
+    try:
+        passage = ops.passage(
+            payload["doc_id"],
+            payload["workspace_revision"],
+            payload["fragment_ordinal"],
+            ["internal"],
+            None,
+        )
+    finally:
+        ops.close()
+    assert passage["kind"] == "evidence" and str(passage["url"]).startswith("http")
