@@ -377,28 +377,20 @@ def stats_cmd(
     if not tallies:
         out.print(f"No answer logged since {since.date().isoformat()}.")
         return
-    table = Table(title=f"answers of {ws.settings.workspace} since {since.date().isoformat()}")
-    counts = ("answers", "dropped", "degraded", "masked")
-    for col in (
-        "day",
-        "caller",
-        *counts[:1],
-        "by status",
-        "failed by code",
-        *counts[1:],
-        "reports",
-    ):
-        table.add_column(col, justify="right" if col in counts else "left")
+    # A block per day and caller: readable at any terminal width, one line per measure.
+    out.print(
+        f"[bold]Answers of {escape(ws.settings.workspace)} since {since.date().isoformat()}[/]"
+    )
     for t in tallies:
-        table.add_row(
-            t.day,
-            escape(t.caller),
-            str(t.answers),
-            ", ".join(f"{s} {t.statuses[s]}" for s in ANSWER_STATUSES if t.statuses[s]),
-            ", ".join(f"{code} {n}" for code, n in sorted(t.failed.items())) or "-",
-            str(t.context_dropped),
-            str(t.degraded),
-            str(t.masked_values),
-            ", ".join(f"{k} {n}" for k, n in sorted(t.feedback.items())) or "-",
+        statuses = ", ".join(f"{s} {t.statuses[s]}" for s in ANSWER_STATUSES if t.statuses[s])
+        failed = ", ".join(f"{code} {n}" for code, n in sorted(t.failed.items())) or "-"
+        reports = ", ".join(f"{k} {n}" for k, n in sorted(t.feedback.items())) or "-"
+        out.print(f"\n[bold]{t.day}  {escape(t.caller)}[/]  {t.answers} answer(s)")
+        out.print(f"  by status: {statuses or '-'}", highlight=False)
+        out.print(f"  failed by code: {failed}", highlight=False)
+        out.print(
+            f"  context dropped {t.context_dropped}, degraded {t.degraded}, "
+            f"masked values {t.masked_values} (in {t.masked_answers} answer(s))",
+            highlight=False,
         )
-    out.print(table)
+        out.print(f"  readers' reports: {reports}", highlight=False)

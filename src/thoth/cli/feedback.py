@@ -13,7 +13,6 @@ from typing import Annotated, Final
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from thoth.cli.common import JsonOpt, emit_json, errors, out
 from thoth.workspace import Workspace
@@ -98,26 +97,22 @@ def list_cmd(
     if not reports:
         out.print("No report" + (f" of kind {kind}." if kind else "."))
         return
-    table = Table(title=f"feedback on answers of {ws.settings.workspace}")
-    for col in ("id", "when (UTC)", "caller", "kind", "answer"):
-        table.add_column(col, no_wrap=True)
-    for col in ("question", "note"):
-        table.add_column(col, overflow="fold", ratio=1)
+    # A block per report, not a table: the question and the note are what the curator reads,
+    # and a table squeezes them to nothing on a narrow terminal.
+    out.print(f"[bold]Feedback on answers of {escape(ws.settings.workspace)}[/] (newest first)")
     for r in reports:
         logged = questions[r.answer_id]
-        note = r.note + "".join(
-            f"\nmasked {m['column']} ({m['values']}): {m['rule']}" for m in r.masked
+        out.print(
+            f"\n[bold]#{r.id} {r.kind}[/] — {r.created_at.strftime('%Y-%m-%d %H:%M')} UTC — "
+            f"caller {escape(r.caller or '-')} — answer {r.answer_id} ({logged.status})"
         )
-        table.add_row(
-            str(r.id),
-            r.created_at.strftime("%Y-%m-%d %H:%M"),
-            escape(r.caller or "-"),
-            r.kind,
-            f"{r.answer_id} ({logged.status})",
-            escape(logged.question),
-            escape(note) or "-",
-        )
-    out.print(table)
+        out.print(f"  question: {escape(logged.question)}", highlight=False)
+        out.print(f"  note: {escape(r.note) or '-'}", highlight=False)
+        for m in r.masked:
+            out.print(
+                f"  masked: {escape(m['column'])} ({m['values']} values) — {escape(m['rule'])}",
+                highlight=False,
+            )
 
 
 def to_eval_cmd(
