@@ -256,3 +256,47 @@ def test_in_chromium_the_source_opens_its_highlighted_passage_at_its_pdf_page(
         expect(page.locator("#passage .passage-fragment.highlight")).to_contain_text("page 3")
         expect(page.locator("#passage-where")).to_contain_text("page 3")
         screenshot(page, "passage-pdf-page")
+
+
+def test_an_old_answer_s_link_opens_the_revision_it_was_served_from(served: Server) -> None:
+    """Runs last: it moves the workspace on. After the manual changes and is synced again, the
+    link of an answer given before opens the text that answer read (the file at that commit,
+    prepared again); a commit no sync served is refused, even though Git has it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import commit_all, git
+
+    question = "Come si registra il ricovero ordinario?"
+    before = ask(served, question, "reader")
+    [old] = [s for s in before["sources"] if s["doc_id"].startswith("manuali:")]
+    manual = served.root / "documents" / "manuali" / "ricovero.md"
+    manual.write_text(MANUAL.replace("entro 24 ore", "entro 12 ore"), "utf-8")
+    commit_all(served.root, "the manual changes")
+    synced = subprocess.run(
+        [sys.executable, "-m", "thoth.cli.main", "docs", "sync", "-w", str(served.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    response = open_link(served, old["link"], "reader")
+    assert response.status_code == 200, response.text
+    passage = response.json()
+    [shown] = [f for f in passage["fragments"] if f["highlight"]]
+    assert passage["revision"] == old["revision"] and "entro 24 ore" in shown["text"]
+    after = ask(served, question, "reader")
+    [new] = [s for s in after["sources"] if s["doc_id"].startswith("manuali:")]
+    assert new["revision"] != old["revision"]
+    assert "entro 12 ore" in json_text(open_link(served, new["link"], "reader"))
+    manual.write_text(MANUAL.replace("entro 24 ore", "entro 6 ore"), "utf-8")
+    commit_all(served.root, "never synced")
+    unsynced = git(served.root, "rev-parse", "HEAD").strip()
+    response = open_link(served, new["link"].replace(new["revision"], unsynced), "reader")
+    assert response.status_code == 409 and response.json()["code"] == "revision_not_served"
+    assert "entro 6 ore" not in response.text
+
+
+def json_text(response: httpx.Response) -> str:
+    assert response.status_code == 200, response.text
+    return " ".join(f["text"] for f in response.json()["fragments"])

@@ -7,7 +7,9 @@ its neighbours, highlighted, with its page and heading path, read from the activ
 answer applies: every fragment must carry only labels the request may see, or the link is
 refused with `source_not_allowed` and shows nothing. A source no generation serves (a path
 outside the sources, an id of another workspace) is `source_not_found`; a revision other than
-the one served (forged, or the source changed since) is `revision_not_served`: ask again.
+one a sync served is `revision_not_served`. A revision some earlier sync served, which the
+index no longer holds, opens through `earlier` (thoth.knowledge.history: the file at that
+commit, prepared again by the same pipeline).
 A `reference` Evidence Unit passes on its own URL.
 """
 
@@ -54,6 +56,24 @@ def link(doc_id: str, revision: str, fragment: int | None) -> str:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """One fragment as a passage shows it, from the index or from an earlier revision."""
+
+    ordinal: int
+    page: int | None
+    heading_path: tuple[str, ...]
+    text: str
+    caveats: tuple[str, ...]
+    labels: tuple[str, ...]
+    title: str
+    kind: str  # document | wiki | evidence
+
+
+# The fragments of a source at an earlier revision some sync served (None: none did).
+Earlier = Callable[[str, str], Sequence[Piece] | None]
+
+
+@dataclass(frozen=True)
 class PassageFragment:
     ordinal: int
     page: int | None
@@ -88,8 +108,10 @@ def read_passage(
     fragment: int | None,
     allowed: Sequence[str],
     reference_url: Callable[[EvidencePayload], str | None] = lambda _: None,
+    earlier: Earlier | None = None,
 ) -> Passage:
-    """The passage a link opens, under `allowed` labels (see the module)."""
+    """The passage a link opens, under `allowed` labels (see the module). A revision the
+    index no longer serves opens through `earlier`, when a sync served it."""
     readable_gen = reader.active()
     with reader.guard():
         records = list(readable_gen.store.scroll({"doc_id": doc_id, "workspace_id": workspace}))
@@ -98,25 +120,30 @@ def read_passage(
         for p in (parse_payload(r.payload, r.id) for r in records)
         if isinstance(p, FragmentPayload | EvidencePayload)
     ]
-    if not payloads:
-        raise SourceNotFound(
-            f"no source {doc_id[:200]!r} is served in workspace {workspace} -> open the links "
-            "of an answer of this workspace; a removed document has no passage"
-        )
-    if not all(readable(p.labels, allowed) for p in payloads):
-        raise SourceNotAllowed(
-            f"source {doc_id[:200]!r} carries labels outside {', '.join(allowed)}: nothing of "
-            "it is shown -> ask with labels your caller may use, or ask an administrator"
-        )
-    served = {_revision(p) for p in payloads}
-    if revision not in served:
-        raise RevisionNotServed(
-            f"source {doc_id!r} is not served at revision {revision[:40]!r} (served: "
-            f"{', '.join(sorted(r[:12] for r in served))}) -> the source changed since the "
-            "answer, or the link was altered: ask the question again"
-        )
-    ordered = sorted(payloads, key=_ordinal)
-    ordinals = [_ordinal(p) for p in ordered]
+    _may_see(doc_id, [tuple(p.labels) for p in payloads], allowed)
+    url: str | None = None
+    if payloads and revision in {_revision(p) for p in payloads}:
+        pieces = [_piece(p) for p in payloads]
+        evidence = [p for p in payloads if isinstance(p, EvidencePayload)]
+        if evidence and evidence[0].evidence_kind == "reference":
+            url = reference_url(evidence[0])
+    else:
+        older = earlier(doc_id, revision) if earlier is not None else None
+        if older is None:
+            if not payloads:
+                raise SourceNotFound(
+                    f"no source {doc_id[:200]!r} is served in workspace {workspace} -> open "
+                    "the links of an answer of this workspace"
+                )
+            raise RevisionNotServed(
+                f"source {doc_id!r} was never served at revision {revision[:40]!r} -> the "
+                "link was altered, or the answer came from a revision no sync served: ask "
+                "the question again"
+            )
+        pieces = list(older)
+        _may_see(doc_id, [p.labels for p in pieces], allowed)
+    ordered = sorted(pieces, key=lambda p: p.ordinal)
+    ordinals = [p.ordinal for p in ordered]
     chosen = ordinals[0] if fragment is None else fragment
     if chosen not in ordinals:
         raise RequestError(
@@ -126,26 +153,39 @@ def read_passage(
         )
     at = ordinals.index(chosen)
     window = ordered[max(0, at - WINDOW) : at + WINDOW + 1]
-    first = ordered[at]
+    shown = ordered[at]
     return Passage(
         doc_id=doc_id,
-        kind=first.record_kind,
-        title=first.title,
+        kind=shown.kind,
+        title=shown.title,
         revision=revision,
         generation=readable_gen.id,
         fragment=chosen,
-        page=_page(first),
-        heading_path=_headings(first),
+        page=shown.page,
+        heading_path=shown.heading_path,
         fragments=tuple(
             PassageFragment(
-                _ordinal(p), _page(p), _headings(p), p.text, tuple(p.caveats), _ordinal(p) == chosen
+                p.ordinal, p.page, p.heading_path, p.text, p.caveats, p.ordinal == chosen
             )
             for p in window
         ),
-        url=reference_url(first)
-        if isinstance(first, EvidencePayload) and first.evidence_kind == "reference"
-        else None,
+        url=url,
     )
+
+
+def _may_see(doc_id: str, carried: Sequence[tuple[str, ...]], allowed: Sequence[str]) -> None:
+    if not all(readable(labels, allowed) for labels in carried):
+        raise SourceNotAllowed(
+            f"source {doc_id[:200]!r} carries labels outside {', '.join(allowed)}: nothing of "
+            "it is shown -> ask with labels your caller may use, or ask an administrator"
+        )
+
+
+def _piece(p: FragmentPayload | EvidencePayload) -> Piece:
+    return Piece(
+        _ordinal(p), _page(p), _headings(p), p.text, tuple(p.caveats), tuple(p.labels),
+        p.title, p.record_kind,
+    )  # fmt: skip
 
 
 def _revision(p: FragmentPayload | EvidencePayload) -> str:

@@ -22,15 +22,17 @@ from thoth.agent.submit import submit_job
 from thoth.analytics.query_view import query_view
 from thoth.analytics.store import AnalyticsStore
 from thoth.answer.feedback import report
-from thoth.answer.passage import read_passage
+from thoth.answer.passage import Piece, RevisionNotServed, read_passage
 from thoth.answer.retrieval import RetrievedFragment
 from thoth.answer.scope import allowed_labels
 from thoth.answer.service import AnswerService
 from thoth.config import CallerSettings, Settings
+from thoth.documents.records import KnowledgeFragment
 from thoth.errors import Problem, RequestError, ThothError
 from thoth.evidence.model import ReferenceUnit
 from thoth.index.reader import GenerationReader
 from thoth.index.records import EvidencePayload
+from thoth.knowledge.history import fragments_at
 from thoth.runtime import Runtime, knowledge_search, open_answer_service, open_runtime
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch, read_unit_at
@@ -196,11 +198,27 @@ class Operations:
             read = read_unit_at(root, unit.workspace_revision, unit.unit_path)
             return read.reference.url if isinstance(read, ReferenceUnit) else None
 
+        def earlier(doc: str, rev: str) -> list[Piece] | None:
+            try:
+                found = fragments_at(root, self.settings, self._rt.state, doc, rev)
+            except ThothError as exc:
+                raise RevisionNotServed(
+                    f"source {doc!r} at revision {rev[:12]} cannot be read again: {exc}"
+                ) from exc
+            return None if found is None else [_old_piece(f) for f in found]
+
         def work() -> dict[str, Any]:
             if self._passages is None:  # opened once, on the engine thread, when first needed
                 self._passages = self._rt.reader()
             return read_passage(
-                self._passages, self.settings.workspace, doc_id, revision, fragment, allowed, url
+                self._passages,
+                self.settings.workspace,
+                doc_id,
+                revision,
+                fragment,
+                allowed,
+                url,
+                earlier,
             ).as_dict()
 
         return self._run(work)
@@ -367,6 +385,13 @@ class Operations:
     def _run(self, work: Callable[[], T]) -> T:
         """`work` on the engine thread, after the calls submitted before it."""
         return self._engine.submit(work).result()
+
+
+def _old_piece(f: KnowledgeFragment) -> Piece:
+    return Piece(
+        f.ordinal, f.page, tuple(f.heading_path), f.text, tuple(f.caveats), tuple(f.labels),
+        f.title, f.record_kind,
+    )  # fmt: skip
 
 
 def fragment_dict(fragment: RetrievedFragment) -> dict[str, Any]:

@@ -371,6 +371,19 @@ class Runs(StoreCore):
         """The workspace's most recent sync runs, newest first."""
         return [_sync_run(r) for r in self._newest(sync_runs, workspace, limit)]
 
+    def served_revisions(self, workspace: str, source: str) -> set[str]:
+        """Every commit of `source` a succeeded `tht docs sync` of the workspace read: the
+        revisions an answer can have been served from (an old link opens only these)."""
+        query = select(sync_runs.c.revisions).where(
+            sync_runs.c.workspace == workspace,
+            sync_runs.c.status == "succeeded",
+            sync_runs.c.kind == "docs",
+        )
+        with self._read(f"sync_runs: revisions served of {workspace!r}") as conn:
+            rows = conn.execute(query).all()
+        found = (load_json(r.revisions).get(source) for r in rows)
+        return {r for r in found if isinstance(r, str)}
+
     def _newest(self, table: Table, workspace: str, limit: int) -> Sequence[Row[Any]]:
         """The workspace's last `limit` rows of `table` (builds, sync_runs), highest id first."""
         if limit < 1:
