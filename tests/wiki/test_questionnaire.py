@@ -249,3 +249,32 @@ def test_a_questionnaire_moved_into_the_wiki_is_never_indexed(ws: Path) -> None:
     assert code == 2, shown  # nothing of it is in the active generation
     code, shown = tht(ws, "docs", "show", f"wiki:{PAGE}")
     assert code == 0, shown  # the page itself is served, with its caveat
+
+
+DEMO_PAGE = Path(__file__).resolve().parents[2] / (
+    "examples/clinical-dwh/wiki/pronto-soccorso/accessi-pediatrici.md"
+)
+
+
+@pytest.mark.parametrize(
+    ("confidence", "outcome"),
+    [("alta", "caveat_removed"), ("media", "caveat_rewritten"), ("bassa", "unchanged")],
+)
+def test_the_three_outcomes_on_the_demo_page(ws: Path, confidence: str, outcome: str) -> None:
+    """The demo's own page (two caveats in its Avvertenze section), the first caveat asked."""
+    text = DEMO_PAGE.read_text("utf-8").replace("channel: pronto-soccorso\n", "")
+    (ws / PAGE).write_text(text, "utf-8")
+    commit_all(ws, "the demo page")
+    file = write(ws, PAGE, "--caveat", "1")
+    anomaly = "Il valore del 53% della prima sezione è un valore anomalo."
+    assert anomaly in file.read_text("utf-8")
+    precise = "Il 53% conta due volte i trasferimenti interni da marzo 2023: senza, +3,5%."
+    answer(file, confidence, caveat=precise if confidence == "media" else None)
+    code, applied = tht(ws, "wiki", "questionnaire", "apply", str(file))
+    assert code == 0 and applied["outcome"] == outcome, applied
+    page = (ws / PAGE).read_text("utf-8")
+    second = "Le estrazioni della tabella per struttura scaricate prima del 18 novembre 2024"
+    assert second in page  # the other caveat is not the questionnaire's
+    assert (anomaly in page) == (outcome == "unchanged")
+    assert (precise in page) == (outcome == "caveat_rewritten")
+    assert "## Avvertenze" in page
