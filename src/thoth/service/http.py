@@ -456,40 +456,60 @@ PASSAGE_PARAMETERS: Final = [
 _PASSAGE_KEYS: Final = {"doc_id", "revision", "fragment", "labels"}
 
 
-def passage_query(params: Any) -> tuple[str, str, int | None, list[str] | None]:
-    """The link's query string, checked here (after the key) so a malformed link is a
-    problem response naming the parameter, like every other bad request."""
-    problems: list[Problem] = []
+class _LinkQuery:
+    """A link's query string, read after the key: every fault becomes a Problem naming the
+    parameter, and `checked()` refuses them all at once, like every other bad request."""
 
-    def one(name: str, limit: int, least: int = 1) -> str:
-        values = params.getlist(name)
-        if len(values) != 1 or len(values[0].strip()) < least or len(values[0]) > limit:
-            problems.append(
-                Problem("", f"{name} must be given once, {least} to {limit} characters",
-                        field=name, hint="open the link as the answer gave it", code="invalid")
-            )  # fmt: skip
-            return ""
+    def __init__(self, params: Any, keys: set[str]) -> None:
+        self.params = params
+        self.problems = [
+            Problem("", f"unknown parameter {k[:40]!r}", field=k, code="unknown_field")
+            for k in sorted(set(params.keys()) - keys)
+        ]
+
+    def one(
+        self, name: str, limit: int | None = None, least: int = 1, required: bool = True
+    ) -> str | None:
+        """The parameter given once (None when optional and absent, or at fault)."""
+        values = self.params.getlist(name)
+        if not values and not required:
+            return None
+        too_long = limit is not None and len(values[0]) > limit if len(values) == 1 else False
+        if len(values) != 1 or len(values[0].strip()) < least or too_long:
+            size = f", {least} to {limit} characters" if limit is not None else ""
+            self.fault(name, f"{name} must be given once{size}")
+            return None
         return str(values[0])
 
-    unknown = sorted(set(params.keys()) - _PASSAGE_KEYS)
-    problems += [
-        Problem("", f"unknown parameter {k[:40]!r}", field=k, code="unknown_field") for k in unknown
-    ]
+    def fault(self, name: str, message: str) -> None:
+        self.problems.append(
+            Problem("", message, field=name, hint="open the link as the answer gave it",
+                    code="invalid")
+        )  # fmt: skip
+
+    def labels(self) -> list[str] | None:
+        return self.params.getlist("labels") or None
+
+    def checked(self) -> None:
+        if self.problems:
+            raise RequestError("the link is malformed", problems=self.problems)
+
+
+def passage_query(params: Any) -> tuple[str, str, int | None, list[str] | None]:
+    """A source link's query string (GET /v1/passage)."""
+    link = _LinkQuery(params, _PASSAGE_KEYS)
     # A fragment published without a revision (none recorded) is linked with an empty one.
-    doc_id, revision = one("doc_id", 1000), one("revision", 200, least=0)
+    doc_id, revision = link.one("doc_id", 1000), link.one("revision", 200, least=0)
+    given = link.one("fragment", required=False)
     fragment: int | None = None
-    given = params.getlist("fragment")
-    if given:
-        if len(given) != 1 or not given[0].isdigit() or len(given[0]) > 9:
-            problems.append(
-                Problem("", "fragment must be one whole number", field="fragment", code="invalid")
-            )
+    if given is not None:
+        if given.isdigit() and len(given) <= 9:
+            fragment = int(given)
         else:
-            fragment = int(given[0])
-    labels = params.getlist("labels") or None
-    if problems:
-        raise RequestError("the link is malformed", problems=problems)
-    return doc_id, revision, fragment, labels
+            link.fault("fragment", "fragment must be one whole number")
+    link.checked()
+    assert doc_id is not None and revision is not None
+    return doc_id, revision, fragment, link.labels()
 
 
 QUERY_PARAMETERS: Final = [
@@ -505,32 +525,21 @@ _QUERY_KEYS: Final = {"query_id", "revision", "parameters", "data_date", "labels
 
 
 def query_query(params: Any) -> tuple[str, str, dict[str, Any], list[str] | None]:
-    """A catalog query link's query string, checked after the key (see passage_query)."""
-    problems = [
-        Problem("", f"unknown parameter {k[:40]!r}", field=k, code="unknown_field")
-        for k in sorted(set(params.keys()) - _QUERY_KEYS)
-    ]
-    values: dict[str, str] = {}
-    for name, required in (("query_id", True), ("revision", True), ("parameters", False),
-                           ("data_date", False)):  # fmt: skip
-        given = params.getlist(name)
-        if len(given) > 1 or (required and (not given or not given[0].strip())):
-            problems.append(Problem("", f"{name} must be given once", field=name, code="invalid"))
-        elif given:
-            values[name] = given[0][:1000]
-    bound: Any = {}
+    """A catalog query link's query string (GET /v1/catalog/query)."""
+    link = _LinkQuery(params, _QUERY_KEYS)
+    query_id, revision = link.one("query_id"), link.one("revision")
+    given = link.one("parameters", least=0, required=False)
+    data_date = link.one("data_date", least=0, required=False)
     try:
-        bound = json.loads(values.get("parameters") or "{}")
+        bound: Any = json.loads((given or "{}")[:1000])
     except json.JSONDecodeError:
         bound = None
     if not isinstance(bound, dict):
-        problems.append(
-            Problem("", "parameters must be a JSON object", field="parameters", code="invalid")
-        )
-    if problems:
-        raise RequestError("the link is malformed", problems=problems)
-    asked = {"parameters": bound, "data_date": values.get("data_date")}
-    return values["query_id"], values["revision"], asked, params.getlist("labels") or None
+        link.fault("parameters", "parameters must be a JSON object")
+    link.checked()
+    assert query_id is not None and revision is not None
+    asked = {"parameters": bound, "data_date": data_date[:1000] if data_date else data_date}
+    return query_id[:1000], revision[:1000], asked, link.labels()
 
 
 _JOB_ID = re.compile(r"^job_[0-9a-f]{24}$")
