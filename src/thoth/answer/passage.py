@@ -23,7 +23,13 @@ from urllib.parse import urlencode
 from thoth.answer.scope import readable
 from thoth.errors import RequestError, ThothError
 from thoth.index.reader import GenerationReader
-from thoth.index.records import EvidencePayload, FragmentPayload, parse_payload
+from thoth.index.records import (
+    EvidencePayload,
+    FragmentPayload,
+    parse_payload,
+    position,
+    read_at,
+)
 
 LINK_PATH: Final = "/v1/passage"
 WINDOW: Final = 2  # fragments shown on each side of the highlighted one
@@ -122,7 +128,7 @@ def read_passage(
     ]
     _may_see(doc_id, [tuple(p.labels) for p in payloads], allowed)
     url: str | None = None
-    if payloads and revision in {_revision(p) for p in payloads}:
+    if payloads and revision in {read_at(p) for p in payloads}:
         pieces = [_piece(p) for p in payloads]
         evidence = [p for p in payloads if isinstance(p, EvidencePayload)]
         if evidence and evidence[0].evidence_kind == "reference":
@@ -183,17 +189,9 @@ def _may_see(doc_id: str, carried: Sequence[tuple[str, ...]], allowed: Sequence[
 
 def _piece(p: FragmentPayload | EvidencePayload) -> Piece:
     return Piece(
-        _ordinal(p), _page(p), _headings(p), p.text, tuple(p.caveats), tuple(p.labels),
+        position(p), _page(p), _headings(p), p.text, tuple(p.caveats), tuple(p.labels),
         p.title, p.record_kind,
     )  # fmt: skip
-
-
-def _revision(p: FragmentPayload | EvidencePayload) -> str:
-    return p.workspace_revision if isinstance(p, EvidencePayload) else p.revision
-
-
-def _ordinal(p: FragmentPayload | EvidencePayload) -> int:
-    return p.fragment_ordinal if isinstance(p, EvidencePayload) else p.ordinal
 
 
 def _page(p: FragmentPayload | EvidencePayload) -> int | None:

@@ -49,6 +49,8 @@ from thoth.index.records import (
     EvidencePayload,
     FragmentPayload,
     parse_payload,
+    position,
+    read_at,
 )
 from thoth.periods import asked_quarters, covers, is_quarter_term, parse_label
 from thoth.search.outcome import MAX_MESSAGE
@@ -98,16 +100,12 @@ class RetrievedFragment:
     @property
     def revision(self) -> str:
         """The Git revision the fragment's text was read at (see Source.revision)."""
-        if isinstance(self.record, EvidencePayload):
-            return self.record.workspace_revision
-        return self.record.revision
+        return read_at(self.record)
 
     @property
     def ordinal(self) -> int:
         """Its position in its document (or Evidence Unit): what a source's link opens."""
-        if isinstance(self.record, EvidencePayload):
-            return self.record.fragment_ordinal
-        return self.record.ordinal
+        return position(self.record)
 
     def as_dict(self) -> dict[str, Any]:
         return {

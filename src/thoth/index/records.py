@@ -199,6 +199,19 @@ class SchemaColumnPayload(_SchemaRecord):
 
 
 AnswerPayload = EvidencePayload | FragmentPayload
+
+
+def read_at(payload: AnswerPayload) -> str:
+    """The Git revision an answer payload's text was read at: the source repository's commit
+    for a document or wiki page, the workspace's for an Evidence Unit ("" when none)."""
+    return payload.workspace_revision if isinstance(payload, EvidencePayload) else payload.revision
+
+
+def position(payload: AnswerPayload) -> int:
+    """Its place in its document or Evidence Unit: what a source's link highlights."""
+    return payload.fragment_ordinal if isinstance(payload, EvidencePayload) else payload.ordinal
+
+
 SchemaPayload = SchemaTablePayload | SchemaColumnPayload
 RecordPayload = Annotated[
     EvidencePayload | FragmentPayload | MemoryPayload | SchemaTablePayload | SchemaColumnPayload,
