@@ -190,8 +190,7 @@ class Operations:
     ) -> dict[str, Any]:
         """What a source's link opens (thoth.answer.passage), under the labels an `ask` with
         the same `labels` would be allowed: never more than the answer could show."""
-        resolved = ceiling_labels(self.settings, caller, labels)
-        allowed = allowed_labels(self.settings, {"labels": resolved})
+        allowed = self._allowed(labels, caller)
         root = self.ws.root
 
         def url(unit: EvidencePayload) -> str | None:
@@ -234,8 +233,7 @@ class Operations:
         """What a computed answer's link opens (thoth.analytics.query_view), under the labels an
         `ask` with the same `labels` would be allowed; `asked` (the parameters and data date the
         answer used, from the link) is echoed beside the query."""
-        resolved = ceiling_labels(self.settings, caller, labels)
-        allowed = allowed_labels(self.settings, {"labels": resolved})
+        allowed = self._allowed(labels, caller)
         active = self._rt.state.active_revision(self.settings.workspace)
         view = query_view(
             self.ws.root, self.settings.analytics, active, query_id, revision, allowed
@@ -303,6 +301,13 @@ class Operations:
         return {"ready": all(c["ok"] for c in components.values()), "components": components}
 
     # -- steps -----------------------------------------------------------------------------
+
+    def _allowed(self, labels: list[str] | None, caller: CallerSettings | None) -> list[str]:
+        """What an `ask` with `labels` may see: within the caller's ceiling, the default
+        labels when none are given (a link never shows more than its answer could)."""
+        return allowed_labels(
+            self.settings, {"labels": ceiling_labels(self.settings, caller, labels)}
+        )
 
     def _watch_rates(self) -> None:
         """At most every ALERT_CHECK_SECONDS, warn in the log of each rate of the answers
