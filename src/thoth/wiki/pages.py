@@ -43,7 +43,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 _DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}:\S.*$")  # `<source>:<path>`
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _DOC_ID_HINT = "write it as `<source>:<path>`, e.g. `documenti:bandi/export-2025.pdf`"
-_LIST_ITEM = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)(?P<text>.*)$")
+LIST_ITEM = re.compile(r"^(?P<indent>[ \t]*)(?P<bullet>[-*+]|\d{1,9}[.)])(?:[ \t]+|$)(?P<text>.*)$")
 _SECTION_NUMBER = re.compile(r"^\d{1,3}(?:\.\d{1,3})*\.?\s+")
 
 
@@ -134,7 +134,7 @@ def _refs(value: object, doc_id: str, problems: list[Problem]) -> list[PageRef]:
     return refs
 
 
-def _heading_key(text: str) -> str:
+def heading_key(text: str) -> str:
     # "3. Avvertenze:" in a numbered page is still the caveat section.
     return _SECTION_NUMBER.sub("", text).strip().rstrip(":").strip().casefold()
 
@@ -145,7 +145,7 @@ def _list_items(text: str) -> list[str]:
     items: list[list[str]] = []
     base: int | None = None
     for line in text.split("\n"):
-        match = _LIST_ITEM.match(line)
+        match = LIST_ITEM.match(line)
         indent = len(match.group("indent").expandtabs(4)) if match else None
         if match and (base is None or (indent is not None and indent <= base)):
             base = indent if base is None else base
@@ -159,14 +159,14 @@ def section_caveats(document: Document, headings: Sequence[str]) -> list[str]:
     """Caveats declared in a section whose heading (any level) is one of `headings`: each list
     item, or each paragraph when the section has no list, up to the next heading of the same or
     a higher level."""
-    wanted = {_heading_key(heading) for heading in headings}
+    wanted = {heading_key(heading) for heading in headings}
     blocks = document.blocks
     caveats: list[str] = []
     index = 0
     while index < len(blocks):
         block = blocks[index]
         index += 1
-        if block.kind != "heading" or _heading_key(block.text) not in wanted:
+        if block.kind != "heading" or heading_key(block.text) not in wanted:
             continue
         level = block.level or 1
         section: list[Block] = []

@@ -30,7 +30,7 @@ from thoth.documents.sources import SourceFile, selects
 from thoth.errors import Problem, ProblemsError
 from thoth.gitrepo import repo_top, require_clean
 from thoth.markup import raw_front_matter, split_front_matter
-from thoth.wiki.pages import MARKDOWN_SUFFIXES, parse_page
+from thoth.wiki.pages import LIST_ITEM, MARKDOWN_SUFFIXES, heading_key, parse_page
 
 MARKER: Final = "thoth-questionnaire"  # the info string of the block that holds the metadata
 WORDING: Final = "text wording"
@@ -50,10 +50,6 @@ _CONFIDENCE_LINE: Final = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _HEADING: Final = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)[ \t#]*$")
-_SECTION_NUMBER: Final = re.compile(r"^\d{1,3}(?:\.\d{1,3})*\.?\s+")
-_LIST_ITEM: Final = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<bullet>(?:[-*+]|\d{1,9}[.)]))[ \t]+(?P<text>.*)$"
-)
 
 _TEXTS: Final[dict[str, dict[str, str]]] = {
     "it": {
@@ -552,7 +548,7 @@ def _edit_front_matter(head: str, caveat: str, new_caveat: str | None, where: st
 
 def _caveat_section(body: str, source: SourceSettings, caveat: str) -> tuple[int, int] | None:
     """(start, end) offsets in `body` of the caveat section that holds `caveat`."""
-    wanted = {_heading_key(h) for h in source.caveat_headings}
+    wanted = {heading_key(h) for h in source.caveat_headings}
     lines = body.split("\n")
     offsets = [0]
     for line in lines:
@@ -560,7 +556,7 @@ def _caveat_section(body: str, source: SourceSettings, caveat: str) -> tuple[int
     i = 0
     while i < len(lines):
         match = _HEADING.match(lines[i])
-        if not match or _heading_key(match.group("text")) not in wanted:
+        if not match or heading_key(match.group("text")) not in wanted:
             i += 1
             continue
         level = len(match.group("hashes"))
@@ -582,7 +578,7 @@ def _units(lines: list[str]) -> list[tuple[int, int, str]]:
     units: list[tuple[int, int, str]] = []
     start: int | None = None
     for k, line in enumerate([*lines, ""]):
-        item = _LIST_ITEM.match(line)
+        item = LIST_ITEM.match(line)
         if start is not None and (not line.strip() or item):
             units.append((start, k, _normalised(lines[start:k])))
             start = None
@@ -592,7 +588,7 @@ def _units(lines: list[str]) -> list[tuple[int, int, str]]:
 
 
 def _normalised(lines: list[str]) -> str:
-    first = _LIST_ITEM.match(lines[0])
+    first = LIST_ITEM.match(lines[0])
     if first:
         lines = [first.group("text"), *lines[1:]]
     return " ".join(" ".join(lines).split())
@@ -604,7 +600,7 @@ def _edit_section(section: str, caveat: str, new_caveat: str | None, where: str)
     for start, end, unit in _units(content):
         if unit != caveat:
             continue
-        item = _LIST_ITEM.match(content[start])
+        item = LIST_ITEM.match(content[start])
         if new_caveat is None:
             del content[start:end]
             if (
@@ -625,10 +621,6 @@ def _edit_section(section: str, caveat: str, new_caveat: str | None, where: str)
         "questionnaire_unsupported_caveat",
         "edit the page by hand",
     )
-
-
-def _heading_key(text: str) -> str:
-    return _SECTION_NUMBER.sub("", text).strip().rstrip(":").strip().casefold()
 
 
 def _refused(where: str, message: str, code: str, hint: str) -> QuestionnaireError:
