@@ -13,6 +13,7 @@ from thoth.periods import (
     fiscal_quarter,
     is_quarter_term,
     quarter_of,
+    stated_quarters,
 )
 
 
@@ -83,3 +84,44 @@ def test_a_quarter_is_covered_as_calendar_or_as_the_entitys_fiscal_quarter() -> 
 def test_quarter_tokens_are_told_from_other_periods() -> None:
     assert is_quarter_term("Q2") and is_quarter_term("2023Q3")
     assert not is_quarter_term("10-Q") and not is_quarter_term("2023")
+
+
+@pytest.mark.parametrize(
+    ("question", "stated"),
+    [
+        # the filing's own words in the question: an exact period end, a calendar quarter
+        (
+            "Apple's net sales for the three months ended July 1, 2023?",
+            [("three months ended July 1, 2023", (2023, 2))],
+        ),
+        # year to date asks about the quarter its period closes
+        (
+            "revenue in the nine months ended September 30, 2023",
+            [("nine months ended September 30, 2023", (2023, 3))],
+        ),
+        ("for the quarter ended April 1, 2023", [("quarter ended April 1, 2023", (2023, 1))]),
+        (
+            "ricavi del trimestre chiuso al 30 giugno 2023",
+            [("trimestre chiuso al 30 giugno 2023", (2023, 2))],
+        ),
+        (
+            "ricavi dei sei mesi chiusi al 30 giugno 2023",
+            [("sei mesi chiusi al 30 giugno 2023", (2023, 2))],
+        ),
+        ("notes due February 15, 2030", []),
+        ("What was the revenue in Q2 2023?", []),
+    ],
+)
+def test_a_question_states_period_ends_as_the_filings_write_them(
+    question: str, stated: list[tuple[str, tuple[int, int]]]
+) -> None:
+    assert stated_quarters(question) == stated
+
+
+def test_a_stated_period_end_is_never_read_through_a_fiscal_calendar() -> None:
+    """ "Three months ended July 1, 2023" is Apple's fiscal Q3 and calendar Q2: the filing that
+    covers April 1, 2023 (fiscal Q2, calendar Q1) must not pass for it, as "Q2 2023" would."""
+    apple_april_filing = {(2023, 1), (2022, 1)}
+    [(_, quarter)] = stated_quarters("net sales for the three months ended July 1, 2023")
+    assert quarter not in apple_april_filing
+    assert covers([(2023, 2)], apple_april_filing, [9])  # the named quarter, read as fiscal

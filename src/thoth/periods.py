@@ -5,7 +5,8 @@ A filing never writes "Q2": it writes the end of the period it reports ("For the
 period ended July 1, 2023", "Three Months Ended | July 1, 2023 | June 25, 2022"). So the
 relevance check cannot look for "Q2" among a document's words: it reads, at sync, the quarters
 a document covers (`covered_quarters`, stored on its fragments as `periods`), and compares them
-with the quarters a question asks (`asked_quarters`).
+with the quarters a question asks (`asked_quarters`) or states in the filing's own words
+(`stated_quarters`: "three months ended July 1, 2023", whose words a filing of April holds too).
 
 A period end becomes the calendar quarter of the middle of the three months it closes: July 1,
 2023 (a 52/53-week year: Apple) and July 30, 2023 (NVIDIA, whose fiscal year ends in January)
@@ -19,7 +20,7 @@ quarters, and misses visibly (`nothing_found`) rather than guessing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import date, timedelta
 from typing import Final
 
@@ -59,8 +60,14 @@ _SPANS: Final = (
     re.compile(r"\bquarter(?:ly\s+period)?\s+ended\b", re.I),
     re.compile(r"\b(?:tre\s+mesi|trimestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
 )
-# Six and nine months ended (year to date) are not read: a half year that spans a quarter
-# reports no figure *of* that quarter ("six months ended March 26, 2022" is no Q4 2021).
+# What opens the end of a longer period within a year: read in questions only (below).
+_YEAR_TO_DATE: Final = (
+    re.compile(r"\b(?:six|nine|6|9)[-\s]+months?\s+ended\b", re.I),
+    re.compile(r"\b(?:sei|nove)\s+mesi\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
+    re.compile(r"\bsemestre\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
+)
+# Six and nine months ended (year to date) are not read in documents: a half year that spans
+# a quarter reports no figure *of* that quarter ("six months ended March 26, 2022" is no Q4 2021).
 # The dates an opening closes: the ones right after it, joined only by separators ("Ended |
 # July 1, 2023 | June 25, 2022", "ended July 1, 2023 and June 25, 2022"). A date after other
 # words ("Six Months Ended ...", "as of December 25, 2021") belongs to something else.
@@ -121,12 +128,12 @@ def quarter_of(end: date, months: int = 3) -> list[Quarter]:
     return out
 
 
-def covered_quarters(text: str) -> set[Quarter]:
-    """The quarters a text reports on: every three-month period end it states ("three months
-    ended July 1, 2023 and June 25, 2022", "quarterly period ended", "trimestre chiuso al 30
-    giugno 2023"), read as calendar quarters."""
-    found: set[Quarter] = set()
-    for pattern in _SPANS:
+def _period_ends(
+    text: str, openings: Iterable[re.Pattern[str]]
+) -> Iterator[tuple[re.Match[str], re.Match[str], date]]:
+    """Each (opening, date match, date) of the period ends that `openings` introduce: the
+    dates right after an opening, joined only by separators."""
+    for pattern in openings:
         for opening in pattern.finditer(text):
             at = opening.end()
             for _ in range(_MAX_DATES):
@@ -136,9 +143,27 @@ def covered_quarters(text: str) -> set[Quarter]:
                     break
                 end = _when(m)
                 if end is not None:
-                    found.update(quarter_of(end))
+                    yield opening, m, end
                 at = m.end()
-    return found
+
+
+def covered_quarters(text: str) -> set[Quarter]:
+    """The quarters a text reports on: every three-month period end it states ("three months
+    ended July 1, 2023 and June 25, 2022", "quarterly period ended", "trimestre chiuso al 30
+    giugno 2023"), read as calendar quarters."""
+    return {q for _, _, end in _period_ends(text, _SPANS) for q in quarter_of(end)}
+
+
+def stated_quarters(question: str) -> list[tuple[str, Quarter]]:
+    """The period ends a question states in a filing's own words, each with the calendar
+    quarter it closes: ("three months ended July 1, 2023", (2023, 2)). Year to date ("nine
+    months ended September 30, 2023") asks about the quarter its period closes, which the same
+    filing reports. An exact date is never read through a fiscal calendar, unlike "Q2 2023"."""
+    out: list[tuple[str, Quarter]] = []
+    for opening, m, end in _period_ends(question, (*_SPANS, *_YEAR_TO_DATE)):
+        phrase = f"{opening[0]} {m[0]}"
+        out.append((" ".join(phrase.split()), quarter_of(end)[0]))
+    return list(dict.fromkeys(out))
 
 
 def asked_quarters(question: str) -> list[tuple[int | None, int]]:

@@ -287,3 +287,23 @@ def test_a_quarter_no_document_covers_is_nothing_found_naming_it(service: Answer
     assert answer.status == "nothing_found"
     relevance = answer.diagnostics["relevance"]
     assert relevance["verdict"] == "absent_term" and "Q4" in relevance["missing"]
+
+
+def test_a_period_end_the_question_states_is_checked_against_the_periods_reported(
+    service: AnswerService,
+) -> None:
+    """A walk through real filings asked Apple's "three months ended July 1, 2023" of a filing
+    covering April 1 only, and got that quarter's figures marked `found`: the date's words were
+    all somewhere in the filing."""
+    answer = service.ask("What were Fabrikam's net sales for the three months ended June 30, 2023?")
+    assert answer.status == "found", answer.diagnostics["relevance"]
+    assert "1,875" in answer.text
+    terms = {t["text"]: t for t in answer.diagnostics["relevance"]["terms"]}
+    assert terms["three months ended June 30, 2023"]["retrieved"] is True
+
+    # June, 30 and 2021 are each in Fabrikam's documents; the quarter is in none
+    missed = service.ask("What were Fabrikam's net sales for the three months ended June 30, 2021?")
+    assert missed.status == "nothing_found", missed.diagnostics["relevance"]
+    relevance = missed.diagnostics["relevance"]
+    assert relevance["verdict"] == "absent_term"
+    assert "three months ended June 30, 2021" in relevance["missing"]

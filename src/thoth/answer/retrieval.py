@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,7 +53,7 @@ from thoth.index.records import (
     position,
     read_at,
 )
-from thoth.periods import asked_quarters, covers, is_quarter_term, parse_label
+from thoth.periods import asked_quarters, covers, is_quarter_term, parse_label, stated_quarters
 from thoth.search.outcome import MAX_MESSAGE
 
 log = logging.getLogger("thoth.answer")
@@ -509,7 +510,20 @@ class KnowledgeSearch:
             if (e := self.entities.get(eid)) is not None
         ]
         held = covers(asked_quarters(question), covered, ends)
-        period_terms: list[Term] = []
+        stated = stated_quarters(question)
+        # A period end the question states is one term, checked against the quarters reported
+        # (calendar only: an exact date has no fiscal reading); its words are no terms, for a
+        # filing of April 1 holds "July", "1" and "2023" somewhere too.
+        stated_words = {w.lower() for phrase, _ in stated for w in re.findall(r"\w+", phrase)}
+        stated_terms = (
+            [
+                Term(phrase, "period", (), corpus=int(q in covered), retrieved=q in covered)
+                for phrase, q in stated
+            ]
+            if covered
+            else []
+        )
+        quarter_terms: list[Term] = []
         # Terms go through each language's analyser, under the condition that keeps the
         # fragments encoded in it: a name in an English filing is matched by English stems.
         checked: list[list[Term]] = []
@@ -521,12 +535,14 @@ class KnowledgeSearch:
                 # their entity's name (a filing says "the Company"), and another named entity
                 # has its own scope (or is reported without documents). No name is a term.
                 terms = [t for t in terms if not self.entities.named_in(t.text)]
+            if stated_terms:
+                terms = [t for t in terms if t.text.lower() not in stated_words]
             quarters = [t for t in terms if t.kind == "period" and is_quarter_term(t.text)]
             if quarters and covered:
                 # "Q2" is checked against the quarters the retrieved documents report on,
                 # never against their words (a filing writes "three months ended July 1").
                 terms = [t for t in terms if t not in quarters]
-                period_terms = [replace(t, corpus=int(held), retrieved=held) for t in quarters]
+                quarter_terms = [replace(t, corpus=int(held), retrieved=held) for t in quarters]
             stems = {
                 i
                 for h in top
@@ -536,7 +552,7 @@ class KnowledgeSearch:
             }
             within = {**where.where, **branch.where}
             checked.append(check_terms(gen.store, within, terms, [d for d in docs if d], stems))
-        merged = _merge_terms(checked) + period_terms
+        merged = _merge_terms(checked) + stated_terms + quarter_terms
         return judge(found.best_similarity, self.min_similarity, merged)
 
     def _failed(
