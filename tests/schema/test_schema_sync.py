@@ -143,3 +143,28 @@ def test_invalid_descriptions_stop_the_sync_and_change_nothing(rt: Runtime) -> N
     assert active is not None and active.id == first.generation
     run = rt.state.list_sync_runs(rt.ws.settings.workspace, 1)[0]
     assert (run.kind, run.status) == ("schema", "failed")
+
+
+def test_a_failure_after_activation_says_the_new_generation_serves(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The docs and schema syncs close their run rows through one function: a schema sync
+    whose retention failed after it activated said "nothing was activated"."""
+    import thoth.index.build as build_module
+    from thoth.state import StateError
+
+    def retention_fails(*_args: object, **_kwargs: object) -> list[str]:
+        raise StateError("retention: cannot list the generations -> retry")
+
+    monkeypatch.setattr(build_module, "retain_generations", retention_fails)
+    sync_ = None
+    with rt.database() as db, pytest.raises(StateError, match="retention"):
+        sync_ = SchemaSync(rt.ws, rt.state, rt.backend, rt.embedder, db)
+        sync_.run()
+    assert sync_ is not None and sync_.report is not None
+    active = rt.state.active_generation(rt.ws.settings.workspace)
+    assert active is not None and active.id == sync_.report.generation
+    assert f"generation {active.id} was activated before the error" in sync_.report.after_failure
+    run = rt.state.list_sync_runs(rt.ws.settings.workspace, 1)[0]
+    assert (run.kind, run.status) == ("schema", "failed")
+    assert "was activated before the error and is serving" in run.message

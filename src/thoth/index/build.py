@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import ThothError
@@ -120,6 +121,61 @@ class RunRow:
     changes: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     succeeded: bool = True
+
+
+# How a sync run ended, as its report says (docs and schema alike).
+SyncOutcome = Literal["activated", "unchanged", "failed"]
+
+
+class RunReport(Protocol):
+    """What a docs or schema sync report holds that its run row is closed with."""
+
+    generation: str | None
+    previous_generation: str | None
+    abandoned_generation: str | None
+    outcome: SyncOutcome
+    counts: dict[str, int]
+    after_failure: str
+    duration_s: float
+    message: str
+
+    def changes(self) -> dict[str, Any]: ...
+
+
+def closing_row(
+    report: RunReport,
+    failure: BaseException | None,
+    started: float,
+    revisions: dict[str, Any],
+) -> RunRow:
+    """The run row of a sync that ends, from its report; after a failure, the report first
+    says which generation serves (`after_failure`), in its message too."""
+    if failure is not None:
+        report.after_failure = after_failure(report)
+        report.outcome = "failed"
+        report.message = f"{type(failure).__name__}: {failure} ({report.after_failure})"
+    report.duration_s = round(time.perf_counter() - started, 3)
+    return RunRow(
+        revisions=revisions,
+        generation=report.generation,
+        counts={**report.counts, "duration_s": report.duration_s},
+        changes=report.changes(),
+        message=report.message,
+    )
+
+
+def after_failure(report: RunReport) -> str:
+    """What serves after the run failed, from what the run recorded as it went."""
+    if report.outcome == "activated":
+        return f"generation {report.generation} was activated before the error and is serving"
+    where = (
+        f"nothing was activated: the active generation {report.previous_generation} is unchanged"
+        if report.previous_generation
+        else "nothing was activated: no generation serves yet"
+    )
+    if report.abandoned_generation:
+        where += f"; the build of generation {report.abandoned_generation} was abandoned"
+    return where
 
 
 def _plain_row(failure: BaseException | None) -> RunRow:

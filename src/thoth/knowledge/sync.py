@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, cast
 
 from thoth.config import CONFIG_FILE, Settings, SourceSettings, load_settings
 from thoth.documents.chunk import Chunk, ChunkKind, ChunkStats, chunk_stats
@@ -47,7 +47,15 @@ from thoth.evidence.publish import evidence_stamp
 from thoth.gitrepo import default_run_by, head_revision
 from thoth.index.base import IndexRecord, IndexStore
 from thoth.index.bm25 import Bm25Encoder, average_length, language_name
-from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
+from thoth.index.build import (
+    GenerationBuilder,
+    Keep,
+    Progress,
+    RunLock,
+    SyncOutcome,
+    closing_row,
+    embed_passages,
+)
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import open_generation
 from thoth.index.records import DOCUMENT_KINDS as DOC_KINDS
@@ -83,8 +91,6 @@ _NOT_PREPARATION: Final = frozenset(
         "max_document_fragments",
     )
 )
-
-SyncOutcome = Literal["activated", "unchanged", "failed"]
 
 
 class SyncError(ThothError):
@@ -283,7 +289,9 @@ class DocsSync:
                     pipeline_version=PIPELINE_VERSION,
                 )
                 self.report = report
-                lock.closing = lambda failure: self._run_row(report, failure, started)
+                lock.closing = lambda failure: closing_row(
+                    report, failure, started, report.revisions
+                )
                 self._sync(report)
         finally:
             self.recorded = lock.recorded
@@ -332,21 +340,6 @@ class DocsSync:
         return None, "no earlier run built a document here: no estimate"
 
     # ------------------------------------------------------------------ steps
-
-    def _run_row(self, report: SyncReport, failure: BaseException | None, started: float) -> RunRow:
-        """What the run row records: the report, with what serves after a failure."""
-        if failure is not None:
-            report.after_failure = _after_failure(report)
-            report.outcome = "failed"
-            report.message = f"{type(failure).__name__}: {failure} ({report.after_failure})"
-        report.duration_s = round(time.perf_counter() - started, 3)
-        return RunRow(
-            revisions=report.revisions,
-            generation=report.generation,
-            counts={**report.counts, "duration_s": report.duration_s},
-            changes=report.changes(),
-            message=report.message,
-        )
 
     def _sync(self, report: SyncReport) -> None:
         try:
@@ -893,20 +886,6 @@ def _label_change(
     if old_channel != new_channel:
         change.update(old_channel=old_channel, new_channel=new_channel)
     return change
-
-
-def _after_failure(report: SyncReport) -> str:
-    """What serves after the run failed, from what the run recorded as it went."""
-    if report.outcome == "activated":
-        return f"generation {report.generation} was activated before the error and is serving"
-    where = (
-        f"nothing was activated: the active generation {report.previous_generation} is unchanged"
-        if report.previous_generation
-        else "nothing was activated: no generation serves yet"
-    )
-    if report.abandoned_generation:
-        where += f"; the build of generation {report.abandoned_generation} was abandoned"
-    return where
 
 
 def _refuse_secrets(problems: Sequence[Problem]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
 from thoth.config import DatabaseSettings
 from thoth.database import ColumnInfo, SchemaSnapshot
@@ -24,7 +24,15 @@ from thoth.errors import PreconditionError
 from thoth.gitrepo import default_run_by
 from thoth.index.base import IndexRecord
 from thoth.index.bm25 import Bm25Encoder, average_length
-from thoth.index.build import GenerationBuilder, Keep, Progress, RunLock, RunRow, embed_passages
+from thoth.index.build import (
+    GenerationBuilder,
+    Keep,
+    Progress,
+    RunLock,
+    SyncOutcome,
+    closing_row,
+    embed_passages,
+)
 from thoth.index.generations import IndexBackend
 from thoth.index.reader import open_generation
 from thoth.index.records import (
@@ -40,7 +48,6 @@ from thoth.state import Generation, StateStore
 from thoth.workspace import Workspace, generation_revision
 
 SCHEMA_PIPELINE_VERSION: Final = 1
-Outcome = Literal["activated", "unchanged", "failed"]
 # Payload fields that say nothing about the column itself (a column whose other fields are
 # equal did not change, even when its table's hash did).
 _BOOKKEEPING: Final = frozenset({"content_sha256", "bm25_avg_len", "text"})
@@ -73,7 +80,7 @@ class SchemaSyncReport:
     dialect: str
     run_by: str
     full: bool
-    outcome: Outcome = "failed"
+    outcome: SyncOutcome = "failed"
     generation: str | None = None
     previous_generation: str | None = None
     tables_created: list[str] = field(default_factory=list)
@@ -86,6 +93,8 @@ class SchemaSyncReport:
     warnings: list[str] = field(default_factory=list)
     dropped_generations: list[str] = field(default_factory=list)
     abandoned_generation: str | None = None
+    # After a failure: which generation serves; empty when the run did not fail.
+    after_failure: str = ""
     duration_s: float = 0.0
     message: str = ""
 
@@ -156,30 +165,13 @@ class SchemaSync:
                 full=full,
             )
             self.report = report
-            lock.closing = lambda failure: self._run_row(report, failure, started)
+            lock.closing = lambda failure: closing_row(
+                report, failure, started, {"database": self.settings.dialect}
+            )
             self._sync(report)
         return report
 
     # ------------------------------------------------------------------ steps
-
-    def _run_row(
-        self, report: SchemaSyncReport, failure: BaseException | None, started: float
-    ) -> RunRow:
-        if failure is not None:
-            report.outcome = "failed"
-            serving = report.previous_generation or "none"
-            report.message = (
-                f"{type(failure).__name__}: {failure} (nothing was activated: generation "
-                f"{serving} still serves)"
-            )
-        report.duration_s = round(time.perf_counter() - started, 3)
-        return RunRow(
-            revisions={"database": self.settings.dialect},
-            generation=report.generation,
-            counts={**report.counts, "duration_s": report.duration_s},
-            changes=report.changes(),
-            message=report.message,
-        )
 
     def _sync(self, report: SchemaSyncReport) -> None:
         self._builder.discard_crashed()
