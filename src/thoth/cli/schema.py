@@ -60,7 +60,8 @@ def sync_cmd(
     """Introspect the [database] read-only and index its tables and columns.
 
     Exit 0 synced (or unchanged), 1 failed (the active generation is untouched, unless the
-    failure came after an activation: the error says which serves), 4 refused to start (no [database], database unreachable, another sync running)."""
+    failure came after an activation: the error says which serves), 4 refused to start
+    (no [database], database unreachable, another sync running)."""
     from thoth.runtime import open_runtime
     from thoth.schema import SchemaSync
 
