@@ -266,3 +266,20 @@ def use_model(root: Path, args: Any) -> dict[str, Any] | None:
     path.write_text(tomlkit.dumps(doc), "utf-8")
     os.environ.setdefault(MODEL_KEY_ENV, "no-key-needed")
     return {"url": args.model, "name": args.model_name, "max_tokens": args.max_tokens}
+
+
+_STEMS: dict[str, Any] = {}
+
+
+def reranked(question: str, hits: Sequence[Any], language: str, limit: int) -> list[Any]:
+    """The product's second stage of ranking (thoth.answer.rerank) on fused hits whose payload
+    holds the searched text, as the answer engine applies it to its candidates."""
+    from thoth.answer.rerank import Candidate, rerank, term_function
+
+    def stems_for(lang: str) -> Any:
+        if lang not in _STEMS:
+            _STEMS[lang] = term_function(lang)
+        return _STEMS[lang]
+
+    candidates = [Candidate(h, str(h.payload.get("text", "")), language) for h in hits]
+    return rerank(question, candidates, stems_for).hits[:limit]

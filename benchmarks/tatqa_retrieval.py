@@ -75,6 +75,7 @@ from bench_common import (
     loadavg,
     machine_facts,
     peak_rss_mib,
+    reranked,
 )
 from retrieval_squad import QueryVectorCache, add_fusion_args, bench_fusion, progress_bar
 from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, chunk_stats
@@ -92,7 +93,7 @@ from thoth.markup import markdown_table
 
 DEFAULT_TATQA = Path("../shared/data/tatqa/tatqa_dataset_dev.json")
 STRATEGIES = ("ours", "naive", "ours-ctx")
-BRANCHES = ("dense", "bm25", "fused")
+BRANCHES = ("dense", "bm25", "fused", "reranked")  # reranked: fused, then thoth.answer.rerank
 ANSWER_FROM = ("table", "text", "table-text")
 PREFETCH_LIMIT = 50  # EvidenceSearch's default prefetch_limit
 EMBED_BATCH = 32  # as Publisher._embed
@@ -521,7 +522,13 @@ def search(
     where: Where,
     limit: int,
     fusion: Fusion,
+    question: str = "",
 ) -> list[Hit]:
+    if branch == "reranked":  # the answer engine's depth of fused candidates, then the 2nd stage
+        fused = store.query_hybrid(
+            dense, sparse, where, limit=PREFETCH_LIMIT, prefetch_limit=PREFETCH_LIMIT, fusion=fusion
+        )
+        return reranked(question, fused, "en", limit)
     if branch == "dense":
         return store.query_dense(dense, where, limit)
     if branch == "bm25":
@@ -715,7 +722,9 @@ def run(args: argparse.Namespace, inner: Embedder, cache_dir: Path, work: Path) 
                 for name in BRANCHES:
                     t = Timer()
                     with t:
-                        hits = search(shard.store, name, dense, qsparse, WHERE, limit, fusion)
+                        hits = search(
+                            shard.store, name, dense, qsparse, WHERE, limit, fusion, q.text
+                        )
                     branch = branches[(shard.strategy, name)]
                     branch.seconds.append(t.wall)
                     branch.ranks.append(first_relevant(hits, relevant[shard.strategy][n], limit))

@@ -799,6 +799,12 @@ class AnswersSettings(_Strict):
     )
     # The second relevance signal: the question's names, periods and rare words must occur in
     # the documents the answer would come from (thoth.answer.relevance).
+    rerank: bool = Field(
+        default=True,
+        description="Second stage of ranking: the fused candidates ordered again by the "
+        "question's terms they hold (names of the question's scope and periods aside, a "
+        "fragment with a figure counting double), fused with the first order by reciprocal rank.",
+    )
     term_check: bool = Field(
         default=True,
         description="Second relevance signal: the question's names and periods must occur in "

@@ -142,6 +142,15 @@ class EntityList:
         named = {m.entity for m in self.mentions(question)}
         return [eid for eid in self.entities if eid in named]
 
+    def without_names(self, text: str) -> str:
+        """`text` with every name and ticker of the list blanked out: what a question asks
+        once its scope is known (the second stage of ranking matches only that)."""
+        text = text.replace("’", "'")
+        for patterns in self._patterns.values():
+            for pattern in patterns:
+                text = pattern.sub(" ", text)
+        return text
+
     def of_document(self, title: str, path: str, opening: str) -> str | None:
         """The one entity a document's title, path and opening text name most; None when none
         is named or two are named equally (the sync report says so: configure it)."""

@@ -319,7 +319,8 @@ BRANCHES_DISAGREE = [
 
 def test_answers_rank_by_the_configured_fusion_of_both_branches(tmp_path: Path) -> None:
     """The answer path fuses with `thoth.index.fusion.fuse` and the `[index]` fusion settings:
-    the same ranks as `query_hybrid` given the same fusion, whatever the settings say."""
+    the same ranks as `query_hybrid` given the same fusion, whatever the settings say (the
+    first stage: the second, thoth.answer.rerank, has its own tests)."""
     env = build(tmp_path, BRANCHES_DISAGREE, StemEmbedder())
     text = "ricovero braccialetto"
     where: Where = {
@@ -337,7 +338,9 @@ def test_answers_rank_by_the_configured_fusion_of_both_branches(tmp_path: Path) 
         IndexSettings(dense_weight=0.0, bm25_weight=1.0),
         IndexSettings(fusion="dbsf", dense_weight=1.0, bm25_weight=0.2),
     ):
-        configured = settings(top_k=5, verbatim_floor=0).model_copy(update={"index": index})
+        configured = settings(top_k=5, verbatim_floor=0, rerank=False).model_copy(
+            update={"index": index}
+        )
         result = KnowledgeSearch(configured, env.state, env.backend, env.embedder).search(text)
         store = env.backend.open(env.generation)
         expected = store.query_hybrid(dense, sparse, where, 50, 50, fusion_from(index))

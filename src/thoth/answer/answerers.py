@@ -25,12 +25,11 @@ from itertools import zip_longest
 from typing import Any, Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
-from thoth.answer.routing import fold
+from thoth.answer.rerank import term_function
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
-from thoth.index.bm25 import Bm25Encoder
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
 
@@ -322,7 +321,7 @@ class ExtractiveAnswerer:
 
     def _stemmer(self, language: str) -> Callable[[str], set[int | str]]:
         if language not in self._stemmers:
-            self._stemmers[language] = _term_function(language)
+            self._stemmers[language] = term_function(language)
         return self._stemmers[language]
 
     def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Unit]:
@@ -669,17 +668,3 @@ def _numbers(text: str) -> set[str]:
             value = value.rstrip("0").rstrip(".")
         found.add(value.lstrip("0") or "0")
     return found
-
-
-def _term_function(language: str) -> Callable[[str], set[int | str]]:
-    """Accent- and case-insensitive terms: BM25's own stems and stopwords for the language
-    (so "ricoveri" meets "ricovero"), plain folded words for a language it has no stemmer for."""
-    try:
-        encoder = Bm25Encoder(language, 1.0)
-    except ValueError:
-        return lambda text: {w for w in _WORD.findall(fold(text)) if len(w) > 2}
-
-    def stems(text: str) -> set[int | str]:
-        return set(encoder.query(fold(text)).indices)
-
-    return stems

@@ -26,9 +26,11 @@ from typing import Any, Literal
 from thoth.answer.ranking import curated_weight, verbatim_floor
 from thoth.answer.relevance import Relevance, Term, candidate_terms, check_terms, judge
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
+from thoth.answer.rerank import Candidate, Reranked, Stems, rerank, term_function
 from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
 from thoth.config import IndexSettings, Settings
+from thoth.documents.records import search_text
 from thoth.embed.base import Embedder, Vectors
 from thoth.entities import NO_ENTITIES, EntityList
 from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
@@ -85,6 +87,8 @@ class RetrievedFragment:
     # Its dense (cosine) similarity to the question, the measure the relevance floor compares
     # with `answers.min_similarity` (None: outside the dense branch's candidates, or no vector).
     dense_similarity: float | None = None
+    # Its rank after fusion, before the second stage (thoth.answer.rerank); None: not reranked.
+    fused_rank: int | None = None
 
     @property
     def record_kind(self) -> str:
@@ -121,6 +125,7 @@ class RetrievedFragment:
             "bm25_rank": self.bm25_rank,
             "floor": self.floor,
             "dense_similarity": self.dense_similarity,
+            "fused_rank": self.fused_rank,
         }
 
 
@@ -239,6 +244,7 @@ class KnowledgeSearch:
             language=settings.language,
         )
         self._channel_counts: dict[tuple[str, str], set[str]] = {}
+        self._stemmers: dict[str, Stems] = {}
         # The relevance floor in effect: the configured value, or for "auto" the one
         # calibrated for this embedder (None: no floor).
         self.min_similarity = answers.floor_for(embedder.identity)
@@ -456,9 +462,19 @@ class KnowledgeSearch:
             if relevance.verdict == "below_similarity":
                 counts["below_min_similarity"] = 1
             return [], counts, relevance
+        # The curated weight is a score bonus, the second stage an order: it comes after.
+        hits = curated_weight(found.hits, answers.curated_weight)
+        reranked: Reranked | None = None
+        if answers.rerank and hits:
+            reranked = rerank(
+                self.entities.without_names(question),
+                [Candidate(h, _searched(h), self._language_of(h)) for h in hits],
+                self._stems,
+            )
+            hits = reranked.hits
         only_docs = {**where.where, "record_kind": RECORD_DOCUMENT}
         top, floor_ids = verbatim_floor(
-            curated_weight(found.hits, answers.curated_weight),
+            hits,
             answers.top_k,
             answers.verbatim_floor,
             # Deeper, same condition, documents only: the floor never crosses the filter.
@@ -474,6 +490,7 @@ class KnowledgeSearch:
                 bm25_rank=found.bm25_ranks.get(hit.id),
                 floor=hit.id in floor_ids,
                 dense_similarity=found.dense_scores.get(hit.id),
+                fused_rank=reranked.first_stage.get(hit.id) if reranked else None,
             )
             for rank, hit in enumerate(top, start=1)
         ]
@@ -482,7 +499,20 @@ class KnowledgeSearch:
             **{kind: sum(f.record_kind == kind for f in fragments) for kind in ANSWER_KINDS},
             "floor_added": len(floor_ids),
         }
+        if reranked is not None:
+            counts["reranked" if reranked.applied else "rerank_skipped_few_terms"] = 1
         return fragments, counts, relevance
+
+    def _language_of(self, hit: Hit) -> str:
+        """The language a candidate's BM25 terms were made in (its source's, an Evidence
+        Unit's own, else the workspace's)."""
+        language = hit.payload.get("bm25_language") or hit.payload.get("language")
+        return str(language or self.settings.language)
+
+    def _stems(self, language: str) -> Stems:
+        if language not in self._stemmers:
+            self._stemmers[language] = term_function(language)
+        return self._stemmers[language]
 
     def _relevance(
         self, gen: Readable, question: str, found: _Candidates, where: Scope
@@ -652,6 +682,15 @@ def _merge_terms(per_language: Sequence[Sequence[Term]]) -> list[Term]:
             if seen is None or (term.retrieved, term.corpus) > (seen.retrieved, seen.corpus):
                 merged[term.text] = term
     return list(merged.values())
+
+
+def _searched(hit: Hit) -> str:
+    """What the branches searched for a candidate: a fragment's search text (title, headings,
+    tables as rows), an Evidence Unit's title and text."""
+    record = _answer_record(hit)
+    if isinstance(record, FragmentPayload):
+        return search_text(record)
+    return f"{record.title}\n{record.text}"
 
 
 def _answer_record(hit: Hit) -> AnswerPayload:

@@ -388,6 +388,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
                 "bm25_rank": f.bm25_rank,
                 # The language of the BM25 list `bm25_rank` is in (None: the generation's own).
                 "bm25_language": getattr(f.record, "bm25_language", None),
+                # Its rank after fusion, before the second stage (None: not reranked).
+                "fused_rank": f.fused_rank,
                 "floor": f.floor,
                 "marker": markers.get(f.id),  # None: dropped for lack of space
                 "snippet": snippet(f.record.text),
@@ -421,6 +423,7 @@ def context_entries(context: AssembledContext) -> list[dict[str, Any]]:
                 "dense_rank": f.dense_rank,
                 "similarity": _rounded(f.dense_similarity),
                 "bm25_rank": f.bm25_rank,
+                "fused_rank": f.fused_rank,
                 "text": entry.text,
             }
         )

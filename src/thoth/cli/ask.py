@@ -203,6 +203,7 @@ def print_context(console: Console, context: list[dict[str, Any]]) -> None:
         console.print(
             f"    score {entry['score']:.4f}; dense rank {entry['dense_rank'] or '-'} "
             f"(similarity {similarity}); bm25 rank {entry['bm25_rank'] or '-'}; "
+            f"fused rank {entry.get('fused_rank') or '-'}; "
             f"`tht docs show '{entry['doc_id']}'` shows its document",
             markup=False,
             highlight=False,
@@ -232,7 +233,7 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
         for col in ("rank", "cited as", "doc_id", "kind", "score"):
             table.add_column(col)
         table.add_column("similarity", min_width=10)  # dense: what the relevance floor measures
-        for col in ("dense", "bm25", "floor"):
+        for col in ("dense", "bm25", "fused", "floor"):
             table.add_column(col)
         for f in fragments:
             similarity = f.get("similarity")
@@ -245,6 +246,7 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
                 "-" if similarity is None else f"{similarity:.4f}",
                 str(f["dense_rank"] or "-"),
                 _bm25_cell(f, len(data.get("bm25_languages") or []) > 1),
+                str(f.get("fused_rank") or "-"),
                 "yes" if f["floor"] else "",
             )
         out.print(table)

@@ -1,0 +1,130 @@
+"""Issue 24, point 5: a second stage of ranking after fusion. The fused candidates are ordered
+again by the question's terms they hold, the names of the question's scope and its periods set
+aside, a fragment with a figure counting double; that order is fused with the first. It steps
+aside when the question's terms barely meet the candidates (another language)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.answer.test_entities import build
+from thoth.answer.rerank import Candidate, Stems, rerank, term_function
+from thoth.answer.service import AnswerService
+from thoth.entities import EntityList
+from thoth.knowledge.sync import SyncReport
+from thoth.runtime import open_answer_service
+from thoth.workspace import Workspace
+
+ENTITIES = EntityList([])
+
+# A 10-Q as fusion ranked it for "What was Contoso's gross margin in Q2 2023?": the pages that
+# name the company and the form first, the income statement row that answers last.
+FUSED = [
+    (
+        "cover",
+        "Contoso Ltd. Form 10-Q. For the quarterly period ended June 30, 2023. "
+        "Commission file number 001-12345. Contoso Ltd, Delaware.",
+    ),
+    (
+        "exhibit",
+        "Exhibit 31.1. I, the chief executive officer of Contoso Ltd, certify that this "
+        "Form 10-Q for the period ended June 30, 2023 fairly presents its financial condition.",
+    ),
+    ("outlook", "Contoso expects demand for industrial pumps in Europe to grow in 2023."),
+    (
+        "income",
+        "Income statements (in millions) | Three Months Ended June 30, 2023\n"
+        "Revenue | $4,210\nGross margin | 1,830\nOperating income | 640",
+    ),
+]
+
+_STEMMERS: dict[str, Stems] = {}
+
+
+def stems_for(language: str) -> Stems:
+    if language not in _STEMMERS:
+        _STEMMERS[language] = term_function(language)
+    return _STEMMERS[language]
+
+
+def candidates(language: str = "en") -> list[Candidate]:
+    from thoth.index.base import Hit
+
+    return [
+        Candidate(Hit(name, 1.0 / rank, {}), text, language)
+        for rank, (name, text) in enumerate(FUSED, start=1)
+    ]
+
+
+def order(question: str, language: str = "en") -> list[str]:
+    return [h.id for h in rerank(question, candidates(language), stems_for).hits]
+
+
+def test_the_row_that_holds_the_asked_measure_rises_above_pages_that_only_name_the_company() -> (
+    None
+):
+    # The caller blanks the names of the scope ("Contoso's"); the period and the form are set
+    # aside here. What is left, "gross margin", only the income statement holds.
+    question = "What was   gross margin in Q2 2023 according to the 10-Q?"
+    result = rerank(question, candidates(), stems_for)
+    assert result.applied
+    assert result.hits[0].id == "income"
+    assert result.first_stage == {"cover": 1, "exhibit": 2, "outlook": 3, "income": 4}
+
+
+def test_a_fragment_holding_no_asked_term_keeps_its_place_behind_the_ones_that_do() -> None:
+    # "demand" and "pumps": the outlook; the rest hold none and keep their fused order.
+    assert order("What demand for pumps does it expect?") == [
+        "outlook",
+        "cover",
+        "exhibit",
+        "income",
+    ]
+
+
+def test_it_steps_aside_when_the_question_s_terms_barely_meet_the_candidates() -> None:
+    # An Italian question over English fragments: 'margine' meets 'margin', nothing else does;
+    # reordering on that one chance match would be a guess.
+    result = rerank("Qual è stato il margine lordo nel secondo trimestre?", candidates(), stems_for)
+    assert not result.applied and result.reason == "few_terms_met"
+    assert [h.id for h in result.hits] == ["cover", "exhibit", "outlook", "income"]
+
+
+def test_the_same_question_and_candidates_give_the_same_order() -> None:
+    question = "What was the gross margin and the operating income?"
+    assert order(question) == order(question)
+
+
+def test_without_names_blanks_every_name_and_ticker_of_the_list() -> None:
+    from tests.answer.test_entities import ENTITIES as LISTED
+    from tests.answer.test_entities import load_from_text
+
+    entities = load_from_text(LISTED)
+    text = entities.without_names("What was Contoso's and CTSO's revenue, and Northwind Traders'?")
+    assert "Contoso" not in text and "CTSO" not in text and "Northwind" not in text
+    assert "revenue" in text
+
+
+# -- end to end: the answer engine's diagnostics say what the second stage did -----------------
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnswerService]:
+    root: Path = tmp_path_factory.mktemp("rerank") / "ws"
+    report: SyncReport = build(root)
+    assert report.outcome == "activated", report.message
+    svc = open_answer_service(Workspace.open(root))
+    yield svc
+    svc.close()
+
+
+def test_each_fragment_says_its_rank_before_the_second_stage(service: AnswerService) -> None:
+    answer = service.ask("What was Contoso's total net revenue in the second quarter of 2023?")
+    assert answer.status == "found"
+    counts = answer.diagnostics["counts"]
+    assert counts.get("reranked") == 1 or counts.get("rerank_skipped_few_terms") == 1
+    ranks = [f["fused_rank"] for f in answer.diagnostics["fragments"]]
+    assert all(isinstance(r, int) and r >= 1 for r in ranks)
