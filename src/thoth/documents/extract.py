@@ -672,6 +672,12 @@ def _read_pdf(path: Path, progress: ExtractProgress | None = None) -> Document:
             notes.append(f"page {page.number} has no text layer (a scanned image?): run OCR")
         elif not page.items:
             notes.append(f"page {page.number} has no text but its running header or footer")
+        if page.unplaced_tables:
+            notes.append(
+                f"page {page.number}: {page.unplaced_tables} run(s) of figures whose column "
+                "headers could not be placed, indexed as text lines (each figure beside its row "
+                "label, without its period or unit) -> check those figures in the PDF"
+            )
         for item in page.items:
             if isinstance(item, PdfTable):
                 builder.table([item.header, *item.rows], page.number)

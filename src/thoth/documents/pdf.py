@@ -71,6 +71,9 @@ class PdfPage:
     items: tuple[PdfItem, ...]  # empty: no text, or only page furniture
     has_text: bool = True  # False: the page has no text layer at all (a scanned image?)
     furniture: int = 0  # lines removed as running headers, footers and page numbers
+    # Rows of figures whose column headers could not be placed: kept as text lines, each
+    # figure beside its row label but without its period or unit.
+    unplaced_tables: int = 0
 
 
 @dataclass(frozen=True)
@@ -590,8 +593,12 @@ def _label_starts(rows: Sequence[Sequence[tuple[str, float, float]]]) -> list[fl
     return [0.0] + [g[0] for g in groups if len(g) * 2 >= len(rows)]
 
 
-def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
-    """Runs of rows of figures (label-only lines between them allowed) that make a table."""
+def _aligned_tables(
+    lines: Sequence[_Line], unplaced: list[int] | None = None
+) -> Iterator[_Aligned]:
+    """Runs of rows of figures (label-only lines between them allowed) that make a table.
+    A run of two rows or more that makes none (no column header can be placed over it) is
+    appended to `unplaced` (its number of rows of figures): it stays text."""
     index = 0
     while index < len(lines):
         if not _data_row(lines[index]):
@@ -628,6 +635,8 @@ def _aligned_tables(lines: Sequence[_Line]) -> Iterator[_Aligned]:
         )
         if table is not None:
             yield table
+        elif rows >= 2 and unplaced is not None:
+            unplaced.append(rows)
         index = end
 
 
@@ -922,6 +931,9 @@ class _RawPage:
     has_text: bool
     lines: list[_Line]
     ruled: list[tuple[float, PdfTable]]
+    # Runs of figures kept as text because no column header could be placed over them
+    # (counted by _layout: the extraction notes say so, for a figure without its period).
+    unplaced_tables: int = 0
 
 
 def _raw_page(page: Any, number: int) -> _RawPage:
@@ -939,13 +951,15 @@ def _layout(page: _RawPage, body: Style) -> list[tuple[float, PdfParagraph | Pdf
     placed: list[tuple[float, PdfParagraph | PdfTable | _Head]] = list(page.ruled)
     taken: set[int] = set()
     by_id = {id(line): n for n, line in enumerate(lines)}
-    for aligned in _aligned_tables(lines):
+    unplaced: list[int] = []
+    for aligned in _aligned_tables(lines, unplaced):
         placed.append((aligned.lines[0].top, PdfTable(aligned.header, tuple(aligned.rows))))
         taken.update(by_id[id(line)] for line in aligned.lines)
     # Paragraphs: the remaining lines, split where the gap to the line above is wider than
     # about three quarters of a line (or where a table or a heading sits between them).
     heights = [line.height for line in lines] or [10.0]
     typical = statistics.median(heights)
+    page.unplaced_tables = len(unplaced)
     table_tops = sorted(top for top, _ in placed)
     current: list[_Line] = []
 
@@ -1034,7 +1048,13 @@ def _content(raw: Sequence[_RawPage]) -> PdfContent:
         return item
 
     out = tuple(
-        PdfPage(page.number, tuple(final(item) for _, item in items), page.has_text, len(drop))
+        PdfPage(
+            page.number,
+            tuple(final(item) for _, item in items),
+            page.has_text,
+            len(drop),
+            page.unplaced_tables,
+        )
         for page, items, drop in zip(raw, laid, dropped, strict=True)
     )
     return PdfContent(out, _title(out))
