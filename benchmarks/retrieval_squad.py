@@ -70,7 +70,8 @@ LIMIT = 10
 KS = (1, 5, 10)
 PREFETCH_LIMIT = 50  # EvidenceSearch's default prefetch_limit
 EMBED_BATCH = 32  # as Publisher._embed
-BRANCHES = ("dense", "bm25", "fused", "reranked")  # reranked: fused, then thoth.answer.rerank
+# reranked: fused, then thoth.answer.rerank on every question (the engine: scoped ones only)
+BRANCHES = ("dense", "bm25", "fused", "reranked")
 WORKSPACE = "squad-bench"
 REVISION = "0" * 40
 GENERATION = "bench-gen"

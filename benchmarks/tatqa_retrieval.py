@@ -93,7 +93,8 @@ from thoth.markup import markdown_table
 
 DEFAULT_TATQA = Path("../shared/data/tatqa/tatqa_dataset_dev.json")
 STRATEGIES = ("ours", "naive", "ours-ctx")
-BRANCHES = ("dense", "bm25", "fused", "reranked")  # reranked: fused, then thoth.answer.rerank
+# reranked: fused, then thoth.answer.rerank on every question (the engine: scoped ones only)
+BRANCHES = ("dense", "bm25", "fused", "reranked")
 ANSWER_FROM = ("table", "text", "table-text")
 PREFETCH_LIMIT = 50  # EvidenceSearch's default prefetch_limit
 EMBED_BATCH = 32  # as Publisher._embed

@@ -801,9 +801,10 @@ class AnswersSettings(_Strict):
     # the documents the answer would come from (thoth.answer.relevance).
     rerank: bool = Field(
         default=True,
-        description="Second stage of ranking: the fused candidates ordered again by the "
-        "question's terms they hold (names of the question's scope and periods aside, a "
-        "fragment with a figure counting double), fused with the first order by reciprocal rank.",
+        description="Second stage of ranking, for a question scoped to an entity: the fused "
+        "candidates ordered again by the question's terms they hold (the entity's names and "
+        "periods aside, a fragment with a figure counting double), fused with the first order "
+        "by reciprocal rank.",
     )
     term_check: bool = Field(
         default=True,
