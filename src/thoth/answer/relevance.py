@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from thoth.answer.routing import fold
 from thoth.index.base import IndexStore, SparseVec
 
 TermKind = Literal["name", "period", "rare"]
@@ -46,6 +47,9 @@ class Term:
     stems: tuple[int, ...]  # BM25 token ids (the generation's analyser)
     corpus: int = 0  # fragments holding every stem under the condition (capped)
     retrieved: bool = False  # held by a document the answer would come from
+    # The stems of the word without its accents, when they differ ("Québec" -> "quebec"): a
+    # document may write it either way, and the index keeps words as written.
+    folded: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,7 +103,8 @@ def candidate_terms(question: str, stems: Callable[[str], Sequence[int]]) -> lis
         if kind is None:
             continue
         seen.add(ids)
-        out.append(Term(word, kind, ids))
+        folded = tuple(sorted(set(stems(fold(word)))))
+        out.append(Term(word, kind, ids, folded=folded if folded != ids else ()))
     return out
 
 
@@ -140,16 +145,20 @@ def check_terms(
     checked: list[Term] = []
     for term in terms:
         limit = rare_cap + 1 if term.kind == "rare" else 1
-        corpus = _holding(store, where, term.stems, limit)
+        stems = term.stems
+        corpus = _holding(store, where, stems, limit)
+        if not corpus and term.folded:  # "Québec" asked, "Quebec" written
+            stems = term.folded
+            corpus = _holding(store, where, stems, limit)
         if term.kind == "rare" and not 0 < corpus <= rare_cap:
             continue  # common, or unknown to the corpus (another language, a paraphrase)
         retrieved = bool(corpus) and bool(docs)
         if retrieved and _YEAR.fullmatch(term.text):
-            retrieved = set(term.stems) <= set(retrieved_stems)
+            retrieved = set(stems) <= set(retrieved_stems)
         elif retrieved:
             inside = {**where, "doc_id": docs if len(docs) > 1 else docs[0]}
-            retrieved = _holding(store, inside, term.stems, 1) > 0
-        checked.append(Term(term.text, term.kind, term.stems, corpus=corpus, retrieved=retrieved))
+            retrieved = _holding(store, inside, stems, 1) > 0
+        checked.append(Term(term.text, term.kind, stems, corpus=corpus, retrieved=retrieved))
     return checked
 
 
