@@ -80,7 +80,9 @@ def test_the_model_chooses_the_query_thoth_computes(
         ToolCallScript("ricoveri-reparto", {"reparto": "Pediatria", "anno": 2024, "regime": None})
     )
     llm.reply("In Pediatria i ricoveri ordinari del 2024 sono 3.")
-    answer = ask(aw, "Quanti ricoveri ha avuto la Pediatria l'anno scorso?")
+    # The year as the question states it: a model's year the question does not say is refused
+    # (test_a_model_s_value_the_question_does_not_state_is_never_computed).
+    answer = ask(aw, "Quanti ricoveri ha avuto la Pediatria nel 2024?")
     assert answer.status == "computed", answer.text
     assert answer.provenance is not None
     assert answer.provenance["parameters"] == {
@@ -168,6 +170,38 @@ def test_a_model_s_choice_passes_the_unknown_words_gate_too(
     assert answer.status != "computed" and answer.provenance is None, answer.status
     reason = answer.diagnostics["analytics"].get("reason", answer.diagnostics["analytics"])
     assert str(reason).startswith("unknown words:") and "cesarei" in str(reason), reason
+
+
+def test_a_model_s_value_the_question_does_not_state_is_never_computed(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Found by `benchmarks/analytics_routing.py --model` (2026-12-04): for "Quanto è costato
+    il pembrolizumab nel 2023?" a small model called the emergency-room query with anno =
+    2019 and a number was computed. A number, date or year the model binds must be the one
+    the question states; a year the question does not say is a guess."""
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(ToolCallScript("degenza-media", {"anno": 2019, "soglia": None}))
+    llm.reply("Testo.")
+    answer = ask(aw, "Qual è stata la degenza media nel 2024?")
+    assert answer.status != "computed" and answer.provenance is None, answer.status
+    reason = str(answer.diagnostics["analytics"].get("reason", answer.diagnostics["analytics"]))
+    assert reason.startswith("unstated value:") and "anno = 2019" in reason, reason
+
+
+def test_a_model_s_choice_that_leaves_out_what_another_query_speaks_of_is_refused(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The same run: every word of the question was known to *some* query (pembrolizumab to
+    the high-cost drugs one), so the unknown-words gate passed, yet the chosen query spoke of
+    none of them. A word the model's query does not explain while another query does means
+    the model took a neighbour."""
+    aw = _with_model(tmp_path, llm, "openai")
+    llm.reply_tool_calls(ToolCallScript("degenza-media", {"anno": 2024, "soglia": None}))
+    llm.reply("Testo.")
+    answer = ask(aw, "Ricoveri dimessi nel 2024?")
+    assert answer.status != "computed" and answer.provenance is None, answer.status
+    reason = str(answer.diagnostics["analytics"].get("reason", answer.diagnostics["analytics"]))
+    assert reason.startswith("neighbour query:") and "dimessi" in reason.lower(), reason
 
 
 def test_two_calls_are_a_failed_answer(tmp_path: Path, llm: FakeLLMServer) -> None:

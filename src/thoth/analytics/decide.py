@@ -394,13 +394,28 @@ def fit(
     )
     unexplained = _unexplained(reading.words, query.id, vocab)
     foreign = vocab.foreign(unexplained)
+    elsewhere: tuple[str, ...] = ()
+    unstated: tuple[str, ...] = ()
     if proposed is not None:
         # A word the model bound to a parameter is explained by that binding; validation
         # judges the value ("Neurologia" is not an allowed value: asked, not refused).
         bound = {
             w.casefold() for v in proposed.values() if isinstance(v, str) for w in _WORD.findall(v)
         }
+        # A word the chosen query does not explain while another query does: the model took
+        # a neighbour ("pembrolizumab" -> the emergency room's abandonments, seen with a
+        # small model; every word was known to some query, so no word was unknown).
+        elsewhere = tuple(w for w in unexplained if w not in foreign and w.casefold() not in bound)
         foreign = tuple(w for w in foreign if w.casefold() not in bound)
+        # A number, year or date the model binds must be the one the question states.
+        stated = extract(reading.question, query, choices, vocab.matcher)
+        unstated = tuple(
+            f"{name} = {value}"
+            for name, value in extraction.values.items()
+            if extraction.origin.get(name) == "model"
+            and query.parameters[name].type != "enum"
+            and (stated.origin.get(name) != "question" or stated.values.get(name) != value)
+        )
     score = (
         similarity
         + EVIDENCE * evidence
@@ -438,6 +453,16 @@ def fit(
         refused = (
             f"unknown words: no catalog query speaks of {', '.join(foreign)} (add it to the "
             "examples or synonyms of the query that computes it)"
+        )
+    elif unstated:
+        refused = (
+            f"unstated value: the model set {', '.join(unstated)}, which the question does "
+            "not say (ask again naming it)"
+        )
+    elif elsewhere:
+        refused = (
+            f"neighbour query: the question speaks of {', '.join(elsewhere)}, which "
+            f"{query.id} does not explain and another catalog query does"
         )
     unasked = tuple(
         name
