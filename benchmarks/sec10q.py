@@ -10,6 +10,9 @@ state), then asks through `AnswerService` (offline extractive answerer, default 
 - the unanswerable questions of the same file (other companies, other periods, facts no filing
   reports, unrelated questions), which should all be `nothing_found`.
 
+The workspace has the entity list benchmarks/data/sec10q_entities.yaml and the Italian-English
+glossary benchmarks/data/sec10q_glossary.yaml (`--no-entities`, `--no-glossary` leave them out).
+
 Reported: right filing first (the closest fragment comes from the question's filing);
 figure-in-context (every figure of the reviewed answer is among the fragments given to the
 answerer), by question and by figure; figure-in-answer for the offline answerer; false
@@ -83,6 +86,7 @@ from thoth.workspace import Workspace
 DEFAULT_DATA = Path("../shared/data/sec10q")
 ENTITIES = Path(__file__).resolve().parent / "data" / "sec10q_entities.yaml"
 QUESTIONS = Path(__file__).resolve().parent / "data" / "sec10q_questions.yaml"
+GLOSSARY = Path(__file__).resolve().parent / "data" / "sec10q_glossary.yaml"
 
 # A figure: $-prefixed, %-suffixed, with thousands separators or with decimals.
 FIGURE = re.compile(
@@ -286,6 +290,17 @@ def build_workspace(
     _git(root, "commit", "-q", "-m", "filings")
 
 
+def use_glossary(root: Path, glossary: Path | None) -> None:
+    """Copy `glossary` in and name it in thoth.toml (None: no glossary). Read when the answer
+    service opens, so a kept workspace is asked with or without one, no sync needed."""
+    toml = root / "thoth.toml"
+    text = toml.read_text("utf-8").replace('glossary = "glossary.yaml"\n', "")
+    if glossary is not None:
+        shutil.copy2(glossary, root / "glossary.yaml")
+        text = 'glossary = "glossary.yaml"\n' + text  # a top-level key: before any [section]
+    toml.write_text(text, "utf-8")
+
+
 def sync(root: Path, bare_sample: int | None) -> dict[str, Any]:
     ws = Workspace.open(root)
     timed = TimedEmbedder(open_embedder(ws))
@@ -459,6 +474,7 @@ def run(
     entities: Path | None = None,
     limit: int | None = None,
     model_args: Any = None,
+    glossary: Path | None = None,
 ) -> dict[str, Any]:
     cases = load_cases(data)
     if limit is not None:
@@ -484,6 +500,7 @@ def run(
                 "sync_fragments_per_s": round(n / run_s, 2) if run_s else None,
                 "notes": [],
             }
+        use_glossary(root, glossary)
         result["model"] = use_model(root, model_args) if model_args is not None else None
         t0 = time.perf_counter()
         rows = ask_all(root, cases)
@@ -493,6 +510,7 @@ def run(
         result["workspace_language"] = settings.language
         result["source_language"] = settings.source_language(settings.sources[0])
         result["entities"] = settings.entities
+        result["glossary"] = str(glossary) if glossary else None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -527,7 +545,8 @@ def report(result: dict[str, Any]) -> None:
     console.print(
         f"data: {result['data']}; min_similarity in effect: {result['min_similarity']}; "
         f"workspace language {result['workspace_language']}, filings "
-        f"{result['source_language']}; asking took {result['ask_s']} s",
+        f"{result['source_language']}; glossary {result.get('glossary') or 'none'}; "
+        f"asking took {result['ask_s']} s",
         highlight=False,
     )
     if "sync" in result:
@@ -614,6 +633,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="build the workspace without the entity list (benchmarks/data/sec10q_entities.yaml)",
     )
+    parser.add_argument(
+        "--no-glossary",
+        action="store_true",
+        help="ask without the glossary (benchmarks/data/sec10q_glossary.yaml)",
+    )
     parser.add_argument("--limit", type=int, help="ask the first N questions of each group only")
     add_model_options(parser)
     args = parser.parse_args(argv)
@@ -631,6 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         None if args.no_entities else ENTITIES,
         args.limit,
         args if args.model else None,
+        None if args.no_glossary else GLOSSARY,
     )
     return emit(result, args.json, report)
 

@@ -1019,6 +1019,12 @@ class Settings(_Strict):
         "document carries its entity, and a question naming one is answered from that "
         "entity's documents only; unset: no entity scope.",
     )
+    glossary: str | None = Field(
+        default=None,
+        description="The reviewed glossary (YAML, relative to the workspace root): terms that "
+        "mean the same across languages ('ricavi netti' and 'net sales'); a question using "
+        "one is also searched with the others; unset: none.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

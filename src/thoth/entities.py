@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from thoth.errors import Problem, ProblemsError
+from thoth.reviewed_yaml import read_list
 
 # The opening of a document read for its entity: a filing's cover page, a report's title block.
 COVER_CHARS: Final = 4000
@@ -172,55 +172,15 @@ def load_entities(root: Path, relative: str | None) -> EntityList:
     problem is reported at once, naming the entry and the field."""
     if relative is None:
         return NO_ENTITIES
-    path = root / relative
     where = relative
-    if not path.is_file():
-        raise ProblemsError(
-            f"{where}: the entity list named in thoth.toml does not exist",
-            [
-                Problem(
-                    where,
-                    "no such file",
-                    field="entities",
-                    hint="create it (docs/documents.md, 'Entities') or remove `entities` "
-                    "from thoth.toml",
-                    code="entities_missing",
-                )
-            ],
-        )
-    data = path.read_bytes()
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ProblemsError(
-            f"{where}: not readable YAML",
-            [Problem(where, f"cannot be parsed: {exc}", code="entities_invalid")],
-        ) from exc
-    if raw is None:
-        raw = []
-    if not isinstance(raw, list):
-        raise ProblemsError(
-            f"{where}: not a list",
-            [
-                Problem(
-                    where,
-                    f"expected a list of entities, got {type(raw).__name__}",
-                    hint="- {id: apple, name: Apple Inc., aliases: [Apple], tickers: [AAPL]}",
-                    code="entities_invalid",
-                )
-            ],
-        )
-    problems: list[Problem] = []
-    entities: list[Entity] = []
-    for i, item in enumerate(raw):
-        try:
-            entities.append(Entity.model_validate(item))
-        except ValidationError as exc:
-            for err in exc.errors():
-                loc = ".".join(str(p) for p in err["loc"]) or "entry"
-                problems.append(
-                    Problem(where, f"[{i}].{loc}: {err['msg']}", field=loc, code="entities_invalid")
-                )
+    entities, data, problems = read_list(
+        root,
+        relative,
+        Entity,
+        setting="entities",
+        what="entity list",
+        example="{id: apple, name: Apple Inc., aliases: [Apple], tickers: [AAPL]}",
+    )
     owners: dict[str, str] = {}
     for e in entities:
         for name in (*(n.casefold() for n in e.names), *e.tickers):

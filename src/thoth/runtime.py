@@ -296,12 +296,15 @@ def open_registry(ws: Workspace) -> Registry:
 
 def knowledge_search(ws: Workspace, rt: Runtime) -> KnowledgeSearch:
     """The answer engine's retrieval on `rt`, with the workspace's entity list (thoth.entities:
-    a question naming an entity is scoped to its documents). A bad list raises, naming it."""
+    a question naming an entity is scoped to its documents) and glossary (thoth.glossary). A
+    bad list raises, naming it."""
     from thoth.answer.retrieval import KnowledgeSearch
     from thoth.entities import load_entities
+    from thoth.glossary import load_glossary
 
     entities = load_entities(ws.root, ws.settings.entities)
-    return KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder, entities)
+    glossary = load_glossary(ws.root, ws.settings.glossary)
+    return KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder, entities, glossary)
 
 
 def open_answer_service(ws: WorkspaceLike, embedder: Embedder | None = None) -> AnswerService:

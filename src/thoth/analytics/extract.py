@@ -18,7 +18,7 @@ from datetime import date
 from typing import Any, Final
 
 from thoth.analytics.catalog import CatalogQuery, Parameter, check_range, coerce
-from thoth.answer.routing import fold
+from thoth.folding import fold
 from thoth.index.bm25 import Bm25Encoder
 
 _MONTHS: Final = {

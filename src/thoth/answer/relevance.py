@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from thoth.answer.routing import fold
+from thoth.folding import fold
 from thoth.index.base import IndexStore, SparseVec
 
 TermKind = Literal["name", "period", "rare"]

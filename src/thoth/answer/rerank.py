@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from thoth.answer.routing import fold
+from thoth.folding import fold
 from thoth.index.base import Hit
 from thoth.index.bm25 import Bm25Encoder
 
@@ -87,15 +87,23 @@ class Reranked:
 
 
 def rerank(
-    question: str, candidates: Sequence[Candidate], stems_for: Callable[[str], Stems]
+    question: str,
+    candidates: Sequence[Candidate],
+    stems_for: Callable[[str], Stems],
+    asked_in: Callable[[str], str] | None = None,
 ) -> Reranked:
     """`candidates` in their fused order, reordered (see the module). `question` is the text
-    to match: the caller removes the names of the question's scope first."""
+    to match: the caller removes the names of the question's scope first. `asked_in(language)`
+    gives what to match against candidates of that language instead (the workspace glossary's
+    terms of that language for an Italian question over English filings: thoth.glossary)."""
     first_stage = {c.hit.id: rank for rank, c in enumerate(candidates, start=1)}
-    asked_text = _WITH_DIGIT.sub(" ", question)
+
+    def asked_text(language: str) -> str:
+        return _WITH_DIGIT.sub(" ", asked_in(language) if asked_in else question)
+
     # A candidate is matched in the language its terms were made in, the question likewise:
     # a term is a (language, stem) pair, for stems of two languages never meet.
-    asked = {lang: stems_for(lang)(asked_text) for lang in {c.language for c in candidates}}
+    asked = {lang: stems_for(lang)(asked_text(lang)) for lang in {c.language for c in candidates}}
     held = [stems_for(c.language)(c.text) & asked[c.language] for c in candidates]
     kept = [c.hit for c in candidates]
     met = {(c.language, t) for c, h in zip(candidates, held, strict=True) for t in h}

@@ -33,6 +33,7 @@ from thoth.config import IndexSettings, Settings
 from thoth.documents.records import search_text
 from thoth.embed.base import Embedder, Vectors
 from thoth.entities import NO_ENTITIES, EntityList
+from thoth.glossary import NO_GLOSSARY, Expansion, Glossary
 from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.fusion import fuse, fusion_from
@@ -156,6 +157,8 @@ class Retrieval:
     # The relevance floor's standing: "calibrated" (a number in thoth.toml), "uncalibrated"
     # (`auto`: the bundled embedder's generic floor, or none for another embedder), "off".
     floor: str | None = None
+    # What the workspace glossary matched in the question and added to its search.
+    glossary: Expansion | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -173,6 +176,7 @@ class Retrieval:
             "bm25_languages": list(self.bm25_languages),
             "entities": self.entities.as_dict() if self.entities else None,
             "floor": self.floor,
+            "glossary": self.glossary.as_dict() if self.glossary else None,
         }
 
 
@@ -230,9 +234,11 @@ class KnowledgeSearch:
         backend: IndexBackend,
         embedder: Embedder,
         entities: EntityList = NO_ENTITIES,
+        glossary: Glossary = NO_GLOSSARY,
     ) -> None:
         self.settings = settings
         self.entities = entities
+        self.glossary = glossary
         self._reader = GenerationReader(
             settings.workspace, state, backend, embedder, default_language=settings.language
         )
@@ -288,6 +294,9 @@ class KnowledgeSearch:
         languages: list[str] = []
         named = self.entities.named_in(text)
         entities: EntityScope | None = None
+        # Terms the glossary says mean the same in the index's languages: for BM25 and the
+        # second stage only (the dense branch is multilingual, relevance reads the question).
+        expansion = self.glossary.expand(text)
         try:
             with self._reader.guard():
                 gen = self._reader.active()
@@ -308,6 +317,7 @@ class KnowledgeSearch:
                             bm25_languages=languages,
                             entities=entities,
                             floor=self.floor_state,
+                            glossary=expansion,
                         )
                 # The one embedding call of the question: retrieval and routing share it.
                 vectors = self._reader.vectors(gen, text, degrade=True)
@@ -320,14 +330,14 @@ class KnowledgeSearch:
                     if vectors.raw is not None and route.embedder_error is not None:
                         degraded.append(f"routing: keywords ({route.embedder_error})")
                 scoped = scoped.with_channel(route.channel)
-                bm25 = _bm25_queries(gen, text, vectors.sparse)
+                bm25 = _bm25_queries(gen, text, vectors.sparse, expansion)
                 if entities is not None and len(entities.scope) > 1:
                     fragments, counts, relevance = self._retrieve_each(
-                        gen, text, vectors.dense, bm25, scoped, entities.scope
+                        gen, text, vectors.dense, bm25, scoped, entities.scope, expansion
                     )
                 else:
                     fragments, counts, relevance = self._retrieve(
-                        gen, text, vectors.dense, bm25, scoped
+                        gen, text, vectors.dense, bm25, scoped, expansion
                     )
             if fragments and relevance.similarity is None and self.min_similarity is not None:
                 degraded.append(NO_RELEVANCE_FLOOR)
@@ -349,6 +359,7 @@ class KnowledgeSearch:
             bm25_languages=languages,
             entities=entities,
             floor=self.floor_state,
+            glossary=expansion,
         )
 
     @property
@@ -376,12 +387,14 @@ class KnowledgeSearch:
         bm25: Sequence[Bm25Query],
         scoped: Scope,
         entities: Sequence[str],
+        expansion: Expansion,
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         """A question naming several entities retrieves for each (one scope each), then takes
         their fragments in turn: the closest of each entity first, so that no entity's
         documents crowd out another's."""
         per = [
-            self._retrieve(gen, question, dense, bm25, scoped.with_entities([e])) for e in entities
+            self._retrieve(gen, question, dense, bm25, scoped.with_entities([e]), expansion)
+            for e in entities
         ]
         relevant = [r for r in per if r[0]]
         if not relevant:
@@ -448,6 +461,7 @@ class KnowledgeSearch:
         dense: list[float] | None,
         bm25: Sequence[Bm25Query],
         where: Scope,
+        expansion: Expansion,
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         answers = self.settings.answers
         store = gen.store
@@ -470,10 +484,12 @@ class KnowledgeSearch:
         # second stage lowered TAT-QA's hit@1 (0.535 -> 0.517, benchmarks/README.md).
         scoped_to_entity = bool(where.where.get("entity"))
         if answers.rerank and hits and scoped_to_entity:
+            asked = self.entities.without_names(question)
             reranked = rerank(
-                self.entities.without_names(question),
+                asked,
                 [Candidate(h, _searched(h), self._language_of(h)) for h in hits],
                 self._stems,
+                lambda language: self.glossary.question_in(asked, expansion, language),
             )
             hits = reranked.hits
         only_docs = {**where.where, "record_kind": RECORD_DOCUMENT}
@@ -618,14 +634,21 @@ class KnowledgeSearch:
         )
 
 
-def _bm25_queries(gen: Readable, text: str, own: SparseVec) -> list[Bm25Query]:
+def _bm25_queries(
+    gen: Readable, text: str, own: SparseVec, expansion: Expansion
+) -> list[Bm25Query]:
     """The question encoded in each BM25 language of the generation (its own language's
-    vector is the one already computed)."""
+    vector is the one already computed), with the glossary's terms of that language."""
+
+    def encoded(encoder: Bm25Encoder) -> SparseVec:
+        added = expansion.added_in(encoder.language)
+        if added:
+            return encoder.query(" ".join([text, *added]))
+        return own if encoder is gen.encoder else encoder.query(text)
+
     if not gen.branches:
-        return [(own, {})]
-    return [
-        (own if b.encoder is gen.encoder else b.encoder.query(text), b.where) for b in gen.branches
-    ]
+        return [(encoded(gen.encoder), {})]
+    return [(encoded(b.encoder), b.where) for b in gen.branches]
 
 
 def _candidates(

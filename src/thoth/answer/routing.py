@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ import yaml
 from thoth.config import ChannelSettings
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.errors import ConfigError, ThothError
+from thoth.folding import fold
 from thoth.index.bm25 import Bm25Encoder
 from thoth.markup import load_yaml
 
@@ -49,13 +49,6 @@ class Route:
         data["scores"] = {k: round(v, 4) for k, v in self.scores.items()}
         data["tied"] = list(self.tied)
         return data
-
-
-def fold(text: str) -> str:
-    """Lower-case, accents stripped: "Città" and "citta" are the same word (for keywords, and
-    for the extractive answerer's matching)."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 class ChannelRouter:

@@ -371,6 +371,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
         "entities": retrieval.entities.as_dict() if retrieval.entities else None,
         # Whether the relevance floor was calibrated on this workspace's questions.
         "floor": retrieval.floor,
+        # What the workspace glossary matched in the question and added to its search.
+        "glossary": retrieval.glossary.as_dict() if retrieval.glossary else None,
         "counts": {
             "retrieved": len(retrieval.fragments),
             **retrieval.counts,

@@ -1,0 +1,167 @@
+"""Issue 24, point 6: Italian questions on English documents (and the reverse). The workspace
+glossary lists terms that mean the same across languages; a question using one is searched
+with the others too, each language's terms in the BM25 branch of that language and in the
+second stage of ranking, and diagnostics say what was matched and added."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.answer.test_entities import build
+from thoth.answer.service import AnswerService
+from thoth.errors import ProblemsError
+from thoth.glossary import Glossary, load_glossary
+from thoth.knowledge.sync import SyncReport
+from thoth.runtime import open_answer_service
+from thoth.workspace import Workspace
+
+GLOSSARY = """\
+# terms that mean the same, per language
+- it: [ricavi netti, fatturato]
+  en: [net sales, net revenue]
+- it: [riacquisto di azioni, azioni proprie]
+  en: [share repurchases, buyback]
+"""
+
+
+def glossary(text: str = GLOSSARY, tmp: Path | None = None) -> Glossary:
+    assert tmp is not None
+    (tmp / "glossary.yaml").write_text(text, encoding="utf-8")
+    return load_glossary(tmp, "glossary.yaml")
+
+
+# -- the file and its matching -------------------------------------------------------------------
+
+
+def test_a_term_is_matched_on_its_stems_and_adds_the_other_terms_by_language(
+    tmp_path: Path,
+) -> None:
+    g = glossary(tmp=tmp_path)
+    # "ricavo netto" is not written in the glossary: the Italian stems meet "ricavi netti".
+    found = g.expand("A quanto è ammontato il ricavo netto di Fabrikam?")
+    assert found.matched == ("ricavi netti",)
+    assert found.added_in("en") == ("net sales", "net revenue")
+    assert found.added_in("english") == ("net sales", "net revenue")  # Qdrant's name
+    assert found.added_in("it") == ("fatturato",)
+    # Consecutive words only: "netti ... ricavi" is not the term.
+    assert not g.expand("Quanti netti e quanti ricavi?")
+    # The reverse direction: an English term adds the Italian ones.
+    assert g.expand("How large were the share repurchases?").added_in("it") == (
+        "riacquisto di azioni",
+        "azioni proprie",
+    )
+
+
+def test_what_the_second_stage_matches_is_the_question_in_the_text_s_language(
+    tmp_path: Path,
+) -> None:
+    g = glossary(tmp=tmp_path)
+    question = "Quali sono stati i ricavi netti nel trimestre?"
+    asked = g.question_in(question, g.expand(question), "en")
+    # Italian stopwords and the Italian words the glossary matched are no English terms.
+    for word in ("sono", "i", "ricavi", "netti", "nel"):
+        assert word not in asked.split(), asked
+    assert "net sales" in asked and "trimestre" in asked
+    # An English question keeps its own matched words in English.
+    english = "What were net sales in the quarter?"
+    assert "sales" in g.question_in(english, g.expand(english), "en").split()
+    # No match: the question as written.
+    assert g.question_in("Chi è il CEO?", g.expand("Chi è il CEO?"), "en") == "Chi è il CEO?"
+
+
+def test_a_bad_glossary_is_refused_whole_naming_each_entry(tmp_path: Path) -> None:
+    bad = """\
+- it: [ricavi]
+- xx: [foo]
+  en: [bar]
+- it: ["  "]
+  en: [net sales]
+"""
+    with pytest.raises(ProblemsError) as caught:
+        glossary(bad, tmp_path)
+    text = "\n".join(p.message for p in caught.value.problems)
+    assert "[0]" in text and "at least two terms" in text
+    assert "[1]" in text and "unknown language code(s) xx" in text
+    assert "[2]" in text and "an empty term" in text
+    assert {p.code for p in caught.value.problems} == {"glossary_invalid"}
+    with pytest.raises(ProblemsError) as missing:
+        load_glossary(tmp_path, "nowhere.yaml")
+    assert missing.value.problems[0].code == "glossary_missing"
+
+
+# -- end to end: the BM25 branch and the diagnostics --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def filings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root: Path = tmp_path_factory.mktemp("glossary") / "ws"
+    report: SyncReport = build(root)
+    assert report.outcome == "activated", report.message
+    yield root
+
+
+def _service(root: Path, with_glossary: bool) -> AnswerService:
+    toml = root / "thoth.toml"
+    text = toml.read_text(encoding="utf-8").replace('glossary = "glossary.yaml"\n', "")
+    # The BM25 branch is what is measured here: a short Italian question over an English text
+    # stays under the bundled embedder's generic floor (0.77 against 0.80), so it is lowered.
+    if "min_similarity = 0.7\n" not in text:
+        text = text.replace("[answers]\n", "[answers]\nmin_similarity = 0.7\n", 1)
+    if with_glossary:
+        (root / "glossary.yaml").write_text(GLOSSARY, encoding="utf-8")
+        text = 'glossary = "glossary.yaml"\n' + text
+    toml.write_text(text, encoding="utf-8")
+    return open_answer_service(Workspace.open(root))
+
+
+QUESTION = "A quanto sono ammontati i ricavi netti trimestrali di Fabrikam?"
+
+
+def _sales_rank(service: AnswerService) -> tuple[int | None, dict[str, object]]:
+    answer = service.ask(QUESTION)
+    diagnostics = answer.diagnostics
+    ranks = [
+        f["bm25_rank"]
+        for f in diagnostics["fragments"]
+        if "fab-report" in str(f["doc_id"]) and "Net sales" in str(f["snippet"])
+    ]
+    return (ranks[0] if ranks else None), diagnostics
+
+
+def test_an_italian_question_meets_the_english_figure_through_the_glossary(
+    filings: Path,
+) -> None:
+    without = _service(filings, with_glossary=False)
+    try:
+        rank, diagnostics = _sales_rank(without)
+    finally:
+        without.close()
+    # No Italian word of the question is in the English filing: BM25 cannot rank it.
+    assert diagnostics["fragments"] and diagnostics["glossary"] is None
+    assert rank is None, diagnostics["fragments"]
+    with_it = _service(filings, with_glossary=True)
+    try:
+        rank, diagnostics = _sales_rank(with_it)
+    finally:
+        with_it.close()
+    assert rank == 1, diagnostics["fragments"]
+    assert diagnostics["glossary"] == {
+        "matched": ["ricavi netti"],
+        "added": {"it": ["fatturato"], "en": ["net sales", "net revenue"]},
+    }
+
+
+def test_a_glossary_named_in_thoth_toml_that_is_missing_stops_the_answer_service(
+    filings: Path,
+) -> None:
+    _service(filings, with_glossary=True).close()
+    (filings / "glossary.yaml").unlink()
+    try:
+        with pytest.raises(ProblemsError) as caught:
+            open_answer_service(Workspace.open(filings))
+        assert caught.value.problems[0].code == "glossary_missing"
+    finally:
+        (filings / "glossary.yaml").write_text(GLOSSARY, encoding="utf-8")
