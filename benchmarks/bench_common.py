@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -285,3 +286,14 @@ def reranked(question: str, hits: Sequence[Any], language: str, limit: int) -> l
 
     candidates = [Candidate(h, str(h.payload.get("text", "")), language) for h in hits]
     return rerank(question, candidates, stems_for).hits[:limit]
+
+
+def use_glossary(root: Path, glossary: Path | None) -> None:
+    """Copy `glossary` in and name it in thoth.toml (None: no glossary). Read when the answer
+    service opens, so a kept workspace is asked with or without one, no sync needed."""
+    toml = root / "thoth.toml"
+    text = toml.read_text("utf-8").replace('glossary = "glossary.yaml"\n', "")
+    if glossary is not None:
+        shutil.copy2(glossary, root / "glossary.yaml")
+        text = 'glossary = "glossary.yaml"\n' + text  # a top-level key: before any [section]
+    toml.write_text(text, "utf-8")

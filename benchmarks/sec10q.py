@@ -68,6 +68,7 @@ from bench_common import (
     header_line,
     latency_stats,
     machine_facts,
+    use_glossary,
     use_model,
 )
 from thoth.answer.answerers import Answerer, WordedFigures, make_answerer
@@ -288,17 +289,6 @@ def build_workspace(
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "filings")
-
-
-def use_glossary(root: Path, glossary: Path | None) -> None:
-    """Copy `glossary` in and name it in thoth.toml (None: no glossary). Read when the answer
-    service opens, so a kept workspace is asked with or without one, no sync needed."""
-    toml = root / "thoth.toml"
-    text = toml.read_text("utf-8").replace('glossary = "glossary.yaml"\n', "")
-    if glossary is not None:
-        shutil.copy2(glossary, root / "glossary.yaml")
-        text = 'glossary = "glossary.yaml"\n' + text  # a top-level key: before any [section]
-    toml.write_text(text, "utf-8")
 
 
 def sync(root: Path, bare_sample: int | None) -> dict[str, Any]:

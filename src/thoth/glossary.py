@@ -13,9 +13,11 @@ that language::
       en: [net income, net earnings]
 
 A term is matched on its stems in the language it is listed under (so "ricavo" meets "ricavi",
-"revenues" meets "revenue"), as consecutive words of the question, stopwords aside. What the
-glossary adds is for retrieval only: the relevance check still reads the question's own words,
-and diagnostics say which terms were matched and which added (`glossary`).
+"revenues" meets "revenue"), as consecutive words of the question, stopwords aside; an acronym
+("USA", "UN") only as written. The dense branch reads the question as written. The relevance
+check reads the question's own words, with one allowance: a name the retrieved documents do not
+write is held when they write what the glossary says stands for it ("USA" asked, "Stati Uniti"
+written). Diagnostics say which terms were matched and which added (`glossary`).
 
 `glossary = "glossary.yaml"` in thoth.toml, reviewed in Git like the entity list.
 """
@@ -66,11 +68,20 @@ def _encoder(language: str) -> Bm25Encoder:
     return Bm25Encoder(language, 1.0)
 
 
+def _acronym(word: str) -> bool:
+    """An acronym ("USA", "UE", "PIL") is matched as written, never as a lower-case word."""
+    return len(word) >= 2 and word.isupper() and word.isalpha()
+
+
 def _stems(text: str, language: str) -> list[tuple[str, tuple[int, ...]]]:
-    """`text`'s words with their stems in `language`, stopwords dropped, in order."""
+    """`text`'s words with their stems in `language`, stopwords dropped, in order. An acronym
+    is its own stem, as written: "UN" is not the Italian article "un"."""
     encoder = _encoder(language)
-    out = []
+    out: list[tuple[str, tuple[int, ...]]] = []
     for word in _WORD.findall(text):
+        if _acronym(word):
+            out.append((word, (hash(word),)))
+            continue
         ids = tuple(encoder.query(fold(word)).indices)
         if ids:
             out.append((word, ids))
@@ -98,6 +109,9 @@ class Expansion:
     added: Mapping[str, tuple[str, ...]] | None = None
     # Language -> the question's words a term of that language matched.
     used: Mapping[str, frozenset[str]] | None = None
+    # A question's word (case-folded) a term matched -> the other terms of that entry, any
+    # language: what a document may write instead ("USA" asked, "Stati Uniti" written).
+    alternatives: Mapping[str, tuple[str, ...]] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.matched)
@@ -105,6 +119,10 @@ class Expansion:
     def added_in(self, language: str) -> tuple[str, ...]:
         """The added terms of `language` (a code, "en-US", or Qdrant's name, "english")."""
         return (self.added or {}).get(_code(language), ())
+
+    def alternatives_of(self, word: str) -> tuple[str, ...]:
+        """What the glossary says a document may write for the question's `word`."""
+        return (self.alternatives or {}).get(word.casefold(), ())
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +170,7 @@ class Glossary:
         matched: list[str] = []
         added: dict[str, list[str]] = {}
         used: dict[str, set[str]] = {}
+        alternatives: dict[str, list[str]] = {}
         for entry in self._entries:
             hits: list[str] = []
             for lang, term, stems in entry:
@@ -159,6 +178,10 @@ class Glossary:
                 if words:
                     hits.append(term)
                     used.setdefault(lang, set()).update(w.casefold() for w in words)
+                    others = [t for _, t, _ in entry if t != term]
+                    for word in words:
+                        known = alternatives.setdefault(word.casefold(), [])
+                        known.extend(t for t in others if t not in known)
             if not hits:
                 continue
             matched.extend(t for t in hits if t not in matched)
@@ -169,6 +192,7 @@ class Glossary:
             tuple(matched),
             {k: tuple(v) for k, v in added.items()},
             {k: frozenset(v) for k, v in used.items()},
+            {k: tuple(v) for k, v in alternatives.items()},
         )
 
     def question_in(self, question: str, expansion: Expansion, language: str) -> str:

@@ -50,14 +50,19 @@ class Term:
     # The stems of the word without its accents, when they differ ("Québec" -> "quebec"): a
     # document may write it either way, and the index keeps words as written.
     folded: tuple[int, ...] = ()
+    # The glossary term held in its place ("Stati Uniti" for "USA": thoth.glossary).
+    via: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "text": self.text,
             "kind": self.kind,
             "corpus": self.corpus,
             "retrieved": self.retrieved,
         }
+        if self.via is not None:
+            out["via"] = self.via
+        return out
 
 
 @dataclass(frozen=True)

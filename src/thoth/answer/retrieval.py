@@ -467,7 +467,7 @@ class KnowledgeSearch:
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
         found = _candidates(store, dense, bm25, where.where, depth, self.settings.index)
-        relevance = self._relevance(gen, question, found, where)
+        relevance = self._relevance(gen, question, found, where, expansion)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
             # knows nothing about: below the floor, or about a name or period the documents it
@@ -537,7 +537,7 @@ class KnowledgeSearch:
         return self._stemmers[language]
 
     def _relevance(
-        self, gen: Readable, question: str, found: _Candidates, where: Scope
+        self, gen: Readable, question: str, found: _Candidates, where: Scope, expansion: Expansion
     ) -> Relevance:
         """Both signals of thoth.answer.relevance on the candidates the answer would use."""
         if not found.hits:
@@ -603,7 +603,10 @@ class KnowledgeSearch:
                 ).indices
             }
             within = {**where.where, **branch.where}
-            checked.append(check_terms(gen.store, within, terms, [d for d in docs if d], stems))
+            holding = check_terms(gen.store, within, terms, [d for d in docs if d], stems)
+            if expansion:
+                holding = _through_glossary(gen.store, within, holding, expansion, docs, encoder)
+            checked.append(holding)
         merged = _merge_terms(checked) + stated_terms + quarter_terms
         return judge(found.best_similarity, self.min_similarity, merged)
 
@@ -692,6 +695,36 @@ def _candidates(
     # function query_hybrid uses: the same ranks as EvidenceSearch, without querying twice.
     fused = fuse([dense_hits, *lists], depth, fusion_from(index, len(lists)))
     return _Candidates(fused, _ranks(dense_hits), bm25_ranks, best, scores)
+
+
+def _through_glossary(
+    store: IndexStore,
+    where: Mapping[str, Any],
+    terms: Sequence[Term],
+    expansion: Expansion,
+    docs: Sequence[str],
+    encoder: Bm25Encoder,
+) -> list[Term]:
+    """A name or period the retrieved documents do not hold is held when they hold what the
+    glossary says stands for it ("USA" asked, "Stati Uniti" written): the term says `via`."""
+    out: list[Term] = []
+    for term in terms:
+        alternatives = expansion.alternatives_of(term.text)
+        if term.kind == "rare" or term.retrieved or not alternatives:
+            out.append(term)
+            continue
+        instead = [
+            Term(alt, term.kind, tuple(ids))
+            for alt in alternatives
+            if (ids := sorted(set(encoder.query(alt).indices)))
+        ]
+        held = [
+            t for t in check_terms(store, where, instead, [d for d in docs if d]) if t.retrieved
+        ]
+        out.append(
+            replace(term, corpus=held[0].corpus, retrieved=True, via=held[0].text) if held else term
+        )
+    return out
 
 
 def _analyser(encoder: Bm25Encoder) -> Callable[[str], list[int]]:
