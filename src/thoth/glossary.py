@@ -24,8 +24,8 @@ written). Diagnostics say which terms were matched and which added (`glossary`).
 
 from __future__ import annotations
 
-import hashlib
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -73,14 +73,18 @@ def _acronym(word: str) -> bool:
     return len(word) >= 2 and word.isupper() and word.isalpha()
 
 
-def _stems(text: str, language: str) -> list[tuple[str, tuple[int, ...]]]:
+def _stems(
+    text: str, language: str, acronyms: frozenset[str] | None = None
+) -> list[tuple[str, tuple[int, ...]]]:
     """`text`'s words with their stems in `language`, stopwords dropped, in order. An acronym
-    is its own stem, as written: "UN" is not the Italian article "un"."""
+    is its own stem, as written: "UN" is not the Italian article "un". `acronyms`: only these
+    words are read as acronyms (a question in capitals is still stemmed); None: any."""
     encoder = _encoder(language)
     out: list[tuple[str, tuple[int, ...]]] = []
     for word in _WORD.findall(text):
-        if _acronym(word):
-            out.append((word, (hash(word),)))
+        if _acronym(word) and (acronyms is None or word in acronyms):
+            # Negative: never one of BM25's token ids, which are unsigned.
+            out.append((word, (-1 - zlib.crc32(word.encode()),)))
             continue
         ids = tuple(encoder.query(fold(word)).indices)
         if ids:
@@ -142,8 +146,7 @@ def _code(language: str) -> str:
 class Glossary:
     """The reviewed glossary with its stems. Empty: nothing is ever added."""
 
-    def __init__(self, entries: Sequence[Mapping[str, Sequence[str]]], digest: str = "") -> None:
-        self.digest = digest
+    def __init__(self, entries: Sequence[Mapping[str, Sequence[str]]]) -> None:
         # Per entry: (language, term, its stems in that language).
         self._entries = [
             [
@@ -154,6 +157,14 @@ class Glossary:
             for entry in entries
         ]
         self._languages = sorted({lang for entry in self._entries for lang, _, _ in entry})
+        self._acronyms = frozenset(
+            w
+            for entry in entries
+            for terms in entry.values()
+            for term in terms
+            for w in _WORD.findall(term)
+            if _acronym(w)
+        )
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -166,7 +177,7 @@ class Glossary:
         of those entries, by language, in the glossary's order."""
         if not self._entries:
             return Expansion()
-        asked = {lang: _stems(question, lang) for lang in self._languages}
+        asked = {lang: _stems(question, lang, self._acronyms) for lang in self._languages}
         matched: list[str] = []
         added: dict[str, list[str]] = {}
         used: dict[str, set[str]] = {}
@@ -229,7 +240,7 @@ def load_glossary(root: Path, relative: str | None) -> Glossary:
     """The glossary `thoth.toml` names (`glossary = "glossary.yaml"`), checked whole."""
     if relative is None:
         return NO_GLOSSARY
-    entries, data, problems = read_list(
+    entries, _, problems = read_list(
         root,
         relative,
         GlossaryEntry,
@@ -239,7 +250,7 @@ def load_glossary(root: Path, relative: str | None) -> Glossary:
     )
     if problems:
         raise ProblemsError(f"{relative}: the glossary has problems", problems)
-    return Glossary([e.root for e in entries], hashlib.sha256(data).hexdigest()[:16])
+    return Glossary([e.root for e in entries])
 
 
 __all__ = ["NO_GLOSSARY", "Expansion", "Glossary", "GlossaryEntry", "load_glossary"]

@@ -52,6 +52,8 @@ def test_a_term_is_matched_on_its_stems_and_adds_the_other_terms_by_language(
     un = glossary("- it: [ONU]\n  en: [UN, United Nations]\n", tmp_path)
     assert not un.expand("Chi ha fondato un impero?")
     assert un.expand("Quando fu fondata l'UN?").added_in("it") == ("ONU",)
+    # A question written in capitals is still stemmed: only the glossary's acronyms are.
+    assert g.expand("QUALI SONO STATI I RICAVI NETTI?").matched == ("ricavi netti",)
     # The reverse direction: an English term adds the Italian ones.
     assert g.expand("How large were the share repurchases?").added_in("it") == (
         "riacquisto di azioni",
