@@ -295,7 +295,8 @@ class KnowledgeSearch:
         named = self.entities.named_in(text)
         entities: EntityScope | None = None
         # Terms the glossary says mean the same in the index's languages: for BM25 and the
-        # second stage only (the dense branch is multilingual, relevance reads the question).
+        # second stage (the dense branch is multilingual); relevance reads the question, a name
+        # held through the glossary aside.
         expansion = self.glossary.expand(text)
         try:
             with self._reader.guard():
