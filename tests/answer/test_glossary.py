@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.answer.test_entities import build
 from thoth.answer.service import AnswerService
+from thoth.cli.main import app
 from thoth.errors import ProblemsError
 from thoth.glossary import Glossary, load_glossary
 from thoth.knowledge.sync import SyncReport
@@ -158,6 +160,14 @@ def test_an_italian_question_meets_the_english_figure_through_the_glossary(
         "matched": ["ricavi netti"],
         "added": {"it": ["fatturato"], "en": ["net sales", "net revenue"]},
     }
+
+
+def test_the_cli_diagnostics_say_what_the_glossary_matched_and_added(filings: Path) -> None:
+    _service(filings, with_glossary=True).close()
+    result = CliRunner().invoke(app, ["ask", QUESTION, "-w", str(filings), "--diagnostics"])
+    assert result.exit_code == 0, result.output
+    assert "glossary: {'matched': ['ricavi netti']" in result.output, result.output
+    assert "entities: {'named': ['fabrikam']" in result.output
 
 
 def test_a_glossary_named_in_thoth_toml_that_is_missing_stops_the_answer_service(

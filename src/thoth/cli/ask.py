@@ -255,7 +255,8 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
     relevance = data.get("relevance")
     if relevance:
         out.print(_relevance_line(relevance), markup=False, highlight=False, soft_wrap=True)
-    keys = ("route", "filters", "generation", "bm25_languages", "degraded", "counts", "error")
+    keys: tuple[str, ...] = ("route", "filters", "generation", "bm25_languages", "entities")
+    keys += ("glossary", "degraded", "counts", "error")
     for key in (*keys, "analytics"):
         if key in data and data[key] not in (None, [], {}):
             out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
