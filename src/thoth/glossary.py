@@ -73,16 +73,14 @@ def _acronym(word: str) -> bool:
     return len(word) >= 2 and word.isupper() and word.isalpha()
 
 
-def _stems(
-    text: str, language: str, acronyms: frozenset[str] | None = None
-) -> list[tuple[str, tuple[int, ...]]]:
-    """`text`'s words with their stems in `language`, stopwords dropped, in order. An acronym
-    is its own stem, as written: "UN" is not the Italian article "un". `acronyms`: only these
-    words are read as acronyms (a question in capitals is still stemmed); None: any."""
+def _stems(text: str, language: str, acronyms: frozenset[str]) -> list[tuple[str, tuple[int, ...]]]:
+    """`text`'s words with their stems in `language`, stopwords dropped, in order. A word of
+    `acronyms` (the glossary's) is its own stem, as written: "UN" is not the Italian article
+    "un", and a question in capitals is still stemmed."""
     encoder = _encoder(language)
     out: list[tuple[str, tuple[int, ...]]] = []
     for word in _WORD.findall(text):
-        if _acronym(word) and (acronyms is None or word in acronyms):
+        if word in acronyms:
             # Negative: never one of BM25's token ids, which are unsigned.
             out.append((word, (-1 - zlib.crc32(word.encode()),)))
             continue
@@ -147,24 +145,18 @@ class Glossary:
     """The reviewed glossary with its stems. Empty: nothing is ever added."""
 
     def __init__(self, entries: Sequence[Mapping[str, Sequence[str]]]) -> None:
+        terms = [term for entry in entries for listed in entry.values() for term in listed]
+        self._acronyms = frozenset(w for t in terms for w in _WORD.findall(t) if _acronym(w))
         # Per entry: (language, term, its stems in that language).
         self._entries = [
             [
-                (_code(lang), term, [ids for _, ids in _stems(term, lang)])
-                for lang, terms in entry.items()
-                for term in terms
+                (_code(lang), term, [ids for _, ids in _stems(term, lang, self._acronyms)])
+                for lang, listed in entry.items()
+                for term in listed
             ]
             for entry in entries
         ]
         self._languages = sorted({lang for entry in self._entries for lang, _, _ in entry})
-        self._acronyms = frozenset(
-            w
-            for entry in entries
-            for terms in entry.values()
-            for term in terms
-            for w in _WORD.findall(term)
-            if _acronym(w)
-        )
 
     def __bool__(self) -> bool:
         return bool(self._entries)

@@ -255,9 +255,11 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
     relevance = data.get("relevance")
     if relevance:
         out.print(_relevance_line(relevance), markup=False, highlight=False, soft_wrap=True)
-    keys: tuple[str, ...] = ("route", "filters", "generation", "bm25_languages", "entities")
-    keys += ("glossary", "degraded", "counts", "error")
-    for key in (*keys, "analytics"):
+    keys = (
+        *("route", "filters", "generation", "bm25_languages", "entities", "glossary"),
+        *("degraded", "counts", "error", "analytics"),
+    )
+    for key in keys:
         if key in data and data[key] not in (None, [], {}):
             out.print(f"{key}: {data[key]}", markup=False, highlight=False, soft_wrap=True)
 
