@@ -108,6 +108,20 @@ def test_quarter_tokens_are_told_from_other_periods() -> None:
             "ricavi dei sei mesi chiusi al 30 giugno 2023",
             [("sei mesi chiusi al 30 giugno 2023", (2023, 2))],
         ),
+        # Italian writes the day after "il" as often as after "al", with an ordinal mark on the
+        # first (found asking over Apple's April filing: July's quarter was answered `found`)
+        (
+            "vendite nel trimestre chiuso il 1 luglio 2023",
+            [("trimestre chiuso il 1 luglio 2023", (2023, 2))],
+        ),
+        (
+            "utile dei tre mesi terminati il 1° luglio 2023",
+            [("tre mesi terminati il 1° luglio 2023", (2023, 2))],
+        ),
+        (
+            "net sales for the quarter ending July 1, 2023",
+            [("quarter ending July 1, 2023", (2023, 2))],
+        ),
         ("notes due February 15, 2030", []),
         ("What was the revenue in Q2 2023?", []),
     ],

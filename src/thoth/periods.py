@@ -48,23 +48,23 @@ _MONTHS: Final = {
     for name in names
 }
 _MONTH: Final = "|".join(sorted(_MONTHS, key=len, reverse=True))
-# "July 1, 2023" / "1 luglio 2023" / "30 giugno 2023"
+# "July 1, 2023" / "1 luglio 2023" / "1° luglio 2023" / "30 giugno 2023"
 _DATE: Final = re.compile(
     rf"(?:(?P<m1>{_MONTH})\.?\s+(?P<d1>\d{{1,2}}),?\s+(?P<y1>(?:19|20)\d\d))"
-    rf"|(?:(?P<d2>\d{{1,2}})\s+(?P<m2>{_MONTH})\s+(?P<y2>(?:19|20)\d\d))",
+    rf"|(?:(?P<d2>\d{{1,2}})[°º]?\s+(?P<m2>{_MONTH})\s+(?P<y2>(?:19|20)\d\d))",
     re.IGNORECASE,
 )
 # What opens the end of a three-month period.
 _SPANS: Final = (
     re.compile(r"\b(?:three|3)[-\s]+months?\s+ended\b", re.I),
-    re.compile(r"\bquarter(?:ly\s+period)?\s+ended\b", re.I),
-    re.compile(r"\b(?:tre\s+mesi|trimestre)\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
+    re.compile(r"\bquarter(?:ly\s+period)?\s+end(?:ed|ing)\b", re.I),
+    re.compile(r"\b(?:tre\s+mesi|trimestre)\s+(?:chius[oi]|terminat[oi])\s+(?:al|il)\b", re.I),
 )
 # What opens the end of a longer period within a year: read in questions only (below).
 _YEAR_TO_DATE: Final = (
     re.compile(r"\b(?:six|nine|6|9)[-\s]+months?\s+ended\b", re.I),
-    re.compile(r"\b(?:sei|nove)\s+mesi\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
-    re.compile(r"\bsemestre\s+(?:chius[oi]|terminat[oi])\s+al\b", re.I),
+    re.compile(r"\b(?:sei|nove)\s+mesi\s+(?:chius[oi]|terminat[oi])\s+(?:al|il)\b", re.I),
+    re.compile(r"\bsemestre\s+(?:chius[oi]|terminat[oi])\s+(?:al|il)\b", re.I),
 )
 # Six and nine months ended (year to date) are not read in documents: a half year that spans
 # a quarter reports no figure *of* that quarter ("six months ended March 26, 2022" is no Q4 2021).
