@@ -14,7 +14,8 @@ that language::
 
 A term is matched on its stems in the language it is listed under (so "ricavo" meets "ricavi",
 "revenues" meets "revenue"), as consecutive words of the question, stopwords aside; an acronym
-("USA", "UN") only as written. The dense branch reads the question as written. The relevance
+("USA", "UN") only as written. The offline answerer matches the added terms too, choosing
+what to quote. The dense branch reads the question as written. The relevance
 check reads the question's own words, with one allowance: a name the retrieved documents do not
 write is held when they write what the glossary says stands for it ("USA" asked, "Stati Uniti"
 written). Diagnostics say which terms were matched and which added (`glossary`).

@@ -205,3 +205,18 @@ def test_a_name_the_documents_write_another_way_is_held_through_the_glossary(
     assert answer.status == "found", answer.diagnostics["relevance"]
     terms = {t["text"]: t for t in answer.diagnostics["relevance"]["terms"]}
     assert terms["EU"]["retrieved"] and terms["EU"]["via"] == "Europe"
+
+
+def test_the_offline_answer_quotes_the_sentence_the_glossary_s_terms_meet(filings: Path) -> None:
+    """The extractive answerer matches the question's words in each fragment's language; an
+    Italian question over an English filing meets no word of it, and the answer said so
+    ("no passage holds the question's terms") before quoting whatever came first. With the
+    glossary it also matches the terms the glossary adds, as retrieval does."""
+    service = _service(filings, with_glossary=True)
+    try:
+        answer = service.ask(QUESTION)
+    finally:
+        service.close()
+    assert answer.status == "found"
+    first = answer.text.splitlines()[0]
+    assert "Net sales" in first and "1,875" in first, answer.text

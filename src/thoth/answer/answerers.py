@@ -30,6 +30,7 @@ from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
+from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
 
@@ -288,7 +289,7 @@ class ExtractiveAnswerer:
                 return w.all_dropped.format(fragments=context.dropped_fragments)
             return w.nothing_found
         parts: list[str] = []
-        chosen = self._choose(question, context.entries)
+        chosen = self._choose(question, context.entries, context.glossary)
         if chosen[0].score == 0:
             parts.append(w.no_overlap)
         parts.append("\n".join(self._quote(u, context.entries[u.entry]) for u in chosen))
@@ -324,7 +325,12 @@ class ExtractiveAnswerer:
             self._stemmers[language] = term_function(language)
         return self._stemmers[language]
 
-    def _choose(self, question: str, entries: tuple[ContextEntry, ...]) -> list[_Unit]:
+    def _choose(
+        self,
+        question: str,
+        entries: tuple[ContextEntry, ...],
+        glossary: Expansion | None,
+    ) -> list[_Unit]:
         """The units holding the most weight of the question's distinctive terms, in reading
         order. A term's weight is its rarity among the context's units (a word every passage
         repeats says little); the question's names that name the document (held by its title
@@ -343,6 +349,12 @@ class ExtractiveAnswerer:
             return set().union(*(terms(text, lang) for lang in sorted(set(languages))))
 
         asked = everywhere(question)
+        if glossary:
+            # "ricavi netti" asked, "Net sales" written: the glossary's terms in each
+            # fragment's language are asked too.
+            asked |= set().union(
+                *(terms(" ".join(glossary.added_in(lang)), lang) for lang in set(languages))
+            )
         tokens = _QUESTION_TOKEN.findall(question)
         periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
         names = set().union(*(everywhere(t) for t in tokens if t != t.lower()))

@@ -22,6 +22,7 @@ from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.sources import Source, aggregate_sources
 from thoth.answer.wording import Wording
 from thoth.documents.records import reading_text
+from thoth.glossary import Expansion
 
 ContextStatus = Literal["found", "nothing_found", "truncated"]
 _SEPARATOR = "\n\n"
@@ -54,6 +55,9 @@ class AssembledContext:
     dropped_documents: int  # documents none of whose fragments fitted
     budget_chars: int
     used_chars: int
+    # What the workspace glossary says the question's terms are called in the documents'
+    # languages (thoth.glossary): the extractive answerer matches them too, as retrieval did.
+    glossary: Expansion | None = None
 
     def render(self) -> str:
         return _SEPARATOR.join(e.render() for e in self.entries)
@@ -125,6 +129,7 @@ def _context(
         dropped_documents=dropped_docs,
         budget_chars=budget,
         used_chars=used,
+        glossary=retrieval.glossary,
     )
 
 
