@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -293,6 +293,9 @@ def _table(
     return index + 1, block
 
 
+# A pure function of the text, parsed again for each candidate of each question by the second
+# stage of ranking (thoth.answer.rerank): the same fragments recur from question to question.
+@lru_cache(maxsize=4096)
 def plain_rows(text: str) -> str:
     """`text` with every table written as plain rows: its header line, then one line per row,
     the non-empty cells of each joined by a space; everything else untouched.

@@ -19,13 +19,13 @@ import html
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any, Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
-from thoth.answer.rerank import term_function
+from thoth.answer.rerank import Stems, term_function
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
@@ -271,7 +271,7 @@ class ExtractiveAnswerer:
     def __init__(self, language: str, wording: Wording) -> None:
         self._wording = wording
         self._language = language
-        self._stemmers: dict[str, Callable[[str], set[int | str]]] = {}
+        self._stemmers: dict[str, Stems] = {}
 
     def answer(
         self,
@@ -320,7 +320,7 @@ class ExtractiveAnswerer:
         Units and fragments indexed before sources had one."""
         return getattr(entry.fragment.record, "bm25_language", None) or self._language
 
-    def _stemmer(self, language: str) -> Callable[[str], set[int | str]]:
+    def _stemmer(self, language: str) -> Stems:
         if language not in self._stemmers:
             self._stemmers[language] = term_function(language)
         return self._stemmers[language]

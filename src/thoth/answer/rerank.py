@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from thoth.folding import fold
 from thoth.index.base import Hit
@@ -48,19 +49,24 @@ _WITH_DIGIT = re.compile(r"\S*\d\S*")
 # A figure as filings write them: a currency sign, a percentage, a thousands separator.
 _FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+")
 
-Stems = Callable[[str], set[int | str]]
+Stems = Callable[[str], frozenset[int | str]]
 
 
 def term_function(language: str) -> Stems:
     """Accent- and case-insensitive terms: BM25's own stems and stopwords for the language
-    (so "ricoveri" meets "ricovero"), plain folded words for a language it has no stemmer for."""
+    (so "ricoveri" meets "ricovero"), plain folded words for a language it has no stemmer for.
+    Memoised: the same candidates and sentences come back question after question, and
+    folding and stemming them is most of the second stage's time."""
     try:
         encoder = Bm25Encoder(language, 1.0)
     except ValueError:
-        return lambda text: {w for w in _WORD.findall(fold(text)) if len(w) > 2}
+        encoder = None
 
-    def stems(text: str) -> set[int | str]:
-        return set(encoder.query(fold(text)).indices)
+    @lru_cache(maxsize=8192)
+    def stems(text: str) -> frozenset[int | str]:
+        if encoder is None:
+            return frozenset(w for w in _WORD.findall(fold(text)) if len(w) > 2)
+        return frozenset(encoder.query(fold(text)).indices)
 
     return stems
 
