@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tests.answer import sec10q_passages as sec
-from thoth.answer.answerers import ExtractiveAnswerer, quotable_units
+from thoth.answer.answerers import MAX_QUOTES, ExtractiveAnswerer, quotable_units
 from thoth.answer.context import AssembledContext, assemble_context
 from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.routing import Route
@@ -308,3 +308,45 @@ def test_an_english_fragment_is_stemmed_as_english_in_an_italian_workspace() -> 
         "Quali erano i revenues?", ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
     assert answered == "- «Net revenue was $14,158 million in the quarter.» [1] (pag. 12)", answered
+
+
+# 2023 Q2 NVDA.pdf, page 3: the condensed statement of income, rows as the filing writes them.
+NVDA = "filings:docs/2023 Q2 NVDA.pdf"
+NVDA_INCOME = """\
+| (In millions) | Three Months Ended July 30, 2023 | Three Months Ended July 31, 2022 |
+| --- | --- | --- |
+| Revenue | $13,507 | $6,704 |
+| Operating income | 6,800 | 499 |
+| Interest income | 187 | 46 |
+| Interest expense | (65) | (65) |
+| Other income (expense), net | 181 | (24) |
+| Income before income tax | 6,981 | 475 |
+| Income tax expense (benefit) | 793 | (181) |
+| Net income | $6,188 | $656 |
+| Net income per share: Basic | $2.50 | $0.26 |"""
+
+
+def test_a_quantitative_question_is_answered_with_every_row_that_holds_its_terms() -> None:
+    # "The main contributors to net income": the reviewed answer lists operating income,
+    # interest, other income and tax — more rows than the quotes a prose answer gets.
+    ctx = context(passage(1, NVDA, NVDA_INCOME, 3))
+    text = answer(
+        ctx, "What were the main contributors to NVIDIA's net income in the second quarter?"
+    )
+    quoted = " ".join(q["text"] for q in quotes(text))
+    for figure in ("6,800", "187", "181", "6,981", "793", "6,188"):
+        assert f": {figure};" in quoted or f": ${figure};" in quoted, (figure, text)
+    assert len(quotes(text)) > MAX_QUOTES, text
+
+
+def test_sentences_without_a_figure_are_quoted_up_to_the_prose_limit() -> None:
+    prose = " ".join(
+        f"The {kind} income of the company was described in note {n} of the report."
+        for n, kind in enumerate(
+            ("operating", "interest", "other", "pretax", "net", "segment", "lease", "royalty"),
+            start=1,
+        )
+    )
+    ctx = context(passage(1, NVDA, prose, 3))
+    text = answer(ctx, "What did NVIDIA say about its income?")
+    assert len(quotes(text)) == MAX_QUOTES, text

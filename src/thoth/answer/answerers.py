@@ -2,7 +2,7 @@
 
 - `ExtractiveAnswerer` (the offline default, no model): quotes the retrieved sentences and table
   rows that hold the question's distinctive terms (weighted by how rare they are in the context,
-  a unit with a figure preferred), a table row spelled out with its header (the period) and
+  a table row or a unit with a figure preferred), a table row spelled out with its header (the period) and
   section, each quote with its [n] marker and page; puts a source's warning right next to any
   quoted sentence whose number the warning mentions, then lists every caveat verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
@@ -35,6 +35,13 @@ from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
 
 MAX_QUOTES = 5
+# A quantitative question is answered by several figures ("the main contributors to net
+# income": revenue, operating income, interest, tax), each a short row of a statement: past the
+# first MAX_QUOTES, up to this many more table rows or units holding a figure may be quoted
+# (the same share of the best score applies). Measured on the 10-Q filings: 22 -> 29 of 103
+# reviewed figures in the offline answer (EN and IT alike); on SQuAD-it 11 answers of 100 gain a
+# quote, the gold span in the answer unchanged (79).
+MAX_FIGURE_QUOTES = 5
 # A quote must score at least this share of the best one: a weak match next to a strong one is
 # noise (a sentence that shares one common word with the question).
 KEEP_SHARE = 0.3
@@ -261,6 +268,12 @@ class _Unit:
     position: int  # within the entry's text
     text: str
     score: float  # weight of the distinctive question terms it holds (0: none)
+    figures: bool = False  # a table row, or a unit holding a figure
+
+
+class _Row(str):
+    """A table row spelled out with its header: a `str` to every reader of the text, and
+    known as a row to the answerer (its plain cells, "187", are figures in a statement)."""
 
 
 class ExtractiveAnswerer:
@@ -413,11 +426,12 @@ class ExtractiveAnswerer:
                 score += sum(0.5 * weight[t] for t in headed[i] - unit_terms)
                 score *= 0.5 + 0.5 * passage[i] / top
                 score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
-            if score and _FIGURE.search(text):
+            figures = isinstance(text, _Row) or bool(_FIGURE.search(text))
+            if score and figures:
                 score *= FIGURE_WEIGHT
             if score and not about[i]:
                 score *= OTHER_ENTITY
-            units.append(_Unit(i, pos, text, round(score, 6)))
+            units.append(_Unit(i, pos, text, round(score, 6), figures))
         # A title-like line (short, no figure, no final punctuation: a PDF section heading)
         # matches the question's words and says nothing: quoted only when nothing else matches.
         ranked = sorted(
@@ -428,13 +442,19 @@ class ExtractiveAnswerer:
             return _closest(units)
         best = ranked[0].score
         chosen: list[_Unit] = []
+        extra = 0  # units holding figures quoted past MAX_QUOTES
         for unit in ranked:
-            if len(chosen) == MAX_QUOTES or unit.score < KEEP_SHARE * best:
+            if extra == MAX_FIGURE_QUOTES or unit.score < KEEP_SHARE * best:
                 break
             if chosen and _title_like(unit.text):
                 break  # title-like lines come last: only when nothing else matched
-            if all(unit.text != c.text for c in chosen):  # chunks overlap: quote once
+            if any(unit.text == c.text for c in chosen):  # chunks overlap: quote once
+                continue
+            if len(chosen) < MAX_QUOTES:
                 chosen.append(unit)
+            elif unit.figures:
+                chosen.append(unit)
+                extra += 1
         return sorted(chosen, key=lambda u: (u.entry, u.position))  # reading order
 
     def _quote(self, unit: _Unit, entry: ContextEntry) -> str:
@@ -501,7 +521,7 @@ def quotable_units(text: str) -> list[str]:
             if row is None:
                 loose.period = _period_line(line)
             else:
-                found.append(loose.spell(*row))
+                found.append(_Row(loose.spell(*row)))
     return found
 
 
@@ -603,7 +623,7 @@ def _table_rows(
     label_head = head[0] if head else ""
     if _NOTE.match(label_head):
         note, label_head = note or label_head, ""
-    spelled = []
+    spelled: list[str] = []
     sections: list[str] = []  # "Net revenue:" then "Client Computing": nested sections
     after_section = False
     for row in body:
@@ -635,7 +655,7 @@ def _table_rows(
         else:
             line = "; ".join(pairs)
         if line:
-            spelled.append(f"{line} {note}" if note and pairs else line)
+            spelled.append(_Row(f"{line} {note}" if note and pairs else line))
         if label.lower().startswith("total") and len(sections) > 1:
             sections.pop()  # a total closes its subsection
     return spelled
