@@ -2,9 +2,10 @@
 
 - `ExtractiveAnswerer` (the offline default, no model): quotes the retrieved sentences and table
   rows that hold the question's distinctive terms (weighted by how rare they are in the context,
-  a table row or a unit with a figure preferred), a table row spelled out with its header (the period) and
-  section, each quote with its [n] marker and page; puts a source's warning right next to any
-  quoted sentence whose number the warning mentions, then lists every caveat verbatim.
+  a table row or a unit with a figure preferred), a table row spelled out with its header (the
+  period) and section, each quote with its [n] marker and page; puts a source's warning right
+  next to any quoted sentence whose number the warning mentions, then lists every caveat
+  verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
   + the honesty floor; user message = question + numbered context. A model failure is an
   error naming provider, model and server: never retried, never replaced by the extractive
