@@ -139,3 +139,55 @@ def test_without_an_entity_scope_the_fused_order_stands(service: AnswerService) 
     assert [f["fused_rank"] for f in answer.diagnostics["fragments"]] == [None] * len(
         answer.diagnostics["fragments"]
     )
+
+
+# The MD&A as fusion ranked it for "What was the reported gross margin?": two pages of prose
+# that say "gross margin" several times, around figures, and the summary table whose row is
+# named by the question's words alone.
+PROSE_AND_TABLE = [
+    (
+        "segment",
+        "Operating income increased $1.6 billion or 20%.\n"
+        "• Gross margin increased $1.8 billion or 13% driven by growth in cloud services. "
+        "Gross margin percentage increased slightly, as reported.",
+    ),
+    (
+        "cloud",
+        "• Gross margin increased $2.9 billion or 20% driven by growth in Azure. Gross margin "
+        "percentage decreased slightly; the reported margin excludes the change in estimate.",
+    ),
+    (
+        "summary",
+        "(In millions) Three Months Ended September 30, 2023 2022 Percentage Change\n"
+        "Revenue $56,517 $50,122 13%\nGross margin 40,215 34,670 16%\n"
+        "Operating income 26,895 21,518 25%",
+    ),
+]
+
+
+def test_a_row_named_by_the_asked_words_alone_rises_above_prose_that_repeats_them() -> None:
+    # Prose and table hold "gross" and "margin" alike, each with a figure; only the table has a
+    # row whose label is nothing but asked words: the asked measure, with its figure.
+    from thoth.index.base import Hit
+
+    found = [
+        Candidate(Hit(name, 1.0 / rank, {}), text, "en")
+        for rank, (name, text) in enumerate(PROSE_AND_TABLE, start=1)
+    ]
+    result = rerank("What was the reported gross margin in the most recent 10-Q?", found, stems_for)
+    assert result.applied
+    # "cloud" holds one asked word more ("reported") and came before it; the first stage's
+    # leader keeps its place (the two orders are fused).
+    assert [h.id for h in result.hits] == ["segment", "summary", "cloud"]
+
+
+def test_a_row_whose_label_holds_a_word_not_asked_gains_nothing() -> None:
+    # "Gross margin increased" is a sentence about the figure, not a row naming the measure.
+    from thoth.answer.rerank import named_rows_weight
+
+    stems = stems_for("en")
+    asked = stems("reported gross margin")
+    weight = {t: 1.0 for t in asked}
+    assert named_rows_weight("Gross margin 40,215 34,670 16%", stems, asked, weight) == 2.0
+    assert named_rows_weight("• Gross margin increased $1.8 billion", stems, asked, weight) == 0.0
+    assert named_rows_weight("Operating income 26,895", stems, asked, weight) == 0.0

@@ -10,7 +10,11 @@ exhibits and the signatures hold: measured on five 10-Q filings, the income stat
 among the candidates (a word every candidate holds ranks nothing), a fragment's term score is
 the weight of the question's terms its searched text holds (title, headings, table headers
 and rows), and a fragment with a figure (a currency sign, a percentage, a thousands separator)
-counts its terms double, for a 10-Q question asks a figure far more often than prose. That
+counts its terms double, for a 10-Q question asks a figure far more often than prose. A line
+whose figures follow a label made of asked words alone ("Gross margin 40,215 34,670", a
+statement row as the branches read it) names the asked measure: its label's terms count once
+more, for prose that repeats "gross margin" around other figures holds the same terms, and
+the row with the figure came 6th behind it. That
 order is fused with the first one by reciprocal rank, so a fragment both stages like leads,
 and one only the terms like cannot jump from the bottom to the top.
 
@@ -48,6 +52,9 @@ _WORD = re.compile(r"\w+")
 _WITH_DIGIT = re.compile(r"\S*\d\S*")
 # A figure as filings write them: a currency sign, a percentage, a thousands separator.
 _FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+")
+# A line's label and its first number: "Gross margin 40,215 34,670 16%", "Revenue $56,517",
+# "Interest income: 187" (a spelled-out table row), "Net loss (1,234)".
+_LABELLED = re.compile(r"^[\s•·*\-]*(?P<label>[^\W\d][^\d$€£(]*?)[\s:|]*[$€£(]?\s?\d", re.MULTILINE)
 
 Stems = Callable[[str], frozenset[int | str]]
 
@@ -69,6 +76,21 @@ def term_function(language: str) -> Stems:
         return frozenset(encoder.query(fold(text)).indices)
 
     return stems
+
+
+def named_rows_weight(
+    text: str, stems: Stems, asked: frozenset[int | str], weight: dict[int | str, float]
+) -> float:
+    """The weight of the best line of `text` whose label, before its first number, is made of
+    asked terms alone (`asked`: the question's terms the text holds): a row naming the asked
+    measure. 0 when no label is: a word the question did not ask ("Gross margin increased")
+    makes the line a sentence about the figure, not the figure's row."""
+    best = 0.0
+    for m in _LABELLED.finditer(text):
+        label = stems(m.group("label"))
+        if label and label <= asked:
+            best = max(best, sum(weight.get(t, 0.0) for t in label))
+    return best
 
 
 @dataclass(frozen=True)
@@ -120,7 +142,16 @@ def rerank(
     spread = Counter((c.language, t) for c, h in zip(candidates, held, strict=True) for t in h)
     weight = {t: math.log(1 + len(candidates) / n) for t, n in spread.items()}
     scores = [
-        sum(weight[(c.language, t)] for t in h) * (FIGURE_WEIGHT if _FIGURE.search(c.text) else 1.0)
+        (
+            sum(weight[(c.language, t)] for t in h)
+            + named_rows_weight(
+                c.text,
+                stems_for(c.language),
+                h,
+                {t: w for (lang, t), w in weight.items() if lang == c.language},
+            )
+        )
+        * (FIGURE_WEIGHT if _FIGURE.search(c.text) else 1.0)
         for c, h in zip(candidates, held, strict=True)
     ]
     by_terms = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
