@@ -14,9 +14,9 @@ counts its terms double, for a 10-Q question asks a figure far more often than p
 whose figures follow a label made of asked words alone ("Gross margin 40,215 34,670", a
 statement row as the branches read it) names the asked measure: its label's terms count once
 more, for prose that repeats "gross margin" around other figures holds the same terms, and
-the row with the figure came 6th behind it. That
-order is fused with the first one by reciprocal rank, so a fragment both stages like leads,
-and one only the terms like cannot jump from the bottom to the top.
+the row with the figure came 6th behind it. That order is fused with the first one by
+reciprocal rank, so a fragment both stages like leads, and one only the terms like cannot
+jump from the bottom to the top.
 
 It runs only inside an entity scope (the answer engine's rule, thoth.answer.retrieval):
 without one, BM25 already weighs every word of the question, and measured on TAT-QA the second
@@ -140,16 +140,14 @@ def rerank(
     if not candidates or share < MIN_TERMS_MET:
         return Reranked(kept, False, round(share, 3), first_stage)
     spread = Counter((c.language, t) for c, h in zip(candidates, held, strict=True) for t in h)
-    weight = {t: math.log(1 + len(candidates) / n) for t, n in spread.items()}
+    # A term's weight by its rarity among the candidates, per language (stems never cross).
+    weight: dict[str, dict[int | str, float]] = {}
+    for (lang, t), n in spread.items():
+        weight.setdefault(lang, {})[t] = math.log(1 + len(candidates) / n)
     scores = [
         (
-            sum(weight[(c.language, t)] for t in h)
-            + named_rows_weight(
-                c.text,
-                stems_for(c.language),
-                h,
-                {t: w for (lang, t), w in weight.items() if lang == c.language},
-            )
+            sum(weight[c.language][t] for t in h)
+            + named_rows_weight(c.text, stems_for(c.language), h, weight.get(c.language, {}))
         )
         * (FIGURE_WEIGHT if _FIGURE.search(c.text) else 1.0)
         for c, h in zip(candidates, held, strict=True)
