@@ -191,3 +191,13 @@ def test_a_row_whose_label_holds_a_word_not_asked_gains_nothing() -> None:
     assert named_rows_weight("Gross margin 40,215 34,670 16%", stems, asked, weight) == 2.0
     assert named_rows_weight("• Gross margin increased $1.8 billion", stems, asked, weight) == 0.0
     assert named_rows_weight("Operating income 26,895", stems, asked, weight) == 0.0
+
+
+def test_a_title_above_a_paragraph_that_opens_with_a_year_is_no_row_label() -> None:
+    # The searched text opens with its context line (title > heading); a label ends at its line.
+    from thoth.answer.rerank import named_rows_weight
+
+    stems = stems_for("it")
+    asked = stems("dinastia Yuan")
+    weight = {t: 1.0 for t in asked}
+    assert named_rows_weight("Dinastia Yuan\n1271: Kublai Khan", stems, asked, weight) == 0.0

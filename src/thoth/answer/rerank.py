@@ -54,7 +54,10 @@ _WITH_DIGIT = re.compile(r"\S*\d\S*")
 _FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+")
 # A line's label and its first number: "Gross margin 40,215 34,670 16%", "Revenue $56,517",
 # "Interest income: 187" (a spelled-out table row), "Net loss (1,234)".
-_LABELLED = re.compile(r"^[\s•·*\-]*(?P<label>[^\W\d][^\d$€£(]*?)[\s:|]*[$€£(]?\s?\d", re.MULTILINE)
+# On one line: a title line above a paragraph that opens with a year is no row label.
+_LABELLED = re.compile(
+    r"^[ \t•·*\-]*(?P<label>[^\W\d][^\d$€£(\n]*?)[ \t:|]*[$€£(]?[ \t]?\d", re.MULTILINE
+)
 
 Stems = Callable[[str], frozenset[int | str]]
 
