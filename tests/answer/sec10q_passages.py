@@ -52,3 +52,142 @@ MSFT_SEGMENTS = "Segment revenue and operating income were as follows during the
 # 2023 Q3 INTC.pdf, page 12: a table with nested sections and an unlabelled subtotal
 INTEL_SEGMENTS_PAGE = 12
 INTEL_SEGMENTS = "Net revenue and operating income (loss) for each period were as follows:\n\n| (In Millions) | Three Months Ended Sep 30, 2023 | Three Months Ended Oct 1, 2022 | Nine Months Ended Sep 30, 2023 | Nine Months Ended Oct 1, 2022 |\n| --- | --- | --- | --- | --- |\n| Net revenue: |  |  |  |  |\n| Client Computing |  |  |  |  |\n| Desktop | $2,753 | $3,222 | $7,002 | $8,152 |\n| Notebook | 4,503 | 4,408 | 11,806 | 15,118 |\n| Other | 611 | 498 | 1,606 | 1,858 |\n|  | 7,867 | 8,128 | 20,414 | 25,128 |\n| Data Center and AI | 3,814 | 4,255 | 11,536 | 15,024 |\n| Network and Edge | 1,450 | 2,133 | 4,303 | 6,483 |\n| Mobileye | 530 | 450 | 1,442 | 1,304 |\n| Intel Foundry Services | 311 | 78 | 661 | 291 |\n| All other | 186 | 294 | 466 | 782 |\n| Total net revenue | $14,158 | $15,338 | $38,822 | $49,012 |\n| Operating income (loss): |  |  |  |  |\n| Client Computing | $2,073 | $1,447 | $3,632 | $5,045 |\n| Data Center and AI | 71 | (139) | (608) | 1,174 |\n| Network and Edge | 17 | 197 | (470) | 907 |\n| Mobileye | 170 | 142 | 422 | 480 |\n| Intel Foundry Services | (86) | (90) | (369) | (247) |\n| All other | (2,253) | (1,732) | (5,099) | (3,893) |\n| Total operating income (loss) | $(8) | $(175) | $(2,492) | $3,466 |"
+
+
+# The five fragments the engine retrieved, in rank order, for three questions of qna.csv, with
+# the heading path each sits under (the extractive answerer reads it).
+
+# In the most recent 10-Q, how does Microsoft's stated tax rate in the financial statements compare with the discussion on tax issues in the notes?
+
+# 2023 Q3 MSFT.pdf, page 20, chunk 42
+MSFT_TAX_NOTE_PAGE = 20
+MSFT_TAX_NOTE_HEADINGS = ("MICROSOFT CORPORATION", "ITEM 1. FINANCIAL STATEMENTS", "Long-term Debt")
+MSFT_TAX_NOTE = "NOTE 10 — INCOME TAXES\n\n###### Effective Tax Rate\n\nOur effective tax rate was 18% and 19% for the three months ended September 30, 2023 and 2022, respectively. The decrease in our\neffective tax rate for the current quarter compared to the prior year was primarily due to tax benefits from tax law changes in the first quarter of\nfiscal year 2024, including the impact from the issuance of Notice 2023-55 by the Internal Revenue Service (“IRS”) and U.S. Treasury\nDepartment, which delayed the effective date of final foreign tax credit regulations to fiscal year 2024 for Microsoft.\n\nOur effective tax rate was lower than the U.S. federal statutory rate for the three months ended September 30, 2023, primarily due to earnings\ntaxed at lower rates in foreign jurisdictions resulting from producing and distributing our products and services through our foreign regional\noperations center in Ireland."
+
+# 2023 Q3 MSFT.pdf, page 19, chunk 39
+MSFT_SHORT_TERM_DEBT_PAGE = 19
+MSFT_SHORT_TERM_DEBT_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 1. FINANCIAL STATEMENTS",
+    "Fair Values of Derivative Instruments",
+)
+MSFT_SHORT_TERM_DEBT = "NOTE 9 — DEBT\n\n###### Short-term Debt\n\nAs of September 30, 2023, we had $25.8 billion of commercial paper issued and outstanding, with a weighted average interest rate of 5.4%\nand maturities ranging from 7 days to 190 days. The estimated fair value of this commercial paper approximates its carrying value. As of June\n30, 2023, we had no commercial paper issued or outstanding.\n\n###### Long-term Debt\n\nThe components of long-term debt were as follows:"
+
+# 2023 Q3 MSFT.pdf, page 19, chunk 40
+MSFT_DEBT_TABLE_PAGE = 19
+MSFT_DEBT_TABLE_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 1. FINANCIAL STATEMENTS",
+    "Long-term Debt",
+)
+MSFT_DEBT_TABLE = "| (In millions, issuance by calendar year) | Maturities (calendar year) | Stated Interest Rate | Effective Interest Rate | September 30, 2023 | June 30, 2023 |\n| --- | --- | --- | --- | --- | --- |\n| 2009 issuance of $3.8 billion | 2039 | 5.20% | 5.24% | $520 | $520 |\n| 2010 issuance of $4.8 billion | 2040 | 4.50% | 4.57% | 486 | 486 |\n| 2011 issuance of $2.3 billion | 2041 | 5.30% | 5.36% | 718 | 718 |\n| 2012 issuance of $2.3 billion | 2042 | 3.50% | 3.57% | 454 | 454 |\n| 2013 issuance of $5.2 billion | 2023–2043 | 3.63%–4.88% | 3.73%–4.92% | 1,814 | 1,814 |\n| 2013 issuance of €4.1 billion | 2028–2033 | 2.63%–3.13% | 2.69%–3.22% | 2,435 | 2,509 |\n| 2015 issuance of $23.8 billion | 2025–2055 | 2.70%–4.75% | 2.77%–4.78% | 9,805 | 9,805 |\n| 2016 issuance of $19.8 billion | 2026–2056 | 2.40%–3.95% | 2.46%–4.03% | 7,930 | 9,430 |\n| 2017 issuance of $17.0 billion | 2024–2057 | 2.88%–4.50% | 3.04%–4.53% | 8,945 | 8,945 |\n| 2020 issuance of $10.0 billion | 2050–2060 | 2.53%–2.68% | 2.53%–2.68% | 10,000 | 10,000 |\n| 2021 issuance of $8.2 billion | 2052–2062 | 2.92%–3.04% | 2.92%–3.04% | 8,185 | 8,185 |\n| Total face value |  |  |  | 51,292 | 52,866 |\n| Unamortized discount and issuance |  |  |  |  |  |\n| costs |  |  |  | (431) | (438) |\n| (a) |  |  |  |  |  |\n| Hedge fair value adjustments |  |  |  | (109) | (106) |\n| Premium on debt exchange |  |  |  | (5,058) | (5,085) |\n| Total debt |  |  |  | 45,694 | 47,237 |\n| Current portion of long-term debt |  |  |  | (3,748) | (5,247) |\n| Long-term debt |  |  |  | $41,946 | $41,990 |"
+
+# 2023 Q3 MSFT.pdf, page 19, chunk 41
+MSFT_DEBT_NOTES_PAGE = 19
+MSFT_DEBT_NOTES_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 1. FINANCIAL STATEMENTS",
+    "Long-term Debt",
+)
+MSFT_DEBT_NOTES = "(a) Refer to Note 5 – Derivatives for further information on the interest rate swaps related to fixed-rate debt.\n\nAs of September 30, 2023 and June 30, 2023, the estimated fair value of long-term debt, including the current portion, was $41.8 billion and\n$46.2 billion, respectively. The estimated fair values are based on Level 2 inputs.\n\nDebt in the table above is comprised of senior unsecured obligations and ranks equally with our other outstanding obligations. Interest is paid\nsemi-annually, except for the Euro-denominated debt, which is paid annually.\n\nThe following table outlines maturities of our long-term debt, including the current portion, as of September 30, 2023:\n\n(In millions)\n\nYear Ending June 30,\n2024 (excluding the three months ended September 30, 2023) $ 3,750\n2025 2,250\n2026 3,000\n2027 8,000\n2028 0\nThereafter 34,292\n\nTotal $ 51,292"
+
+# 2023 Q3 MSFT.pdf, page 5, chunk 7
+MSFT_BALANCE_LIABILITIES_PAGE = 5
+MSFT_BALANCE_LIABILITIES_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 1. FINANCIAL STATEMENTS",
+    "BALANCE SHEETS",
+)
+MSFT_BALANCE_LIABILITIES = "|  | September 30, 2023 | June 30, 2023 |\n| --- | --- | --- |\n| Accrued compensation | 6,990 | 11,009 |\n| Short-term income taxes | 8,035 | 4,152 |\n| Short-term unearned revenue | 46,429 | 50,901 |\n| Other current liabilities | 14,475 | 14,745 |\n| Total current liabilities | 124,792 | 104,149 |\n| Long-term debt | 41,946 | 41,990 |\n| Long-term income taxes | 22,983 | 25,560 |\n| Long-term unearned revenue | 2,759 | 2,912 |\n| Deferred income taxes | 470 | 433 |\n| Operating lease liabilities | 13,487 | 12,728 |\n| Other long-term liabilities | 18,634 | 17,981 |\n| Total liabilities | 225,071 | 205,753 |\n| Commitments and contingencies |  |  |\n| Stockholders’ equity: |  |  |\n| Common stock and paid-in capital – shares authorized 24,000; outstanding 7,431 and 7,432 | 95,508 | 93,718 |\n| Retained earnings | 132,143 | 118,848 |\n| Accumulated other comprehensive loss | (6,937) | (6,343) |\n| Total stockholders’ equity | 220,714 | 206,223 |\n| Total liabilities and stockholders’ equity | $445,785 | $411,976 |\n\nRefer to accompanying notes."
+
+# Examine how Intel's effective tax rate in the most recent 10-Q compares with the tax-related discussions in the notes section.
+
+# 2023 Q3 INTC.pdf, page 38, chunk 96
+INTC_TAX_MDA_PAGE = 38
+INTC_TAX_MDA_HEADINGS = (
+    "INTEL CORPORATION",
+    "Consolidated Condensed Results of Operations",
+    "Provision for (Benefit from) Taxes",
+)
+INTC_TAX_MDA = "##### Provision for (Benefit from) Taxes\n\n| (In Millions) | Q3 2023 | Q3 2022 | YTD 2023 | YTD 2022 |\n| --- | --- | --- | --- | --- |\n| Income (loss) before taxes | $(52) | $(188) | $(2,026) | $8,564 |\n| Provision for (benefit from) taxes | $(362) | $(1,207) | $(1,041) | $(114) |\n| Effective tax rate | 696.2% | 642.0% | 51.4% | (1.3)% |\n\nIn Q3 2023, we recognized a benefit for taxes as we applied our year-to-date actual effective tax rate to our year-to-date measure of ordinary income (loss) before taxes, which\nreflects our jurisdictional mix of ordinary income and losses. Our effective tax rate increased in YTD 2023 compared to YTD 2022, due to the application of our actual YTD\neffective tax rate, and our jurisdictional mix of ordinary income and losses.\n\nOur provision for, or benefit from, income taxes for an interim period has historically been determined using an estimated annual effective tax rate, adjusted for discrete items, if\nany. Under certain circumstances where we are unable to make a reliable estimate of the annual effective tax rate, we use the actual effective tax rate for the year-to-date period.\nIn YTD 2023, we used this approach due to the variability of the rate as a result of fluctuations in forecasted income and the effects of being taxed in multiple tax jurisdictions."
+
+# 2023 Q3 INTC.pdf, page 15, chunk 35
+INTC_TAX_NOTE_PAGE = 15
+INTC_TAX_NOTE_HEADINGS = (
+    "INTEL CORPORATION",
+    "Notes to Consolidated Condensed Financial Statements",
+    "Note 7 : Income Taxes",
+)
+INTC_TAX_NOTE = "#### Note 7 : Income Taxes\n\n| (In Millions) | Three Months Ended Sep 30, 2023 | Three Months Ended Oct 1, 2022 | Nine Months Ended Sep 30, 2023 | Nine Months Ended Oct 1, 2022 |\n| --- | --- | --- | --- | --- |\n| Income (loss) before taxes | $(52) | $(188) | $(2,026) | $8,564 |\n| Provision for (benefit from) taxes | $(362) | $(1,207) | $(1,041) | $(114) |\n| Effective tax rate | 696.2% | 642.0% | 51.4% | (1.3)% |\n\nOur provision for, or benefit from, income taxes for an interim period has historically been determined using an estimated annual effective tax rate, adjusted for discrete items, if\nany. Under certain circumstances where we are unable to make a reliable estimate of the annual effective tax rate, we use the actual effective tax rate for the year-to-date period.\nDuring the first nine months of 2023, we used this approach due to the variability of the rate as a result of fluctuations in forecasted income and the effects of being taxed in\nmultiple tax jurisdictions.\n\n#### Note 8 : Investments"
+
+# 2023 Q3 INTC.pdf, page 41, chunk 105
+INTC_NON_GAAP_PAGE = 41
+INTC_NON_GAAP_HEADINGS = (
+    "INTEL CORPORATION",
+    "Consolidated Condensed Results of Operations",
+    "Non-GAAP Financial Measures",
+)
+INTC_NON_GAAP = "Our non-GAAP financial measures reflect adjustments based on one or more of the following items, as well as the related income tax effects. Beginning in 2023, income tax\neffects are calculated using a fixed long-term projected tax rate of 13% across all adjustments. We project this long-term non-GAAP tax rate on an annual basis using a five-year\nnon-GAAP financial projection that excludes the income tax effects of each adjustment. The projected non-GAAP tax rate also considers factors such as our tax structure, our tax\npositions in various jurisdictions, and key legislation in significant jurisdictions where we operate. This long-term non-GAAP tax rate may be subject to change for a variety of\nreasons, including the rapidly evolving global tax environment, significant changes in our geographic earnings mix, or changes to our strategy or business operations.\nManagement uses this non-GAAP tax rate in managing internal short- and long-term operating plans and in evaluating our performance; we believe this approach facilitates\ncomparison of our operating results and provides useful evaluation of our current operating performance. Prior-period non-GAAP financial measures have been retroactively\nadjusted to reflect this updated approach."
+
+# 2023 Q3 INTC.pdf, page 21, chunk 56
+INTC_FAIR_VALUE_HEDGES_PAGE = 21
+INTC_FAIR_VALUE_HEDGES_HEADINGS = (
+    "INTEL CORPORATION",
+    "Notes to Consolidated Condensed Financial Statements",
+    "Note 12 : Derivative Financial Instruments",
+    "Derivatives in Fair Value Hedging Relationships",
+    "Cumulative Amount of Fair Value",
+)
+INTC_FAIR_VALUE_HEDGES = "###### Cumulative Amount of Fair Value\n\nLine Item in the Consolidated Condensed Balance Sheets in Which the Hedged Carrying Amount of the Hedged Item Hedging Adjustment Included in the\nItem is Included Assets/(Liabilities) Carrying Amount Assets/(Liabilities)\n(In Millions) Sep 30, 2023 Dec 31, 2022 Sep 30, 2023 Dec 31, 2022\nLong-term debt $ (11,032) $ (11,221) $ 965 $ 776\n\nThe total notional amount of outstanding pay-variable, receive-fixed interest rate swaps was $12.0 billion as of September 30, 2023 and December 31, 2022.\n\n###### Derivatives Not Designated as Hedging Instruments\n\nThe effects of derivative instruments not designated as hedging instruments on the Consolidated Condensed Statements of Income for each period were as follows:\n\nThree Months Ended Nine Months Ended\n\n###### Location of Gains (Losses)\n\n| (In Millions) | Recognized in Income on Derivatives | Sep 30, 2023 | Oct 1, 2022 | Sep 30, 2023 | Oct 1, 2022 |\n| --- | --- | --- | --- | --- | --- |\n| Foreign currency contracts | Interest and other, net | $255 | $771 | $467 | $1,952 |\n| Interest rate contracts | Interest and other, net | 85 | 164 | 175 | 289 |\n| Other | Various | (112) | (97) | 103 | (562) |\n| Total |  | $228 | $838 | $745 | $1,679 |\n\n#### Note 13 : Contingencies"
+
+# 2023 Q3 INTC.pdf, page 42, chunk 110
+INTC_NON_GAAP_RECONCILIATION_PAGE = 42
+INTC_NON_GAAP_RECONCILIATION_HEADINGS = (
+    "INTEL CORPORATION",
+    "Consolidated Condensed Results of Operations",
+    "Non-GAAP Financial Measures",
+)
+INTC_NON_GAAP_RECONCILIATION = "Following are the reconciliations of our most comparable US GAAP measures to our non-GAAP measures presented:\n\n|  | Three Months Ended Sep 30, 2023 | Three Months Ended Oct 1, 2022 |\n| --- | --- | --- |\n| Gross margin percentage | 42.5% | 42.6% |\n| Acquisition-related adjustments | 2.1% | 2.2% |\n| Share-based compensation | 1.2% | 1.1% |\n| Non-GAAP gross margin percentage | 45.8% | 45.9% |\n| Earnings (loss) per share attributable to Intel—diluted | $0.07 | $0.25 |\n| Acquisition-related adjustments | 0.08 | 0.09 |\n| Share-based compensation | 0.18 | 0.19 |\n| Restructuring and other charges | 0.19 | 0.16 |\n| (Gains) losses on equity investments, net | 0.05 | 0.03 |\n| (Gains) losses from divestiture | (0.01) | (0.01) |\n\n| Adjustments attributable to non-controlling interest | — | — |\n| --- | --- | --- |\n| Income tax effects | (0.15) | (0.34) |\n| Non-GAAP earnings (loss) per share attributable to Intel—diluted | $0.41 | $0.37 |\n\n| (In Millions) | Nine Months Ended Sep 30, 2023 | Nine Months Ended Oct 1, 2022 |\n| --- | --- | --- |\n| Net cash provided by (used for) operating activities | $6,847 | $7,730 |\n| Net additions to property, plant, and equipment | (17,299) | (19,089) |\n| Payments on finance leases | (96) | (341) |\n| Sale of equity investment | — | 4,561 |\n| Adjusted free cash flow | $(10,548) | $(7,139) |\n| Net cash used for investing activities | $(18,723) | $(6,990) |\n| Net cash provided by (used for) financing activities | $8,353 | $(1,038) |"
+
+# How significant was the revenue from Intel's data-centric businesses in Q3 2023 relative to total revenue?
+
+# 2023 Q3 INTC.pdf, page 34, chunk 86
+INTC_REVENUE_WALK_PAGE = 34
+INTC_REVENUE_WALK_HEADINGS = (
+    "INTEL CORPORATION",
+    "Consolidated Condensed Results of Operations",
+    "Revenue",
+)
+INTC_REVENUE_WALK = "##### Revenue\n\n###### Segment Revenue Walk $B\n\n###### Q3 2023 vs. Q3 2022\n\nOur Q3 2023 revenue was $14.2 billion, down $1.2 billion or 8% from Q3 2022. CCG revenue decreased 3% from Q3 2022 primarily due to lower desktop volume driven by\nlower demand across business market segments and lower notebook ASPs due to a higher mix of small core products attributable to relative strength in the education market\ncombined with a higher mix of older generation products. These decreases were partially offset by higher notebook volume as customer inventory levels began to normalize and\nhigher desktop ASPs due to an increased mix of product sales to the commercial and gaming market segments. DCAI revenue decreased 10% from Q3 2022 due to lower server\nvolume resulting from a softening CPU data center market, partially offset by higher server ASPs from a lower mix of hyperscale customer-related revenue and a higher mix of\nhigh core count products. NEX revenue decreased 32% as customers tempered purchases to reduce inventories and adjust to a lower demand environment across product\nlines."
+
+# 2023 Q3 INTC.pdf, page 5, chunk 11
+INTC_QUARTER_REVIEW_PAGE = 5
+INTC_QUARTER_REVIEW_HEADINGS = ("INTEL CORPORATION", "A Quarter in Review")
+INTC_QUARTER_REVIEW = "## A Quarter in Review\n\nTotal revenue of $14.2 billion was down $1.2 billion or 8% from Q3 2022, as CCG revenue decreased 3%, DCAI revenue decreased 10%, and NEX revenue decreased 32%.\nCCG revenue decreased due to lower desktop volume from lower demand across business market segments and lower notebook ASPs due to a higher mix of small core\nproducts combined with a higher mix of older generation products. This was partially offset by higher notebook volume, as customer inventory levels began to normalize and\nhigher desktop ASPs due to an increased mix of product sales to the commercial and gaming market segments. DCAI revenue decreased due to lower server volume resulting\nfrom a softening CPU data center market, partially offset by higher ASPs from a lower mix of hyperscale customer-related revenue and a higher mix of high core count products.\nNEX revenue decreased as customers tempered purchases to reduce inventories and adjust to a lower demand environment across product lines.\n\nRevenue Gross Margin Diluted EPS attributable to Intel Cash Flows\n■ Operating Cash Flow $B\n■ GAAP $B ■ GAAP ■ Non-GAAP ■ GAAP ■ Non-GAAP ■ Adjusted Free Cash Flow $B"
+
+# 2023 Q3 INTC.pdf, page 28, chunk 78
+INTC_DCAI_SUMMARY_PAGE = 28
+INTC_DCAI_SUMMARY_HEADINGS = (
+    "INTEL CORPORATION",
+    "Management's Discussion and Analysis",
+    "Data Center and AI",
+    "Revenue Summary",
+)
+INTC_DCAI_SUMMARY = "###### Revenue Summary\n\nQ3 2023 vs. Q3 2022\n\nRevenue was $3.8 billion, down $441 million from Q3 2022, driven by a decrease in server revenue. Server volume decreased 35% in Q3 2023, due to lower demand in a\nsoftening CPU data center market. Server ASPs increased 38% primarily due to a lower mix of hyperscale customer-related revenue and a higher mix of high core count\nproducts.\n\nYTD 2023 vs YTD 2022\n\nRevenue was $11.5 billion, down $3.5 billion from YTD 2022, driven by a decrease in server revenue. Server volume decreased 41% in YTD 2023, due to lower demand in a\nsoftening CPU data center market. Server ASPs increased 17% primarily due to a lower mix of hyperscale customer-related revenue and a higher mix of high core count\nproducts. The decrease in server revenue was partially offset by an increase in revenue from the FPGA product line."
+
+# 2023 Q3 INTC.pdf, page 12, chunk 25
+INTC_OPERATING_SEGMENTS_PAGE = 12
+INTC_OPERATING_SEGMENTS_HEADINGS = (
+    "INTEL CORPORATION",
+    "Notes to Consolidated Condensed Financial Statements",
+    "Note 2 : Operating Segments",
+)
+INTC_OPERATING_SEGMENTS = "Net revenue and operating income (loss) for each period were as follows:\n\n| (In Millions) | Three Months Ended Sep 30, 2023 | Three Months Ended Oct 1, 2022 | Nine Months Ended Sep 30, 2023 | Nine Months Ended Oct 1, 2022 |\n| --- | --- | --- | --- | --- |\n| Net revenue: |  |  |  |  |\n| Client Computing |  |  |  |  |\n| Desktop | $2,753 | $3,222 | $7,002 | $8,152 |\n| Notebook | 4,503 | 4,408 | 11,806 | 15,118 |\n| Other | 611 | 498 | 1,606 | 1,858 |\n|  | 7,867 | 8,128 | 20,414 | 25,128 |\n| Data Center and AI | 3,814 | 4,255 | 11,536 | 15,024 |\n| Network and Edge | 1,450 | 2,133 | 4,303 | 6,483 |\n| Mobileye | 530 | 450 | 1,442 | 1,304 |\n| Intel Foundry Services | 311 | 78 | 661 | 291 |\n| All other | 186 | 294 | 466 | 782 |\n| Total net revenue | $14,158 | $15,338 | $38,822 | $49,012 |\n| Operating income (loss): |  |  |  |  |\n| Client Computing | $2,073 | $1,447 | $3,632 | $5,045 |\n| Data Center and AI | 71 | (139) | (608) | 1,174 |\n| Network and Edge | 17 | 197 | (470) | 907 |\n| Mobileye | 170 | 142 | 422 | 480 |\n| Intel Foundry Services | (86) | (90) | (369) | (247) |\n| All other | (2,253) | (1,732) | (5,099) | (3,893) |\n| Total operating income (loss) | $(8) | $(175) | $(2,492) | $3,466 |"
+
+# 2023 Q3 INTC.pdf, page 33, chunk 84
+INTC_RESULTS_OF_OPERATIONS_PAGE = 33
+INTC_RESULTS_OF_OPERATIONS_HEADINGS = (
+    "INTEL CORPORATION",
+    "Consolidated Condensed Results of Operations",
+)
+INTC_RESULTS_OF_OPERATIONS = "## Consolidated Condensed Results of Operations\n\n| (In Millions, Except Per Share Amounts) | Q3 2023 Amount | Three Months Ended Q3 2023 % of Net Revenue | Three Months Ended Q3 2022 Amount | Q3 2022 % of Net Revenue | YTD 2023 Amount | Nine Months Ended YTD 2023 % of Net Revenue | Nine Months Ended YTD 2022 Amount | YTD 2022 % of Net Revenue |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| Net revenue | $14,158 | 100.0% | $15,338 | 100.0% | $38,822 | 100.0% | $49,012 | 100.0% |\n| Cost of sales | 8,140 | 57.5% | 8,803 | 57.4% | 24,158 | 62.2% | 27,646 | 56.4% |\n| Gross margin | 6,018 | 42.5% | 6,535 | 42.6% | 14,664 | 37.8% | 21,366 | 43.6% |\n| Research and development | 3,870 | 27.3% | 4,302 | 28.0% | 12,059 | 31.1% | 13,064 | 26.7% |\n| Marketing, general, and administrative | 1,340 | 9.5% | 1,744 | 11.4% | 4,017 | 10.3% | 5,296 | 10.8% |\n| Restructuring and other charges | 816 | 5.8% | 664 | 4.3% | 1,080 | 2.8% | (460) | (0.9)% |\n| Operating income (loss) | (8) | (0.1)% | (175) | (1.1)% | (2,492) | (6.4)% | 3,466 | 7.1% |\n| Gains (losses) on equity investments, |  |  |  |  |  |  |  |  |\n| net | (191) | (1.3)% | (151) | (1.0)% | (46) | (0.1)% | 4,082 | 8.3% |"

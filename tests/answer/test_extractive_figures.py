@@ -7,7 +7,9 @@ Questions are those of /work/shared/data/sec10q/qna.csv (or close to them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from pathlib import Path
 
 from tests.answer import sec10q_passages as sec
 from thoth.answer.answerers import MAX_QUOTES, ExtractiveAnswerer, quotable_units
@@ -17,17 +19,27 @@ from thoth.answer.routing import Route
 from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.wording import ENGLISH, ITALIAN, Wording
 from thoth.documents.records import KnowledgeFragment, fragment_point_id
+from thoth.glossary import load_glossary
 
 AAPL = "filings:docs/2023 Q2 AAPL.pdf"
 MSFT = "filings:docs/2023 Q3 MSFT.pdf"
 INTC = "filings:docs/2023 Q3 INTC.pdf"
+TITLES = {"AAPL": "Apple Inc.", "INTC": "Intel Corporation", "MSFT": "MICROSOFT CORPORATION"}
 _QUOTE = re.compile(r"^- «(?P<text>.*)» \[(?P<marker>\d+)\](?P<where>.*)$")
 
 
 def passage(
-    rank: int, doc_id: str, text: str, page: int, *, language: str | None = None
+    rank: int,
+    doc_id: str,
+    text: str,
+    page: int,
+    *,
+    language: str | None = None,
+    headings: tuple[str, ...] = (),
 ) -> RetrievedFragment:
-    title = "Apple Inc." if "AAPL" in doc_id else "MICROSOFT CORPORATION"
+    title = next(
+        (name for ticker, name in TITLES.items() if ticker in doc_id), "MICROSOFT CORPORATION"
+    )
     record = KnowledgeFragment(
         record_kind="document",
         doc_id=doc_id,
@@ -39,6 +51,7 @@ def passage(
         ordinal=rank,
         text=text,
         page=page,
+        heading_path=headings,
     )
     return RetrievedFragment(
         id=fragment_point_id(doc_id, rank),
@@ -54,6 +67,27 @@ def passage(
 def context(*fragments: RetrievedFragment, wording: Wording = ENGLISH) -> AssembledContext:
     retrieval = Retrieval("found", list(fragments), Route(), {}, "g1")
     return assemble_context(retrieval, 20_000, wording)
+
+
+# The finance glossary of benchmarks/sec10q.py: the terms a 10-Q writes for what an Italian
+# or English question asks, which the answerer matches too.
+GLOSSARY = load_glossary(Path(__file__).parents[2] / "benchmarks" / "data", "sec10q_glossary.yaml")
+
+
+def retrieved(question: str, doc_id: str, *names: str) -> AssembledContext:
+    """The context the engine assembled for `question`: the fragments of
+    tests/answer/sec10q_passages.py called `names`, in rank order, and the glossary."""
+    fragments = [
+        passage(
+            rank,
+            doc_id,
+            getattr(sec, name),
+            getattr(sec, f"{name}_PAGE"),
+            headings=getattr(sec, f"{name}_HEADINGS"),
+        )
+        for rank, name in enumerate(names, start=1)
+    ]
+    return dataclasses.replace(context(*fragments), glossary=GLOSSARY.expand(question))
 
 
 def answer(ctx: AssembledContext, question: str, wording: Wording = ENGLISH) -> str:
@@ -350,3 +384,78 @@ def test_sentences_without_a_figure_are_quoted_up_to_the_prose_limit() -> None:
     ctx = context(passage(1, NVDA, prose, 3))
     text = answer(ctx, "What did NVIDIA say about its income?")
     assert len(quotes(text)) == MAX_QUOTES, text
+
+
+def test_a_row_quoted_for_its_section_brings_the_other_rows_of_the_section() -> None:
+    # "Net revenue: All other" holds the asked word in its section alone, so it stands for
+    # the section, and its sibling rows are the breakdown asked: the segments that the
+    # MD&A's sentences repeating "revenue" had pushed past the quotes come with it.
+    question = (
+        "How significant was the revenue from Intel's data-centric businesses in Q3 2023 "
+        "relative to total revenue?"
+    )
+    ctx = retrieved(
+        question,
+        INTC,
+        "INTC_REVENUE_WALK",
+        "INTC_QUARTER_REVIEW",
+        "INTC_DCAI_SUMMARY",
+        "INTC_OPERATING_SEGMENTS",
+        "INTC_RESULTS_OF_OPERATIONS",
+    )
+    text = answer(ctx, question)
+    quoted = [q["text"] for q in quotes(text)]
+    for segment, figure in (
+        ("Data Center and AI", "3,814"),
+        ("Network and Edge", "1,450"),
+        ("Mobileye", "530"),
+        ("Intel Foundry Services", "311"),
+    ):
+        assert any(
+            q.startswith(f"Net revenue: {segment} — Three Months Ended Sep 30, 2023: {figure};")
+            for q in quoted
+        ), (segment, text)
+
+
+def test_a_row_is_as_long_as_its_name_and_two_words_per_cell() -> None:
+    # "Stated tax rate": one word per cell made the debt table's short rows (a bond, its
+    # rates) and the balance sheet's outweigh the note's sentence giving the tax rate.
+    question = (
+        "In the most recent 10-Q, how does Microsoft's stated tax rate in the financial "
+        "statements compare with the discussion on tax issues in the notes?"
+    )
+    ctx = retrieved(
+        question,
+        MSFT,
+        "MSFT_TAX_NOTE",
+        "MSFT_SHORT_TERM_DEBT",
+        "MSFT_DEBT_TABLE",
+        "MSFT_DEBT_NOTES",
+        "MSFT_BALANCE_LIABILITIES",
+    )
+    text = answer(ctx, question)
+    quoted = [q["text"] for q in quotes(text)]
+    assert any(q.startswith("Our effective tax rate was 18% and 19%") for q in quoted), text
+
+
+def test_a_statement_row_is_not_outweighed_by_the_headers_spelled_beside_its_cells() -> None:
+    # Each cell of a spelled-out row carries its column header ("Three Months Ended Sep 30,
+    # 2023: $(362)"): counted as words, they made the row as long as a paragraph, and the
+    # sentences around the table outranked the rows holding the figures asked.
+    question = (
+        "Examine how Intel's effective tax rate in the most recent 10-Q compares with the "
+        "tax-related discussions in the notes section."
+    )
+    ctx = retrieved(
+        question,
+        INTC,
+        "INTC_TAX_MDA",
+        "INTC_TAX_NOTE",
+        "INTC_NON_GAAP",
+        "INTC_FAIR_VALUE_HEDGES",
+        "INTC_NON_GAAP_RECONCILIATION",
+    )
+    text = answer(ctx, question)
+    quoted = " ".join(q["text"] for q in quotes(text))
+    for figure in ("696.2%", "$(362)", "$(52)", "$(1,041)", "$(2,026)"):
+        assert figure in quoted, (figure, text)

@@ -2,8 +2,10 @@
 
 - `ExtractiveAnswerer` (the offline default, no model): quotes the retrieved sentences and table
   rows that hold the question's distinctive terms (weighted by how rare they are in the context,
-  a table row or a unit with a figure preferred), a table row spelled out with its header (the
-  period) and section, each quote with its [n] marker and page; puts a source's warning right
+  a table row or a unit with a figure preferred; a row's length is its name and cells, not the
+  headers spelled beside them), a table row spelled out with its header (the period) and
+  section, a row quoted for its section alone bringing the section's other rows (the breakdown
+  asked), each quote with its [n] marker and page; puts a source's warning right
   next to any quoted sentence whose number the warning mentions, then lists every caveat
   verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
@@ -43,6 +45,13 @@ MAX_QUOTES = 5
 # reviewed figures in the offline answer (EN and IT alike); on SQuAD-it 11 answers of 100 gain a
 # quote, the gold span in the answer unchanged (79).
 MAX_FIGURE_QUOTES = 5
+# A spelled-out row's length, for the length normalisation: its section and label, and this
+# many words per cell (a value and the word that tells it apart: 1 let a short row of another
+# company's statement pass the share of the best; the whole header, 5 or more, made a statement
+# row as long as a paragraph).
+CELL_WORDS = 2
+# A section's rows quoted with one of them quoted for the section alone: at most this many.
+SECTION_ROWS = 8
 # A quote must score at least this share of the best one: a weak match next to a strong one is
 # noise (a sentence that shares one common word with the question).
 KEEP_SHARE = 0.3
@@ -274,7 +283,25 @@ class _Unit:
 
 class _Row(str):
     """A table row spelled out with its header: a `str` to every reader of the text, and
-    known as a row to the answerer (its plain cells, "187", are figures in a statement)."""
+    known as a row to the answerer (its plain cells, "187", are figures in a statement), with
+    the section it sits under ("Net revenue"), its own label ("Mobileye") and its cell count."""
+
+    section: str
+    label: str
+    cells: int
+
+    def __new__(cls, text: str, *, section: str = "", label: str = "", cells: int = 0) -> _Row:
+        row = super().__new__(cls, text)
+        row.section, row.label, row.cells = section, label, cells
+        return row
+
+    @property
+    def length(self) -> int:
+        """Its words for length normalisation: its section and label, and CELL_WORDS per
+        cell. The headers spelled beside every cell repeat the table's own words, row after
+        row: counting them made a statement row weigh as a paragraph, and one-clause sentences
+        holding the same asked word outranked it."""
+        return len(_WORD.findall(f"{self.section} {self.label}")) + CELL_WORDS * self.cells
 
 
 class ExtractiveAnswerer:
@@ -418,7 +445,7 @@ class ExtractiveAnswerer:
         ]
         # A long unit holds more of the question's words by chance (a page-long "forward-looking
         # statements" sentence): scores are normalised by length, as BM25 does.
-        lengths = [len(_WORD.findall(text)) for _, _, text in raw]
+        lengths = [_length(text) for _, _, text in raw]
         average = sum(lengths) / len(lengths) or 1.0
         units = []
         for (i, pos, text), unit_terms, length in zip(raw, held, lengths, strict=True):
@@ -456,6 +483,27 @@ class ExtractiveAnswerer:
             elif unit.figures:
                 chosen.append(unit)
                 extra += 1
+
+        def says_asked(name: str, entry: int) -> bool:
+            """Whether a row's label or section holds a word of what is asked."""
+            return bool((terms(name, languages[entry]) & asked) - naming[entry])
+
+        # A row quoted for its section alone ("Revenue: Total" to "revenue across segments")
+        # stands for the section: its sibling rows, the breakdown asked, come with it.
+        for unit in list(chosen):
+            row = unit.text
+            if not isinstance(row, _Row) or not row.section:
+                continue
+            if says_asked(row.label, unit.entry) or not says_asked(row.section, unit.entry):
+                continue
+            siblings = [
+                u
+                for u in units
+                if u.entry == unit.entry
+                and isinstance(u.text, _Row)
+                and u.text.section == row.section
+            ][:SECTION_ROWS]
+            chosen += [u for u in siblings if all(u.text != c.text for c in chosen)]
         return sorted(chosen, key=lambda u: (u.entry, u.position))  # reading order
 
     def _quote(self, unit: _Unit, entry: ContextEntry) -> str:
@@ -522,7 +570,15 @@ def quotable_units(text: str) -> list[str]:
             if row is None:
                 loose.period = _period_line(line)
             else:
-                found.append(_Row(loose.spell(*row)))
+                label, values = row
+                found.append(
+                    _Row(
+                        loose.spell(label, values),
+                        section=loose.section,
+                        label=label,
+                        cells=len(values),
+                    )
+                )
     return found
 
 
@@ -581,6 +637,10 @@ def _period_line(line: str) -> tuple[str, list[str]] | None:
     if _FIGURE.search(prefix):
         return None
     return prefix, m.group(0).split()
+
+
+def _length(unit: str) -> int:
+    return unit.length if isinstance(unit, _Row) else len(_WORD.findall(unit))
 
 
 def _headings(entry: ContextEntry) -> str:
@@ -656,7 +716,14 @@ def _table_rows(
         else:
             line = "; ".join(pairs)
         if line:
-            spelled.append(_Row(f"{line} {note}" if note and pairs else line))
+            spelled.append(
+                _Row(
+                    f"{line} {note}" if note and pairs else line,
+                    section=section,
+                    label=label,
+                    cells=len(pairs),
+                )
+            )
         if label.lower().startswith("total") and len(sections) > 1:
             sections.pop()  # a total closes its subsection
     return spelled
