@@ -43,7 +43,7 @@ MSFT_NOTIONAL = "####### Credit-Risk-Related Contingent Features\n\nCertain coun
 
 # 2023 Q3 MSFT.pdf, page 33, chunk 75
 MSFT_SUMMARY_PAGE = 33
-MSFT_SUMMARY = "| (In millions, except percentages and per share amounts) | SUMMARY RESULTS OF OPERATIONS 2023 | Three Months Ended September 30, 2022 | Percentage Change |\n| --- | --- | --- | --- |\n| Revenue | $56,517 | $50,122 | 13% |\n| Gross margin | 40,215 | 34,670 | 16% |\n| Operating income | 26,895 | 21,518 | 25% |\n| Net income | 22,291 | 17,556 | 27% |\n| Diluted earnings per share | 2.99 | 2.35 | 27% |"
+MSFT_SUMMARY = "| (In millions, except percentages and per share amounts) | Three Months Ended September 30, 2023 | Three Months Ended September 30, 2022 | Percentage Change |\n| --- | --- | --- | --- |\n| Revenue | $56,517 | $50,122 | 13% |\n| Gross margin | 40,215 | 34,670 | 16% |\n| Operating income | 26,895 | 21,518 | 25% |\n| Net income | 22,291 | 17,556 | 27% |\n| Diluted earnings per share | 2.99 | 2.35 | 27% |"
 
 # 2023 Q3 MSFT.pdf, page 27, chunk 58: a table PDF extraction left as text lines
 MSFT_SEGMENTS_PAGE = 27

@@ -143,3 +143,41 @@ def test_tables_whose_header_cannot_be_placed_stay_text(tmp_path: Path) -> None:
         "11.6 years",
         "11.5 years",
     ) in lease_terms.rows
+
+
+def test_a_title_over_the_gutter_heads_no_column_and_a_period_heads_its_bare_year(
+    tmp_path: Path,
+) -> None:
+    # MSFT sets "SUMMARY RESULTS OF OPERATIONS" above the table, from the gutter over the first
+    # column of figures, and right-aligns "Three Months Ended September 30," over the last year
+    # it heads: the first column read "SUMMARY RESULTS OF OPERATIONS 2023".
+    doc = filing_pages(tmp_path, "2023 Q3 MSFT", [33, 34])
+    for row, note in (
+        ("Gross margin", "(In millions, except percentages and per share amounts)"),
+        ("Intelligent Cloud", "(In millions, except percentages)"),
+    ):
+        assert table_with(doc, row).header == (
+            note,
+            "Three Months Ended September 30, 2023",
+            "Three Months Ended September 30, 2022",
+            "Percentage Change",
+        )
+    assert ("Gross margin", "40,215", "34,670", "16%") in table_with(doc, "Gross margin").rows
+    # The title stays in the text, above its table.
+    text = [b.text for b in doc.blocks if b.kind != "table"]
+    assert any("SUMMARY RESULTS OF OPERATIONS" in t for t in text), text
+
+
+def test_a_bare_year_between_two_periods_keeps_its_year_alone(tmp_path: Path) -> None:
+    # AMZN centres "Year Ended December 31," over 2024-2027, beside "Six Months Ended
+    # December 31," over 2023: 2027 has one period beside it and takes it; 2024 sits between
+    # two, and which one heads it is not known, so it stays "2024" rather than take a guess.
+    doc = filing_pages(tmp_path, "2023 Q2 AMZN", [13])
+    debt = table_with(doc, "Long-term debt principal and interest")
+    assert debt.header[1:6] == (
+        "Six Months Ended December 31, 2023",
+        "2024",
+        "Year Ended December 31, 2025",
+        "Year Ended December 31, 2026",
+        "Year Ended December 31, 2027",
+    )

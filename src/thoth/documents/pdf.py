@@ -388,6 +388,8 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         phrases = _phrases(line)
         if any(float(p[0]["x0"]) < label_end and float(p[-1]["x1"]) > limit for p in phrases):
             break  # a caption across labels and figures, not a column header
+        if _table_title(phrases, limit):
+            break  # "SUMMARY RESULTS OF OPERATIONS" set over the gutter: the table's title
         if all(float(p[-1]["x1"]) <= limit for p in phrases):
             break  # nothing over the figures: a caption or the end of the text above
         over = [str(p[0]["text"]) for p in phrases if float(p[-1]["x1"]) > limit]
@@ -459,7 +461,7 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
             if col >= 0:
                 a, b = widened[col]
                 widened[col] = (min(a, x0), max(b, x1))
-    header = tuple(_clean(" ".join(parts)) for parts in cells)
+    header = _shared_periods(tuple(_clean(" ".join(parts)) for parts in cells), len(starts))
     table = _Aligned([*header_lines, *(lines[i] for i in body)], header)
     for spans, row_tokens in zip(label_phrases, tokens, strict=True):
         cells_of_row = [""] * width
@@ -488,6 +490,45 @@ def _table_note(
         return False
     over = sum(1 for a, b in columns if x0 < b and x1 > a)
     return over >= 2 or not _lines_up(x0, x1, neighbours)
+
+
+def _table_title(phrases: Sequence[Sequence[Word]], limit: float) -> bool:
+    """A line whose only phrase is in capitals, without a digit, two words or more, and starts
+    left of the figures to end over them: a title set above the table ("SUMMARY RESULTS OF
+    OPERATIONS"), which a column header never is (it sits over its columns)."""
+    if len(phrases) != 1:
+        return False
+    words = [str(w["text"]) for w in phrases[0]]
+    text = " ".join(words)
+    return (
+        len(words) >= 2
+        and text.upper() == text
+        and any(c.isalpha() for c in text)
+        and not any(c.isdigit() for c in text)
+        and float(phrases[0][0]["x0"]) < limit < float(phrases[0][-1]["x1"])
+    )
+
+
+_PERIOD_AND_YEAR = re.compile(r"^(?P<period>.*[A-Za-z].*\S)\s+(?P<year>(?:19|20)\d\d)$")
+
+
+def _shared_periods(header: tuple[str, ...], first: int) -> tuple[str, ...]:
+    """A column headed by its year alone beside a column headed by a period and a year takes
+    that period: MSFT right-aligns "Three Months Ended September 30," over the last of the
+    years it heads, AMZN centres "Year Ended December 31," over the middle of four. With a
+    different period on each side, which one heads it is not known: it keeps its year."""
+    out = list(header)
+    for i in range(first, len(header)):
+        if not _YEAR.match(header[i]):
+            continue
+        periods = {
+            m.group("period")
+            for j in (i - 1, i + 1)
+            if first <= j < len(header) and (m := _PERIOD_AND_YEAR.match(header[j]))
+        }
+        if len(periods) == 1:
+            out[i] = f"{periods.pop()} {header[i]}"
+    return tuple(out)
 
 
 def _lines_up(x0: float, x1: float, lines: Sequence[_Line], centres: bool = True) -> bool:
