@@ -200,6 +200,24 @@ def test_nested_sections_and_a_subtotal_without_label_keep_their_names() -> None
     assert any(u.startswith("Operating income (loss): Data Center and AI — ") for u in units)
 
 
+def test_a_total_closes_the_section_it_sums() -> None:
+    units = quotable_units(sec.AAPL_OPERATIONS)
+    # "Total cost of sales" sums "Cost of sales:" and closes it: the gross margin and the
+    # net income that follow are no cost of sales and no operating expense.
+    assert any(
+        u.startswith("Gross margin — Three Months Ended April 1, 2023: 41,976;") for u in units
+    )
+    assert any(
+        u.startswith("Operating income — Three Months Ended April 1, 2023: 28,318;") for u in units
+    )
+    assert any(
+        u.startswith("Net income — Three Months Ended April 1, 2023: $24,160;") for u in units
+    )
+    assert not any(u.startswith(("Cost of sales: Gross", "Operating expenses: Net")) for u in units)
+    # The rows it sums keep their section.
+    assert any(u.startswith("Operating expenses: Research and development — ") for u in units)
+
+
 def test_the_row_holding_the_asked_figure_wins_over_a_sentence_without_one() -> None:
     ctx = context(passage(1, AAPL, sec.AAPL_SEGMENTS, sec.AAPL_SEGMENTS_PAGE))
     text = answer(

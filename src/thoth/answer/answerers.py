@@ -724,9 +724,22 @@ def _table_rows(
                     cells=len(pairs),
                 )
             )
-        if label.lower().startswith("total") and len(sections) > 1:
-            sections.pop()  # a total closes its subsection
+        sections = _after_total(label, sections)
     return spelled
+
+
+def _after_total(label: str, sections: list[str]) -> list[str]:
+    """The sections still open after a row: a total closes the section it sums ("Total cost
+    of sales" closes "Cost of sales:" and every subsection under it, so "Gross margin" below
+    is no cost of sales), a bare total its innermost subsection."""
+    words = _WORD.findall(label.lower())
+    if not words or words[0] != "total":
+        return sections
+    summed = set(words[1:])
+    for depth, name in enumerate(sections):
+        if summed and set(_WORD.findall(name.lower())) <= summed:
+            return sections[:depth]
+    return sections[:-1] if len(sections) > 1 else sections
 
 
 def _joined(section: str, label: str) -> str:
