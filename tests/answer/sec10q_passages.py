@@ -191,3 +191,47 @@ INTC_RESULTS_OF_OPERATIONS_HEADINGS = (
     "Consolidated Condensed Results of Operations",
 )
 INTC_RESULTS_OF_OPERATIONS = "## Consolidated Condensed Results of Operations\n\n| (In Millions, Except Per Share Amounts) | Q3 2023 Amount | Three Months Ended Q3 2023 % of Net Revenue | Three Months Ended Q3 2022 Amount | Q3 2022 % of Net Revenue | YTD 2023 Amount | Nine Months Ended YTD 2023 % of Net Revenue | Nine Months Ended YTD 2022 Amount | YTD 2022 % of Net Revenue |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n| Net revenue | $14,158 | 100.0% | $15,338 | 100.0% | $38,822 | 100.0% | $49,012 | 100.0% |\n| Cost of sales | 8,140 | 57.5% | 8,803 | 57.4% | 24,158 | 62.2% | 27,646 | 56.4% |\n| Gross margin | 6,018 | 42.5% | 6,535 | 42.6% | 14,664 | 37.8% | 21,366 | 43.6% |\n| Research and development | 3,870 | 27.3% | 4,302 | 28.0% | 12,059 | 31.1% | 13,064 | 26.7% |\n| Marketing, general, and administrative | 1,340 | 9.5% | 1,744 | 11.4% | 4,017 | 10.3% | 5,296 | 10.8% |\n| Restructuring and other charges | 816 | 5.8% | 664 | 4.3% | 1,080 | 2.8% | (460) | (0.9)% |\n| Operating income (loss) | (8) | (0.1)% | (175) | (1.1)% | (2,492) | (6.4)% | 3,466 | 7.1% |\n| Gains (losses) on equity investments, |  |  |  |  |  |  |  |  |\n| net | (191) | (1.3)% | (151) | (1.0)% | (46) | (0.1)% | 4,082 | 8.3% |"
+
+
+# 2023 Q3 MSFT.pdf: the five fragments retrieved for the Italian question on share
+# repurchases (benchmarks/data/sec10q_questions.yaml), in rank order.
+# rank 1: filings:docs/2023 Q3 MSFT.pdf ordinal 94
+MSFT_SHARE_REPURCHASES_PAGE = 39
+MSFT_SHARE_REPURCHASES_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 2. MANAGEMENT’S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION AND RESULTS OF OPERATIONS",
+    "Material Cash Requirements and Other Obligations",
+    "Share Repurchases",
+)
+MSFT_SHARE_REPURCHASES = "###### Share Repurchases\n\nFor the three months ended September 30, 2023 and 2022, we repurchased 11 million shares and 17 million shares of our common stock for\n$3.6 billion and $4.6 billion, respectively, through our share repurchase program. All repurchases were made using cash resources. As of\nSeptember 30, 2023, $18.7 billion remained of our $60 billion share repurchase program. Refer to Note 14 – Stockholders’ Equity of the Notes\nto Financial Statements (Part I, Item 1 of this Form 10-Q) for further discussion.\n\n###### Dividends\n\nFor the three months ended September 30, 2023 and 2022, our Board of Directors declared quarterly dividends of $0.75 per share and $0.68\nper share, totaling $5.6 billion and $5.1 billion, respectively. We intend to continue returning capital to shareholders in the form of dividends,\nsubject to declaration by our Board of Directors. Refer to Note 14 – Stockholders’ Equity of the Notes to Financial Statements (Part I, Item 1 of\nthis Form 10-Q) for further discussion."
+# rank 2: filings:docs/2023 Q3 MSFT.pdf ordinal 53
+MSFT_REPURCHASE_TABLE_PAGE = 24
+MSFT_REPURCHASE_TABLE_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 1. FINANCIAL STATEMENTS",
+    "Share Repurchases",
+)
+MSFT_REPURCHASE_TABLE = "We repurchased the following shares of common stock under the share repurchase program:\n\n(In millions) Shares Amount Shares Amount\n\nFiscal Year 2024 2023\nFirst Quarter 11 $ 3,560 17 $ 4,600\n\nAll repurchases were made using cash resources. All shares repurchased were under the share repurchase program approved on September\n14, 2021. The above table excludes shares repurchased to settle employee tax withholding related to the vesting of stock awards of $1.3\nbillion and $973 million for the first quarter of fiscal years 2024 and 2023, respectively.\n\n###### Dividends\n\nOur Board of Directors declared the following dividends:\n\n| Declaration Date Fiscal Year 2024 | Record Date | Payment Date | Dividend Per Share | Amount (In millions) |\n| --- | --- | --- | --- | --- |\n| September 19, 2023 | November 16, 2023 | December 14, 2023 | $0.75 | $5,573 |\n| Fiscal Year 2023 |  |  |  |  |\n| September 20, 2022 | November 17, 2022 | December 8, 2022 | $0.68 | $5,066 |\n\nThe dividend declared on September 19, 2023 was included in other current liabilities as of September 30, 2023."
+# rank 3: filings:docs/2023 Q3 MSFT.pdf ordinal 170
+MSFT_MONTHLY_REPURCHASES_PAGE = 58
+MSFT_MONTHLY_REPURCHASES_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 2. UNREGISTERED SALES OF EQUITY SECURITIES AND USE OF PROCEEDS",
+)
+MSFT_MONTHLY_REPURCHASES = "### ITEM 2. UNREGISTERED SALES OF EQUITY SECURITIES AND USE OF PROCEEDS\n\nSHARE REPURCHASES AND DIVIDENDS\n\nFollowing are our monthly share repurchases for the first quarter of fiscal year 2024:\n\nTotal Number Approximate\nof Shares Dollar Value of\nPurchased as Shares That May\n\n| Period | Total Number of Shares Purchased | Average Price Paid Per Share | Part of Publicly Announced Plans or Programs | Yet Be Purchased Under the Plans or Programs (In millions) |\n| --- | --- | --- | --- | --- |\n| July 1, 2023 – July 31, 2023 | 4,176,800 | $341.81 | 4,176,800 | $20,882 |\n| August 1, 2023 – August 31, 2023 | 5,401,235 | 325.01 | 5,401,235 | 19,126 |\n| September 1, 2023 – September 30, 2023 | 1,136,549 | 331.62 | 1,136,549 | 18,749 |\n|  | 10,714,584 |  | 10,714,584 |  |\n\nAll share repurchases were made using cash resources. Our share repurchases may occur through open market purchases or pursuant to a\nRule 10b5-1 trading plan. The above table excludes shares repurchased to settle employee tax withholding related to the vesting of stock\nawards.\n\nOur Board of Directors declared the following dividends during the first quarter of fiscal year 2024:\n\nDividend\nDeclaration Date Record Date Payment Date Per Share Amount\n\n(In millions)\nSeptember 19, 2023 November 16, 2023 December 14, 2023 $ 0.75 $ 5,573"
+# rank 4: filings:docs/2023 Q3 MSFT.pdf ordinal 10
+MSFT_EQUITY_STATEMENTS_PAGE = 7
+MSFT_EQUITY_STATEMENTS_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 1. FINANCIAL STATEMENTS",
+    "STOCKHOLDERS’ EQUITY STATEMENTS",
+)
+MSFT_EQUITY_STATEMENTS = "###### STOCKHOLDERS’ EQUITY STATEMENTS\n\n(In millions, except per share amounts) (Unaudited)\n\n|  | Three Months Ended September 30, 2023 | Three Months Ended September 30, 2022 |\n| --- | --- | --- |\n| Common stock and paid-in capital |  |  |\n| Balance, beginning of period | $93,718 | $86,939 |\n| Common stock issued | 685 | 575 |\n| Common stock repurchased | (1,401) | (1,171) |\n| Stock-based compensation expense | 2,507 | 2,192 |\n| Other, net | (1) | 0 |\n| Balance, end of period | 95,508 | 88,535 |\n| Retained earnings |  |  |\n| Balance, beginning of period | 118,848 | 84,281 |\n| Net income | 22,291 | 17,556 |\n| Common stock cash dividends | (5,571) | (5,064) |\n| Common stock repurchased | (3,425) | (4,399) |\n| Balance, end of period | 132,143 | 92,374 |\n| Accumulated other comprehensive loss |  |  |\n| Balance, beginning of period | (6,343) | (4,678) |\n| Other comprehensive loss | (594) | (2,665) |\n| Balance, end of period | (6,937) | (7,343) |\n| Total stockholders’ equity | $220,714 | $173,566 |\n| Cash dividends declared per common share | $0.75 | $0.68 |\n\nRefer to accompanying notes."
+# rank 5: filings:docs/2023 Q3 MSFT.pdf ordinal 83
+MSFT_SALES_AND_MARKETING_PAGE = 36
+MSFT_SALES_AND_MARKETING_HEADINGS = (
+    "MICROSOFT CORPORATION",
+    "ITEM 2. MANAGEMENT’S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION AND RESULTS OF OPERATIONS",
+    "Sales and Marketing",
+)
+MSFT_SALES_AND_MARKETING = "Sales and marketing expenses include payroll, employee benefits, stock-based compensation expense, and other headcount-related\nexpenses associated with sales and marketing personnel, and the costs of advertising, promotions, trade shows, seminars, and other\nprograms.\n\n###### Three Months Ended September 30, 2023 Compared with Three Months Ended September 30, 2022\n\nSales and marketing expenses increased $61 million or 1% driven by investments in Gaming.\n\n###### General and Administrative\n\nThree Months Ended Percentage\n(In millions, except percentages) September 30, Change\n\n2023 2022\nGeneral and administrative $ 1,474 $ 1,398 5%\nAs a percent of revenue 3% 3% 0ppt\n\nGeneral and administrative expenses include payroll, employee benefits, stock-based compensation expense, employee severance expense\nincurred as part of a corporate program, and other headcount-related expenses associated with finance, legal, facilities, certain human\nresources and other administrative personnel, certain taxes, and legal and other administrative fees.\n\n###### Three Months Ended September 30, 2023 Compared with Three Months Ended September 30, 2022\n\nGeneral and administrative expenses increased $76 million or 5% driven by legal expenses.\n\nOTHER INCOME (EXPENSE), NET\n\nThe components of other income (expense), net were as follows:\n\n(In millions)"

@@ -12,7 +12,11 @@ import re
 from pathlib import Path
 
 from tests.answer import sec10q_passages as sec
-from thoth.answer.answerers import MAX_QUOTES, ExtractiveAnswerer, quotable_units
+from thoth.answer.answerers import (
+    MAX_QUOTES,
+    ExtractiveAnswerer,
+    quotable_units,
+)
 from thoth.answer.context import AssembledContext, assemble_context
 from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.routing import Route
@@ -477,3 +481,30 @@ def test_a_statement_row_is_not_outweighed_by_the_headers_spelled_beside_its_cel
     quoted = " ".join(q["text"] for q in quotes(text))
     for figure in ("696.2%", "$(362)", "$(52)", "$(1,041)", "$(2,026)"):
         assert figure in quoted, (figure, text)
+
+
+def test_one_fragment_does_not_fill_every_quote() -> None:
+    # Asked in Italian, the glossary's English terms ("share repurchases", "stock
+    # repurchases") meet every row of the equity statement: its short rows filled all ten
+    # quotes, and the MD&A sentence giving the programme's size was never quoted.
+    question = (
+        "Microsoft ha avviato programmi di riacquisto di azioni proprie nel terzo trimestre "
+        "2023, e di che entità?"
+    )
+    ctx = retrieved(
+        question,
+        MSFT,
+        "MSFT_SHARE_REPURCHASES",
+        "MSFT_REPURCHASE_TABLE",
+        "MSFT_MONTHLY_REPURCHASES",
+        "MSFT_EQUITY_STATEMENTS",
+        "MSFT_SALES_AND_MARKETING",
+    )
+    text = answer(ctx, question)
+    quoted = [q["text"] for q in quotes(text)]
+    assert (
+        "As of September 30, 2023, $18.7 billion remained of our $60 billion share repurchase "
+        "program."
+    ) in quoted, text
+    # The statement's rows still come, after the other fragments' quotes.
+    assert any(q.startswith("Retained earnings: Common stock repurchased — ") for q in quoted)

@@ -45,6 +45,13 @@ MAX_QUOTES = 5
 # reviewed figures in the offline answer (EN and IT alike); on SQuAD-it 11 answers of 100 gain a
 # quote, the gold span in the answer unchanged (79).
 MAX_FIGURE_QUOTES = 5
+# No fragment fills the quotes: past this many from one fragment, its further units wait until
+# the other fragments' units above the share of the best are taken (a statement's dozen short
+# rows, each holding one asked word, took every quote from the sentence giving the asked
+# figure); a fragment alone still fills them. Rows a quoted section brings are apart.
+# Measured on the 10-Q filings: Italian 38 -> 45 of 103 reviewed figures in the answer,
+# English 40 unchanged; SQuAD-it unchanged (79 gold spans of 100).
+MAX_QUOTES_PER_FRAGMENT = 5
 # A spelled-out row's length, for the length normalisation: its section and label, and this
 # many words per cell (a value and the word that tells it apart: 1 let a short row of another
 # company's statement pass the share of the best; the whole header, 5 or more, made a statement
@@ -470,19 +477,31 @@ class ExtractiveAnswerer:
             return _closest(units)
         best = ranked[0].score
         chosen: list[_Unit] = []
-        extra = 0  # units holding figures quoted past MAX_QUOTES
+        waiting: list[_Unit] = []  # past MAX_QUOTES_PER_FRAGMENT of their fragment
+
+        def full() -> bool:
+            # Past MAX_QUOTES, only units holding figures, up to MAX_FIGURE_QUOTES more.
+            return len(chosen) >= MAX_QUOTES + MAX_FIGURE_QUOTES
+
+        def take(unit: _Unit) -> None:
+            if len(chosen) < MAX_QUOTES or unit.figures:
+                chosen.append(unit)
+
         for unit in ranked:
-            if extra == MAX_FIGURE_QUOTES or unit.score < KEEP_SHARE * best:
+            if full() or unit.score < KEEP_SHARE * best:
                 break
             if chosen and _title_like(unit.text):
                 break  # title-like lines come last: only when nothing else matched
             if any(unit.text == c.text for c in chosen):  # chunks overlap: quote once
                 continue
-            if len(chosen) < MAX_QUOTES:
-                chosen.append(unit)
-            elif unit.figures:
-                chosen.append(unit)
-                extra += 1
+            if sum(c.entry == unit.entry for c in chosen) == MAX_QUOTES_PER_FRAGMENT:
+                waiting.append(unit)  # the other fragments first
+                continue
+            take(unit)
+        for unit in waiting:
+            if full():
+                break
+            take(unit)
 
         def says_asked(name: str, entry: int) -> bool:
             """Whether a row's label or section holds a word of what is asked."""
