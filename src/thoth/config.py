@@ -757,6 +757,32 @@ class AlertSettings(_Strict):
     )
 
 
+class RerankerSettings(_Strict):
+    """A reranking model behind a server's `POST /rerank` (the Jina and Cohere wire format:
+    llama.cpp's `llama-server --reranking`, vLLM, Infinity): after fusion and the second stage
+    it reorders the top candidates of every question by how well each answers it.
+    `thoth.llm.rerank.make_reranker` is the one place that reads it."""
+
+    base_url: str = Field(
+        min_length=1,
+        description="The server's URL up to /v1; the request goes to {base_url}/rerank.",
+    )
+    model: str = Field(min_length=1, description="The reranking model's name on the server.")
+    api_key_env: str | None = Field(
+        default=None, description="The environment variable holding the key, if any."
+    )
+    candidates: int = Field(
+        default=20,
+        ge=2,
+        le=100,
+        description="How many of the top candidates the model reorders; the others keep "
+        "their order after them.",
+    )
+    timeout_seconds: float = Field(
+        default=30, gt=0, description="Seconds one rerank call may take."
+    )
+
+
 class AnswersSettings(_Strict):
     """`tht ask` and the service's answers: labels, retrieval, relevance floor and answerer
     (docs/answers.md)."""
@@ -1013,6 +1039,10 @@ class Settings(_Strict):
         default=ServiceSettings(), description="`tht serve`: request limits and callers."
     )
     agent: AgentSettings = Field(default=AgentSettings(), description="The deep-analysis agent.")
+    reranker: RerankerSettings | None = Field(
+        default=None,
+        description="A reranking model that reorders the top candidates; unset: none.",
+    )
     entities: str | None = Field(
         default=None,
         description="The reviewed entity list (YAML, relative to the workspace root): each "

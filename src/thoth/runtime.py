@@ -296,15 +296,31 @@ def open_registry(ws: Workspace) -> Registry:
 
 def knowledge_search(ws: Workspace, rt: Runtime) -> KnowledgeSearch:
     """The answer engine's retrieval on `rt`, with the workspace's entity list (thoth.entities:
-    a question naming an entity is scoped to its documents) and glossary (thoth.glossary). A
-    bad list raises, naming it."""
+    a question naming an entity is scoped to its documents), glossary (thoth.glossary) and
+    reranking model (`[reranker]`, thoth.llm.rerank). A bad list raises, naming it."""
     from thoth.answer.retrieval import KnowledgeSearch
     from thoth.entities import load_entities
     from thoth.glossary import load_glossary
+    from thoth.llm.rerank import make_reranker
 
+    if ws.settings.reranker is not None and ws.settings.privacy.pseudonymise:
+        # The reranking model reads the question and the fragments as stored: in clear.
+        raise ConfigError(
+            "[reranker] with [privacy] pseudonymise = true: the reranking model would read "
+            "the fragments in clear, and no placeholder stands between them -> remove "
+            "[reranker], or turn pseudonymisation off for this workspace"
+        )
     entities = load_entities(ws.root, ws.settings.entities)
     glossary = load_glossary(ws.root, ws.settings.glossary)
-    return KnowledgeSearch(ws.settings, rt.state, rt.backend, rt.embedder, entities, glossary)
+    return KnowledgeSearch(
+        ws.settings,
+        rt.state,
+        rt.backend,
+        rt.embedder,
+        entities,
+        glossary,
+        make_reranker(ws.settings),
+    )
 
 
 def open_answer_service(ws: WorkspaceLike, embedder: Embedder | None = None) -> AnswerService:

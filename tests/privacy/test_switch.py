@@ -11,7 +11,7 @@ import pytest
 import thoth
 from thoth.errors import ConfigError
 from thoth.privacy import NoPseudonymizer, PlaceholderPseudonymizer
-from thoth.runtime import open_pseudonymizer, open_runtime
+from thoth.runtime import knowledge_search, open_pseudonymizer, open_runtime
 from thoth.workspace import Workspace
 
 SRC = Path(thoth.__file__).parent
@@ -64,3 +64,16 @@ def test_a_missing_registry_file_is_a_config_error_naming_it(tmp_path: Path) -> 
 def test_registry_sql_needs_a_database(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"privacy.registry_sql needs a \[database\]"):
         workspace(tmp_path, '[privacy]\nregistry_sql = "SELECT 1"\n')
+
+
+def test_a_reranking_model_is_refused_where_identities_must_not_reach_a_model(
+    tmp_path: Path,
+) -> None:
+    # The reranking model reads the fragments as stored: no placeholder stands between them.
+    ws = workspace(
+        tmp_path,
+        '[privacy]\npseudonymise = true\n\n[reranker]\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'model = "bge-reranker"\n',
+    )
+    with open_runtime(ws) as rt, pytest.raises(ConfigError, match=r"\[reranker\] with \[privacy\]"):
+        knowledge_search(ws, rt)

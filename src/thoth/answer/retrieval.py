@@ -56,6 +56,7 @@ from thoth.index.records import (
     position,
     read_at,
 )
+from thoth.llm.rerank import Reranker, RerankerError
 from thoth.periods import asked_quarters, covers, is_quarter_term, parse_label, stated_quarters
 from thoth.search.outcome import MAX_MESSAGE
 
@@ -90,6 +91,8 @@ class RetrievedFragment:
     dense_similarity: float | None = None
     # Its rank after fusion, before the second stage (thoth.answer.rerank); None: not reranked.
     fused_rank: int | None = None
+    # The reranking model's score ([reranker]); None: no model, or beyond its candidates.
+    model_score: float | None = None
 
     @property
     def record_kind(self) -> str:
@@ -127,6 +130,7 @@ class RetrievedFragment:
             "floor": self.floor,
             "dense_similarity": self.dense_similarity,
             "fused_rank": self.fused_rank,
+            "model_score": self.model_score,
         }
 
 
@@ -235,8 +239,10 @@ class KnowledgeSearch:
         embedder: Embedder,
         entities: EntityList = NO_ENTITIES,
         glossary: Glossary = NO_GLOSSARY,
+        reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
+        self.reranker = reranker
         self.entities = entities
         self.glossary = glossary
         self._reader = GenerationReader(
@@ -334,11 +340,11 @@ class KnowledgeSearch:
                 bm25 = _bm25_queries(gen, text, vectors.sparse, expansion)
                 if entities is not None and len(entities.scope) > 1:
                     fragments, counts, relevance = self._retrieve_each(
-                        gen, text, vectors.dense, bm25, scoped, entities.scope, expansion
+                        gen, text, vectors.dense, bm25, scoped, entities.scope, expansion, degraded
                     )
                 else:
                     fragments, counts, relevance = self._retrieve(
-                        gen, text, vectors.dense, bm25, scoped, expansion
+                        gen, text, vectors.dense, bm25, scoped, expansion, degraded
                     )
             if fragments and relevance.similarity is None and self.min_similarity is not None:
                 degraded.append(NO_RELEVANCE_FLOOR)
@@ -389,12 +395,15 @@ class KnowledgeSearch:
         scoped: Scope,
         entities: Sequence[str],
         expansion: Expansion,
+        degraded: list[str],
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         """A question naming several entities retrieves for each (one scope each), then takes
         their fragments in turn: the closest of each entity first, so that no entity's
         documents crowd out another's."""
         per = [
-            self._retrieve(gen, question, dense, bm25, scoped.with_entities([e]), expansion)
+            self._retrieve(
+                gen, question, dense, bm25, scoped.with_entities([e]), expansion, degraded
+            )
             for e in entities
         ]
         relevant = [r for r in per if r[0]]
@@ -429,6 +438,8 @@ class KnowledgeSearch:
 
     def close(self) -> None:
         self._reader.close()
+        if self.reranker is not None:
+            self.reranker.close()
 
     # -- steps -------------------------------------------------------------------------
 
@@ -463,6 +474,7 @@ class KnowledgeSearch:
         bm25: Sequence[Bm25Query],
         where: Scope,
         expansion: Expansion,
+        degraded: list[str],
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         answers = self.settings.answers
         store = gen.store
@@ -493,6 +505,11 @@ class KnowledgeSearch:
                 lambda language: self.glossary.question_in(asked, expansion, language),
             )
             hits = reranked.hits
+        model_scores, model_error = self._model_rerank(question, hits)
+        if model_scores:
+            hits = _by_model(hits, model_scores)
+        elif model_error is not None:
+            degraded.append(f"rerank: {model_error}")
         only_docs = {**where.where, "record_kind": RECORD_DOCUMENT}
         top, floor_ids = verbatim_floor(
             hits,
@@ -512,6 +529,7 @@ class KnowledgeSearch:
                 floor=hit.id in floor_ids,
                 dense_similarity=found.dense_scores.get(hit.id),
                 fused_rank=reranked.first_stage.get(hit.id) if reranked else None,
+                model_score=model_scores.get(hit.id),
             )
             for rank, hit in enumerate(top, start=1)
         ]
@@ -524,7 +542,26 @@ class KnowledgeSearch:
             counts["reranked" if reranked.applied else "rerank_skipped_few_terms"] = 1
         elif answers.rerank and not scoped_to_entity:
             counts["rerank_skipped_no_entity"] = 1
+        if model_scores:
+            counts["model_reranked"] = 1
+        elif model_error is not None:
+            counts["model_rerank_failed"] = 1
         return fragments, counts, relevance
+
+    def _model_rerank(
+        self, question: str, hits: Sequence[Hit]
+    ) -> tuple[dict[str, float], str | None]:
+        """The reranking model's score of each of the top `candidates` hits (id -> score),
+        or the error it failed with: the order it had then stands, and the answer says it
+        is degraded — a ranking signal lost, never a reason to answer nothing."""
+        if self.reranker is None or not hits:
+            return {}, None
+        head = hits[: self.reranker.candidates]
+        try:
+            scores = self.reranker.scores(question, [_searched(h) for h in head])
+        except RerankerError as exc:  # logged with the other degradations (_warn)
+            return {}, str(exc)
+        return {h.id: score for h, score in zip(head, scores, strict=True)}, None
 
     def _language_of(self, hit: Hit) -> str:
         """The language a candidate's BM25 terms were made in (its source's, an Evidence
@@ -745,6 +782,16 @@ def _merge_terms(per_language: Sequence[Sequence[Term]]) -> list[Term]:
             if seen is None or (term.retrieved, term.corpus) > (seen.retrieved, seen.corpus):
                 merged[term.text] = term
     return list(merged.values())
+
+
+def _by_model(hits: Sequence[Hit], scores: Mapping[str, float]) -> list[Hit]:
+    """The hits the model scored, best first (ties in their order so far), then the others
+    in their order: the model reorders its candidates, it never drops one."""
+    position = {h.id: i for i, h in enumerate(hits)}
+    scored = sorted(
+        (h for h in hits if h.id in scores), key=lambda h: (-scores[h.id], position[h.id])
+    )
+    return scored + [h for h in hits if h.id not in scores]
 
 
 def _searched(hit: Hit) -> str:

@@ -392,6 +392,8 @@ def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict
                 "bm25_language": getattr(f.record, "bm25_language", None),
                 # Its rank after fusion, before the second stage (None: not reranked).
                 "fused_rank": f.fused_rank,
+                # The reranking model's score ([reranker]; None: no model, or not scored).
+                "model_score": _rounded(f.model_score),
                 "floor": f.floor,
                 "marker": markers.get(f.id),  # None: dropped for lack of space
                 "snippet": snippet(f.record.text),
@@ -426,6 +428,7 @@ def context_entries(context: AssembledContext) -> list[dict[str, Any]]:
                 "similarity": _rounded(f.dense_similarity),
                 "bm25_rank": f.bm25_rank,
                 "fused_rank": f.fused_rank,
+                "model_score": _rounded(f.model_score),
                 "text": entry.text,
             }
         )

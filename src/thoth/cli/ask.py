@@ -200,15 +200,21 @@ def print_context(console: Console, context: list[dict[str, Any]]) -> None:
             highlight=False,
             soft_wrap=False,
         )
+        model = entry.get("model_score")
         console.print(
             f"    score {entry['score']:.4f}; dense rank {entry['dense_rank'] or '-'} "
             f"(similarity {similarity}); bm25 rank {entry['bm25_rank'] or '-'}; "
             f"fused rank {entry.get('fused_rank') or '-'}; "
-            f"`tht docs show '{entry['doc_id']}'` shows its document",
+            + ("" if model is None else f"model score {_score(model)}; ")
+            + f"`tht docs show '{entry['doc_id']}'` shows its document",
             markup=False,
             highlight=False,
         )
         console.print(entry["text"], markup=False, highlight=False)
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _status_line(answer: Answer) -> str:
@@ -233,7 +239,8 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
         for col in ("rank", "cited as", "doc_id", "kind", "score"):
             table.add_column(col)
         table.add_column("similarity", min_width=10)  # dense: what the relevance floor measures
-        for col in ("dense", "bm25", "fused", "floor"):
+        scored = any(f.get("model_score") is not None for f in fragments)
+        for col in ("dense", "bm25", "fused", *(("model",) if scored else ()), "floor"):
             table.add_column(col)
         for f in fragments:
             similarity = f.get("similarity")
@@ -247,6 +254,7 @@ def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
                 str(f["dense_rank"] or "-"),
                 _bm25_cell(f, len(data.get("bm25_languages") or []) > 1),
                 str(f.get("fused_rank") or "-"),
+                *((_score(f.get("model_score")),) if scored else ()),
                 "yes" if f["floor"] else "",
             )
         out.print(table)
