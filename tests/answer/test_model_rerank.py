@@ -89,3 +89,17 @@ def test_a_failing_model_leaves_the_order_and_says_the_answer_is_degraded(
     assert answer.diagnostics["counts"].get("model_rerank_failed") == 1
     [degraded] = [d for d in answer.degraded if d.startswith("rerank: ")]
     assert f"reranking model 'bge-reranker' at {server.url}/rerank: HTTP 503" in degraded
+
+
+def test_a_question_naming_two_entities_is_reranked_per_entity_and_degraded_once(
+    reranked: AnswerService, server: FakeRerankServer
+) -> None:
+    # One retrieval per entity, so one model call each; a model that fails both times is
+    # one degradation, not two.
+    server.script(Reply(status=503))
+    server.script(Reply(status=503))
+    asked = len(server.requests)
+    answer = reranked.ask("What was the revenue of Contoso and of Fabrikam in Q2 2023?")
+    assert len(server.requests) == asked + 2
+    assert answer.status == "found", answer.text
+    assert len([d for d in answer.degraded if d.startswith("rerank: ")]) == 1, answer.degraded

@@ -229,7 +229,8 @@ class _Candidates:
 
 class KnowledgeSearch:
     """Steps: request -> scope -> readable generation -> vectors -> channel route -> hybrid
-    candidates -> relevance floor -> curated weight -> verbatim floor -> typed fragments."""
+    candidates -> relevance floor -> curated weight -> second stage -> reranking model (when
+    configured) -> verbatim floor -> typed fragments."""
 
     def __init__(
         self,
@@ -508,8 +509,8 @@ class KnowledgeSearch:
         model_scores, model_error = self._model_rerank(question, hits)
         if model_scores:
             hits = _by_model(hits, model_scores)
-        elif model_error is not None:
-            degraded.append(f"rerank: {model_error}")
+        elif model_error is not None and f"rerank: {model_error}" not in degraded:
+            degraded.append(f"rerank: {model_error}")  # once, whatever the entities asked
         only_docs = {**where.where, "record_kind": RECORD_DOCUMENT}
         top, floor_ids = verbatim_floor(
             hits,
