@@ -508,3 +508,107 @@ def test_one_fragment_does_not_fill_every_quote() -> None:
     ) in quoted, text
     # The statement's rows still come, after the other fragments' quotes.
     assert any(q.startswith("Retained earnings: Common stock repurchased — ") for q in quoted)
+
+
+# 2023 Q3 MSFT.pdf, pages 6 and 17, as the PDF reader gives them (rows shortened).
+MSFT_CASH_FLOWS = """\
+|  | Three Months Ended September 30, 2023 | Three Months Ended September 30, 2022 |
+| --- | --- | --- |
+| Operations |  |  |
+| Net income | $22,291 | $17,556 |
+| Changes in operating assets and liabilities: |  |  |
+| Accounts receivable | 11,034 | 11,729 |
+| Inventories | (505) | (543) |
+| Net cash from operations | 30,583 | 23,198 |
+| Financing |  |  |
+| Common stock repurchased | (4,831) | (5,573) |
+| Net cash from (used in) financing | 14,761 | (10,883) |
+| Investing |  |  |
+| Additions to property and equipment | (9,917) | (6,283) |"""
+
+MSFT_HEDGES = """\
+|  | Three Months Ended September 30, 2023 | Three Months Ended September 30, 2022 |
+| --- | --- | --- |
+| Designated as Fair Value Hedging Instruments |  |  |
+| Interest rate contracts |  |  |
+| Derivatives | $(16) | $(43) |
+| Hedged items | 3 | 43 |
+| Designated as Cash Flow Hedging Instruments |  |  |
+| Foreign exchange contracts |  |  |
+| Amount reclassified from accumulated other comprehensive loss | (46) | (59) |
+| Not Designated as Hedging Instruments |  |  |
+| Equity contracts | 113 | 12 |"""
+
+
+def test_a_section_after_rows_is_not_nested_under_the_list_before_it() -> None:
+    # "Financing" starts a block of its own: it is no change in operating assets.
+    units = quotable_units(MSFT_CASH_FLOWS)
+    assert any(
+        u.startswith("Changes in operating assets and liabilities: Inventories — ") for u in units
+    )
+    assert any(u.startswith("Financing: Common stock repurchased — ") for u in units), units
+    assert any(u.startswith("Investing: Additions to property and equipment — ") for u in units)
+
+
+def test_a_section_named_like_an_open_one_is_its_sibling() -> None:
+    # "Designated as Cash Flow Hedging Instruments" sits beside "Designated as Fair Value
+    # Hedging Instruments", not under it, and so does "Not Designated as Hedging Instruments".
+    units = quotable_units(MSFT_HEDGES)
+    assert any(
+        u.startswith(
+            "Designated as Fair Value Hedging Instruments: Interest rate contracts: Derivatives — "
+        )
+        for u in units
+    ), units
+    assert any(
+        u.startswith(
+            "Designated as Cash Flow Hedging Instruments: Foreign exchange contracts: "
+            "Amount reclassified from accumulated other comprehensive loss — "
+        )
+        for u in units
+    ), units
+    assert any(
+        u.startswith("Not Designated as Hedging Instruments: Equity contracts — ") for u in units
+    ), units
+
+
+# 2023 Q2 AMZN.pdf page 5 and 2023 Q2 AAPL.pdf page 7: labels the PDF wrapped over two lines.
+AMZN_COMPREHENSIVE_INCOME = """\
+|  | Three Months Ended June 30, 2022 | Three Months Ended June 30, 2023 |
+| --- | --- | --- |
+| Other comprehensive income (loss): |  |  |
+| Net change in unrealized gains (losses) on available-for-sale debt |  |  |
+| securities: |  |  |
+| Unrealized gains (losses), net of tax of $0, $(5), $1, and $(34) | (238) | 17 |
+| Reclassification adjustment for losses (gains) included in “Other |  |  |
+| income (expense), net,” net of tax of $0, $(5), $0, and $(15) | 7 | 12 |
+| Net unrealized gains (losses) on available-for-sale debt securities | (231) | 29 |"""
+
+AAPL_EQUITY = """\
+|  | Three Months Ended April 1, 2023 | Three Months Ended March 26, 2022 |
+| --- | --- | --- |
+| Common stock and additional paid-in capital: |  |  |
+| Beginning balances | 66,399 | 58,424 |
+| Common stock withheld related to net share settlement of equity |  |  |
+| awards | (281) | (149) |
+| Share-based compensation | 2,760 | 2,313 |"""
+
+
+def test_a_label_wrapped_over_two_lines_is_one_label_and_no_section() -> None:
+    units = quotable_units(AMZN_COMPREHENSIVE_INCOME)
+    section = "Net change in unrealized gains (losses) on available-for-sale debt securities"
+    assert any(u.startswith(f"{section}: Unrealized gains (losses), net of tax") for u in units)
+    # A wrapped row label after the section's rows leaves the section open.
+    assert any(
+        u.startswith(f"{section}: Reclassification adjustment for losses (gains) included in")
+        for u in units
+    ), units
+    units = quotable_units(AAPL_EQUITY)
+    capital = "Common stock and additional paid-in capital"
+    assert any(
+        u.startswith(
+            f"{capital}: Common stock withheld related to net share settlement of equity awards — "
+        )
+        for u in units
+    ), units
+    assert any(u.startswith(f"{capital}: Share-based compensation — ") for u in units), units

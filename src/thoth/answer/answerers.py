@@ -705,21 +705,29 @@ def _table_rows(
         note, label_head = note or label_head, ""
     spelled: list[str] = []
     sections: list[str] = []  # "Net revenue:" then "Client Computing": nested sections
+    # Taken for a section, a line may be a label wrapped over two lines ("Common stock
+    # withheld ... of equity" above "awards", under "Common stock and paid-in capital:"): when
+    # it closed a list, the list is open again at the continuation.
+    reopen: list[str] | None = None
     after_section = False
     for row in body:
         label, values = (row[0] if row else ""), row[1:]
+        if after_section and label[:1].islower() and sections:
+            label = f"{sections[-1]} {label}"  # a label wrapped over two lines
+            sections = reopen if reopen is not None else sections[:-1]
         if label and not any(values):
+            reopen = None
             if label.endswith(":"):
                 sections = [label]  # "Net sales:", "Cost of sales:": a new top section
-            elif sections and not after_section and not sections[-1].endswith(":"):
-                sections[-1] = label  # the next section at the same level
+            elif after_section or not sections:
+                sections = [*sections, label]  # right under the section above: nested
             else:
-                sections.append(label)
+                if sections[-1].endswith(":"):
+                    reopen = sections
+                sections = _next_section(label, sections)
             after_section = True
             continue
-        if after_section and label[:1].islower() and sections:
-            label = f"{sections.pop()} {label}"  # a label wrapped over two lines
-        elif not label and len(sections) > 1:
+        if not label and len(sections) > 1:
             label = sections.pop()  # a subsection's subtotal: the row without a label
         after_section = False
         section = ""
@@ -745,6 +753,22 @@ def _table_rows(
             )
         sections = _after_total(label, sections)
     return spelled
+
+
+def _next_section(label: str, sections: list[str]) -> list[str]:
+    """The sections open at a section line that follows rows. One named like an open
+    section, by its first or its last word ("Designated as Cash Flow Hedging Instruments"
+    after "Designated as Fair Value Hedging Instruments"), is that one's sibling; after a
+    list ("Changes in operating assets and liabilities:", closed by no total), a new block
+    ("Financing"); else the sibling of the innermost."""
+    words = _WORD.findall(label.lower())
+    for depth, name in enumerate(sections):
+        named = _WORD.findall(name.lower())
+        if words and named and (words[0] == named[0] or words[-1] == named[-1]):
+            return [*sections[:depth], label]
+    if sections[-1].endswith(":"):
+        return [label]
+    return [*sections[:-1], label]
 
 
 def _after_total(label: str, sections: list[str]) -> list[str]:
