@@ -612,3 +612,41 @@ def test_a_label_wrapped_over_two_lines_is_one_label_and_no_section() -> None:
         for u in units
     ), units
     assert any(u.startswith(f"{capital}: Share-based compensation — ") for u in units), units
+
+
+# 2023 Q2 AMZN.pdf page 16 and 2023 Q2 NVDA.pdf page 19, as the PDF reader gives them.
+AMZN_STOCK_COMPENSATION = """\
+|  | Three Months Ended June 30, 2022 | Three Months Ended June 30, 2023 |
+| --- | --- | --- |
+| Cost of sales | $213 | $251 |
+| Fulfillment | 763 | 932 |
+| Technology and infrastructure | 2,814 | 4,043 |
+| Sales and marketing | 990 | 1,303 |
+| General and administrative | 429 | 598 |
+| Total stock-based compensation expense | $5,209 | $7,127 |"""
+
+NVDA_NOTES = """\
+| (In millions) | July 30, 2023 | January 29, 2023 |
+| --- | --- | --- |
+| 3.50% Notes Due 2050 | 2,000 | 2,000 |
+| 3.70% Notes Due 2060 | 500 | 500 |
+| Net carrying amount | 2,500 | 2,500 |
+| Less short-term portion | (1,249) | (1,250) |
+| Total long-term portion | $1,251 | $1,250 |"""
+
+
+def test_the_rows_a_total_adds_up_to_are_named_by_it() -> None:
+    # Without a section line, "Cost of sales — $251" read as Amazon's cost of sales; the
+    # cells add up to the total below: the rows are stock-based compensation by line.
+    units = quotable_units(AMZN_STOCK_COMPENSATION)
+    assert any(
+        u.startswith("Stock-based compensation expense: Cost of sales — Three Months Ended")
+        for u in units
+    ), units
+    assert any(
+        u.startswith("Stock-based compensation expense: General and administrative") for u in units
+    )
+    # A reconciliation ("Less short-term portion") is no breakdown: its rows keep their names.
+    units = quotable_units(NVDA_NOTES)
+    assert any(u.startswith("Net carrying amount — ") for u in units), units
+    assert not any(u.startswith("Long-term portion") for u in units), units

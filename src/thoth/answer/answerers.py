@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from itertools import zip_longest
 from typing import Any, Protocol
 
@@ -704,13 +705,14 @@ def _table_rows(
     if _NOTE.match(label_head):
         note, label_head = note or label_head, ""
     spelled: list[str] = []
+    summed = _summed_by(body)
     sections: list[str] = []  # "Net revenue:" then "Client Computing": nested sections
     # Taken for a section, a line may be a label wrapped over two lines ("Common stock
     # withheld ... of equity" above "awards", under "Common stock and paid-in capital:"): when
     # it closed a list, the list is open again at the continuation.
     reopen: list[str] | None = None
     after_section = False
-    for row in body:
+    for index, row in enumerate(body):
         label, values = (row[0] if row else ""), row[1:]
         if after_section and label[:1].islower() and sections:
             label = f"{sections[-1]} {label}"  # a label wrapped over two lines
@@ -733,6 +735,8 @@ def _table_rows(
         section = ""
         for name in sections:
             section = _joined(section, name) if section else name
+        if not section and index in summed:
+            section = summed[index]  # the rows a total below adds up, named by it
         pairs = [f"{h}: {c}" if h else c for h, c in zip(head[1:], values, strict=False) if c]
         if label_head:
             line = "; ".join([f"{label_head}: {label}", *pairs] if label else pairs)
@@ -753,6 +757,67 @@ def _table_rows(
             )
         sections = _after_total(label, sections)
     return spelled
+
+
+_CELL_NUMBER = re.compile(
+    r"^\$?\s*(\()?\s*\$?\s*(\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?)\s*(\))?$"
+)
+
+
+def _cell_value(cell: str) -> Decimal | None:
+    """A statement cell as a number: "$1,234" -> 1234, "(567)" -> -567, a dash -> 0; None for
+    anything else (a percentage, a word, an empty cell)."""
+    text = cell.strip()
+    if text in ("—", "–", "-", "$—", "$ —"):
+        return Decimal(0)
+    m = _CELL_NUMBER.match(text)
+    if m is None or bool(m.group(1)) != bool(m.group(3)):
+        return None
+    value = Decimal(m.group(2).replace(",", ""))
+    return -value if m.group(1) else value
+
+
+def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
+    """Rows that a "Total ..." row below adds up to, by position -> the total's name
+    ("Raw materials", "Work in process", "Finished goods" above "Total inventories" ->
+    "Inventories"): the arithmetic says what the rows are parts of, where no section line
+    does. The longest run of rows right above the total whose cells add up to its cells, in
+    every column it fills (to a unit: the filings round), at least two rows."""
+    values = [[_cell_value(c) for c in row[1:]] for row in body]
+    found: dict[int, str] = {}
+    for i, row in enumerate(body):
+        words = row[0].split() if row else []
+        if len(words) < 2 or words[0].lower() != "total":
+            continue
+        target = values[i]
+        columns = [j for j, cell in enumerate(row[1:]) if cell.strip()]
+        if not columns or any(target[j] is None for j in columns):
+            continue
+        longest = 0
+        for k in range(2, i + 1):
+            run = values[i - k : i]
+            first = body[i - k]
+            if not first or not first[0] or not any(c.strip() for c in first[1:]):
+                break  # a section line or a label alone: the run stops there
+            if any(
+                len(r) <= j or (r[j] is None and body[i - k + n][j + 1].strip())
+                for n, r in enumerate(run)
+                for j in columns
+            ):
+                break  # a cell that is no number
+            totals = [sum((r[j] or Decimal(0)) for r in run) for j in columns]
+            if all(abs(t - target[j]) <= 1 for t, j in zip(totals, columns, strict=True)):  # type: ignore[operator]
+                longest = k
+        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
+        if longest and not any(
+            body[n][0].lower().startswith("less") for n in range(i - longest, i)
+        ):
+            name = " ".join(words[1:])
+            name = name[:1].upper() + name[1:]
+            for n in range(i - longest, i):
+                if name.lower() not in body[n][0].lower():
+                    found.setdefault(n, name)
+    return found
 
 
 def _next_section(label: str, sections: list[str]) -> list[str]:
