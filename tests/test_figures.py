@@ -79,3 +79,16 @@ def test_each_supported_figure_names_the_sources_that_hold_it(
     answer: str, held_by: dict[str, tuple[int, ...]]
 ) -> None:
     assert check(answer, SOURCES).held_by == held_by
+
+
+def test_a_statement_cell_reads_parentheses_as_a_negative_and_a_dash_as_nil() -> None:
+    from decimal import Decimal
+
+    from thoth.figures import statement_cell
+
+    assert statement_cell("$1,234") == Decimal(1234)
+    assert statement_cell("(567)") == Decimal(-567)
+    assert statement_cell("$ (15)") == Decimal(-15)
+    assert statement_cell("—") == Decimal(0)
+    for not_a_number in ("12%", "n/a", "(567", "Level 2", ""):
+        assert statement_cell(not_a_number) is None, not_a_number

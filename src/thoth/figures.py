@@ -95,6 +95,27 @@ def _readings(num: str) -> list[tuple[Decimal, int]]:
     return out
 
 
+# A cell of a financial statement: "$1,234", "(567)", "$ (15)", "12.5"; a dash is nil.
+_STATEMENT_CELL: Final = re.compile(
+    r"^\$?\s*(\()?\s*\$?\s*(\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?)\s*(\))?$"
+)
+_NIL: Final = ("—", "–", "-", "$—", "$ —")
+
+
+def statement_cell(cell: str) -> Decimal | None:
+    """A financial statement's cell as a number, in the filings' one convention: "$1,234" ->
+    1234, "(567)" -> -567 (parentheses are a negative), a dash -> 0; None for anything else
+    (a percentage, a word, an empty cell, an unbalanced parenthesis)."""
+    text = cell.strip()
+    if text in _NIL:
+        return Decimal(0)
+    m = _STATEMENT_CELL.match(text)
+    if m is None or bool(m.group(1)) != bool(m.group(3)):
+        return None
+    value = Decimal(m.group(2).replace(",", ""))
+    return -value if m.group(1) else value
+
+
 def figures(text: str) -> list[Figure]:
     """The figures written in `text`, in order (see the module docstring for what counts)."""
     found: list[Figure] = []

@@ -34,6 +34,7 @@ from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
+from thoth.figures import statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
@@ -759,62 +760,42 @@ def _table_rows(
     return spelled
 
 
-_CELL_NUMBER = re.compile(
-    r"^\$?\s*(\()?\s*\$?\s*(\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?)\s*(\))?$"
-)
-
-
-def _cell_value(cell: str) -> Decimal | None:
-    """A statement cell as a number: "$1,234" -> 1234, "(567)" -> -567, a dash -> 0; None for
-    anything else (a percentage, a word, an empty cell)."""
-    text = cell.strip()
-    if text in ("—", "–", "-", "$—", "$ —"):
-        return Decimal(0)
-    m = _CELL_NUMBER.match(text)
-    if m is None or bool(m.group(1)) != bool(m.group(3)):
-        return None
-    value = Decimal(m.group(2).replace(",", ""))
-    return -value if m.group(1) else value
-
-
 def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
     """Rows that a "Total ..." row below adds up to, by position -> the total's name
     ("Raw materials", "Work in process", "Finished goods" above "Total inventories" ->
     "Inventories"): the arithmetic says what the rows are parts of, where no section line
     does. The longest run of rows right above the total whose cells add up to its cells, in
     every column it fills (to a unit: the filings round), at least two rows."""
-    values = [[_cell_value(c) for c in row[1:]] for row in body]
+    # None: a cell that is no number (a word, a percentage); an empty cell adds nothing.
+    values = [[statement_cell(c) if c.strip() else Decimal(0) for c in row[1:]] for row in body]
     found: dict[int, str] = {}
     for i, row in enumerate(body):
         words = row[0].split() if row else []
         if len(words) < 2 or words[0].lower() != "total":
             continue
-        target = values[i]
         columns = [j for j, cell in enumerate(row[1:]) if cell.strip()]
-        if not columns or any(target[j] is None for j in columns):
+        targets = [values[i][j] for j in columns]
+        if not columns or None in targets:
             continue
-        longest = 0
-        for k in range(2, i + 1):
-            run = values[i - k : i]
-            first = body[i - k]
-            if not first or not first[0] or not any(c.strip() for c in first[1:]):
+        longest, sums = 0, [Decimal(0)] * len(columns)
+        for k in range(1, i + 1):
+            above, cells = body[i - k], values[i - k]
+            if not above or not above[0] or not any(c.strip() for c in above[1:]):
                 break  # a section line or a label alone: the run stops there
-            if any(
-                len(r) <= j or (r[j] is None and body[i - k + n][j + 1].strip())
-                for n, r in enumerate(run)
-                for j in columns
-            ):
+            added = [cells[j] if j < len(cells) else None for j in columns]
+            if None in added:
                 break  # a cell that is no number
-            totals = [sum((r[j] or Decimal(0)) for r in run) for j in columns]
-            if all(abs(t - target[j]) <= 1 for t, j in zip(totals, columns, strict=True)):  # type: ignore[operator]
+            sums = [s + a for s, a in zip(sums, added, strict=True) if a is not None]
+            if k >= 2 and all(
+                t is not None and abs(s - t) <= 1 for s, t in zip(sums, targets, strict=True)
+            ):
                 longest = k
         # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
-        if longest and not any(
-            body[n][0].lower().startswith("less") for n in range(i - longest, i)
-        ):
+        run = range(i - longest, i)
+        if longest and not any(body[n][0].lower().startswith("less") for n in run):
             name = " ".join(words[1:])
             name = name[:1].upper() + name[1:]
-            for n in range(i - longest, i):
+            for n in run:
                 if name.lower() not in body[n][0].lower():
                     found.setdefault(n, name)
     return found
