@@ -650,3 +650,20 @@ def test_the_rows_a_total_adds_up_to_are_named_by_it() -> None:
     units = quotable_units(NVDA_NOTES)
     assert any(u.startswith("Net carrying amount — ") for u in units), units
     assert not any(u.startswith("Long-term portion") for u in units), units
+
+
+def test_a_stopword_of_the_question_s_language_matches_nothing_in_another() -> None:
+    # Stemmed as English, the Italian "e" ("ricerca e sviluppo") met the "(e)" of "Rules
+    # 13a-15(e)": the certifications were quoted as if they held the question's words.
+    text = (
+        "The Company's management have concluded that the disclosure controls and procedures "
+        "as defined in Rules 13a-15(e) and 15d-15(e) under the Exchange Act were effective."
+    )
+    ctx = context(passage(1, AAPL, text, 22, language="english"), wording=ITALIAN)
+    answered = ExtractiveAnswerer("it", ITALIAN).answer(
+        "Quanto ha speso Apple in ricerca e sviluppo?",
+        ctx,
+        instructions=None,
+        pseudonymizer=NoPseudonymizer(),
+    )
+    assert answered.startswith(ITALIAN.no_overlap), answered

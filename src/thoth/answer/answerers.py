@@ -395,8 +395,16 @@ class ExtractiveAnswerer:
         def terms(text: str, language: str) -> set[tuple[str, int | str]]:
             return {(language, t) for t in self._stemmer(language)(text)}
 
+        # A word that is a stopword in one of the languages at play is no term in any: the
+        # Italian "e" stemmed as English met the "(e)" of "Rules 13a-15(e)", and an Italian
+        # question quoted an English filing's certifications.
+        spoken = sorted({*languages, self._language})
+
         def everywhere(text: str) -> set[tuple[str, int | str]]:
-            return set().union(*(terms(text, lang) for lang in sorted(set(languages))))
+            words = " ".join(
+                w for w in _WORD.findall(text) if all(self._stemmer(lang)(w) for lang in spoken)
+            )
+            return set().union(*(terms(words, lang) for lang in sorted(set(languages))))
 
         asked = everywhere(question)
         if glossary:
