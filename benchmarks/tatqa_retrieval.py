@@ -80,7 +80,7 @@ from bench_common import (
 from retrieval_squad import QueryVectorCache, add_fusion_args, bench_fusion, progress_bar
 from thoth.documents.chunk import Chunk, ChunkLimits, ChunkStats, chunk_blocks, chunk_stats
 from thoth.documents.extract import Block, Document
-from thoth.documents.records import search_text
+from thoth.documents.records import bm25_text, search_text
 from thoth.embed import CACHE_FILE, CachedEmbedder, Embedder
 from thoth.evidence.model import PURPOSES
 from thoth.index.base import Fusion, Hit, IndexRecord, SparseVec, Where
@@ -376,11 +376,14 @@ class ChunkInfo:
     rows: frozenset[int]  # body rows whose whole line is a line of the chunk
     cover: dict[int, float]  # paragraph order -> share of its n-grams in the chunk (if > 0)
     covered_ngrams: dict[int, int]
-    search: str = ""  # what is embedded and BM25-encoded (`text` unless the strategy says)
+    search: str = ""  # what is embedded (`text` unless the strategy says)
+    terms: str = ""  # what is BM25-encoded (`search` unless the strategy says)
 
     def __post_init__(self) -> None:
         if not self.search:
             object.__setattr__(self, "search", self.text)
+        if not self.terms:
+            object.__setattr__(self, "terms", self.search)
 
 
 @dataclass(frozen=True)
@@ -429,7 +432,10 @@ def chunk_context(
         if strategy == "ours":
             return infos
         searched = [SearchedChunk("", c.heading_path, c.text, c.kind) for c in chunks]
-        return [replace(i, search=search_text(s)) for i, s in zip(infos, searched, strict=True)]
+        return [
+            replace(i, search=search_text(s), terms=bm25_text(s))
+            for i, s in zip(infos, searched, strict=True)
+        ]
     parts = windows(naive_text(ctx), naive_size, naive_overlap)
     return [chunk_info(ctx, strategy, i, text, False) for i, text in enumerate(parts)]
 
@@ -623,11 +629,12 @@ def build_shard(
                 vectors.extend(embedder.embed_passages(part))
             bar.advance(task, len(part))
     embedded = embedder.misses - misses0
-    bm25 = Bm25Encoder("en", average_length(texts))
+    terms = [c.terms for c in chunks]
+    bm25 = Bm25Encoder("en", average_length(terms))
     index_timer = Timer()
     shard = work / f"shard-{strategy}"
     with index_timer:
-        sparse = [bm25.document(t) for t in texts]
+        sparse = [bm25.document(t) for t in terms]
         store = EdgeStore.create(shard, embedder.dim)
         records = [
             IndexRecord(

