@@ -205,6 +205,19 @@ def test_a_language_change_rebuilds_the_source_and_only_it(tmp_path: Path) -> No
     assert sync(root, "unchanged")["updated"] == []  # nothing changed since: nothing rebuilt
 
 
+def test_a_source_in_another_language_without_a_glossary_is_a_warning(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws")
+    warned = [w for w in sync(root)["warnings"] if "glossary" in w]  # type: ignore[attr-defined]
+    assert len(warned) == 1, warned
+    assert warned[0].startswith("source filings is written in 'en', questions are asked in 'it'")
+    assert "dense branch only" in warned[0] and 'glossary = "glossary.yaml"' in warned[0]
+    (root / "glossary.yaml").write_text("- it: [ricavi netti]\n  en: [net sales]\n", "utf-8")
+    toml = root / "thoth.toml"
+    toml.write_text('glossary = "glossary.yaml"\n' + toml.read_text("utf-8"), "utf-8")
+    commit(root, "a glossary")
+    assert not [w for w in sync(root, "unchanged")["warnings"] if "glossary" in w]  # type: ignore[attr-defined]
+
+
 # -- asking ------------------------------------------------------------------------------------
 
 

@@ -391,6 +391,7 @@ class DocsSync:
 
         held = self._held(active) if active else {}
         self._check_empty_sources(snapshots, held, report)
+        self._check_languages_bridged(report)
         plan = self._plan(report, snapshots, pages, admissions, held)
         if active is not None:
             self._plan_evidence(report, plan, active)
@@ -534,6 +535,24 @@ class DocsSync:
                 f"source {name}: its include globs ({', '.join(snap.source.include)}) match no "
                 f"file at revision {snap.revision[:12]} -> check them"
             )
+
+    def _check_languages_bridged(self, report: SyncReport) -> None:
+        """A source written in another language than the questions, and no glossary: the
+        dense branch alone carries a question's words across, and the sync says so."""
+        if self.settings.glossary is not None:
+            return
+        asked = self.settings.language
+        for source in self.settings.sources:
+            written = self.settings.source_language(source)
+            if written.split("-")[0] != asked.split("-")[0]:
+                report.warnings.append(
+                    f"source {source.name} is written in {written!r}, questions are asked in "
+                    f"{asked!r}, and no glossary says which terms mean the same: a question's "
+                    "words meet its text through the dense branch only (BM25, the second stage "
+                    "and the offline answer's choice of quotes see none of them) -> write a "
+                    'glossary and name it in thoth.toml (glossary = "glossary.yaml", '
+                    "docs/documents.md)"
+                )
 
     def _plan(
         self,
