@@ -483,6 +483,30 @@ def test_a_statement_row_is_not_outweighed_by_the_headers_spelled_beside_its_cel
         assert figure in quoted, (figure, text)
 
 
+def test_a_total_quoted_for_its_section_brings_the_breakdown_asked_in_italian() -> None:
+    # The glossary says "ricavi" is also "total net sales": "total" was then an asked word,
+    # "Revenue: Total" counted as asked for its own label, and the segments never came.
+    question = (
+        "Nell'ultimo 10-Q, come si confronta la ripartizione dei ricavi di Microsoft tra i "
+        "suoi segmenti di attività con il costo del venduto di quegli stessi segmenti?"
+    )
+    ctx = context(
+        passage(1, MSFT, sec.MSFT_SUMMARY, sec.MSFT_SUMMARY_PAGE, language="english"),
+        passage(2, MSFT, sec.MSFT_SEGMENTS, sec.MSFT_SEGMENTS_PAGE, language="english"),
+    )
+    text = answer(dataclasses.replace(ctx, glossary=GLOSSARY.expand(question)), question)
+    quoted = [q["text"] for q in quotes(text)]
+    for segment, figure in (
+        ("Productivity and Business Processes", "$ 18,592"),
+        ("Intelligent Cloud", "24,259"),
+        ("More Personal Computing", "13,666"),
+    ):
+        assert any(
+            q.startswith(f"Revenue: {segment} — Three Months Ended September 30, 2023: {figure};")
+            for q in quoted
+        ), (segment, text)
+
+
 def test_one_fragment_does_not_fill_every_quote() -> None:
     # Asked in Italian, the glossary's English terms ("share repurchases", "stock
     # repurchases") meet every row of the equity statement: its short rows filled all ten

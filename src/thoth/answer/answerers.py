@@ -61,6 +61,7 @@ MAX_QUOTES_PER_FRAGMENT = 5
 CELL_WORDS = 2
 # A section's rows quoted with one of them quoted for the section alone: at most this many.
 SECTION_ROWS = 8
+_TOTAL_WORD = re.compile(r"^\s*total[ei]?\b", re.IGNORECASE)  # "Total", Italian "Totale"
 # A quote must score at least this share of the best one: a weak match next to a strong one is
 # noise (a sentence that shares one common word with the question).
 KEEP_SHARE = 0.3
@@ -519,11 +520,15 @@ class ExtractiveAnswerer:
 
         # A row quoted for its section alone ("Revenue: Total" to "revenue across segments")
         # stands for the section: its sibling rows, the breakdown asked, come with it.
+        # A total's own word says nothing of its own ("Total" under "Revenue" is the section's
+        # sum): a glossary's "total net sales" asked "total", and an Italian question about the
+        # segments' revenue got the total alone.
         for unit in list(chosen):
             row = unit.text
             if not isinstance(row, _Row) or not row.section:
                 continue
-            if says_asked(row.label, unit.entry) or not says_asked(row.section, unit.entry):
+            label = _TOTAL_WORD.sub("", row.label)
+            if says_asked(label, unit.entry) or not says_asked(row.section, unit.entry):
                 continue
             siblings = [
                 u
