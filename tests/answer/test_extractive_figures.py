@@ -28,7 +28,12 @@ from thoth.glossary import load_glossary
 AAPL = "filings:docs/2023 Q2 AAPL.pdf"
 MSFT = "filings:docs/2023 Q3 MSFT.pdf"
 INTC = "filings:docs/2023 Q3 INTC.pdf"
-TITLES = {"AAPL": "Apple Inc.", "INTC": "Intel Corporation", "MSFT": "MICROSOFT CORPORATION"}
+TITLES = {
+    "AAPL": "Apple Inc.",
+    "AMZN": "AMAZON.COM, INC.",
+    "INTC": "Intel Corporation",
+    "MSFT": "MICROSOFT CORPORATION",
+}
 _QUOTE = re.compile(r"^- «(?P<text>.*)» \[(?P<marker>\d+)\](?P<where>.*)$")
 
 
@@ -691,3 +696,51 @@ def test_a_stopword_of_the_question_s_language_matches_nothing_in_another() -> N
         pseudonymizer=NoPseudonymizer(),
     )
     assert answered.startswith(ITALIAN.no_overlap), answered
+
+
+# -- a heading speaks for the units under it -------------------------------------------------
+
+# 2023 Q3 MSFT.pdf, page 17: a fragment that runs from the derivatives note into the
+# inventories note (the PDF's one font, the chunk packing two short sections).
+MSFT_DERIVATIVES_AND_INVENTORIES = """\
+Gains (losses) on derivative instruments recognized in other income (expense), net were as follows:
+
+(In millions)
+
+|  | Three Months Ended September 30, 2023 | Three Months Ended September 30, 2022 |
+| --- | --- | --- |
+| Foreign exchange contracts | 206 | 240 |
+| Equity contracts | 113 | 12 |
+
+###### NOTE 6 — INVENTORIES
+
+The components were as follows:
+
+(In millions)
+
+|  | September 30, 2023 | June 30, 2023 |
+| --- | --- | --- |
+| Raw materials | $520 | $709 |
+| Work in process | 15 | 23 |
+| Finished goods | 2,465 | 1,768 |
+| Total | $3,000 | $2,500 |"""
+
+
+def test_rows_under_a_heading_that_names_the_asked_measure_are_quoted() -> None:
+    # "Raw materials $520" holds no asked word: the note's heading above it does. The
+    # derivatives rows above the heading stand under none of the asked words.
+    ctx = context(
+        passage(
+            1,
+            MSFT,
+            MSFT_DERIVATIVES_AND_INVENTORIES,
+            17,
+            headings=("MICROSOFT CORPORATION", "Fair Values of Derivative Instruments"),
+        ),
+        passage(2, MSFT, "Our inventory policy is described in the annual report.", 40),
+    )
+    text = answer(ctx, "How large were Microsoft's inventories?")
+    quoted = [q["text"] for q in quotes(text)]
+    for label, figure in (("Raw materials", "$520"), ("Finished goods", "2,465")):
+        assert any(q.startswith(f"{label} — September 30, 2023: {figure};") for q in quoted), text
+    assert not any("contracts" in q for q in quoted), text

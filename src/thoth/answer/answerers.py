@@ -427,7 +427,14 @@ class ExtractiveAnswerer:
         raw = [
             (i, pos, text)
             for i, entry in enumerate(entries)
-            for pos, text in enumerate(quotable_units(entry.fragment.record.text))
+            for pos, (text, _) in enumerate(_units_under(entry.fragment.record.text))
+        ]
+        # The heading each unit sits under: the fragment's heading path, and the last heading
+        # of its text above it.
+        sections = [
+            "\n".join([*getattr(entry.fragment.record, "heading_path", ()), heading])
+            for entry in entries
+            for _, heading in _units_under(entry.fragment.record.text)
         ]
         if not raw:
             return [_Unit(0, 0, entries[0].fragment.record.text.strip(), 0.0)]
@@ -466,10 +473,19 @@ class ExtractiveAnswerer:
         lengths = [_length(text) for _, _, text in raw]
         average = sum(lengths) / len(lengths) or 1.0
         units = []
-        for (i, pos, text), unit_terms, length in zip(raw, held, lengths, strict=True):
+        for (i, pos, text), unit_terms, length, section in zip(
+            raw, held, lengths, sections, strict=True
+        ):
             score = sum(weight[t] for t in unit_terms)
             if score:
                 score += sum(0.5 * weight[t] for t in headed[i] - unit_terms)
+            else:
+                # A unit holding none of the asked words, under a heading that names what is
+                # asked ("Legal Proceedings" above a lawsuit's story, "NOTE 6 — INVENTORIES"
+                # above "Raw materials $520"): its heading speaks for it, at half weight.
+                under = (terms(section, languages[i]) & asked) - naming[i]
+                score = sum(0.5 * weight[t] for t in under if t in weight)
+            if score:
                 score *= 0.5 + 0.5 * passage[i] / top
                 score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
             figures = isinstance(text, _Row) or bool(_FIGURE.search(text))
@@ -572,13 +588,26 @@ def quotable_units(text: str) -> list[str]:
     table ("(In millions)") is the table's unit and goes with each of its rows. A table PDF
     extraction left as text lines (a period line "Three Months Ended September 30, 2023 2022",
     a section line "Revenue", rows ending in figures) is spelled out the same way, row by row."""
+    return [unit for unit, _ in _units_under(text)]
+
+
+def _units_under(text: str) -> list[tuple[str, str]]:
+    """quotable_units, each with the heading of the fragment's text it sits under ("" above
+    the first one): what its section is about."""
     found: list[str] = []
+    under: list[str] = []
+    heading = ""
+
+    def headed() -> None:
+        under.extend([heading] * (len(found) - len(under)))
+
     loose = _LooseTable()
     for block in re.split(r"\n\s*\n", text):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
         table = table_cells(block) if lines and lines[0].startswith("|") else None
         if table is not None:
             found += _table_rows(*table, note=loose.note)
+            headed()
             loose = _LooseTable()
             continue
         if len(lines) == 1 and _NOTE.match(lines[0]):
@@ -590,9 +619,12 @@ def quotable_units(text: str) -> list[str]:
             if row is None and _period_line(line) is None:
                 if paragraph and (not line or _LIST_ITEM.match(line) or line.startswith("#")):
                     found += loose.prose(_split_sentences(" ".join(paragraph)))
+                    headed()
                     paragraph = []
                 # A heading names a section, it answers nothing: never quoted on its own.
-                if line and not line.startswith("#"):
+                if line.startswith("#"):
+                    heading = line.lstrip("#").strip()
+                elif line:
                     paragraph.append(line)
                 continue
             # A short line right before a row or under the period line is the rows' section.
@@ -600,6 +632,7 @@ def quotable_units(text: str) -> list[str]:
                 loose.section = paragraph.pop()
             if paragraph:
                 found += loose.prose(_split_sentences(" ".join(paragraph)))
+                headed()
                 paragraph = []
             if row is None:
                 loose.period = _period_line(line)
@@ -613,7 +646,8 @@ def quotable_units(text: str) -> list[str]:
                         cells=len(values),
                     )
                 )
-    return found
+                headed()
+    return list(zip(found, under, strict=True))
 
 
 @dataclass
