@@ -744,3 +744,22 @@ def test_rows_under_a_heading_that_names_the_asked_measure_are_quoted() -> None:
     for label, figure in (("Raw materials", "$520"), ("Finished goods", "2,465")):
         assert any(q.startswith(f"{label} — September 30, 2023: {figure};") for q in quoted), text
     assert not any("contracts" in q for q in quoted), text
+
+
+def test_a_story_under_the_asked_section_is_quoted_though_it_repeats_no_asked_word() -> None:
+    # Amazon's legal proceedings: each suit's sentence names the parties and the patents, never
+    # "legal proceedings"; the section's heading does.
+    amzn = "filings:docs/2023 Q2 AMZN.pdf"
+    suits = (
+        "In May 2018, Rensselaer Polytechnic Institute filed a complaint against Amazon.com, "
+        "Inc. alleging that Alexa devices infringe U.S. Patent No. 7,177,798. The complaint "
+        "seeks an injunction, enhanced damages, and attorneys' fees."
+    )
+    risks = "We are subject to legal and regulatory requirements in many jurisdictions."
+    ctx = context(
+        passage(1, amzn, suits, 20, headings=("AMAZON.COM, INC.", "Legal Proceedings")),
+        passage(2, amzn, risks, 30, headings=("AMAZON.COM, INC.", "Risk Factors")),
+    )
+    text = answer(ctx, "What legal proceedings were mentioned in Amazon's Q2 2023 10-Q?")
+    quoted = [q["text"] for q in quotes(text)]
+    assert any("Patent No. 7,177,798" in q for q in quoted), text

@@ -72,7 +72,11 @@ LENGTH_NORM = 0.5  # BM25's b: how much a unit's length discounts its score
 OTHER_ENTITY = 0.25  # a unit of a fragment holding none of the question's entities weighs this
 # A sentence ends at . ! ? ; and a space, but not after an initial or an abbreviation written
 # with them ("U.S. dollar", "e.g. the"): a quote must not start in the middle of a sentence.
-_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)\s+")
+# Nor after a period the next word opens in lower case or with a digit: an abbreviation
+# ("Amazon.com, Inc. alleging", "U.S. Patent No. 7,177,798").
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)(?<!\.(?=\s+[a-z\d]))\s+"
+)
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"\w+")
