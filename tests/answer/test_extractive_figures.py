@@ -24,6 +24,7 @@ from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.wording import ENGLISH, ITALIAN, Wording
 from thoth.documents.records import KnowledgeFragment, fragment_point_id
 from thoth.glossary import load_glossary
+from thoth.markup import markdown_table
 
 AAPL = "filings:docs/2023 Q2 AAPL.pdf"
 MSFT = "filings:docs/2023 Q3 MSFT.pdf"
@@ -225,6 +226,39 @@ def test_a_total_closes_the_section_it_sums() -> None:
     assert not any(u.startswith(("Cost of sales: Gross", "Operating expenses: Net")) for u in units)
     # The rows it sums keep their section.
     assert any(u.startswith("Operating expenses: Research and development — ") for u in units)
+
+
+def test_a_total_naming_no_open_section_reads_under_none() -> None:
+    # The equity statement's grand total came below its last section and read as the
+    # accumulated loss's; a subtotal inside a section ("Total cash, cash equivalents, and
+    # short-term investments" under "Current assets:") reads alone too, and the rows after it
+    # keep their section.
+    units = quotable_units(sec.MSFT_EQUITY_STATEMENTS)
+    assert any(
+        u.startswith("Total stockholders’ equity — Three Months Ended September 30, 2023: $220,714")
+        for u in units
+    ), units
+    assert any(
+        u.startswith("Accumulated other comprehensive loss: Balance, end of period — ")
+        for u in units
+    )
+    balance = markdown_table(
+        ("", "September 30, 2023", "June 30, 2023"),
+        [
+            ("Current assets:", "", ""),
+            ("Cash and cash equivalents", "$ 80,452", "$ 34,704"),
+            ("Short-term investments", "63,499", "76,558"),
+            ("Total cash, cash equivalents, and short-term investments", "143,951", "111,262"),
+            ("Other current assets", "23,682", "21,807"),
+            ("Total current assets", "207,586", "184,257"),
+        ],
+    )
+    units = quotable_units(balance)
+    assert any(
+        u.startswith("Total cash, cash equivalents, and short-term investments — ") for u in units
+    )
+    assert any(u.startswith("Current assets: Other current assets — ") for u in units)
+    assert any(u.startswith("Current assets: Total current assets — ") for u in units)
 
 
 def test_the_row_holding_the_asked_figure_wins_over_a_sentence_without_one() -> None:

@@ -785,7 +785,9 @@ def _table_rows(
             label = sections.pop()  # a subsection's subtotal: the row without a label
         after_section = False
         section = ""
-        for name in sections:
+        # "Total stockholders' equity" is no accumulated loss: a total naming none of the open
+        # sections reads alone (the sections stay open: it may be a subtotal inside them).
+        for name in [] if _foreign_total(label, sections) else sections:
             section = _joined(section, name) if section else name
         if not section and index in summed:
             section = summed[index]  # the rows a total below adds up, named by it
@@ -866,6 +868,17 @@ def _next_section(label: str, sections: list[str]) -> list[str]:
     if sections[-1].endswith(":"):
         return [label]
     return [*sections[:-1], label]
+
+
+def _foreign_total(label: str, sections: list[str]) -> bool:
+    """A "Total …" row that names none of the open sections: it sums more than the last of
+    them (the equity statement's "Total stockholders' equity" below its "Accumulated other
+    comprehensive loss" section) or rows of its own inside them, and reads under none."""
+    words = _WORD.findall(label.lower())
+    if len(words) < 2 or words[0] != "total" or not sections:
+        return False
+    summed = set(words[1:])
+    return not any(set(_WORD.findall(name.lower())) <= summed for name in sections)
 
 
 def _after_total(label: str, sections: list[str]) -> list[str]:
