@@ -147,3 +147,8 @@ def test_a_server_that_is_not_there_is_an_error() -> None:
         url = gone.url
     with pytest.raises(RerankerError, match=r"request failed .* is the server running"):
         reranker(url).scores("q", ["a"])
+
+
+def test_a_base_url_that_is_no_url_at_all_is_refused_naming_why() -> None:
+    with pytest.raises(ConfigError, match=r"\[reranker\].base_url 'http://\[::1' is not a URL"):
+        reranker("http://[::1")

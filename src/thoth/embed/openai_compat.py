@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 
 from thoth.embed.base import EmbedderError, Vectors, finish_vectors
+from thoth.httpurl import NotAnHttpUrl, endpoint
 
 # Sent only when the dimension is not configured and is needed before the first real call.
 DIM_PROBE_TEXT = "dimension probe"
@@ -42,18 +43,13 @@ class OpenAICompatEmbedder:
             raise ValueError(f"dim must be >= 1, got {dim}")
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.url = f"{self.base_url}/embeddings"
         try:
-            parsed = httpx.URL(self.url)
-        except httpx.InvalidURL as exc:
+            self.url = endpoint(self.base_url, "embeddings")
+        except NotAnHttpUrl as exc:
             raise EmbedderError(
-                f"embedding model {model!r}: base_url {base_url!r} is not a URL ({exc})"
-            ) from exc
-        if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise EmbedderError(
-                f"embedding model {model!r}: base_url {base_url!r} is not an http(s) URL "
+                f"embedding model {model!r}: base_url {base_url!r} {exc} "
                 "-> use e.g. http://127.0.0.1:8000/v1"
-            )
+            ) from exc
         self.timeout = timeout
         self.batch_size = batch_size
         self.query_prefix = query_prefix

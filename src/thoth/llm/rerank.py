@@ -23,6 +23,7 @@ import httpx
 
 from thoth.config import RerankerSettings, Settings
 from thoth.errors import ConfigError, ThothError
+from thoth.httpurl import NotAnHttpUrl, endpoint
 
 __all__ = ["HttpReranker", "Reranker", "RerankerError", "make_reranker"]
 
@@ -48,18 +49,13 @@ class HttpReranker:
         self.model = settings.model
         self.candidates = settings.candidates
         self.timeout = settings.timeout_seconds
-        self.url = f"{settings.base_url.rstrip('/')}/rerank"
         try:
-            parsed = httpx.URL(self.url)
-        except httpx.InvalidURL as exc:
+            self.url = endpoint(settings.base_url, "rerank")
+        except NotAnHttpUrl as exc:
             raise ConfigError(
-                f"[reranker].base_url {settings.base_url!r} is not a URL ({exc})"
-            ) from exc
-        if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise ConfigError(
-                f"[reranker].base_url {settings.base_url!r} is not an http(s) URL -> use e.g. "
+                f"[reranker].base_url {settings.base_url!r} {exc} -> use e.g. "
                 "http://127.0.0.1:8012/v1"
-            )
+            ) from exc
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=self.timeout, headers=headers)
 
