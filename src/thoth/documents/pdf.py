@@ -858,7 +858,7 @@ def _heading_style(line: _Line, body: Style) -> Style | None:
     larger size, or bold or italic at the body's size; one phrase with words, not a row of
     figures, not a parenthesised note."""
     style = _line_style(line)
-    if style == body and _CAPS_NUMBERED.match(line.text) and _WORDY.search(line.text[4:]):
+    if style == body and _CAPS_NUMBERED.match(line.text):
         return style
     if style is None or style == body or style.size < body.size:
         return None

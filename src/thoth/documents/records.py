@@ -185,9 +185,7 @@ def search_text(record: _Searchable) -> str:
     Computed from the payload's own fields rather than stored: the payload keeps one copy of
     the chunk, and PIPELINE_VERSION (bumped with any change here) says which rule built the
     vectors a fragment carries."""
-    body = plain_rows(record.text) if record.chunk_kind == "table" else record.text
-    context = _context_line(record.title, record.heading_path, record.text)
-    return f"{context}\n{body}" if context else body
+    return _searched(record, figures=True)
 
 
 def bm25_text(record: _Searchable) -> str:
@@ -197,7 +195,11 @@ def bm25_text(record: _Searchable) -> str:
     paragraph: measured on five 10-Q filings, Intel's segment table ranked 35th in BM25 for a
     question about its segments' revenue. A question seldom asks a cell's digits; a year, a
     label, a header and prose figures stay."""
-    body = plain_rows(record.text, figures=False) if record.chunk_kind == "table" else record.text
+    return _searched(record, figures=False)
+
+
+def _searched(record: _Searchable, figures: bool) -> str:
+    body = plain_rows(record.text, figures) if record.chunk_kind == "table" else record.text
     context = _context_line(record.title, record.heading_path, record.text)
     return f"{context}\n{body}" if context else body
 
