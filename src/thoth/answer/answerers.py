@@ -428,17 +428,18 @@ class ExtractiveAnswerer:
         entities = set().union(
             *(everywhere(t) for t in tokens[1:] if t != t.lower() and not _DIGIT.search(t))
         )
+        units_of = [_units_under(entry.fragment.record.text) for entry in entries]
         raw = [
             (i, pos, text)
-            for i, entry in enumerate(entries)
-            for pos, (text, _) in enumerate(_units_under(entry.fragment.record.text))
+            for i, units_here in enumerate(units_of)
+            for pos, (text, _) in enumerate(units_here)
         ]
         # The heading each unit sits under: the fragment's heading path, and the last heading
         # of its text above it.
         sections = [
-            "\n".join([*getattr(entry.fragment.record, "heading_path", ()), heading])
-            for entry in entries
-            for _, heading in _units_under(entry.fragment.record.text)
+            "\n".join([*getattr(entries[i].fragment.record, "heading_path", ()), heading])
+            for i, units_here in enumerate(units_of)
+            for _, heading in units_here
         ]
         if not raw:
             return [_Unit(0, 0, entries[0].fragment.record.text.strip(), 0.0)]
@@ -874,25 +875,34 @@ def _foreign_total(label: str, sections: list[str]) -> bool:
     """A "Total …" row that names none of the open sections: it sums more than the last of
     them (the equity statement's "Total stockholders' equity" below its "Accumulated other
     comprehensive loss" section) or rows of its own inside them, and reads under none."""
-    words = _WORD.findall(label.lower())
-    if len(words) < 2 or words[0] != "total" or not sections:
+    summed = _total_of(label)
+    if not summed or not sections:
         return False
-    summed = set(words[1:])
-    return not any(set(_WORD.findall(name.lower())) <= summed for name in sections)
+    return not any(_named(name, summed) for name in sections)
 
 
 def _after_total(label: str, sections: list[str]) -> list[str]:
     """The sections still open after a row: a total closes the section it sums ("Total cost
     of sales" closes "Cost of sales:" and every subsection under it, so "Gross margin" below
     is no cost of sales), a bare total its innermost subsection."""
-    words = _WORD.findall(label.lower())
-    if not words or words[0] != "total":
+    summed = _total_of(label)
+    if summed is None:
         return sections
-    summed = set(words[1:])
     for depth, name in enumerate(sections):
-        if summed and set(_WORD.findall(name.lower())) <= summed:
+        if summed and _named(name, summed):
             return sections[:depth]
     return sections[:-1] if len(sections) > 1 else sections
+
+
+def _total_of(label: str) -> set[str] | None:
+    """The words a "Total …" row names (empty for a bare "Total"); None for any other row."""
+    words = _WORD.findall(label.lower())
+    return set(words[1:]) if words and words[0] == "total" else None
+
+
+def _named(section: str, summed: set[str]) -> bool:
+    """Whether a total's words name `section` (every word of it)."""
+    return set(_WORD.findall(section.lower())) <= summed
 
 
 def _joined(section: str, label: str) -> str:
