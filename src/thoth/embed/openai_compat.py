@@ -12,7 +12,7 @@ import httpx
 import numpy as np
 
 from thoth.embed.base import EmbedderError, Vectors, finish_vectors
-from thoth.httpurl import NotAnHttpUrl, endpoint
+from thoth.httpurl import endpoint
 
 # Sent only when the dimension is not configured and is needed before the first real call.
 DIM_PROBE_TEXT = "dimension probe"
@@ -45,7 +45,7 @@ class OpenAICompatEmbedder:
         self.base_url = base_url.rstrip("/")
         try:
             self.url = endpoint(self.base_url, "embeddings")
-        except NotAnHttpUrl as exc:
+        except ValueError as exc:
             raise EmbedderError(
                 f"embedding model {model!r}: base_url {base_url!r} {exc} "
                 "-> use e.g. http://127.0.0.1:8000/v1"

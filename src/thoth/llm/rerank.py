@@ -23,7 +23,7 @@ import httpx
 
 from thoth.config import RerankerSettings, Settings
 from thoth.errors import ConfigError, ThothError
-from thoth.httpurl import NotAnHttpUrl, endpoint
+from thoth.httpurl import endpoint
 
 __all__ = ["HttpReranker", "Reranker", "RerankerError", "make_reranker"]
 
@@ -51,7 +51,7 @@ class HttpReranker:
         self.timeout = settings.timeout_seconds
         try:
             self.url = endpoint(settings.base_url, "rerank")
-        except NotAnHttpUrl as exc:
+        except ValueError as exc:
             raise ConfigError(
                 f"[reranker].base_url {settings.base_url!r} {exc} -> use e.g. "
                 "http://127.0.0.1:8012/v1"
