@@ -825,7 +825,7 @@ def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
     found: dict[int, str] = {}
     for i, row in enumerate(body):
         words = row[0].split() if row else []
-        if len(words) < 2 or words[0].lower() != "total":
+        if not _total_of(row[0] if row else ""):
             continue
         columns = [j for j, cell in enumerate(row[1:]) if cell.strip()]
         targets = [values[i][j] for j in columns]
