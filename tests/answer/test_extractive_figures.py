@@ -797,3 +797,58 @@ def test_a_story_under_the_asked_section_is_quoted_though_it_repeats_no_asked_wo
     text = answer(ctx, "What legal proceedings were mentioned in Amazon's Q2 2023 10-Q?")
     quoted = [q["text"] for q in quotes(text)]
     assert any("Patent No. 7,177,798" in q for q in quoted), text
+
+
+APPLE_CONTENTS = """###### Form 10-Q For the Fiscal Quarter Ended April 1, 2023 TABLE OF CONTENTS
+
+|  |  | Page |
+| --- | --- | --- |
+|  | Part I |  |
+| Item 1. | Financial Statements | 1 |
+| Item 3. | Quantitative and Qualitative Disclosures About Market Risk | 19 |
+|  | Part II |  |
+| Item 1. | Legal Proceedings | 20 |
+| Item 1A. | Risk Factors | 20 |
+| Item 2. | Unregistered Sales of Equity Securities and Use of Proceeds | 20 |
+"""
+APPLE_OTHER_LEGAL = """###### Other Legal Proceedings
+
+The Company is subject to other legal proceedings and claims that have not been fully resolved and
+that have arisen in the ordinary course of business. The outcome of litigation is inherently
+uncertain.
+"""
+
+
+def test_a_table_of_contents_row_is_no_answer_when_a_sentence_matches() -> None:
+    # A contents row holds the asked words, is short and ends in a page number taken for a
+    # figure: it outscored the section that tells the proceedings. A table with a "Page" column
+    # is a table of contents: its rows are titles, quoted only when nothing else matches.
+    question = "What legal proceedings were mentioned in Apple's 10-Q?"
+    ctx = context(
+        passage(1, AAPL, APPLE_CONTENTS, 3),
+        passage(2, AAPL, APPLE_OTHER_LEGAL, 23),
+    )
+    quoted = [q["text"] for q in quotes(answer(ctx, question))]
+    assert quoted and not any("Page" in q for q in quoted), quoted
+    assert any(q.startswith("The Company is subject to other legal proceedings") for q in quoted)
+    # Alone, the contents still say where the proceedings are told.
+    alone = [
+        q["text"] for q in quotes(answer(context(passage(1, AAPL, APPLE_CONTENTS, 3)), question))
+    ]
+    assert any("Legal Proceedings" in q and "Page: 20" in q for q in alone), alone
+
+
+def test_a_heading_right_above_another_one_holds_its_section_too() -> None:
+    # "Item 1. Legal Proceedings" then, with no text between, "Epic Games": the suit's story
+    # sits under both, although neither its sentences nor its nearest heading say "legal".
+    ctx = context(
+        passage(
+            1, AAPL, sec.AAPL_LEGAL, 23, headings=("Apple Inc.", "PART II — OTHER INFORMATION")
+        ),
+        passage(2, AAPL, APPLE_OTHER_LEGAL, 23),
+    )
+    quoted = [
+        q["text"]
+        for q in quotes(answer(ctx, "What legal proceedings were mentioned in Apple's 10-Q?"))
+    ]
+    assert any(q.startswith("Epic Games, Inc. (“Epic”) filed a lawsuit") for q in quoted), quoted

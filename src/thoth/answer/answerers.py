@@ -72,10 +72,11 @@ LENGTH_NORM = 0.5  # BM25's b: how much a unit's length discounts its score
 OTHER_ENTITY = 0.25  # a unit of a fragment holding none of the question's entities weighs this
 # A sentence ends at . ! ? ; and a space, but not after an initial or an abbreviation written
 # with them ("U.S. dollar", "e.g. the"): a quote must not start in the middle of a sentence.
-# Nor after a period the next word opens in lower case or with a digit: an abbreviation
-# ("Amazon.com, Inc. alleging", "U.S. Patent No. 7,177,798").
+# Nor after a period the next word opens in lower case, with a digit or a parenthesis: an
+# abbreviation ("Amazon.com, Inc. alleging", "U.S. Patent No. 7,177,798", "Epic Games, Inc.
+# (“Epic”) filed").
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)(?<!\.(?=\s+[a-z\d]))\s+"
+    r"(?<=[.!?;])(?<!\b[A-Za-z]\.)(?<!\b[A-Za-z]\.[A-Za-z]\.)(?<!\.(?=\s+[a-z\d(]))\s+"
 )
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -86,6 +87,7 @@ _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
 # day is not one).
 _FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+|\d[.,]\d")
 _YEAR = re.compile(r"(?:1[89]|2\d)\d\d")
+_PAGE_HEAD = re.compile(r"(?i)pages?|pagin[ae]|pag\.?")  # a table of contents' column
 _NOTE = re.compile(r"^\(.*\)$")  # "(In millions)": a table's unit, not a column or a row
 _QUESTION_TOKEN = re.compile(r"\w[\w\-]*")
 
@@ -303,10 +305,19 @@ class _Row(str):
     section: str
     label: str
     cells: int
+    contents: bool  # a row of a table of contents: a title and its page, no figure
 
-    def __new__(cls, text: str, *, section: str = "", label: str = "", cells: int = 0) -> _Row:
+    def __new__(
+        cls,
+        text: str,
+        *,
+        section: str = "",
+        label: str = "",
+        cells: int = 0,
+        contents: bool = False,
+    ) -> _Row:
         row = super().__new__(cls, text)
-        row.section, row.label, row.cells = section, label, cells
+        row.section, row.label, row.cells, row.contents = section, label, cells, contents
         return row
 
     @property
@@ -492,8 +503,11 @@ class ExtractiveAnswerer:
                 score = sum(0.5 * weight[t] for t in under if t in weight)
             if score:
                 score *= 0.5 + 0.5 * passage[i] / top
-                score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
-            figures = isinstance(text, _Row) or bool(_FIGURE.search(text))
+                # Length says how likely a unit's own words met the question by chance; one
+                # that holds none speaks for its heading, and its section opens first.
+                if unit_terms:
+                    score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
+            figures = not text.contents if isinstance(text, _Row) else bool(_FIGURE.search(text))
             if score and figures:
                 score *= FIGURE_WEIGHT
             if score and not about[i]:
@@ -602,6 +616,7 @@ def _units_under(text: str) -> list[tuple[str, str]]:
     found: list[str] = []
     under: list[str] = []
     heading = ""
+    heading_at = -1  # how many units there were at the last heading
 
     def headed() -> None:
         under.extend([heading] * (len(found) - len(under)))
@@ -626,9 +641,13 @@ def _units_under(text: str) -> list[tuple[str, str]]:
                     found += loose.prose(_split_sentences(" ".join(paragraph)))
                     headed()
                     paragraph = []
-                # A heading names a section, it answers nothing: never quoted on its own.
+                # A heading names a section, it answers nothing: never quoted on its own. One
+                # right under another, no text between ("Item 1. Legal Proceedings" then "Epic
+                # Games"), is its subsection: its units sit under both.
                 if line.startswith("#"):
-                    heading = line.lstrip("#").strip()
+                    title = line.lstrip("#").strip()
+                    heading = f"{heading}\n{title}" if len(found) == heading_at else title
+                    heading_at = len(found)
                 elif line:
                     paragraph.append(line)
                 continue
@@ -724,6 +743,8 @@ def _headings(entry: ContextEntry) -> str:
 
 
 def _title_like(text: str) -> bool:
+    if isinstance(text, _Row) and text.contents:
+        return True  # a contents row names a section and its page: a title
     return (
         len(text.split()) <= 8
         and not _DIGIT.search(text)
@@ -755,6 +776,8 @@ def _table_rows(
         more = body.pop(0)
         head = [" ".join(p for p in (h, c) if p) for h, c in zip_longest(head, more, fillvalue="")]
     label_head = head[0] if head else ""
+    # A "Page" column makes a table of contents: its rows are the document's titles.
+    contents = any(_PAGE_HEAD.fullmatch(h.strip()) for h in head[1:])
     if _NOTE.match(label_head):
         note, label_head = note or label_head, ""
     spelled: list[str] = []
@@ -808,6 +831,7 @@ def _table_rows(
                     section=section,
                     label=label,
                     cells=len(pairs),
+                    contents=contents,
                 )
             )
         sections = _after_total(label, sections)
