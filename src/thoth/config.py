@@ -798,7 +798,7 @@ class AnswersSettings(_Strict):
         default_factory=lambda: ["public"],
         description="What a request that declares no labels may see.",
     )
-    top_k: int = Field(default=5, ge=1, le=50, description="Fragments retrieved for one question.")
+    top_k: int = Field(default=8, ge=1, le=50, description="Fragments retrieved for one question.")
     verbatim_floor: int = Field(
         default=1, ge=0, description="Raw document chunks guaranteed among the fragments."
     )

@@ -852,3 +852,30 @@ def test_a_heading_right_above_another_one_holds_its_section_too() -> None:
         for q in quotes(answer(ctx, "What legal proceedings were mentioned in Apple's 10-Q?"))
     ]
     assert any(q.startswith("Epic Games, Inc. (“Epic”) filed a lawsuit") for q in quoted), quoted
+
+
+def test_the_closer_fragment_s_sentence_wins_a_tie_of_words() -> None:
+    # Eight fragments compete for five prose quotes: the fused ranking is evidence too, so a
+    # sentence of the closest fragment is not outranked by an eighth-ranked one only because
+    # the latter is a word shorter.
+    question = "how is the warranty reserve estimated"
+    closest = (
+        "The warranty reserve is estimated from the claims history of every product line. "
+        "The warranty reserve is estimated again when a recall of a product line is announced. "
+        "The warranty reserve is estimated by the finance team of each product line region."
+    )
+    farther = (
+        "The warranty reserve is estimated from repair costs per unit sold. "
+        "The warranty reserve is estimated yearly by the audit committee. "
+        "The warranty reserve is estimated with the help of outside actuaries."
+    )
+    fillers = [
+        f"Section {n} describes the office leases of the company in city {n}." for n in range(6)
+    ]
+    ctx = context(
+        passage(1, AAPL, closest, 10),
+        *(passage(rank, AAPL, text, 20 + rank) for rank, text in enumerate(fillers, start=2)),
+        passage(8, AAPL, farther, 40),
+    )
+    quoted = [q["text"] for q in quotes(answer(ctx, question))]
+    assert sum("product line" in q for q in quoted) == 3, quoted
