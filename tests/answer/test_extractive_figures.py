@@ -879,3 +879,23 @@ def test_the_closer_fragment_s_sentence_wins_a_tie_of_words() -> None:
     )
     quoted = [q["text"] for q in quotes(answer(ctx, question))]
     assert sum("product line" in q for q in quoted) == 3, quoted
+
+
+def test_a_percentage_row_is_spelled_with_the_row_it_measures() -> None:
+    # Apple's operating expenses: each expense row is followed by "Percentage of total net
+    # sales", which says nothing alone: 8% of the net sales is what research costs.
+    table = markdown_table(
+        ["", "Three Months Ended April 1, 2023", "Three Months Ended March 26, 2022"],
+        [
+            ["Research and development", "$7,457", "$6,387"],
+            ["Percentage of total net sales", "8%", "7%"],
+            ["Selling, general and administrative", "$6,201", "$6,193"],
+            ["Percentage of total net sales", "7%", "6%"],
+        ],
+    )
+    units = quotable_units(table)
+    assert units[1].startswith(
+        "Research and development, percentage of total net sales — "
+        "Three Months Ended April 1, 2023: 8%"
+    ), units
+    assert units[3].startswith("Selling, general and administrative, percentage of"), units

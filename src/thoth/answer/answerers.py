@@ -93,6 +93,9 @@ _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
 _FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+|\d[.,]\d")
 _YEAR = re.compile(r"(?:1[89]|2\d)\d\d")
 _PAGE_HEAD = re.compile(r"(?i)pages?|pagin[ae]|pag\.?")  # a table of contents' column
+# A row giving the share of the row above: "Percentage of total net sales", "% of revenue",
+# "As a percentage of net revenue", "Percentuale sui ricavi".
+_SHARE_ROW = re.compile(r"(?i)(?:as an? )?(?:percentage|percent|%|percentuale) (?:of|on|su\w*)\b")
 _NOTE = re.compile(r"^\(.*\)$")  # "(In millions)": a table's unit, not a column or a row
 _QUESTION_TOKEN = re.compile(r"\w[\w\-]*")
 
@@ -804,6 +807,7 @@ def _table_rows(
     # it closed a list, the list is open again at the continuation.
     reopen: list[str] | None = None
     after_section = False
+    previous = ""  # the label of the last row holding values
     for index, row in enumerate(body):
         label, values = (row[0] if row else ""), row[1:]
         if after_section and label[:1].islower() and sections:
@@ -823,6 +827,12 @@ def _table_rows(
             continue
         if not label and len(sections) > 1:
             label = sections.pop()  # a subsection's subtotal: the row without a label
+        # "Percentage of total net sales" under "Research and development $7,457": the share
+        # of the row above, which alone says nothing of what it measures.
+        if not _SHARE_ROW.match(label):
+            previous = label
+        elif previous:
+            label = f"{previous}, {label[:1].lower()}{label[1:]}"
         after_section = False
         section = ""
         # "Total stockholders' equity" is no accumulated loss: a total naming none of the open
