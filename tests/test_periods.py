@@ -12,6 +12,7 @@ from thoth.periods import (
     covers,
     fiscal_quarter,
     is_quarter_term,
+    period_phrases,
     quarter_of,
     stated_quarters,
 )
@@ -139,3 +140,18 @@ def test_a_stated_period_end_is_never_read_through_a_fiscal_calendar() -> None:
     [(_, quarter)] = stated_quarters("net sales for the three months ended July 1, 2023")
     assert quarter not in apple_april_filing
     assert covers([(2023, 2)], apple_april_filing, [9])  # the named quarter, read as fiscal
+
+
+def test_period_phrases_name_when_in_both_languages() -> None:
+    assert period_phrases("Revenue in the third quarter of 2023, Q2 2023 and year to date") == [
+        "third quarter of 2023",
+        "Q2 2023",
+        "year to date",
+    ]
+    assert period_phrases("le scorte del terzo trimestre e dei nove mesi") == [
+        "terzo trimestre",
+        "nove mesi",
+    ]
+    row = "Foreign exchange contracts — Three Months Ended September 30, 2023: 206"
+    assert period_phrases(row) == ["Three Months Ended", "September 30, 2023"]
+    assert period_phrases("Raw materials and finished goods") == []

@@ -184,6 +184,31 @@ def asked_quarters(question: str) -> list[tuple[int | None, int]]:
     return list(dict.fromkeys(out))
 
 
+# The words that name a period without a date: "quarter", "trimestre", "nine months",
+# "year to date" (read with the openings, the dates and the asked quarters above).
+_PERIOD_WORDS: Final = re.compile(
+    r"\b(?:(?:three|six|nine|twelve|tre|sei|nove|dodici)[-\s]+(?:months?|mesi)"
+    r"(?:\s+(?:ended|ending|chius[oi]|terminat[oi]))?"
+    r"|quarter(?:ly|s)?|trimestr(?:e|i|ale|ali)|semestr(?:e|i|ale|ali)"
+    r"|year[-\s]to[-\s]date|da\s+inizio\s+anno|fiscal\s+(?:year|quarter))\b",
+    re.IGNORECASE,
+)
+
+
+def period_phrases(text: str) -> list[str]:
+    """The phrases of a text that name a period: "Q3 2023", "third quarter", "three months
+    ended", "September 30, 2023", "nove mesi", "year to date". They say when, never what."""
+    patterns = (*_ASKED, *_SPANS, *_YEAR_TO_DATE, _DATE, _PERIOD_WORDS)
+    spans = sorted((m.start(), -m.end()) for pattern in patterns for m in pattern.finditer(text))
+    phrases: list[str] = []
+    reached = 0
+    for start, end in spans:  # left to right, the longest of those starting together
+        if start >= reached:
+            phrases.append(text[start:-end])
+            reached = -end
+    return phrases
+
+
 def label(quarter: Quarter) -> str:
     """How a quarter is stored on a fragment: "2023-Q2"."""
     return f"{quarter[0]}-Q{quarter[1]}"

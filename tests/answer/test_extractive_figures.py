@@ -899,3 +899,28 @@ def test_a_percentage_row_is_spelled_with_the_row_it_measures() -> None:
         "Three Months Ended April 1, 2023: 8%"
     ), units
     assert units[3].startswith("Selling, general and administrative, percentage of"), units
+
+
+def test_the_words_of_a_period_locate_a_row_and_say_nothing_of_it() -> None:
+    # "terzo trimestre" is "three months ended" in the glossary, and every row of a quarter's
+    # table says it in its column header: the derivatives rows above the inventories note
+    # held three asked words more than the inventories rows, and were the answer.
+    question = (
+        "Nel 10-Q di Microsoft del terzo trimestre 2023, come si accordano le variazioni "
+        "delle scorte riportate con le strategie di gestione della catena di fornitura?"
+    )
+    ctx = retrieved(question, MSFT, "MSFT_DERIVATIVES_INVENTORIES")
+    text = answer(ctx, question, ITALIAN)
+    assert "Raw materials" in text, text
+    assert "Finished goods" in text, text
+    assert "Equity contracts" not in text, text
+
+
+def test_an_english_period_phrase_weighs_nothing_either() -> None:
+    question = (
+        "How did Microsoft's inventories change in the three months ended September 30, 2023?"
+    )
+    ctx = retrieved(question, MSFT, "MSFT_DERIVATIVES_INVENTORIES")
+    text = answer(ctx, question)
+    assert "Raw materials" in text, text
+    assert "Equity contracts" not in text, text

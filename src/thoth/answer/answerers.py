@@ -38,6 +38,7 @@ from thoth.figures import statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
+from thoth.periods import period_phrases
 
 MAX_QUOTES = 5
 # A quantitative question is answered by several figures ("the main contributors to net
@@ -431,14 +432,20 @@ class ExtractiveAnswerer:
             return set().union(*(terms(words, lang) for lang in sorted(set(languages))))
 
         asked = everywhere(question)
+        tokens = _QUESTION_TOKEN.findall(question)
+        # A period locates a passage and says nothing of it: "three months ended September
+        # 30, 2023" heads every column of a quarter's tables, and the words that say it
+        # ("third quarter", "terzo trimestre") would make every row an answer.
+        periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
+        periods |= everywhere(" ".join(period_phrases(question)))
         if glossary:
             # "ricavi netti" asked, "Net sales" written: the glossary's terms in each
-            # fragment's language are asked too.
-            asked |= set().union(
-                *(terms(" ".join(glossary.added_in(lang)), lang) for lang in set(languages))
-            )
-        tokens = _QUESTION_TOKEN.findall(question)
-        periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
+            # fragment's language are asked too; its periods ("trimestre": "three months
+            # ended") are periods.
+            for lang in set(languages):
+                added = " ".join(glossary.added_in(lang))
+                asked |= terms(added, lang)
+                periods |= terms(" ".join(period_phrases(added)), lang)
         names = set().union(*(everywhere(t) for t in tokens if t != t.lower()))
         # The entities the question is about: its capitalised words past the first, without
         # a digit ("Apple", "Intelligent Cloud"). A fragment none of them occurs in (its
