@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.answer import sec10q_passages as sec
 from thoth.answer.answerers import (
+    MAX_FIGURE_QUOTES,
     MAX_QUOTES,
     ExtractiveAnswerer,
     quotable_units,
@@ -924,3 +925,19 @@ def test_an_english_period_phrase_weighs_nothing_either() -> None:
     text = answer(ctx, question)
     assert "Raw materials" in text, text
     assert "Equity contracts" not in text, text
+
+
+def test_a_question_about_many_figures_gets_more_than_ten_quotes() -> None:
+    # Each asked measure is a row of Apple's income statement: past the five best units, up to
+    # MAX_FIGURE_QUOTES more rows that reach the share of the best (five more cut this answer
+    # at ten rows, before the tax and per-share rows).
+    question = (
+        "What were Apple's research and development, selling general and administrative, "
+        "operating expenses, operating income, other income, provision for income taxes, "
+        "net income, gross margin and earnings per share?"
+    )
+    ctx = context(passage(1, AAPL, sec.AAPL_OPERATIONS, sec.AAPL_OPERATIONS_PAGE))
+    rows = [m["text"] for m in quotes(answer(ctx, question))]
+    assert 10 < len(rows) <= MAX_QUOTES + MAX_FIGURE_QUOTES, rows
+    assert any(r.startswith("Provision for income taxes — ") for r in rows), rows
+    assert any(r.startswith("Earnings per share: Diluted — ") for r in rows), rows
