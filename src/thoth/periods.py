@@ -195,6 +195,13 @@ _PERIOD_WORDS: Final = re.compile(
 )
 
 
+def without_periods(text: str) -> str:
+    """`text` with its period phrases (`period_phrases`) blanked out."""
+    for phrase in period_phrases(text):
+        text = text.replace(phrase, " ", 1)
+    return text
+
+
 def period_phrases(text: str) -> list[str]:
     """The phrases of a text that name a period: "Q3 2023", "third quarter", "three months
     ended", "September 30, 2023", "nove mesi", "year to date". They say when, never what."""

@@ -941,3 +941,33 @@ def test_a_question_about_many_figures_gets_more_than_ten_quotes() -> None:
     assert 10 < len(rows) <= MAX_QUOTES + MAX_FIGURE_QUOTES, rows
     assert any(r.startswith("Provision for income taxes — ") for r in rows), rows
     assert any(r.startswith("Earnings per share: Diluted — ") for r in rows), rows
+
+
+def test_a_period_in_a_row_s_own_label_tells_it_apart() -> None:
+    # A quarterly sheet names its quarter in each row's label, not in a column header: there
+    # "trimestre" tells the quarters from the year, and weighing it nothing left the answer
+    # to the year's rate (5,9%) for a question about the third quarter (0.055).
+    table = (
+        "| Trimestre | Ricoveri ordinari | Degenza media RO (giorni) | Riammissioni a 30 giorni |\n"
+        "| --- | --- | --- | --- |\n"
+        "| 1° trimestre 2024 | 6412 | 7.4 | 0.061 |\n"
+        "| 2° trimestre 2024 | 6288 | 7.1 | 0.058 |\n"
+        "| 3° trimestre 2024 | 5731 | 6.9 | 0.055 |\n"
+        "| 4° trimestre 2024 | 6190 | 7.3 | 0.06 |\n"
+        "| Anno 2024 | 24621 | 7.2 | 0.059 |"
+    )
+    wiki = (
+        "## Riammissioni a 30 giorni\n\nUna riammissione è un nuovo ricovero ordinario dello "
+        "stesso paziente entro 30 giorni dalla dimissione di un ricovero ordinario precedente, "
+        "in qualunque reparto. Nel 2024 il tasso di riammissione è stato del 5,9%."
+    )
+    question = "Qual è stato il tasso di riammissione a 30 giorni nel 3° trimestre 2024?"
+    ctx = context(
+        passage(1, "wiki:wiki/ricoveri/degenza.md", wiki, 1, language="it"),
+        passage(2, "indicatori:documents/indicatori.xlsx", table, 1, language="it"),
+        wording=ITALIAN,
+    )
+    text = ExtractiveAnswerer("it", ITALIAN).answer(
+        question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert "Trimestre: 3° trimestre 2024; " in text and "0.055" in text, text

@@ -38,7 +38,7 @@ from thoth.figures import statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
-from thoth.periods import period_phrases
+from thoth.periods import without_periods
 
 MAX_QUOTES = 5
 # A quantitative question is answered by several figures ("the main contributors to net
@@ -317,6 +317,7 @@ class _Row(str):
     label: str
     cells: int
     contents: bool  # a row of a table of contents: a title and its page, no figure
+    said: str  # what it says of the question's words: not the periods of its column headers
 
     def __new__(
         cls,
@@ -326,9 +327,11 @@ class _Row(str):
         label: str = "",
         cells: int = 0,
         contents: bool = False,
+        said: str | None = None,
     ) -> _Row:
         row = super().__new__(cls, text)
         row.section, row.label, row.cells, row.contents = section, label, cells, contents
+        row.said = text if said is None else said
         return row
 
     @property
@@ -434,20 +437,19 @@ class ExtractiveAnswerer:
             return set().union(*(terms(words, lang) for lang in sorted(set(languages))))
 
         asked = everywhere(question)
-        tokens = _QUESTION_TOKEN.findall(question)
-        # A period locates a passage and says nothing of it: "three months ended September
-        # 30, 2023" heads every column of a quarter's tables, and the words that say it
-        # ("third quarter", "terzo trimestre") would make every row an answer.
-        periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
-        periods |= everywhere(" ".join(period_phrases(question)))
         if glossary:
             # "ricavi netti" asked, "Net sales" written: the glossary's terms in each
-            # fragment's language are asked too; its periods ("trimestre": "three months
-            # ended") are periods.
-            for lang in set(languages):
-                added = " ".join(glossary.added_in(lang))
-                asked |= terms(added, lang)
-                periods |= terms(" ".join(period_phrases(added)), lang)
+            # fragment's language are asked too, but not its periods: "trimestre" is "three
+            # months ended", which heads every column of a quarter's table and made the
+            # derivatives rows above Microsoft's inventories note the answer about stocks.
+            asked |= set().union(
+                *(
+                    terms(without_periods(" ; ".join(glossary.added_in(lang))), lang)
+                    for lang in set(languages)
+                )
+            )
+        tokens = _QUESTION_TOKEN.findall(question)
+        periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
         names = set().union(*(everywhere(t) for t in tokens if t != t.lower()))
         # The entities the question is about: its capitalised words past the first, without
         # a digit ("Apple", "Intelligent Cloud"). A fragment none of them occurs in (its
@@ -478,7 +480,7 @@ class ExtractiveAnswerer:
             (terms(f"{e.fragment.title} {e.fragment.doc_id}", languages[i]) & names) | periods
             for i, e in enumerate(entries)
         ]
-        held = [(terms(text, languages[i]) & asked) - naming[i] for i, _, text in raw]
+        held = [(terms(_said(text), languages[i]) & asked) - naming[i] for i, _, text in raw]
         # A section's heading says what its sentences are about ("Legal Proceedings" above a
         # lawsuit's story): a term only the headings hold counts half.
         headed = [
@@ -696,6 +698,7 @@ def _units_under(text: str) -> list[tuple[str, str]]:
                         section=loose.section,
                         label=label,
                         cells=len(values),
+                        said=" ; ".join([loose.section, label, *values]),
                     )
                 )
                 headed()
@@ -757,6 +760,12 @@ def _period_line(line: str) -> tuple[str, list[str]] | None:
     if _FIGURE.search(prefix):
         return None
     return prefix, m.group(0).split()
+
+
+def _said(unit: str) -> str:
+    """The words of a unit the question's words are matched in: a table row's own, without
+    the periods its column headers spell beside every cell."""
+    return unit.said if isinstance(unit, _Row) else unit
 
 
 def _length(unit: str) -> int:
@@ -860,6 +869,9 @@ def _table_rows(
         else:
             line = "; ".join(pairs)
         if line:
+            # "Three Months Ended September 30, 2023" heads every row of the table and tells
+            # none from another; a period in the row's own label ("3° trimestre 2024") does.
+            headers = [without_periods(h) for h, c in zip(head[1:], values, strict=False) if c]
             spelled.append(
                 _Row(
                     f"{line} {note}" if note and pairs else line,
@@ -867,6 +879,7 @@ def _table_rows(
                     label=label,
                     cells=len(pairs),
                     contents=contents,
+                    said=" ; ".join([section, label_head, label, *headers, *values]),
                 )
             )
         sections = _after_total(label, sections)
