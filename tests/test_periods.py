@@ -57,6 +57,8 @@ def test_a_text_reports_on_the_quarters_its_period_ends_close(
         ("Net sales in Q2'23", [(2023, 2)]),
         ("the second quarter of 2023", [(2023, 2)]),
         ("Ricavi del terzo trimestre 2023", [(2023, 3)]),
+        ("Ricavi del 3° trimestre 2023", [(2023, 3)]),  # Italian writes ordinals as 3° / 3º
+        ("il 2º trimestre del 2024", [(2024, 2)]),
         ("In Q4, how did 2022 go?", [(2022, 4)]),  # the question's one year
         ("Q1 of 2022 against 2023", [(None, 1)]),  # two years: no guess
         ("What was the revenue?", []),

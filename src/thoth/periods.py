@@ -87,6 +87,8 @@ _ORDINALS: Final = {
     "fourth": 4,
     "4th": 4,
     "quarto": 4,
+    # Italian writes ordinals with a degree sign or a masculine ordinal indicator: "3° trimestre"
+    **{f"{n}{sign}": n for n in range(1, 5) for sign in ("°", "º")},
 }
 _ORDINAL: Final = "|".join(_ORDINALS)
 _YEAR: Final = r"(?:19|20)\d\d"
