@@ -971,3 +971,36 @@ def test_a_period_in_a_row_s_own_label_tells_it_apart() -> None:
         question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
     assert "Trimestre: 3° trimestre 2024; " in text and "0.055" in text, text
+
+
+def test_the_fragment_holding_the_best_quote_comes_first() -> None:
+    # By fragment rank alone, a sentence taken at the share of the best came before the row
+    # asked for, which sat in the next fragment.
+    weak = "Our operating expenses grew 2%, driven by investments in research capacity."
+    strong = (
+        "Operating expenses were as follows:\n\n"
+        "| (In millions) | Three Months Ended September 30, 2023 | Three Months Ended "
+        "September 30, 2022 |\n| --- | --- | --- |\n"
+        "| Research and development | $6,659 | $6,628 |\n"
+        "| Sales and marketing | 5,187 | 5,126 |\n"
+        "| General and administrative | 1,474 | 1,398 |"
+    )
+    question = "What were Microsoft's research and development expenses?"
+    text = answer(context(passage(1, MSFT, weak, 36), passage(2, MSFT, strong, 3)), question)
+    rows = [m["text"] for m in quotes(text)]
+    assert rows[0].startswith("Research and development — "), rows
+    assert rows[1].startswith("Our operating expenses grew 2%"), rows
+
+
+def test_a_sentence_holding_only_the_asked_period_is_no_answer() -> None:
+    # "during the second quarter of 2023" is all the repurchase sentence shares with a
+    # question about research and development in that quarter.
+    question = "How much did Apple spend on research and development in the second quarter of 2023?"
+    ctx = context(
+        passage(1, AAPL, sec.AAPL_SEGMENTS, sec.AAPL_SEGMENTS_PAGE),
+        passage(2, AAPL, sec.AAPL_OPERATIONS, sec.AAPL_OPERATIONS_PAGE),
+        passage(3, AAPL, sec.AAPL_HIGHLIGHTS, sec.AAPL_HIGHLIGHTS_PAGE),
+    )
+    text = answer(ctx, question)
+    assert "Research and development — Three Months Ended April 1, 2023: 7,457" in text, text
+    assert "repurchased" not in text, text

@@ -38,7 +38,7 @@ from thoth.figures import statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
-from thoth.periods import without_periods
+from thoth.periods import period_phrases, without_periods
 
 MAX_QUOTES = 5
 # A quantitative question is answered by several figures ("the main contributors to net
@@ -481,6 +481,10 @@ class ExtractiveAnswerer:
             for i, e in enumerate(entries)
         ]
         held = [(terms(_said(text), languages[i]) & asked) - naming[i] for i, _, text in raw]
+        # The question's period words tell a unit apart only beside a word of what is asked:
+        # "during the second quarter of 2023" alone says nothing of research and development.
+        when = everywhere(" ".join(period_phrases(question)))
+        held = [held_terms if held_terms - when else set() for held_terms in held]
         # A section's heading says what its sentences are about ("Legal Proceedings" above a
         # lawsuit's story): a term only the headings hold counts half.
         headed = [
@@ -603,7 +607,13 @@ class ExtractiveAnswerer:
                 and u.text.section == row.section
             ][:SECTION_ROWS]
             chosen += [u for u in siblings if all(u.text != c.text for c in chosen)]
-        return sorted(chosen, key=lambda u: (u.entry, u.position))  # reading order
+        # The fragment holding the best quote first, each fragment's quotes in reading order:
+        # by fragment rank alone, a row taken at the share of the best ("Segment operating
+        # income") came before the rows asked for, which sat in the next fragment.
+        strongest: dict[int, float] = {}
+        for unit in chosen:
+            strongest[unit.entry] = max(strongest.get(unit.entry, 0.0), unit.score)
+        return sorted(chosen, key=lambda u: (-strongest[u.entry], u.entry, u.position))
 
     def _quote(self, unit: _Unit, entry: ContextEntry) -> str:
         line = f"- «{unit.text}» [{entry.marker}]"
