@@ -1004,3 +1004,39 @@ def test_a_sentence_holding_only_the_asked_period_is_no_answer() -> None:
     text = answer(ctx, question)
     assert "Research and development — Three Months Ended April 1, 2023: 7,457" in text, text
     assert "repurchased" not in text, text
+
+
+PLAN = "ps:documents/piano-sovraffollamento.html"
+
+
+def test_a_number_that_names_no_period_is_asked() -> None:
+    # "livello 3" is no date: the level asked tells the sentence about it from the one about
+    # level 2, which a number weighing nothing left tied (and first, being closer).
+    question = "Per quante ore sono sospesi i ricoveri programmati al livello 3?"
+    ctx = context(
+        passage(1, PLAN, "Al livello 2 i ricoveri programmati sono sospesi per 12 ore.", 1),
+        passage(2, PLAN, "Al livello 3 i ricoveri programmati sono sospesi per 48 ore.", 2),
+        wording=ITALIAN,
+    )
+    text = ExtractiveAnswerer("it", ITALIAN).answer(
+        question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert quotes(text)[0]["text"].startswith("Al livello 3 "), text
+
+
+def test_a_table_of_words_weighs_as_much_as_a_sentence() -> None:
+    # "fino a 5" and "da 6 a 12" are no figures: a table of levels described in words is not
+    # a statement, and its rows weighed twice the sentence that answers.
+    table = (
+        "| Livello | Pazienti in boarding | Azioni principali |\n| --- | --- | --- |\n"
+        "| 1 - ordinario | fino a 5 | gestione ordinaria dei posti letto |\n"
+        "| 2 - allerta | da 6 a 12 | apertura di letti aggiuntivi in medicina |\n"
+        "| 3 - crisi | oltre 12 | attivazione del bed manager |"
+    )
+    sentence = "Al livello 3 la direzione sospende i ricoveri programmati chirurgici."
+    question = "Quali ricoveri sono sospesi al livello 3?"
+    ctx = context(passage(1, PLAN, table, 1), passage(2, PLAN, sentence, 2), wording=ITALIAN)
+    text = ExtractiveAnswerer("it", ITALIAN).answer(
+        question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert quotes(text)[0]["text"] == sentence, text

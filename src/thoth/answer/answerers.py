@@ -38,7 +38,7 @@ from thoth.figures import statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
-from thoth.periods import period_phrases, without_periods
+from thoth.periods import is_quarter_term, period_phrases, without_periods
 
 MAX_QUOTES = 5
 # A quantitative question is answered by several figures ("the main contributors to net
@@ -90,6 +90,7 @@ _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
 _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
 # A figure: an amount, a percentage, a number with thousands separators or decimals (a year or a
 # day is not one).
@@ -318,6 +319,7 @@ class _Row(str):
     cells: int
     contents: bool  # a row of a table of contents: a title and its page, no figure
     said: str  # what it says of the question's words: not the periods of its column headers
+    figures: bool  # whether a cell holds a number: a table of words ("fino a 5") holds none
 
     def __new__(
         cls,
@@ -328,10 +330,12 @@ class _Row(str):
         cells: int = 0,
         contents: bool = False,
         said: str | None = None,
+        figures: bool = True,
     ) -> _Row:
         row = super().__new__(cls, text)
         row.section, row.label, row.cells, row.contents = section, label, cells, contents
         row.said = text if said is None else said
+        row.figures = figures and not contents
         return row
 
     @property
@@ -449,7 +453,18 @@ class ExtractiveAnswerer:
                 )
             )
         tokens = _QUESTION_TOKEN.findall(question)
-        periods = set().union(*(everywhere(t) for t in tokens if _DIGIT.search(t)))
+        # A number that only says when or which document weighs nothing: a year, a quarter
+        # ("Q2"), a form name ("10-Q"), a number inside a period phrase ("3° trimestre",
+        # "September 30, 2023"). Any other is asked: "livello 3", "30 giorni".
+        dated = set(_QUESTION_TOKEN.findall(" ".join(period_phrases(question))))
+        periods = set().union(
+            *(
+                everywhere(t)
+                for t in tokens
+                if _DIGIT.search(t)
+                and (t in dated or _YEAR.fullmatch(t) or is_quarter_term(t) or _LETTER.search(t))
+            )
+        )
         names = set().union(*(everywhere(t) for t in tokens if t != t.lower()))
         # The entities the question is about: its capitalised words past the first, without
         # a digit ("Apple", "Intelligent Cloud"). A fragment none of them occurs in (its
@@ -530,7 +545,7 @@ class ExtractiveAnswerer:
                 # that holds none speaks for its heading, and its section opens first.
                 if unit_terms:
                     score /= 1 - LENGTH_NORM + LENGTH_NORM * length / average
-            figures = not text.contents if isinstance(text, _Row) else bool(_FIGURE.search(text))
+            figures = text.figures if isinstance(text, _Row) else bool(_FIGURE.search(text))
             if score and figures:
                 score *= FIGURE_WEIGHT
             if score and not about[i]:
@@ -772,6 +787,15 @@ def _period_line(line: str) -> tuple[str, list[str]] | None:
     return prefix, m.group(0).split()
 
 
+def _number_cell(cell: str) -> bool:
+    """A cell that is a figure: an amount ("$2,753", "(86)", "6412", "0.055") or one holding a
+    percentage or a currency ("42.5%", "€ 3,2 mln"); not a dash, not words around a number
+    ("fino a 5", "da 6 a 12")."""
+    return bool(_FIGURE.search(cell)) or (
+        bool(_DIGIT.search(cell)) and statement_cell(cell) is not None
+    )
+
+
 def _said(unit: str) -> str:
     """The words of a unit the question's words are matched in: a table row's own, without
     the periods its column headers spell beside every cell."""
@@ -890,6 +914,7 @@ def _table_rows(
                     cells=len(pairs),
                     contents=contents,
                     said=" ; ".join([section, label_head, label, *headers, *values]),
+                    figures=any(_number_cell(c) for c in values),
                 )
             )
         sections = _after_total(label, sections)
