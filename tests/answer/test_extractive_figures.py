@@ -973,25 +973,6 @@ def test_a_period_in_a_row_s_own_label_tells_it_apart() -> None:
     assert "Trimestre: 3° trimestre 2024; " in text and "0.055" in text, text
 
 
-def test_the_fragment_holding_the_best_quote_comes_first() -> None:
-    # By fragment rank alone, a sentence taken at the share of the best came before the row
-    # asked for, which sat in the next fragment.
-    weak = "Our operating expenses grew 2%, driven by investments in research capacity."
-    strong = (
-        "Operating expenses were as follows:\n\n"
-        "| (In millions) | Three Months Ended September 30, 2023 | Three Months Ended "
-        "September 30, 2022 |\n| --- | --- | --- |\n"
-        "| Research and development | $6,659 | $6,628 |\n"
-        "| Sales and marketing | 5,187 | 5,126 |\n"
-        "| General and administrative | 1,474 | 1,398 |"
-    )
-    question = "What were Microsoft's research and development expenses?"
-    text = answer(context(passage(1, MSFT, weak, 36), passage(2, MSFT, strong, 3)), question)
-    rows = [m["text"] for m in quotes(text)]
-    assert rows[0].startswith("Research and development — "), rows
-    assert rows[1].startswith("Our operating expenses grew 2%"), rows
-
-
 def test_a_sentence_holding_only_the_asked_period_is_no_answer() -> None:
     # "during the second quarter of 2023" is all the repurchase sentence shares with a
     # question about research and development in that quarter.
@@ -1010,33 +991,42 @@ PLAN = "ps:documents/piano-sovraffollamento.html"
 
 
 def test_a_number_that_names_no_period_is_asked() -> None:
-    # "livello 3" is no date: the level asked tells the sentence about it from the one about
-    # level 2, which a number weighing nothing left tied (and first, being closer).
-    question = "Per quante ore sono sospesi i ricoveri programmati al livello 3?"
+    # "livello 3" is no date: the level asked tells its sentence from the other levels', which
+    # a number weighing nothing left tied, the closer ones taking the five quotes.
+    frags = [
+        f"Al livello {n} i ricoveri programmati sono sospesi per {hours} ore."
+        for n, hours in ((1, 4), (2, 12), (4, 72), (5, 96), (6, 120), (3, 48))
+    ]
     ctx = context(
-        passage(1, PLAN, "Al livello 2 i ricoveri programmati sono sospesi per 12 ore.", 1),
-        passage(2, PLAN, "Al livello 3 i ricoveri programmati sono sospesi per 48 ore.", 2),
+        *(passage(rank, PLAN, text, rank) for rank, text in enumerate(frags, start=1)),
+        wording=ITALIAN,
+    )
+    question = "Per quante ore sono sospesi i ricoveri programmati al livello 3?"
+    text = ExtractiveAnswerer("it", ITALIAN).answer(
+        question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
+    )
+    assert "Al livello 3 i ricoveri programmati sono sospesi per 48 ore." in text, text
+
+
+def test_a_table_of_words_weighs_as_much_as_a_sentence() -> None:
+    # "fino a 5" and "da 6 a 12" are no figures: a table of levels described in words is not
+    # a statement, and its rows weighed twice, leaving the sentence that answers below the
+    # share of the best.
+    table = (
+        "| Livello | Pazienti in boarding | Azioni principali |\n| --- | --- | --- |\n"
+        "| 1 - ordinario | fino a 5 | gestione ordinaria dei ricoveri programmati |\n"
+        "| 2 - allerta | da 6 a 12 | ricoveri programmati anticipati |\n"
+        "| 3 - crisi | oltre 12 | sospensione dei ricoveri programmati |"
+    )
+    sentence = "In crisi la direzione sospende i ricoveri chirurgici."
+    question = "Quali ricoveri programmati sono sospesi in crisi?"
+    ctx = context(
+        passage(1, PLAN, table, 1),
+        passage(2, PLAN, sentence, 2),
+        passage(3, PLAN, "Il piano vale per il pronto soccorso generale.", 3),
         wording=ITALIAN,
     )
     text = ExtractiveAnswerer("it", ITALIAN).answer(
         question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
-    assert quotes(text)[0]["text"].startswith("Al livello 3 "), text
-
-
-def test_a_table_of_words_weighs_as_much_as_a_sentence() -> None:
-    # "fino a 5" and "da 6 a 12" are no figures: a table of levels described in words is not
-    # a statement, and its rows weighed twice the sentence that answers.
-    table = (
-        "| Livello | Pazienti in boarding | Azioni principali |\n| --- | --- | --- |\n"
-        "| 1 - ordinario | fino a 5 | gestione ordinaria dei posti letto |\n"
-        "| 2 - allerta | da 6 a 12 | apertura di letti aggiuntivi in medicina |\n"
-        "| 3 - crisi | oltre 12 | attivazione del bed manager |"
-    )
-    sentence = "Al livello 3 la direzione sospende i ricoveri programmati chirurgici."
-    question = "Quali ricoveri sono sospesi al livello 3?"
-    ctx = context(passage(1, PLAN, table, 1), passage(2, PLAN, sentence, 2), wording=ITALIAN)
-    text = ExtractiveAnswerer("it", ITALIAN).answer(
-        question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
-    )
-    assert quotes(text)[0]["text"] == sentence, text
+    assert sentence in text, text

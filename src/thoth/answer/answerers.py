@@ -622,13 +622,10 @@ class ExtractiveAnswerer:
                 and u.text.section == row.section
             ][:SECTION_ROWS]
             chosen += [u for u in siblings if all(u.text != c.text for c in chosen)]
-        # The fragment holding the best quote first, each fragment's quotes in reading order:
-        # by fragment rank alone, a row taken at the share of the best ("Segment operating
-        # income") came before the rows asked for, which sat in the next fragment.
-        strongest: dict[int, float] = {}
-        for unit in chosen:
-            strongest[unit.entry] = max(strongest.get(unit.entry, 0.0), unit.score)
-        return sorted(chosen, key=lambda u: (-strongest[u.entry], u.entry, u.position))
+        # Reading order, the closest fragment first: ordered by the fragment holding the best
+        # quote instead, "Total other income/(expense), net" (a small note holding "total" and
+        # "net") came before Apple's "Total net sales" row, which the closest fragment holds.
+        return sorted(chosen, key=lambda u: (u.entry, u.position))
 
     def _quote(self, unit: _Unit, entry: ContextEntry) -> str:
         line = f"- «{unit.text}» [{entry.marker}]"
