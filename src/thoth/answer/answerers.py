@@ -456,7 +456,8 @@ class ExtractiveAnswerer:
         # A number that only says when or which document weighs nothing: a year, a quarter
         # ("Q2"), a form name ("10-Q"), a number inside a period phrase ("3° trimestre",
         # "September 30, 2023"). Any other is asked: "livello 3", "30 giorni".
-        dated = set(_QUESTION_TOKEN.findall(" ".join(period_phrases(question))))
+        said_when = " ".join(period_phrases(question))
+        dated = set(_QUESTION_TOKEN.findall(said_when))
         periods = set().union(
             *(
                 everywhere(t)
@@ -498,7 +499,7 @@ class ExtractiveAnswerer:
         held = [(terms(_said(text), languages[i]) & asked) - naming[i] for i, _, text in raw]
         # The question's period words tell a unit apart only beside a word of what is asked:
         # "during the second quarter of 2023" alone says nothing of research and development.
-        when = everywhere(" ".join(period_phrases(question)))
+        when = everywhere(said_when)
         held = [held_terms if held_terms - when else set() for held_terms in held]
         # A section's heading says what its sentences are about ("Legal Proceedings" above a
         # lawsuit's story): a term only the headings hold counts half.
@@ -844,6 +845,9 @@ def _table_rows(
         more = body.pop(0)
         head = [" ".join(p for p in (h, c) if p) for h, c in zip_longest(head, more, fillvalue="")]
     label_head = head[0] if head else ""
+    # "Three Months Ended September 30, 2023" heads every row of the table and tells none from
+    # another; a period in the row's own label ("3° trimestre 2024") does.
+    plain_head = [without_periods(h) for h in head[1:]]
     # A "Page" column makes a table of contents: its rows are the document's titles.
     contents = any(_PAGE_HEAD.fullmatch(h.strip()) for h in head[1:])
     if _NOTE.match(label_head):
@@ -900,9 +904,7 @@ def _table_rows(
         else:
             line = "; ".join(pairs)
         if line:
-            # "Three Months Ended September 30, 2023" heads every row of the table and tells
-            # none from another; a period in the row's own label ("3° trimestre 2024") does.
-            headers = [without_periods(h) for h, c in zip(head[1:], values, strict=False) if c]
+            headers = [h for h, c in zip(plain_head, values, strict=False) if c]
             spelled.append(
                 _Row(
                     f"{line} {note}" if note and pairs else line,
