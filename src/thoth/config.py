@@ -830,7 +830,8 @@ class AnswersSettings(_Strict):
         description="Second stage of ranking, for a question scoped to an entity: the fused "
         "candidates ordered again by the question's terms they hold (the entity's names and "
         "periods aside, a fragment with a figure counting double, a row named by asked words "
-        "alone counting its label once more), fused with the first order by reciprocal rank.",
+        "alone counting its label once more, a term of the glossary weighing double), fused "
+        "with the first order by reciprocal rank.",
     )
     term_check: bool = Field(
         default=True,

@@ -123,6 +123,12 @@ class Expansion:
         """The added terms of `language` (a code, "en-US", or Qdrant's name, "english")."""
         return (self.added or {}).get(_code(language), ())
 
+    def terms_in(self, language: str) -> tuple[str, ...]:
+        """The words of the question a term of `language` matched, then the terms of that
+        language the glossary adds: the reviewed vocabulary of what the question asks."""
+        used = sorted((self.used or {}).get(_code(language), frozenset()))
+        return (*used, *self.added_in(language))
+
     def alternatives_of(self, word: str) -> tuple[str, ...]:
         """What the glossary says a document may write for the question's `word`."""
         return (self.alternatives or {}).get(word.casefold(), ())

@@ -80,6 +80,19 @@ def test_what_the_second_stage_matches_is_the_question_in_the_text_s_language(
     assert g.question_in("Chi è il CEO?", g.expand("Chi è il CEO?"), "en") == "Chi è il CEO?"
 
 
+def test_the_glossary_s_terms_of_a_question_are_its_matched_words_then_the_added_terms(
+    tmp_path: Path,
+) -> None:
+    # What the second stage weighs more: the reviewed vocabulary, not the question's framing.
+    g = glossary(tmp=tmp_path)
+    english = g.expand("How do net revenue trends compare with the outlook?")
+    assert english.terms_in("en") == ("net", "revenue", "net sales")
+    assert english.terms_in("english") == english.terms_in("en")
+    assert english.terms_in("it") == ("ricavi netti", "fatturato")
+    # An Italian question: no English word of its own, the English terms the entry adds.
+    assert g.expand("Quanto fatturato?").terms_in("en") == ("net sales", "net revenue")
+
+
 def test_a_bad_glossary_is_refused_whole_naming_each_entry(tmp_path: Path) -> None:
     bad = """\
 - it: [ricavi]

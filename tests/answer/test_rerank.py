@@ -201,3 +201,46 @@ def test_a_title_above_a_paragraph_that_opens_with_a_year_is_no_row_label() -> N
     asked = stems("dinastia Yuan")
     weight = {t: 1.0 for t in asked}
     assert named_rows_weight("Dinastia Yuan\n1271: Kublai Khan", stems, asked, weight) == 0.0
+
+
+# A 10-Q's fragments as fusion ranked them for a long English question whose framing words
+# ("distribution", "compare", "costs associated") a page of prose echoes, while its measure,
+# "revenue", is what the table of revenue by product line reports.
+FRAMED = [
+    ("cover", "Form 10-Q for the quarterly period ended September 30, 2023."),
+    (
+        "costs",
+        "Costs associated with our products vary: we compare the distribution of costs among "
+        "product lines every year.",
+    ),
+    (
+        "revenue",
+        "Net revenue by product line (In millions)\nClient Computing Group $7,867\n"
+        "Data Center and AI 3,814\nTotal net revenue $14,158",
+    ),
+    (
+        "risks",
+        "Semiconductor supply is subject to different risks associated with distribution partners.",
+    ),
+]
+FRAMED_QUESTION = (
+    "How does the revenue distribution among different semiconductor product lines compare to "
+    "the costs associated with these products?"
+)
+
+
+def test_the_glossary_s_terms_weigh_more_than_the_words_that_frame_the_question() -> None:
+    # Without the glossary, the prose that echoes the framing words comes first; the workspace's
+    # reviewed vocabulary says "revenue" names a measure these documents report (issue 24): the
+    # table that holds it rises above the prose.
+    from thoth.index.base import Hit
+
+    found = [
+        Candidate(Hit(name, 1.0 / rank, {}), text, "en")
+        for rank, (name, text) in enumerate(FRAMED, start=1)
+    ]
+    plain = [h.id for h in rerank(FRAMED_QUESTION, found, stems_for).hits]
+    assert plain.index("costs") < plain.index("revenue")
+    glossary = "revenue net revenue net sales total net sales"
+    focused = rerank(FRAMED_QUESTION, found, stems_for, named_in=lambda language: glossary)
+    assert [h.id for h in focused.hits][:2] == ["revenue", "costs"]

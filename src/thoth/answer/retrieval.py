@@ -504,6 +504,7 @@ class KnowledgeSearch:
                 [Candidate(h, _searched(h), self._language_of(h)) for h in hits],
                 self._stems,
                 lambda language: self.glossary.question_in(asked, expansion, language),
+                lambda language: " ".join(expansion.terms_in(language)),
             )
             hits = reranked.hits
         model_scores, model_error = self._model_rerank(question, hits)
