@@ -42,6 +42,12 @@ from thoth.index.bm25 import Bm25Encoder
 from thoth.reviewed_yaml import read_list
 
 _WORD: Final = re.compile(r"\w+")
+# How much more a term of the glossary weighs than another word of the question, in the BM25
+# query and in the second stage of ranking: the reviewed vocabulary names what the documents
+# report ("revenue", "inventories"), a long question's other words frame it ("how does the
+# distribution compare"), and prose echoes the framing. Measured on five 10-Q filings
+# (benchmarks/README.md): 2 against 1.5, 3 and 4.
+GLOSSARY_WEIGHT: Final = 2.0
 
 
 class GlossaryEntry(RootModel[dict[str, tuple[str, ...]]]):

@@ -233,3 +233,31 @@ def test_the_offline_answer_quotes_the_sentence_the_glossary_s_terms_meet(filing
     assert answer.status == "found"
     first = answer.text.splitlines()[0]
     assert "Net sales" in first and "1,875" in first, answer.text
+
+
+def test_the_glossary_s_terms_weigh_double_in_the_bm25_query(tmp_path: Path) -> None:
+    # The question's framing words ("compare", "outlook") keep their weight; the reviewed
+    # vocabulary ("net revenue" asked, "net sales" added) weighs GLOSSARY_WEIGHT times more.
+    from types import SimpleNamespace
+
+    from thoth.answer.retrieval import _bm25_queries
+    from thoth.glossary import GLOSSARY_WEIGHT
+    from thoth.index.bm25 import Bm25Encoder
+
+    g = glossary(tmp=tmp_path)
+    encoder = Bm25Encoder("english", 1.0)
+    question = "How do net revenue trends compare with the outlook?"
+    gen = SimpleNamespace(encoder=encoder, branches=())
+    [(query, _)] = _bm25_queries(gen, question, encoder.query(question), g.expand(question))  # type: ignore[arg-type]
+    weights = dict(zip(query.indices, query.values, strict=True))
+
+    def weight(word: str) -> float:
+        [stem] = encoder.query(word).indices
+        return weights[stem]
+
+    assert weight("revenue") == weight("sales") == GLOSSARY_WEIGHT * weight("compare")
+    assert weight("outlook") == weight("compare")
+    # No glossary term in the question: the vector computed for the dense-and-BM25 search.
+    plain = "How do trends compare with the outlook?"
+    own = encoder.query(plain)
+    assert _bm25_queries(gen, plain, own, g.expand(plain)) == [(own, {})]  # type: ignore[arg-type]

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from thoth.folding import fold
+from thoth.glossary import GLOSSARY_WEIGHT
 from thoth.index.base import Hit
 from thoth.index.bm25 import Bm25Encoder
 
@@ -45,9 +46,6 @@ RERANK_K = 5
 FIGURE_WEIGHT = 2.0
 # Below this share of the question's terms found in any candidate, the order is kept.
 MIN_TERMS_MET = 0.5
-# A term of the workspace's glossary the question uses or the glossary adds weighs double
-# (measured on five 10-Q filings, benchmarks/README.md: 1.5, 3 and 4 do less well).
-GLOSSARY_WEIGHT = 2.0
 
 _WORD = re.compile(r"\w+")
 # Tokens with a digit are periods, form names and numbers ("Q3", "2023", "10-Q"): the period

@@ -33,7 +33,7 @@ from thoth.config import IndexSettings, Settings
 from thoth.documents.records import search_text
 from thoth.embed.base import Embedder, Vectors
 from thoth.entities import NO_ENTITIES, EntityList
-from thoth.glossary import NO_GLOSSARY, Expansion, Glossary
+from thoth.glossary import GLOSSARY_WEIGHT, NO_GLOSSARY, Expansion, Glossary
 from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.fusion import fuse, fusion_from
@@ -681,13 +681,24 @@ def _bm25_queries(
     gen: Readable, text: str, own: SparseVec, expansion: Expansion
 ) -> list[Bm25Query]:
     """The question encoded in each BM25 language of the generation (its own language's
-    vector is the one already computed), with the glossary's terms of that language."""
+    vector is the one already computed), with the glossary's terms of that language, which
+    weigh `GLOSSARY_WEIGHT` times more than the question's other words: measured on five
+    10-Q filings, the English questions' framing words ("how do the details relate to the
+    insights") let prose pass the income statement whose "Operating expenses" was asked."""
 
     def encoded(encoder: Bm25Encoder) -> SparseVec:
-        added = expansion.added_in(encoder.language)
-        if added:
-            return encoder.query(" ".join([text, *added]))
-        return own if encoder is gen.encoder else encoder.query(text)
+        named = expansion.terms_in(encoder.language)
+        if not named:
+            return own if encoder is gen.encoder else encoder.query(text)
+        query = encoder.query(" ".join([text, *expansion.added_in(encoder.language)]))
+        stems = set(encoder.query(" ".join(named)).indices)
+        return SparseVec(
+            query.indices,
+            [
+                v * GLOSSARY_WEIGHT if i in stems else v
+                for i, v in zip(query.indices, query.values, strict=True)
+            ],
+        )
 
     if not gen.branches:
         return [(encoded(gen.encoder), {})]
