@@ -1030,3 +1030,26 @@ def test_a_table_of_words_weighs_as_much_as_a_sentence() -> None:
         question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
     assert sentence in text, text
+
+
+def test_the_rows_a_named_row_adds_up_to_are_its_breakdown() -> None:
+    # Intel's income statement writes no "Total": "Operating expenses | 6,026" adds up the
+    # three rows above it, in every column. Asked for "the operational expenses details", the
+    # reviewed answer quotes those three rows; they are quoted under the row they make up.
+    units = quotable_units(sec.INTC_INCOME_STATEMENT)
+    assert any(
+        u.startswith("Operating expenses: Research and development — Three Months Ended")
+        for u in units
+    ), units
+    assert any(u.startswith("Operating expenses: Restructuring and other charges") for u in units)
+    # A row the ones above do not add up to keeps its name alone ("Gross margin" is revenue
+    # less cost of sales), and so do the rows above it.
+    assert any(u.startswith("Gross margin — Three Months Ended") for u in units), units
+    assert any(u.startswith("Net revenue — Three Months Ended") for u in units), units
+    question = (
+        "From Intel's Q3 2023 10-Q, how do the operational expenses details relate to the "
+        "insights in the segment reporting?"
+    )
+    text = answer(retrieved(question, INTC, "INTC_INCOME_STATEMENT"), question)
+    for figure in ("3,870", "12,059", "1,340", "4,017", "816", "1,080"):
+        assert figure in text, text

@@ -921,21 +921,25 @@ def _table_rows(
 
 
 def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
-    """Rows that a "Total ..." row below adds up to, by position -> the total's name
-    ("Raw materials", "Work in process", "Finished goods" above "Total inventories" ->
-    "Inventories"): the arithmetic says what the rows are parts of, where no section line
-    does. The longest run of rows right above the total whose cells add up to its cells, in
-    every column it fills (to a unit: the filings round), at least two rows."""
+    """Rows that a row below adds up to, by position -> that row's name ("Raw materials",
+    "Work in process", "Finished goods" above "Total inventories" -> "Inventories"; "Research
+    and development", "Marketing, general, and administrative", "Restructuring and other
+    charges" above "Operating expenses"): the arithmetic says what the rows are parts of,
+    where no section line does. The longest run of rows right above the sum whose cells add up
+    to its cells, in every column it fills (to a unit: the filings round), at least two rows.
+    A row not called "Total ..." sums only where the arithmetic holds in two columns at least:
+    in one, a sum met by chance would rename rows that are no part of it."""
     # None: a cell that is no number (a word, a percentage); an empty cell adds nothing.
     values = [[statement_cell(c) if c.strip() else Decimal(0) for c in row[1:]] for row in body]
     found: dict[int, str] = {}
     for i, row in enumerate(body):
-        words = row[0].split() if row else []
-        if not _total_of(row[0] if row else ""):
-            continue
+        label = row[0].strip() if row else ""
+        total = _total_of(label)
         columns = [j for j, cell in enumerate(row[1:]) if cell.strip()]
         targets = [values[i][j] for j in columns]
-        if not columns or None in targets:
+        if not label or total == set() or not columns or None in targets:
+            continue
+        if total is None and len(columns) < 2:
             continue
         longest, sums = 0, [Decimal(0)] * len(columns)
         for k in range(1, i + 1):
@@ -950,15 +954,42 @@ def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
                 t is not None and abs(s - t) <= 1 for s, t in zip(sums, targets, strict=True)
             ):
                 longest = k
-        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
+        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown;
+        # nor, for a row not called "Total", is a cascade: "Operating income" (gross margin
+        # less operating expenses) plus "Other income" make "Income before taxes", but
+        # operating income is a result of the statement, not a part of its pre-tax income.
         run = range(i - longest, i)
-        if longest and not any(body[n][0].lower().startswith("less") for n in run):
-            name = " ".join(words[1:])
+        cascade = total is None and any(_difference_above(values, n, columns) for n in run)
+        if longest and not cascade and not any(body[n][0].lower().startswith("less") for n in run):
+            name = " ".join(label.split()[1:]) if total is not None else label
             name = name[:1].upper() + name[1:]
             for n in run:
                 if name.lower() not in body[n][0].lower():
                     found.setdefault(n, name)
     return found
+
+
+def _difference_above(
+    values: Sequence[Sequence[Decimal | None]], n: int, columns: Sequence[int]
+) -> bool:
+    """Whether row `n` is a row above it less the row right above it, in every column of
+    `columns` (to a unit): a margin or an operating income ("Gross margin" less "Total
+    operating expenses"), computed by the statement."""
+
+    def cells(row: Sequence[Decimal | None]) -> list[Decimal] | None:
+        picked = [c for j in columns if j < len(row) and (c := row[j]) is not None]
+        return picked if len(picked) == len(columns) else None
+
+    result, subtracted = cells(values[n]), cells(values[n - 1]) if n else None
+    if result is None or subtracted is None:
+        return False
+    for m in range(n - 1):
+        minuend = cells(values[m])
+        if minuend is not None and all(
+            abs(a - b - r) <= 1 for a, b, r in zip(minuend, subtracted, result, strict=True)
+        ):
+            return True
+    return False
 
 
 def _next_section(label: str, sections: list[str]) -> list[str]:
