@@ -157,3 +157,28 @@ def test_period_phrases_name_when_in_both_languages() -> None:
     row = "Foreign exchange contracts — Three Months Ended September 30, 2023: 206"
     assert period_phrases(row) == ["Three Months Ended", "September 30, 2023"]
     assert period_phrases("Raw materials and finished goods") == []
+
+
+def test_a_text_that_states_a_year_or_a_longer_span_but_no_quarter_says_which() -> None:
+    from thoth.periods import asks_a_quarter, span_without_quarter
+
+    # A year alone, a half year, nine months: the figure is not a quarter's.
+    assert span_without_quarter("Nel 2024 il tasso di riammissione è stato del 5,9%.") == "2024"
+    assert span_without_quarter("Net sales for fiscal 2023 grew 4%.") == "2023"
+    assert (
+        span_without_quarter("R&D was $16.1 billion for the first nine months of 2023.")
+        == "nine months"
+    )
+    # A quarter, named or dated, or a date (a balance at a day): no such span.
+    assert span_without_quarter("Net sales decreased 3% during the second quarter of 2023.") is None
+    assert span_without_quarter("Nel 3° trimestre 2024 il tasso è stato del 5,5%.") is None
+    assert span_without_quarter("Revenue — Three Months Ended July 1, 2023: $81,797") is None
+    assert span_without_quarter("Total inventories — Sep 30, 2023: $11,466") is None
+    assert span_without_quarter("Revenue in the quarter was $4.2 billion.") is None
+    # No period at all: nothing to say.
+    assert span_without_quarter("The effective tax rate was 16.2%.") is None
+    # What the question asks: a quarter, by name or by its period end.
+    assert asks_a_quarter("Qual è stato il tasso di riammissione nel 3° trimestre 2024?")
+    assert asks_a_quarter("What were net sales for the three months ended July 1, 2023?")
+    assert asks_a_quarter("What was revenue in Q2 2023?")
+    assert not asks_a_quarter("Qual è stato il tasso di riammissione nel 2024?")

@@ -262,3 +262,36 @@ def covers(
         if any(p[1] in numbers for p in periods):
             return True
     return False
+
+
+def asks_a_quarter(question: str) -> bool:
+    """Whether a question asks about a quarter: named ("Q3 2024", "terzo trimestre") or by the
+    end of its three months ("three months ended July 1, 2023")."""
+    return bool(asked_quarters(question) or stated_quarters(question))
+
+
+# A quarter named without its number ("in the quarter", "nel trimestre"), or a date: a
+# balance at a day, or the end of a period a header spells ("Sep 30, 2023").
+_SOME_QUARTER: Final = re.compile(r"\b(?:quarter(?:ly|s)?|trimestr(?:e|i|ale|ali))\b", re.I)
+_LONGER: Final = re.compile(
+    r"\b(?:six|nine|twelve|sei|nove|dodici)[-\s]+(?:months?|mesi)"
+    r"|\bsemestr(?:e|i|ale|ali)\b|\byear[-\s]to[-\s]date\b|\bYTD\b|\bda\s+inizio\s+anno\b",
+    re.IGNORECASE,
+)
+
+
+def span_without_quarter(text: str) -> str | None:
+    """The period a text states when it states one but no quarter: a span longer than three
+    months as written ("nine months", "semestre"), else its first year ("Nel 2024 il tasso
+    ... 5,9%" -> "2024"). None when it names a quarter, in any form, or a date (a balance at a
+    quarter's end is that quarter's), and when it states no period: a figure that says nothing
+    of its period is not said to be another's."""
+    if asked_quarters(text) or covered_quarters(text) or _SOME_QUARTER.search(text):
+        return None
+    if _DATE.search(text):
+        return None
+    longer = _LONGER.search(text)
+    if longer:
+        return longer[0]
+    year = re.search(rf"\b{_YEAR}\b", text)
+    return year[0] if year else None

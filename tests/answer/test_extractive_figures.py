@@ -1053,3 +1053,29 @@ def test_the_rows_a_named_row_adds_up_to_are_its_breakdown() -> None:
     text = answer(retrieved(question, INTC, "INTC_INCOME_STATEMENT"), question)
     for figure in ("3,870", "12,059", "1,340", "4,017", "816", "1,080"):
         assert figure in text, text
+
+
+def test_a_figure_of_another_period_than_the_quarter_asked_says_so() -> None:
+    # Asked about a quarter, a page that gives the year's rate must not pass for the quarter's:
+    # the quote says the period it states (the demo's public caller, who cannot see the sheet
+    # with the quarters, got "Nel 2024 ... 5,9%" for the third quarter, marked found).
+    from thoth.answer.wording import ITALIAN
+
+    page = (
+        "Nel 2024 la degenza media dei ricoveri ordinari è stata di 7,2 giorni, con un minimo "
+        "di 6,9 giorni nel terzo trimestre.\n\nNel 2024 il tasso di riammissione a 30 giorni è "
+        "stato del 5,9%."
+    )
+    ctx = context(passage(1, "wiki:wiki/ricoveri.md", page, 1), wording=ITALIAN)
+    question = "Qual è stato il tasso di riammissione a 30 giorni nel 3° trimestre 2024?"
+    text = answer(ctx, question, ITALIAN)
+    [rate] = [line for line in text.splitlines() if "5,9%" in line]
+    assert rate.endswith("— 2024, non il trimestre chiesto"), text
+    # The sentence that states the third quarter is not marked; asked about the year, neither.
+    assert all("non il trimestre" not in line for line in text.splitlines() if "6,9" in line)
+    assert "non il trimestre" not in answer(ctx, "Qual è stato il tasso di riammissione nel 2024?")
+    # Every figure quoted of another period: the answer opens by saying so.
+    year = context(passage(1, "wiki:wiki/readmissions.md", "In 2024 the rate was 5.9%.", 1))
+    text = answer(year, "What was the 30-day readmission rate in Q3 2024?")
+    assert text.startswith(ENGLISH.no_quarter_figure), text
+    assert text.splitlines()[-1].endswith("— 2024, not the quarter asked"), text

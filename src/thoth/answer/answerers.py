@@ -38,7 +38,13 @@ from thoth.figures import statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
-from thoth.periods import is_quarter_term, period_phrases, without_periods
+from thoth.periods import (
+    asks_a_quarter,
+    is_quarter_term,
+    period_phrases,
+    span_without_quarter,
+    without_periods,
+)
 
 MAX_QUOTES = 5
 # A quantitative question is answered by several figures ("the main contributors to net
@@ -374,9 +380,23 @@ class ExtractiveAnswerer:
             return w.nothing_found
         parts: list[str] = []
         chosen = self._choose(question, context.entries, context.glossary)
+        # Asked about a quarter, a figure that states a year or a longer span (and no quarter)
+        # is another period's: "Nel 2024 ... 5,9%" must not pass for the third quarter's.
+        spans = [
+            span_without_quarter(u.text) if u.figures and asks_a_quarter(question) else None
+            for u in chosen
+        ]
         if chosen[0].score == 0:
             parts.append(w.no_overlap)
-        parts.append("\n".join(self._quote(u, context.entries[u.entry]) for u in chosen))
+        figures = [span for u, span in zip(chosen, spans, strict=True) if u.figures]
+        if figures and all(span is not None for span in figures) and asks_a_quarter(question):
+            parts.append(w.no_quarter_figure)
+        parts.append(
+            "\n".join(
+                self._quote(u, context.entries[u.entry], span)
+                for u, span in zip(chosen, spans, strict=True)
+            )
+        )
         caveats = _caveat_block(context.entries)
         if caveats:
             parts.append(w.caveats_heading + "\n" + "\n".join(caveats))
@@ -628,12 +648,14 @@ class ExtractiveAnswerer:
         # "net") came before Apple's "Total net sales" row, which the closest fragment holds.
         return sorted(chosen, key=lambda u: (u.entry, u.position))
 
-    def _quote(self, unit: _Unit, entry: ContextEntry) -> str:
+    def _quote(self, unit: _Unit, entry: ContextEntry, other_period: str | None = None) -> str:
         line = f"- «{unit.text}» [{entry.marker}]"
         # Which fragment: a document cited as [n] has many; its page says where the quote is.
         page = getattr(entry.fragment.record, "page", None)
         if page is not None:
             line += f" ({self._wording.page.format(page=page)})"
+        if other_period is not None:
+            line += " " + self._wording.other_period.format(period=other_period)
         # A number the source flags must never travel without its warning: put it right here.
         numbers = _numbers(unit.text)
         for caveat in entry.caveats:

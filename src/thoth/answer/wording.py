@@ -31,6 +31,10 @@ class Wording:
     no_overlap: str
     number_warning: str  # prefix of a caveat quoted next to a sentence with its number
     page: str  # {page}: where in its document a quote is, after its [n] marker
+    # A quarter asked, a figure quoted that states another period ({period}: "2024", "nine
+    # months"), and the line opening an answer whose every figure is of another period.
+    other_period: str
+    no_quarter_figure: str
     default_instructions: str
     floor_heading: str
     floor_caveats: str
@@ -94,6 +98,10 @@ ITALIAN = Wording(
     ),
     number_warning="⚠ Attenzione, dato segnalato dalla fonte",
     page="pag. {page}",
+    other_period="— {period}, non il trimestre chiesto",
+    no_quarter_figure=(
+        "Nessun valore citato è del trimestre chiesto: ognuno indica un altro periodo."
+    ),
     default_instructions=(
         "Rispondi alla domanda usando solo il contesto numerato qui sotto e cita le fonti "
         "con i loro marcatori [n]."
@@ -174,6 +182,8 @@ ENGLISH = Wording(
     ),
     number_warning="⚠ Warning, figure flagged by the source",
     page="p. {page}",
+    other_period="— {period}, not the quarter asked",
+    no_quarter_figure="No figure quoted is for the quarter asked: each states another period.",
     default_instructions=(
         "Answer the question using only the numbered context below and cite the sources "
         "with their [n] markers."
