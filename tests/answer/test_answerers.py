@@ -240,6 +240,13 @@ def test_floor_asks_for_unsoftened_caveats_when_evidence_was_found() -> None:
     assert ITALIAN.floor_nothing_found not in lines
 
 
+def test_floor_asks_a_figure_of_another_period_than_the_one_asked_to_say_so() -> None:
+    # The rule the offline answer keeps (a year's figure is no quarter's), given to a model.
+    for wording in (ITALIAN, ENGLISH):
+        assert wording.floor_periods in honesty_floor(context(frag(1, "docs:a.md", "a")), wording)
+        assert wording.floor_periods not in honesty_floor(context(), wording)
+
+
 def test_floor_says_nothing_was_found_when_nothing_was() -> None:
     lines = honesty_floor(context(), ITALIAN)
     assert ITALIAN.floor_nothing_found in lines and ITALIAN.floor_ground not in lines

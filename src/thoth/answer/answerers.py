@@ -382,14 +382,12 @@ class ExtractiveAnswerer:
         chosen = self._choose(question, context.entries, context.glossary)
         # Asked about a quarter, a figure that states a year or a longer span (and no quarter)
         # is another period's: "Nel 2024 ... 5,9%" must not pass for the third quarter's.
-        spans = [
-            span_without_quarter(u.text) if u.figures and asks_a_quarter(question) else None
-            for u in chosen
-        ]
+        quarter = asks_a_quarter(question)
+        spans = [span_without_quarter(u.text) if quarter and u.figures else None for u in chosen]
         if chosen[0].score == 0:
             parts.append(w.no_overlap)
-        figures = [span for u, span in zip(chosen, spans, strict=True) if u.figures]
-        if figures and all(span is not None for span in figures) and asks_a_quarter(question):
+        of_figures = [span for u, span in zip(chosen, spans, strict=True) if u.figures]
+        if quarter and of_figures and None not in of_figures:
             parts.append(w.no_quarter_figure)
         parts.append(
             "\n".join(

@@ -142,6 +142,7 @@ def honesty_floor(context: AssembledContext, wording: Wording) -> list[str]:
     counts = {"fragments": context.dropped_fragments, "documents": context.dropped_documents}
     if context.entries:
         lines.append(wording.floor_ground)
+        lines.append(wording.floor_periods)
         if context.dropped_fragments:
             lines.append(wording.floor_truncated.format(**counts))
     elif context.dropped_fragments:

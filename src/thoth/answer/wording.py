@@ -40,6 +40,7 @@ class Wording:
     floor_caveats: str
     floor_nothing_found: str
     floor_ground: str
+    floor_periods: str  # a figure is the period its source states, not the one asked
     floor_truncated: str  # {fragments} {documents}
     floor_all_dropped: str  # {fragments} {documents}: found, but none fitted the context
     question_heading: str
@@ -120,6 +121,11 @@ ITALIAN = Wording(
     floor_ground=(
         "- Rispondi solo in base al contesto numerato; se non risponde alla domanda, dillo."
     ),
+    floor_periods=(
+        "- Un valore è del periodo che la sua fonte indica: se la domanda chiede un periodo "
+        "(un trimestre) e la fonte dà il valore di un altro (l'anno, sei o nove mesi), dì di "
+        "quale periodo è, senza presentarlo come quello chiesto."
+    ),
     floor_truncated=(
         "- {fragments} frammenti (da {documents} documenti) trovati dalla ricerca sono stati "
         "esclusi per mancanza di spazio: dillo, la risposta potrebbe essere incompleta."
@@ -198,6 +204,11 @@ ENGLISH = Wording(
         "general knowledge."
     ),
     floor_ground="- Answer only from the numbered context; if it does not answer, say so.",
+    floor_periods=(
+        "- A figure is for the period its source states: if the question asks a period (a "
+        "quarter) and the source gives another's (the year, six or nine months), say which "
+        "period it is for, never present it as the one asked."
+    ),
     floor_truncated=(
         "- {fragments} fragments (from {documents} documents) found by the search were left "
         "out for lack of space: say so, the answer may be incomplete."
