@@ -1079,3 +1079,26 @@ def test_a_figure_of_another_period_than_the_quarter_asked_says_so() -> None:
     text = answer(year, "What was the 30-day readmission rate in Q3 2024?")
     assert text.startswith(ENGLISH.no_quarter_figure), text
     assert text.splitlines()[-1].endswith("— 2024, not the quarter asked"), text
+
+
+def test_a_term_the_glossary_adds_is_held_only_by_a_unit_holding_most_of_its_words() -> None:
+    # "utile netto" adds "net earnings": a row under "Retained earnings" holds "earnings" and
+    # no "net", and every row of the equity statement came as the answer about net income.
+    equity = (
+        "|  | Three Months Ended April 1, 2023 | Three Months Ended March 26, 2022 |\n"
+        "| --- | --- | --- |\n"
+        "| Retained earnings/(Accumulated deficit): |  |  |\n"
+        "| Beginning balances | 3,240 | 14,435 |\n"
+        "| Net income | 24,160 | 25,010 |\n"
+        "| Dividends and dividend equivalents declared | (3,684) | (3,633) |\n"
+        "| Ending balances | 4,336 | 12,712 |"
+    )
+    question = "Qual è stato l'utile netto di Apple nel secondo trimestre 2023?"
+    income = passage(2, AAPL, sec.AAPL_OPERATIONS, sec.AAPL_OPERATIONS_PAGE)
+    ctx = dataclasses.replace(
+        context(passage(1, AAPL, equity, 7), income), glossary=GLOSSARY.expand(question)
+    )
+    quoted = [q["text"] for q in quotes(answer(ctx, question))]
+    assert any(q.startswith("Net income — Three Months Ended April 1, 2023") for q in quoted)
+    for other in ("Beginning balances", "Dividends", "Net sales: Products"):
+        assert not any(other in q for q in quoted), (other, quoted)

@@ -458,18 +458,27 @@ class ExtractiveAnswerer:
             )
             return set().union(*(terms(words, lang) for lang in sorted(set(languages))))
 
-        asked = everywhere(question)
-        if glossary:
-            # "ricavi netti" asked, "Net sales" written: the glossary's terms in each
-            # fragment's language are asked too, but not its periods: "trimestre" is "three
-            # months ended", which heads every column of a quarter's table and made the
-            # derivatives rows above Microsoft's inventories note the answer about stocks.
-            asked |= set().union(
-                *(
-                    terms(without_periods(" ; ".join(glossary.added_in(lang))), lang)
-                    for lang in set(languages)
-                )
-            )
+        own = everywhere(question)
+        # "ricavi netti" asked, "Net sales" written: the glossary's terms in each fragment's
+        # language are asked too, but not its periods: "trimestre" is "three months ended",
+        # which heads every column of a quarter's table and made the derivatives rows above
+        # Microsoft's inventories note the answer about stocks.
+        phrases = [
+            phrase
+            for lang in sorted(set(languages))
+            for term in (glossary.added_in(lang) if glossary else ())
+            if (phrase := frozenset(terms(without_periods(term), lang)))
+        ]
+        asked = own.union(*phrases)
+
+        def holds(said: set[tuple[str, int | str]]) -> set[tuple[str, int | str]]:
+            """The asked terms a unit holds: the question's own words one by one, a term the
+            glossary adds only when the unit holds most of its words ("net earnings", added
+            for "utile netto", is not held by "Retained earnings", whose rows all came as the
+            answer about Apple's net income; "Provision for (benefit from) taxes" holds
+            "provision for income taxes")."""
+            return (said & own).union(*(p & said for p in phrases if 2 * len(p & said) > len(p)))
+
         tokens = _QUESTION_TOKEN.findall(question)
         # A number that only says when or which document weighs nothing: a year, a quarter
         # ("Q2"), a form name ("10-Q"), a number inside a period phrase ("3° trimestre",
@@ -514,7 +523,7 @@ class ExtractiveAnswerer:
             (terms(f"{e.fragment.title} {e.fragment.doc_id}", languages[i]) & names) | periods
             for i, e in enumerate(entries)
         ]
-        held = [(terms(_said(text), languages[i]) & asked) - naming[i] for i, _, text in raw]
+        held = [holds(terms(_said(text), languages[i])) - naming[i] for i, _, text in raw]
         # The question's period words tell a unit apart only beside a word of what is asked:
         # "during the second quarter of 2023" alone says nothing of research and development.
         when = everywhere(said_when)
