@@ -165,6 +165,8 @@ def test_a_text_that_states_a_year_or_a_longer_span_but_no_quarter_says_which() 
     # A year alone, a half year, nine months: the figure is not a quarter's.
     assert span_without_quarter("Nel 2024 il tasso di riammissione è stato del 5,9%.") == "2024"
     assert span_without_quarter("Net sales for fiscal 2023 grew 4%.") == "2023"
+    text = "Against the end of 2022, depreciation in 2023 falls by $4.2 billion."
+    assert span_without_quarter(text) == "2022, 2023"
     assert (
         span_without_quarter("R&D was $16.1 billion for the first nine months of 2023.")
         == "nine months"
@@ -175,6 +177,7 @@ def test_a_text_that_states_a_year_or_a_longer_span_but_no_quarter_says_which() 
     assert span_without_quarter("Revenue — Three Months Ended July 1, 2023: $81,797") is None
     assert span_without_quarter("Total inventories — Sep 30, 2023: $11,466") is None
     assert span_without_quarter("Revenue in the quarter was $4.2 billion.") is None
+    assert span_without_quarter("In July 2023, Kove claimed $1.2 billion in damages.") is None
     # No period at all: nothing to say.
     assert span_without_quarter("The effective tax rate was 16.2%.") is None
     # What the question asks: a quarter, by name or by its period end.

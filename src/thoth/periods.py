@@ -280,18 +280,23 @@ _LONGER: Final = re.compile(
 )
 
 
+# A month of a year ("in July 2023"): a time inside one quarter, not a year.
+_MONTH_YEAR: Final = re.compile(rf"\b(?:{_MONTH})\.?\s+{_YEAR}\b", re.IGNORECASE)
+
+
 def span_without_quarter(text: str) -> str | None:
     """The period a text states when it states one but no quarter: a span longer than three
-    months as written ("nine months", "semestre"), else its first year ("Nel 2024 il tasso
-    ... 5,9%" -> "2024"). None when it names a quarter, in any form, or a date (a balance at a
-    quarter's end is that quarter's), and when it states no period: a figure that says nothing
-    of its period is not said to be another's."""
+    months as written ("nine months", "semestre"), else its years ("Nel 2024 il tasso ...
+    5,9%" -> "2024"; "as of the end of 2022, ... in 2023" -> "2022, 2023"). None when it names
+    a quarter, in any form, a date or a month (a balance at a quarter's end is that quarter's),
+    and when it states no period: a figure that says nothing of its period is not said to be
+    another's."""
     if asked_quarters(text) or covered_quarters(text) or _SOME_QUARTER.search(text):
         return None
-    if _DATE.search(text):
+    if _DATE.search(text) or _MONTH_YEAR.search(text):
         return None
     longer = _LONGER.search(text)
     if longer:
         return longer[0]
-    year = re.search(rf"\b{_YEAR}\b", text)
-    return year[0] if year else None
+    years = list(dict.fromkeys(re.findall(rf"\b{_YEAR}\b", text)))
+    return ", ".join(years) if years else None

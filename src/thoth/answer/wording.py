@@ -99,9 +99,10 @@ ITALIAN = Wording(
     ),
     number_warning="⚠ Attenzione, dato segnalato dalla fonte",
     page="pag. {page}",
-    other_period="— {period}, non il trimestre chiesto",
+    other_period="— indica {period}, nessun trimestre",
     no_quarter_figure=(
-        "Nessun valore citato è del trimestre chiesto: ognuno indica un altro periodo."
+        "Nessun valore citato indica il trimestre chiesto: ognuno indica un anno o un periodo "
+        "più lungo."
     ),
     default_instructions=(
         "Rispondi alla domanda usando solo il contesto numerato qui sotto e cita le fonti "
@@ -188,8 +189,10 @@ ENGLISH = Wording(
     ),
     number_warning="⚠ Warning, figure flagged by the source",
     page="p. {page}",
-    other_period="— {period}, not the quarter asked",
-    no_quarter_figure="No figure quoted is for the quarter asked: each states another period.",
+    other_period="— states {period}, no quarter",
+    no_quarter_figure=(
+        "No figure quoted states the quarter asked: each states a year or a longer span."
+    ),
     default_instructions=(
         "Answer the question using only the numbered context below and cite the sources "
         "with their [n] markers."
