@@ -1102,3 +1102,28 @@ def test_a_term_the_glossary_adds_is_held_only_by_a_unit_holding_most_of_its_wor
     assert any(q.startswith("Net income — Three Months Ended April 1, 2023") for q in quoted)
     for other in ("Beginning balances", "Dividends", "Net sales: Products"):
         assert not any(other in q for q in quoted), (other, quoted)
+
+
+def test_a_sum_met_by_rounding_or_by_a_statement_s_arithmetic_names_no_rows() -> None:
+    # "Share-based compensation | 0.18" is no sum of the diluted EPS (0.07) and an adjustment
+    # (0.08): to a unit, 1, it was; to a unit of its last digit, 0.01, it is not.
+    units = quotable_units(sec.INTC_NON_GAAP_RECONCILIATION)
+    assert not any(u.startswith("Share-based compensation: ") for u in units), units
+    assert any(
+        u.startswith("Earnings (loss) per share attributable to Intel—diluted — ") for u in units
+    )
+    # "Long-term debt" is "Total debt" less its current portion: a total is no part of it.
+    units = quotable_units(sec.MSFT_DEBT_TABLE)
+    assert not any(u.startswith("Long-term debt: Total debt") for u in units), units
+    # A roll-forward's ending balance adds the changes to its opening one: net income is no
+    # part of a balance's name.
+    equity = (
+        "|  | Common Stock | Retained Earnings | Total |\n| --- | --- | --- | --- |\n"
+        "| Balances, April 30, 2023 | 2 | 16,235 | 26,612 |\n"
+        "| Net income | — | 6,188 | 6,188 |\n"
+        "| Shares repurchased | — | (3,067) | (3,067) |\n"
+        "| Balances, July 30, 2023 | 2 | 19,356 | 29,733 |"
+    )
+    units = quotable_units(equity)
+    assert any(u.startswith("Net income — ") for u in units), units
+    assert not any(u.startswith("Balances, July 30, 2023: ") for u in units), units

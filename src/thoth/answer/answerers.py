@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import zip_longest
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
 from thoth.answer.rerank import Stems, term_function
@@ -955,47 +955,80 @@ def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
     and development", "Marketing, general, and administrative", "Restructuring and other
     charges" above "Operating expenses"): the arithmetic says what the rows are parts of,
     where no section line does. The longest run of rows right above the sum whose cells add up
-    to its cells, in every column it fills (to a unit: the filings round), at least two rows.
-    A row not called "Total ..." sums only where the arithmetic holds in two columns at least:
-    in one, a sum met by chance would rename rows that are no part of it."""
+    to its cells, in every column it fills (to a unit of its last digit: the filings round), at
+    least two rows. A row not called "Total ..." is held to more, for the arithmetic of a
+    statement holds beyond its breakdowns: two columns at least (in one, a sum met by chance),
+    and no row of the run a result itself (a total, a sum or a difference of the rows above
+    it: "Operating income" plus "Other income" make "Income before taxes", but operating
+    income is no part of pre-tax income) nor an opening balance (a roll-forward: "Net income"
+    is no part of the ending balance's name)."""
     # None: a cell that is no number (a word, a percentage); an empty cell adds nothing.
     values = [[statement_cell(c) if c.strip() else Decimal(0) for c in row[1:]] for row in body]
+    labels = [row[0].strip() if row else "" for row in body]
+    runs = [_run_above(body, values, i) for i in range(len(body))]
     found: dict[int, str] = {}
-    for i, row in enumerate(body):
-        label = row[0].strip() if row else ""
+    for i, label in enumerate(labels):
         total = _total_of(label)
-        columns = [j for j, cell in enumerate(row[1:]) if cell.strip()]
-        targets = [values[i][j] for j in columns]
-        if not label or total == set() or not columns or None in targets:
+        longest = runs[i]
+        if not longest or not label or total == set():
             continue
-        if total is None and len(columns) < 2:
-            continue
-        longest, sums = 0, [Decimal(0)] * len(columns)
-        for k in range(1, i + 1):
-            above, cells = body[i - k], values[i - k]
-            if not above or not above[0] or not any(c.strip() for c in above[1:]):
-                break  # a section line or a label alone: the run stops there
-            added = [cells[j] if j < len(cells) else None for j in columns]
-            if None in added:
-                break  # a cell that is no number
-            sums = [s + a for s, a in zip(sums, added, strict=True) if a is not None]
-            if k >= 2 and all(
-                t is not None and abs(s - t) <= 1 for s, t in zip(sums, targets, strict=True)
-            ):
-                longest = k
-        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown;
-        # nor, for a row not called "Total", is a cascade: "Operating income" (gross margin
-        # less operating expenses) plus "Other income" make "Income before taxes", but
-        # operating income is a result of the statement, not a part of its pre-tax income.
         run = range(i - longest, i)
-        cascade = total is None and any(_difference_above(values, n, columns) for n in run)
-        if longest and not cascade and not any(body[n][0].lower().startswith("less") for n in run):
-            name = " ".join(label.split()[1:]) if total is not None else label
-            name = name[:1].upper() + name[1:]
-            for n in run:
-                if name.lower() not in body[n][0].lower():
-                    found.setdefault(n, name)
+        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
+        if any(labels[n].lower().startswith("less") for n in run):
+            continue
+        if total is None:
+            columns = [j for j, cell in enumerate(body[i][1:]) if cell.strip()]
+            if len(columns) < 2 or any(
+                runs[n]
+                or _total_of(labels[n]) is not None
+                or _OPENING.match(labels[n])
+                or _difference_above(values, n, columns)
+                for n in run
+            ):
+                continue
+        name = " ".join(label.split()[1:]) if total is not None else label
+        name = name[:1].upper() + name[1:]
+        for n in run:
+            if name.lower() not in labels[n].lower():
+                found.setdefault(n, name)
     return found
+
+
+# The opening row of a roll-forward: what the changes below it add to.
+_OPENING: Final = re.compile(r"(?:balances?|beginning|opening)\b", re.IGNORECASE)
+
+
+def _unit(value: Decimal) -> Decimal:
+    """One unit of a figure's last digit: 1 for "3,870", 0.01 for "0.18"."""
+    exponent = value.as_tuple().exponent
+    return Decimal(1).scaleb(exponent if isinstance(exponent, int) else 0)
+
+
+def _run_above(
+    body: Sequence[Sequence[str]], values: Sequence[Sequence[Decimal | None]], i: int
+) -> int:
+    """How many rows right above row `i` its cells are the sum of (0: none, or fewer than two),
+    in every column it fills, to a unit of its last digit."""
+    row = body[i]
+    columns = [j for j, cell in enumerate(row[1:]) if cell.strip()]
+    targets = [values[i][j] for j in columns]
+    if not row or not row[0].strip() or not columns or None in targets:
+        return 0
+    tolerance = max(_unit(t) for t in targets if t is not None)
+    longest, sums = 0, [Decimal(0)] * len(columns)
+    for k in range(1, i + 1):
+        above, cells = body[i - k], values[i - k]
+        if not above or not above[0] or not any(c.strip() for c in above[1:]):
+            break  # a section line or a label alone: the run stops there
+        added = [cells[j] if j < len(cells) else None for j in columns]
+        if None in added:
+            break  # a cell that is no number
+        sums = [s + a for s, a in zip(sums, added, strict=True) if a is not None]
+        if k >= 2 and all(
+            t is not None and abs(s - t) <= tolerance for s, t in zip(sums, targets, strict=True)
+        ):
+            longest = k
+    return longest
 
 
 def _difference_above(
@@ -1010,14 +1043,24 @@ def _difference_above(
         return picked if len(picked) == len(columns) else None
 
     result, subtracted = cells(values[n]), cells(values[n - 1]) if n else None
-    if result is None or subtracted is None:
+    if not result or subtracted is None:
         return False
+    tolerance = max(_unit(r) for r in result)
     for m in range(n - 1):
         minuend = cells(values[m])
         if minuend is not None and all(
-            abs(a - b - r) <= 1 for a, b, r in zip(minuend, subtracted, result, strict=True)
+            abs(a - b - r) <= tolerance for a, b, r in zip(minuend, subtracted, result, strict=True)
         ):
             return True
+        # Less every row between: "Gross margin" less research, sales and administrative
+        # expenses, written one by one, is "Operating income".
+        between = [cells(values[k]) for k in range(m + 1, n)]
+        if minuend is not None and len(between) >= 2 and None not in between:
+            spent = [sum(col) for col in zip(*between, strict=True)]
+            if all(
+                abs(a - b - r) <= tolerance for a, b, r in zip(minuend, spent, result, strict=True)
+            ):
+                return True
     return False
 
 
