@@ -237,8 +237,12 @@ def _operand_sources(
     return tuple(sorted(found))
 
 
+def last_digit_unit(value: Decimal) -> Decimal:
+    """One unit of a number's last digit: 1 for 3870, 0.01 for 0.18 (how far rounding moves it)."""
+    exponent = value.as_tuple().exponent
+    return Decimal(1).scaleb(exponent if isinstance(exponent, int) else 0)
+
+
 def _exact(value: Decimal) -> Figure:
     """A number as a figure written to its last digit."""
-    exponent = value.as_tuple().exponent
-    precision = Decimal(1).scaleb(exponent if isinstance(exponent, int) else 0)
-    return Figure(str(value), ((value, precision),), False)
+    return Figure(str(value), ((value, last_digit_unit(value)),), False)

@@ -270,15 +270,14 @@ def asks_a_quarter(question: str) -> bool:
     return bool(asked_quarters(question) or stated_quarters(question))
 
 
-# A quarter named without its number ("in the quarter", "nel trimestre"), or a date: a
-# balance at a day, or the end of a period a header spells ("Sep 30, 2023").
+# A quarter named without its number ("in the quarter", "nel trimestre").
 _SOME_QUARTER: Final = re.compile(r"\b(?:quarter(?:ly|s)?|trimestr(?:e|i|ale|ali))\b", re.I)
+# A span longer than a quarter: a half year, nine months, the year to date.
 _LONGER: Final = re.compile(
     r"\b(?:six|nine|twelve|sei|nove|dodici)[-\s]+(?:months?|mesi)"
     r"|\bsemestr(?:e|i|ale|ali)\b|\byear[-\s]to[-\s]date\b|\bYTD\b|\bda\s+inizio\s+anno\b",
     re.IGNORECASE,
 )
-
 
 # A month of a year ("in July 2023"): a time inside one quarter, not a year.
 _MONTH_YEAR: Final = re.compile(rf"\b(?:{_MONTH})\.?\s+{_YEAR}\b", re.IGNORECASE)

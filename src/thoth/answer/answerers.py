@@ -34,7 +34,7 @@ from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
-from thoth.figures import statement_cell
+from thoth.figures import last_digit_unit, statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
 from thoth.markup import markdown_table, table_cells
@@ -98,6 +98,8 @@ _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 _LIST_ITEM = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
+# The opening row of a roll-forward: what the changes below it add to.
+_OPENING: Final = re.compile(r"(?:balances?|beginning|opening)\b", re.IGNORECASE)
 # A figure: an amount, a percentage, a number with thousands separators or decimals (a year or a
 # day is not one).
 _FIGURE = re.compile(r"[$€£]\s?\(?\d|\d\s?%|\d{1,3}(?:[.,]\d{3})+|\d[.,]\d")
@@ -994,16 +996,6 @@ def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
     return found
 
 
-# The opening row of a roll-forward: what the changes below it add to.
-_OPENING: Final = re.compile(r"(?:balances?|beginning|opening)\b", re.IGNORECASE)
-
-
-def _unit(value: Decimal) -> Decimal:
-    """One unit of a figure's last digit: 1 for "3,870", 0.01 for "0.18"."""
-    exponent = value.as_tuple().exponent
-    return Decimal(1).scaleb(exponent if isinstance(exponent, int) else 0)
-
-
 def _run_above(
     body: Sequence[Sequence[str]], values: Sequence[Sequence[Decimal | None]], i: int
 ) -> int:
@@ -1014,7 +1006,7 @@ def _run_above(
     targets = [values[i][j] for j in columns]
     if not row or not row[0].strip() or not columns or None in targets:
         return 0
-    tolerance = max(_unit(t) for t in targets if t is not None)
+    tolerance = max(last_digit_unit(t) for t in targets if t is not None)
     longest, sums = 0, [Decimal(0)] * len(columns)
     for k in range(1, i + 1):
         above, cells = body[i - k], values[i - k]
@@ -1045,7 +1037,7 @@ def _difference_above(
     result, subtracted = cells(values[n]), cells(values[n - 1]) if n else None
     if not result or subtracted is None:
         return False
-    tolerance = max(_unit(r) for r in result)
+    tolerance = max(last_digit_unit(r) for r in result)
     for m in range(n - 1):
         minuend = cells(values[m])
         if minuend is not None and all(
