@@ -513,6 +513,41 @@ def test_everything_sent_to_the_model_goes_through_the_pseudonymizer(
     assert "Mario Rossi" not in llm.requests[0].raw.decode("utf-8")
 
 
+RATES = (
+    "Nel 2024 il tasso di riammissione a 30 giorni è stato del 5,9%. Nel terzo trimestre 2024 "
+    "la degenza media è stata di 6,9 giorni."
+)
+
+
+def test_a_model_figure_of_another_period_than_the_quarter_asked_is_marked(
+    llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: the offline answer's period rule checked on a model's reply too. Asked about a
+    quarter, a figure the model took from a sentence that states only a year is listed after
+    the reply with the period its source states; when every figure is, the answer opens by
+    saying no figure is the quarter's. The model's own words stay as it wrote them."""
+    answerer = model_answerer(llm, monkeypatch)
+    ctx = context(frag(1, "docs:esiti.md", RATES))
+    quarter = "Qual è stato il tasso di riammissione nel terzo trimestre 2024?"
+    llm.reply("Il tasso di riammissione è stato del 5,9% [1].")
+    text = answerer.answer(quarter, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert text.startswith(ITALIAN.no_quarter_figure + "\n\n"), text
+    assert "Il tasso di riammissione è stato del 5,9% [1]." in text
+    assert text.splitlines()[-2] == ITALIAN.model_other_period
+    assert text.splitlines()[-1] == "- 5,9% [1] — indica 2024, nessun trimestre", text
+    # A figure the source states for the quarter is not marked; with it, no headline.
+    llm.reply("Il tasso è stato del 5,9% [1]; la degenza di 6,9 giorni [1].")
+    text = answerer.answer(quarter, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert not text.startswith(ITALIAN.no_quarter_figure), text
+    assert text.splitlines()[-1] == "- 5,9% [1] — indica 2024, nessun trimestre", text
+    assert "6,9 giorni [1]" not in text.splitlines()[-1]
+    # Asked about the year, nothing is marked: the reply is served as the model wrote it.
+    llm.reply("Il tasso di riammissione è stato del 5,9% [1].")
+    year = "Qual è stato il tasso di riammissione nel 2024?"
+    text = answerer.answer(year, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert text == "Il tasso di riammissione è stato del 5,9% [1]."
+
+
 def test_make_answerer_follows_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
     assert make_answerer(Settings(workspace="w")).name == "extractive"

@@ -185,6 +185,58 @@ def _copies_a_header(reply: str, context: AssembledContext) -> bool:
     return header.search(reply) is not None
 
 
+# A figure as a reply writes it: "$81,797", "5,9%", "(1,234)", "3.5".
+_FIGURE_TOKEN = re.compile(r"[$€£]?\s?\(?\d+(?:[.,]\d+)*\)?\s?%?")
+
+
+def mark_other_periods(
+    question: str, reply: str, context: AssembledContext, wording: Wording
+) -> str:
+    """The offline answer's period rule, checked on a model's reply. Asked about a quarter, a
+    figure of the reply that the documents it cites (all of the context when its sentence cites
+    none) hold only in units stating a year or a longer span and no quarter is another period's:
+    it is listed after the reply with the period its source states, and when every figure of
+    the reply found in the context is, the answer opens by saying so. The model's words stay
+    as written: the check adds, it never edits (a model that said the period already is only
+    confirmed)."""
+    if not asks_a_quarter(question):
+        return reply
+    units = [
+        (entry.marker, unit) for entry in context.entries for unit in quotable_units(entry.text)
+    ]
+    marks: list[str] = []
+    checked: set[str] = set()  # the reply's figures found in the context
+    marked: set[str] = set()  # of which the documents state another period
+    for line in reply.splitlines():
+        for sentence in _SENTENCE_END.split(line):
+            cited = {int(n) for m in _CITATION.finditer(sentence) for n in re.split(r"[,;]", m[1])}
+            for token in _FIGURE_TOKEN.finditer(sentence):
+                figure = token[0].strip()
+                if not _FIGURE.search(figure):
+                    continue  # a year, a day, a count: not a figure of a period
+                holding = [
+                    (marker, unit)
+                    for marker, unit in units
+                    if (not cited or marker in cited) and _numbers(figure) <= _numbers(unit)
+                ]
+                if not holding:
+                    continue  # not the documents' (the model's own sum): nothing to check
+                checked.add(figure)
+                spans = [span_without_quarter(unit) for _, unit in holding]
+                if None in spans:
+                    continue
+                marked.add(figure)
+                mark = f"- {figure} [{holding[0][0]}] " + wording.other_period.format(
+                    period=spans[0]
+                )
+                if mark not in marks:
+                    marks.append(mark)
+    if not marks:
+        return reply
+    headline = wording.no_quarter_figure + "\n\n" if marked == checked else ""
+    return f"{headline}{reply}\n\n{wording.model_other_period}\n" + "\n".join(marks)
+
+
 @dataclass(frozen=True)
 class WordedFigures:
     """A computed answer's text, and what of its figures the model did not see: the columns
@@ -251,7 +303,7 @@ class ModelAnswerer:
         except LLMError as exc:
             raise self._failed(exc) from exc
         check_citations(reply, context, self._client.name)
-        return pseudonymizer.restore(reply)
+        return mark_other_periods(question, pseudonymizer.restore(reply), context, self._wording)
 
     def _failed(self, exc: LLMError) -> AnswerModelError:
         """The error naming the model and server; the call's own hint when it has one (a

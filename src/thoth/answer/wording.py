@@ -35,6 +35,7 @@ class Wording:
     # months"), and the line opening an answer whose every figure is of another period.
     other_period: str
     no_quarter_figure: str
+    model_other_period: str  # heads the figures of a model's reply that are another period's
     default_instructions: str
     floor_heading: str
     floor_caveats: str
@@ -103,6 +104,9 @@ ITALIAN = Wording(
     no_quarter_figure=(
         "Nessun valore citato indica il trimestre chiesto: ognuno indica un anno o un periodo "
         "più lungo."
+    ),
+    model_other_period=(
+        "Valori che la fonte indica per un altro periodo, non per il trimestre chiesto:"
     ),
     default_instructions=(
         "Rispondi alla domanda usando solo il contesto numerato qui sotto e cita le fonti "
@@ -193,6 +197,7 @@ ENGLISH = Wording(
     no_quarter_figure=(
         "No figure quoted states the quarter asked: each states a year or a longer span."
     ),
+    model_other_period="Figures their source states for another period, not the quarter asked:",
     default_instructions=(
         "Answer the question using only the numbered context below and cite the sources "
         "with their [n] markers."
