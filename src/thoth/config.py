@@ -1215,6 +1215,12 @@ def render_default_config(name: str, language: str = "it") -> str:
 workspace = "{name}"
 # Language of the sources (BM25 stemming and stopwords, unit `language`).
 language = "{language}"
+# Reviewed lists, YAML files next to this one, reviewed in Git (docs/documents.md).
+# Whose each document is (companies, clients, public bodies): a question that names one is
+# answered from its documents only.
+# entities = "entities.yaml"
+# Terms that mean the same across languages ("ricavi netti" and "net sales"), or synonyms.
+# glossary = "glossary.yaml"
 
 [evidence]
 # "rules": offline rule-based restructurer; "llm": the endpoint in [llm].

@@ -48,6 +48,31 @@ def test_init_creates_the_layout(tmp_path: Path) -> None:
     assert code == exitcodes.PRECONDITION
 
 
+def test_init_names_the_reviewed_lists_a_workspace_of_several_companies_needs(
+    tmp_path: Path,
+) -> None:
+    # A newcomer with filings of several companies, or questions in another language than the
+    # documents, finds the entity list and the glossary in the configuration they open first;
+    # uncommented, each key is read where it must be (top level, before any [section]).
+    from thoth.config import load_settings
+
+    code, _ = tht("init", str(tmp_path / "w"), "--language", "en")
+    assert code == exitcodes.OK
+    config = tmp_path / "w/thoth.toml"
+    text = config.read_text("utf-8")
+    head = text.split("\n[", 1)[0]
+    assert '# entities = "entities.yaml"' in head and '# glossary = "glossary.yaml"' in head
+    assert "docs/documents.md" in head
+    config.write_text(
+        text.replace('# entities = "entities.yaml"', 'entities = "entities.yaml"').replace(
+            '# glossary = "glossary.yaml"', 'glossary = "glossary.yaml"'
+        ),
+        "utf-8",
+    )
+    settings = load_settings(tmp_path / "w")
+    assert (settings.entities, settings.glossary) == ("entities.yaml", "glossary.yaml")
+
+
 def test_prepare_validate_json_and_exit_codes(make_workspace: Make) -> None:
     ws = make_workspace({"g.md": GLOSSARY, "e.md": ENUM})
     code, out = tht("evidence", "prepare", str(ws.root), "--json")
