@@ -71,7 +71,7 @@ from bench_common import (
     use_glossary,
     use_model,
 )
-from thoth.answer.answerers import Answerer, WordedFigures, make_answerer
+from thoth.answer.answerers import Answerer, Declined, WordedFigures, make_answerer
 from thoth.answer.context import AssembledContext
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.service import Answer, AnswerService
@@ -194,7 +194,7 @@ class RecordingAnswerer:
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> str | Declined:
         self.context = "\n\n".join(e.text for e in context.entries)
         self.first_doc = context.sources[0].doc_id if context.sources else None
         return self._inner.answer(

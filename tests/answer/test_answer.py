@@ -22,7 +22,7 @@ from tests.fake_llm import FakeLLMServer
 from thoth.answer.answerers import AnswerModelError
 from thoth.answer.retrieval import SearchRequestError, request_fields
 from thoth.answer.service import Answer, AnswerService
-from thoth.answer.wording import ITALIAN
+from thoth.answer.wording import ITALIAN, NOT_IN_CONTEXT
 from thoth.cli.ask import REQUEST_OPTIONS
 from thoth.cli.main import app
 from thoth.documents.records import FILTER_FIELDS, KnowledgeFragment, fragment_point_id
@@ -327,6 +327,30 @@ def test_extractive_answer_keeps_the_flagged_figure_with_its_caveat(corpus: Corp
     [at] = [i for i, line in enumerate(lines) if "cresciuti del 53%" in line]
     assert lines[at].endswith(f"[{marker}]")
     assert GROWTH_CAVEAT in lines[at + 1]
+
+
+@pytest.mark.parametrize("reply", ["NOT_IN_CONTEXT", "**NOT_IN_CONTEXT**", "`not_in_context`."])
+def test_a_model_that_finds_no_answer_in_its_context_is_nothing_found(
+    corpus: Corpus, llm: FakeLLMServer, reply: str
+) -> None:
+    # The floor tells the model to say when its context does not answer: that reply cites
+    # nothing, and was refused as uncited_answer (status failed) — an honest "not here" served
+    # as an error. It is nothing_found, with no source (none answers), the reason said, and
+    # what the model read kept in the diagnostics.
+    llm.reply(reply)
+    service = corpus.service(llm)
+    try:
+        answer = service.ask(QUESTION)
+    finally:
+        service.close()
+    assert NOT_IN_CONTEXT in system_prompt_of(llm)
+    read = answer.diagnostics["counts"]["context_fragments"]
+    documents = len({f["doc_id"] for f in answer.diagnostics["fragments"] if f["marker"]})
+    assert (answer.status, answer.sources, answer.error_code) == ("nothing_found", [], None)
+    assert answer.text == ITALIAN.model_found_nothing.format(documents=documents)
+    assert answer.diagnostics["answer_model"] == {"verdict": "not_in_context", "read": read}
+    [row] = corpus.answer_log()
+    assert row.status == "nothing_found"
 
 
 def test_model_failure_is_an_attributed_error_logged_as_failed(

@@ -14,6 +14,7 @@ import pytest
 from tests.fake_llm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLMServer
 from thoth.answer.answerers import (
     AnswerModelError,
+    Declined,
     ExtractiveAnswerer,
     ModelAnswerer,
     make_answerer,
@@ -28,7 +29,7 @@ from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.routing import Route
 from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.sources import aggregate_sources
-from thoth.answer.wording import ENGLISH, ITALIAN, Wording
+from thoth.answer.wording import ENGLISH, ITALIAN, NOT_IN_CONTEXT, Wording
 from thoth.config import LLMSettings, Settings
 from thoth.documents.records import KnowledgeFragment, fragment_point_id, reading_text
 from thoth.index.records import EvidencePayload
@@ -137,6 +138,13 @@ def model_answerer(
         {"provider": provider, "base_url": base, "model": "fake-model", "api_key_env": KEY_ENV}
     )
     return ModelAnswerer(text_client(settings), ITALIAN)
+
+
+def served(answerer: ModelAnswerer, question: str, ctx: AssembledContext) -> str:
+    """The text a model's reply is served as (not a Declined)."""
+    text = answerer.answer(question, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert isinstance(text, str), text
+    return text
 
 
 def system_of(server: FakeLLMServer) -> str:
@@ -366,7 +374,7 @@ def test_model_receives_the_floor_after_hostile_instructions(
         instructions=HOSTILE,
         pseudonymizer=NoPseudonymizer(),
     )
-    assert text.startswith("Crescita del 53%")
+    assert isinstance(text, str) and text.startswith("Crescita del 53%")
     system = system_of(llm)
     assert system.startswith(HOSTILE)
     assert system.index(ITALIAN.floor_caveats) > len(HOSTILE)
@@ -443,6 +451,36 @@ def test_an_answer_citing_none_of_its_context_is_refused(
         answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
     assert caught.value.code == "uncited_answer"
     assert "cited none of the 2 documents" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("reply", "declined"),
+    [
+        ("NOT_IN_CONTEXT", True),
+        ("  **NOT_IN_CONTEXT**\n", True),
+        ("`not_in_context`.", True),
+        ("NOT_IN_CONTEXT\nIl contesto parla d'altro.", True),  # its first line decides
+        ("Il contesto non lo dice: NOT_IN_CONTEXT", False),  # uncited prose: refused
+    ],
+)
+def test_a_model_that_says_its_context_does_not_answer_declines(
+    reply: str, declined: bool, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The floor asks the model to reply NOT_IN_CONTEXT when its context does not answer;
+    that reply is the model declining, a value the service turns into nothing_found — not
+    an uncited answer refused as an error."""
+    for wording in (ITALIAN, ENGLISH):
+        assert NOT_IN_CONTEXT in wording.floor_ground
+    answerer = model_answerer(llm, monkeypatch)
+    llm.reply(reply)
+    ctx = context(frag(1, "docs:a.md", "Testo uno."), frag(2, "docs:b.md", "Testo due."))
+    if not declined:
+        with pytest.raises(AnswerModelError) as caught:
+            answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+        assert caught.value.code == "uncited_answer"
+        return
+    text = answerer.answer("d", ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    assert text == Declined(answerer.name)
 
 
 def test_an_answer_that_copies_its_context_back_is_refused(
@@ -530,21 +568,21 @@ def test_a_model_figure_of_another_period_than_the_quarter_asked_is_marked(
     ctx = context(frag(1, "docs:esiti.md", RATES))
     quarter = "Qual è stato il tasso di riammissione nel terzo trimestre 2024?"
     llm.reply("Il tasso di riammissione è stato del 5,9% [1].")
-    text = answerer.answer(quarter, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    text = served(answerer, quarter, ctx)
     assert text.startswith(ITALIAN.no_quarter_figure + "\n\n"), text
     assert "Il tasso di riammissione è stato del 5,9% [1]." in text
     assert text.splitlines()[-2] == ITALIAN.model_other_period
     assert text.splitlines()[-1] == "- 5,9% [1] — indica 2024, nessun trimestre", text
     # A figure the source states for the quarter is not marked; with it, no headline.
     llm.reply("Il tasso è stato del 5,9% [1]; la degenza di 6,9 giorni [1].")
-    text = answerer.answer(quarter, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    text = served(answerer, quarter, ctx)
     assert not text.startswith(ITALIAN.no_quarter_figure), text
     assert text.splitlines()[-1] == "- 5,9% [1] — indica 2024, nessun trimestre", text
     assert "6,9 giorni [1]" not in text.splitlines()[-1]
     # Asked about the year, nothing is marked: the reply is served as the model wrote it.
     llm.reply("Il tasso di riammissione è stato del 5,9% [1].")
     year = "Qual è stato il tasso di riammissione nel 2024?"
-    text = answerer.answer(year, ctx, instructions=None, pseudonymizer=NoPseudonymizer())
+    text = served(answerer, year, ctx)
     assert text == "Il tasso di riammissione è stato del 5,9% [1]."
 
 

@@ -31,7 +31,7 @@ from typing import Any, Final, Protocol
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
 from thoth.answer.rerank import Stems, term_function
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
-from thoth.answer.wording import Wording, wording_for
+from thoth.answer.wording import NOT_IN_CONTEXT, Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
 from thoth.figures import last_digit_unit, statement_cell
@@ -238,6 +238,26 @@ def mark_other_periods(
 
 
 @dataclass(frozen=True)
+class Declined:
+    """The model read its context and replied that it does not answer the question (the
+    honesty floor's NOT_IN_CONTEXT): a value, not a failure — the service serves it as
+    nothing_found, saying the model found no answer in what it read."""
+
+    model: str
+
+
+# The declining reply as a model writes it: the token, in any case, in Markdown emphasis or
+# code, with a full stop, alone on its first line (what follows is the model's excuse).
+_DECLINING = re.compile(rf"[\s*_`\"'«]*{NOT_IN_CONTEXT}[\s*_`\"'».]*(?:\n|$)", re.IGNORECASE)
+
+
+def declines(reply: str) -> bool:
+    """Whether a reply is the model declining: NOT_IN_CONTEXT opens it, alone on its line.
+    The token inside prose is no declining (an answer that says it is checked as one)."""
+    return _DECLINING.match(reply) is not None
+
+
+@dataclass(frozen=True)
 class WordedFigures:
     """A computed answer's text, and what of its figures the model did not see: the columns
     the pseudonymiser masked ({column, values, rule}), for a reader's over_masked report."""
@@ -256,8 +276,9 @@ class Answerer(Protocol):
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
-        """The answer text for a context that is found, truncated or nothing_found."""
+    ) -> str | Declined:
+        """The answer text for a context that is found, truncated or nothing_found; Declined
+        when a model read the context and found no answer in it."""
         ...
 
     def answer_figures(
@@ -293,7 +314,7 @@ class ModelAnswerer:
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> str | Declined:
         system = system_prompt(instructions, context, self._wording)
         user = user_prompt(question, context, self._wording)
         try:
@@ -302,6 +323,8 @@ class ModelAnswerer:
             )
         except LLMError as exc:
             raise self._failed(exc) from exc
+        if context.entries and declines(reply):
+            return Declined(self._client.name)
         check_citations(reply, context, self._client.name)
         return mark_other_periods(question, pseudonymizer.restore(reply), context, self._wording)
 
@@ -341,7 +364,7 @@ class ModelAnswerer:
             (instructions or w.default_instructions)
             + "\n\n"
             + w.floor_heading
-            + ("\n" + w.floor_ground)
+            + ("\n" + w.floor_figures)
         )
         user = (
             pseudonymizer.protect(f"{w.question_heading}\n{question}\n\n")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from thoth.answer.answerers import Answerer
+from thoth.answer.answerers import Answerer, Declined
 from thoth.answer.context import AssembledContext, assemble_context
 from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError
 from thoth.answer.scope import allowed_labels
@@ -228,22 +228,35 @@ class AnswerService:
         context = attempt.context = assemble_context(
             retrieval, self.settings.answers.context_budget_chars, self._wording
         )
-        text = self._answerer.answer(
+        replied = self._answerer.answer(
             question, context, instructions=instructions, pseudonymizer=self._pseudonymizer
         )
-        if numeric.figure_requested:
-            # A figure no catalog query computes: said first, never invented from the text.
-            w = self._wording
-            said = w.figure_maybe_not_available if numeric.figure_hedged else w.figure_not_available
-            text = f"{said}\n\n{text}"
         diagnostics = _diagnostics(retrieval, context)
         diagnostics["analytics"] = numeric.diagnostics
+        w = self._wording
+        status: AnswerStatus = context.status
+        sources = list(context.sources)
+        if isinstance(replied, Declined):
+            # The model read the context and said none of it answers: nothing_found, with no
+            # source (none answers), the reason said; what it read stays in the diagnostics.
+            text = w.model_found_nothing.format(documents=len(context.sources))
+            status, sources = "nothing_found", []
+            diagnostics["answer_model"] = {
+                "verdict": "not_in_context",
+                "read": len(context.entries),
+            }
+        else:
+            text = replied
+        if numeric.figure_requested:
+            # A figure no catalog query computes: said first, never invented from the text.
+            said = w.figure_maybe_not_available if numeric.figure_hedged else w.figure_not_available
+            text = f"{said}\n\n{text}"
         return Answer(
             id=attempt.id,
             question=question,
             text=text,
-            status=context.status,
-            sources=list(context.sources),
+            status=status,
+            sources=sources,
             answerer=self._answerer.name,
             dropped={
                 "fragments": context.dropped_fragments,

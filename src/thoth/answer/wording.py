@@ -6,6 +6,12 @@ One table per language, so the extractive answer, the honesty floor and the fixe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
+
+# What the honesty floor asks a model to reply, alone, when its context does not answer the
+# question: a token in no language, so that the declining reply is told apart from an answer
+# (an answer cites its context; this reply cites nothing and is not refused for it).
+NOT_IN_CONTEXT: Final = "NOT_IN_CONTEXT"
 
 
 @dataclass(frozen=True)
@@ -14,6 +20,7 @@ class Wording:
     caveats_heading: str
     truncated: str  # {fragments} {documents}
     nothing_found: str
+    model_found_nothing: str  # {documents}: the model read them and none answers
     all_dropped: str  # {fragments}: the search found evidence, none fitted the context
     search_failed: str  # {code} {error}
     # The numeric path (level 3): what a computed answer, a missing or invalid parameter and
@@ -40,7 +47,8 @@ class Wording:
     floor_heading: str
     floor_caveats: str
     floor_nothing_found: str
-    floor_ground: str
+    floor_ground: str  # an answer from the numbered context, or NOT_IN_CONTEXT alone
+    floor_figures: str  # a computed answer: the model words the figures it is given
     floor_periods: str  # a figure is the period its source states, not the one asked
     floor_truncated: str  # {fragments} {documents}
     floor_all_dropped: str  # {fragments} {documents}: found, but none fitted the context
@@ -59,6 +67,10 @@ ITALIAN = Wording(
     nothing_found=(
         "Non ho trovato nulla nelle fonti consultabili che risponda alla domanda: "
         "non posso rispondere senza inventare."
+    ),
+    model_found_nothing=(
+        "Il modello di risposta ha letto i {documents} documenti trovati dalla ricerca e "
+        "nessuno risponde alla domanda: non posso rispondere senza inventare."
     ),
     all_dropped=(
         "La ricerca ha trovato {fragments} frammenti, ma nessuno è entrato nello spazio "
@@ -124,7 +136,13 @@ ITALIAN = Wording(
         "rispondere con conoscenze generali."
     ),
     floor_ground=(
-        "- Rispondi solo in base al contesto numerato; se non risponde alla domanda, dillo."
+        "- Rispondi solo in base al contesto numerato. Se non risponde affatto alla domanda, "
+        f"rispondi soltanto {NOT_IN_CONTEXT}, senza altro testo; se risponde solo in parte, "
+        "rispondi a quella parte e dì che cosa non dice."
+    ),
+    floor_figures=(
+        "- Rispondi solo in base ai valori qui sotto, così come sono dati; se non rispondono "
+        "alla domanda, dillo."
     ),
     floor_periods=(
         "- Un valore è del periodo che la sua fonte indica: se la domanda chiede un periodo "
@@ -155,6 +173,10 @@ ENGLISH = Wording(
     nothing_found=(
         "I found nothing in the sources available to you that answers the question: I "
         "cannot answer without inventing."
+    ),
+    model_found_nothing=(
+        "The answer model read the {documents} documents the search found and none of them "
+        "answers the question: I cannot answer without inventing."
     ),
     all_dropped=(
         "The search found {fragments} fragments, but none fitted in the space available for "
@@ -211,7 +233,15 @@ ENGLISH = Wording(
         "- The search found nothing relevant: say so explicitly and do not answer from "
         "general knowledge."
     ),
-    floor_ground="- Answer only from the numbered context; if it does not answer, say so.",
+    floor_ground=(
+        "- Answer only from the numbered context. If it does not answer the question at all, "
+        f"reply {NOT_IN_CONTEXT} alone, with no other text; if it answers only part of it, "
+        "answer that part and say what it does not say."
+    ),
+    floor_figures=(
+        "- Answer only from the figures below, as they are given; if they do not answer the "
+        "question, say so."
+    ),
     floor_periods=(
         "- A figure is for the period its source states: if the question asks a period (a "
         "quarter) and the source gives another's (the year, six or nine months), say which "
