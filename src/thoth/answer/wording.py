@@ -69,7 +69,7 @@ ITALIAN = Wording(
         "non posso rispondere senza inventare."
     ),
     model_found_nothing=(
-        "Il modello di risposta ha letto i {documents} documenti trovati dalla ricerca e "
+        "Il modello di risposta ha letto i documenti trovati dalla ricerca ({documents}) e "
         "nessuno risponde alla domanda: non posso rispondere senza inventare."
     ),
     all_dropped=(
@@ -175,8 +175,8 @@ ENGLISH = Wording(
         "cannot answer without inventing."
     ),
     model_found_nothing=(
-        "The answer model read the {documents} documents the search found and none of them "
-        "answers the question: I cannot answer without inventing."
+        "The answer model read the documents the search found ({documents}) and none of "
+        "them answers the question: I cannot answer without inventing."
     ),
     all_dropped=(
         "The search found {fragments} fragments, but none fitted in the space available for "
