@@ -29,7 +29,7 @@ from thoth.answer.retrieval import Retrieval, RetrievedFragment
 from thoth.answer.routing import Route
 from thoth.answer.seams import NoPseudonymizer
 from thoth.answer.sources import aggregate_sources
-from thoth.answer.wording import ENGLISH, ITALIAN, NOT_IN_CONTEXT, Wording
+from thoth.answer.wording import ENGLISH, ITALIAN, NOT_IN_CONTEXT
 from thoth.config import LLMSettings, Settings
 from thoth.documents.records import KnowledgeFragment, fragment_point_id, reading_text
 from thoth.index.records import EvidencePayload
@@ -121,6 +121,10 @@ def extractive(ctx: AssembledContext, question: str, language: str = "it") -> st
     return ExtractiveAnswerer(language, wording).answer(
         question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
+
+
+# A context of one fragment: what a model is given to answer from.
+ONE = context(frag(1, "docs:a.md", "Testo uno."))
 
 
 @pytest.fixture
@@ -245,38 +249,20 @@ def test_a_context_that_fits_is_found_and_an_empty_one_nothing_found() -> None:
 def test_floor_asks_for_unsoftened_caveats_when_evidence_was_found() -> None:
     lines = honesty_floor(context(frag(1, "docs:a.md", "a")), ITALIAN)
     assert ITALIAN.floor_caveats in lines and ITALIAN.floor_ground in lines
-    assert ITALIAN.floor_nothing_found not in lines
 
 
 def test_floor_asks_a_figure_of_another_period_than_the_one_asked_to_say_so() -> None:
     # The rule the offline answer keeps (a year's figure is no quarter's), given to a model.
     for wording in (ITALIAN, ENGLISH):
         assert wording.floor_periods in honesty_floor(context(frag(1, "docs:a.md", "a")), wording)
-        assert wording.floor_periods not in honesty_floor(context(), wording)
-
-
-def test_floor_says_nothing_was_found_when_nothing_was() -> None:
-    lines = honesty_floor(context(), ITALIAN)
-    assert ITALIAN.floor_nothing_found in lines and ITALIAN.floor_ground not in lines
 
 
 def test_floor_says_how_much_evidence_was_dropped() -> None:
     ctx = context(frag(1, "docs:a.md", "a" * 300), frag(2, "docs:b.md", "b" * 300), budget=500)
     expected = ITALIAN.floor_truncated.format(fragments=1, documents=1)
     assert expected in honesty_floor(ctx, ITALIAN)
-    assert not any("esclusi" in line for line in honesty_floor(context(), ITALIAN))
-
-
-@pytest.mark.parametrize("wording", [ITALIAN, ENGLISH])
-def test_floor_says_evidence_did_not_fit_never_that_nothing_was_found(wording: Wording) -> None:
-    ctx = assemble_context(
-        retrieval(frag(1, "docs:a.md", "a" * 600), frag(2, "docs:b.md", "b" * 600)), 500, wording
-    )
-    assert (ctx.status, ctx.entries, ctx.dropped_fragments) == ("truncated", (), 2)
-    lines = honesty_floor(ctx, wording)
-    assert wording.floor_all_dropped.format(fragments=2, documents=2) in lines
-    assert wording.floor_nothing_found not in lines and wording.floor_ground not in lines
-    assert wording.floor_truncated.format(fragments=2, documents=2) not in lines
+    whole = context(frag(1, "docs:a.md", "a"))
+    assert not any("esclusi" in line for line in honesty_floor(whole, ITALIAN))
 
 
 def test_floor_follows_the_callers_instructions_which_cannot_remove_it() -> None:
@@ -387,7 +373,7 @@ def test_model_failure_names_provider_model_and_server_without_retry(
     answerer = model_answerer(llm, monkeypatch)
     llm.reply(status=500)
     with pytest.raises(AnswerModelError) as caught:
-        answerer.answer("domanda", context(), instructions=None, pseudonymizer=NoPseudonymizer())
+        answerer.answer("domanda", ONE, instructions=None, pseudonymizer=NoPseudonymizer())
     message = str(caught.value)
     assert "openai:fake-model" in message and llm.url in message and "HTTP 500" in message
     assert "check that the server is up" in message
@@ -400,7 +386,7 @@ def test_a_reply_cut_at_max_tokens_says_one_thing_to_do(
     answerer = model_answerer(llm, monkeypatch)
     llm.reply("half an ans", finish_reason="length")
     with pytest.raises(AnswerModelError) as caught:
-        answerer.answer("domanda", context(), instructions=None, pseudonymizer=NoPseudonymizer())
+        answerer.answer("domanda", ONE, instructions=None, pseudonymizer=NoPseudonymizer())
     message = str(caught.value)
     assert "raise [llm].max_tokens" in message and message.count("->") == 1, message
     assert isinstance(caught.value, LLMError) and caught.value.exit_code == 1
@@ -483,6 +469,22 @@ def test_a_model_that_says_its_context_does_not_answer_declines(
     assert text == Declined(answerer.name)
 
 
+def test_a_model_is_not_asked_to_word_an_empty_context(
+    llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing found, or nothing that fitted: the answer is the fixed wording, as offline, and
+    no model is called — a model given no context echoed the prompt (Gemma 3 270M, served as
+    the text of a nothing_found answer), and one could answer from its own memory under a
+    nothing_found status."""
+    answerer = model_answerer(llm, monkeypatch)
+    assert served(answerer, "Chi ha vinto?", context()) == ITALIAN.nothing_found
+    overflow = context(frag(1, "docs:a.md", "x" * 400), budget=100)
+    assert not overflow.entries and overflow.dropped_fragments == 1
+    text = served(answerer, "Chi ha vinto?", overflow)
+    assert text == ITALIAN.all_dropped.format(fragments=1)
+    assert llm.requests == []
+
+
 def test_an_answer_that_copies_its_context_back_is_refused(
     llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -502,6 +504,10 @@ def test_an_answer_that_copies_its_context_back_is_refused(
         ctx.entries[1].render().replace("[2]", "[1]", 1),
         # with an id the context does not hold (seen: a title paired with a made-up path)
         "[1] Stati Uniti d'America (docs:altro.md)\nABC è diventato...",
+        # a path with spaces, after the prompt's own headings (seen: Gemma 3 270M on a 10-Q,
+        # served as found before)
+        "Question: What colour is the carpet?\n\nContext:\n[1] FORM 10-Q — INTEL "
+        "CORPORATION (docs:docs/2023 Q3 INTC.pdf)\nAnswer the question using only the context.",
     )
     for copied in copies:
         llm.reply(copied + "\n\nAltro.")

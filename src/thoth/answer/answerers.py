@@ -154,7 +154,7 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
             "answer is not served -> ask again, or use a model that follows the answer "
             "instructions"
         )
-    cited = [int(n) for m in _CITATION.finditer(reply) for n in re.split(r"[,;]", m[1])]
+    cited = _cited(reply)
     outside = sorted({n for n in cited if n not in markers})
     if markers and not cited:
         raise UncitedAnswer(
@@ -172,6 +172,11 @@ def check_citations(reply: str, context: AssembledContext, model: str) -> None:
     )
 
 
+def _cited(text: str) -> list[int]:
+    """The [n] markers a text cites, in order: "[1, 3]" and "[1; 2]" are two each."""
+    return [int(n) for m in _CITATION.finditer(text) for n in re.split(r"[,;]", m[1])]
+
+
 def _copies_a_header(reply: str, context: AssembledContext) -> bool:
     """Whether `reply` (unescaped: llama-cpp-python's chat template HTML-escapes the prompt,
     so a copy reads "d&#39;America") holds a line shaped like the prompt's document headers:
@@ -181,7 +186,8 @@ def _copies_a_header(reply: str, context: AssembledContext) -> bool:
     if not sources:
         return False
     names = "|".join(re.escape(s) for s in sorted(sources))
-    header = re.compile(rf"^\s*\[\d+\] .+ \((?:{names}):\S+\)\s*$", re.MULTILINE)
+    # A path may hold spaces ("filings:docs/2023 Q3 INTC.pdf"): up to the line's last ")".
+    header = re.compile(rf"^\s*\[\d+\] .+ \((?:{names}):[^\n]+\)\s*$", re.MULTILINE)
     return header.search(reply) is not None
 
 
@@ -209,7 +215,7 @@ def mark_other_periods(
     marked: set[str] = set()  # of which the documents state another period
     for line in reply.splitlines():
         for sentence in _SENTENCE_END.split(line):
-            cited = {int(n) for m in _CITATION.finditer(sentence) for n in re.split(r"[,;]", m[1])}
+            cited = set(_cited(sentence))
             for token in _FIGURE_TOKEN.finditer(sentence):
                 figure = token[0].strip()
                 if not _FIGURE.search(figure):
@@ -235,6 +241,15 @@ def mark_other_periods(
         return reply
     headline = wording.no_quarter_figure + "\n\n" if marked == checked else ""
     return f"{headline}{reply}\n\n{wording.model_other_period}\n" + "\n".join(marks)
+
+
+def unanswered(context: AssembledContext, wording: Wording) -> str:
+    """The answer to an empty context, worded by Thoth whichever the answerer: nothing was
+    found, or evidence was found and none of it fitted (a budget problem, never worded as an
+    empty corpus)."""
+    if context.dropped_fragments:
+        return wording.all_dropped.format(fragments=context.dropped_fragments)
+    return wording.nothing_found
 
 
 @dataclass(frozen=True)
@@ -315,6 +330,10 @@ class ModelAnswerer:
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
     ) -> str | Declined:
+        if not context.entries:
+            # Nothing to answer from: the fixed wording, as offline. A model given no context
+            # echoed the prompt (Gemma 3 270M), and one could answer from its own memory.
+            return unanswered(context, self._wording)
         system = system_prompt(instructions, context, self._wording)
         user = user_prompt(question, context, self._wording)
         try:
@@ -323,7 +342,7 @@ class ModelAnswerer:
             )
         except LLMError as exc:
             raise self._failed(exc) from exc
-        if context.entries and declines(reply):
+        if declines(reply):
             return Declined(self._client.name)
         check_citations(reply, context, self._client.name)
         return mark_other_periods(question, pseudonymizer.restore(reply), context, self._wording)
@@ -452,9 +471,7 @@ class ExtractiveAnswerer:
         # and there is no one to give the caller's instructions to.
         w = self._wording
         if not context.entries:
-            if context.dropped_fragments:
-                return w.all_dropped.format(fragments=context.dropped_fragments)
-            return w.nothing_found
+            return unanswered(context, w)
         parts: list[str] = []
         chosen = self._choose(question, context.entries, context.glossary)
         # Asked about a quarter, a figure that states a year or a longer span (and no quarter)

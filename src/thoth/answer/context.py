@@ -134,21 +134,16 @@ def _context(
 
 
 def honesty_floor(context: AssembledContext, wording: Wording) -> list[str]:
-    """The lines a caller's instructions can neither remove nor override: caveats reported
-    unsoftened (always), then one of: nothing found; evidence found but none of it fitted (a
-    budget problem, never worded as an empty corpus); an answer grounded in the context, with
-    what was dropped for lack of space."""
-    lines = [wording.floor_heading, wording.floor_caveats]
-    counts = {"fragments": context.dropped_fragments, "documents": context.dropped_documents}
-    if context.entries:
-        lines.append(wording.floor_ground)
-        lines.append(wording.floor_periods)
-        if context.dropped_fragments:
-            lines.append(wording.floor_truncated.format(**counts))
-    elif context.dropped_fragments:
-        lines.append(wording.floor_all_dropped.format(**counts))
-    else:
-        lines.append(wording.floor_nothing_found)
+    """The lines a caller's instructions can neither remove nor override, for a model given a
+    context: caveats reported unsoftened, an answer grounded in the context (or NOT_IN_CONTEXT
+    alone), a figure for the period its source states, and what was dropped for lack of space.
+    An empty context reaches no model: its answer is the fixed wording (thoth.answer.answerers
+    .unanswered)."""
+    lines = [wording.floor_heading, wording.floor_caveats, wording.floor_ground]
+    lines.append(wording.floor_periods)
+    if context.dropped_fragments:
+        counts = {"fragments": context.dropped_fragments, "documents": context.dropped_documents}
+        lines.append(wording.floor_truncated.format(**counts))
     return lines
 
 
@@ -164,5 +159,4 @@ def system_prompt(
 
 
 def user_prompt(question: str, context: AssembledContext, wording: Wording) -> str:
-    body = context.render() or wording.empty_context
-    return f"{wording.question_heading} {question}\n\n{wording.context_heading}\n{body}"
+    return f"{wording.question_heading} {question}\n\n{wording.context_heading}\n{context.render()}"

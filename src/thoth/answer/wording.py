@@ -46,15 +46,12 @@ class Wording:
     default_instructions: str
     floor_heading: str
     floor_caveats: str
-    floor_nothing_found: str
     floor_ground: str  # an answer from the numbered context, or NOT_IN_CONTEXT alone
     floor_figures: str  # a computed answer: the model words the figures it is given
     floor_periods: str  # a figure is the period its source states, not the one asked
     floor_truncated: str  # {fragments} {documents}
-    floor_all_dropped: str  # {fragments} {documents}: found, but none fitted the context
     question_heading: str
     context_heading: str
-    empty_context: str
 
 
 ITALIAN = Wording(
@@ -131,10 +128,6 @@ ITALIAN = Wording(
         "- Riporta ogni avvertenza delle fonti usate così com'è, senza attenuarla; non "
         "presentare mai un dato che una fonte segnala come inaffidabile senza la sua avvertenza."
     ),
-    floor_nothing_found=(
-        "- La ricerca non ha trovato nulla di pertinente: dillo esplicitamente e non "
-        "rispondere con conoscenze generali."
-    ),
     floor_ground=(
         "- Rispondi solo in base al contesto numerato. Se non risponde affatto alla domanda, "
         f"rispondi soltanto {NOT_IN_CONTEXT}, senza altro testo; se risponde solo in parte, "
@@ -153,14 +146,8 @@ ITALIAN = Wording(
         "- {fragments} frammenti (da {documents} documenti) trovati dalla ricerca sono stati "
         "esclusi per mancanza di spazio: dillo, la risposta potrebbe essere incompleta."
     ),
-    floor_all_dropped=(
-        "- La ricerca ha trovato fonti pertinenti ({fragments} frammenti da {documents} "
-        "documenti), ma nessuna è entrata nello spazio del contesto: dillo, senza dire che non "
-        "è stato trovato nulla e senza rispondere con conoscenze generali."
-    ),
     question_heading="Domanda:",
     context_heading="Contesto:",
-    empty_context="(nessun frammento)",
 )
 
 ENGLISH = Wording(
@@ -229,10 +216,6 @@ ENGLISH = Wording(
         "- Report every caveat of the sources used as it is, without softening it; never "
         "present a figure a source flags as unreliable without its caveat."
     ),
-    floor_nothing_found=(
-        "- The search found nothing relevant: say so explicitly and do not answer from "
-        "general knowledge."
-    ),
     floor_ground=(
         "- Answer only from the numbered context. If it does not answer the question at all, "
         f"reply {NOT_IN_CONTEXT} alone, with no other text; if it answers only part of it, "
@@ -251,14 +234,8 @@ ENGLISH = Wording(
         "- {fragments} fragments (from {documents} documents) found by the search were left "
         "out for lack of space: say so, the answer may be incomplete."
     ),
-    floor_all_dropped=(
-        "- Evidence was found ({fragments} fragments from {documents} documents) but none "
-        "fitted the context: say so, without saying that nothing was found and without "
-        "answering from general knowledge."
-    ),
     question_heading="Question:",
     context_heading="Context:",
-    empty_context="(no fragment)",
 )
 
 
