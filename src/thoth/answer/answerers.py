@@ -34,6 +34,7 @@ from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import NOT_IN_CONTEXT, Wording, wording_for
 from thoth.config import Settings
 from thoth.errors import ThothError
+from thoth.figures import check as check_figures
 from thoth.figures import last_digit_unit, statement_cell
 from thoth.glossary import Expansion
 from thoth.llm.client import LLMError, TextClient, text_client
@@ -191,10 +192,6 @@ def _copies_a_header(reply: str, context: AssembledContext) -> bool:
     return header.search(reply) is not None
 
 
-# A figure as a reply writes it: "$81,797", "5,9%", "(1,234)", "3.5".
-_FIGURE_TOKEN = re.compile(r"[$€£]?\s?\(?\d+(?:[.,]\d+)*\)?\s?%?")
-
-
 def mark_other_periods(
     question: str, reply: str, context: AssembledContext, wording: Wording
 ) -> str:
@@ -202,7 +199,9 @@ def mark_other_periods(
     figure of the reply that the documents it cites (all of the context when its sentence cites
     none) hold only in units stating a year or a longer span and no quarter is another period's:
     it is listed after the reply with the period its source states, and when every figure of
-    the reply found in the context is, the answer opens by saying so. The model's words stay
+    the reply found in the context is, the answer opens by saying so. Figures are read and
+    matched as the agent's are (thoth.figures: "$81.8 billion" is held by "81,797" in
+    millions); one the model computed is its own, and not checked here. The model's words stay
     as written: the check adds, it never edits (a model that said the period already is only
     confirmed)."""
     if not asks_a_quarter(question):
@@ -216,17 +215,10 @@ def mark_other_periods(
     for line in reply.splitlines():
         for sentence in _SENTENCE_END.split(line):
             cited = set(_cited(sentence))
-            for token in _FIGURE_TOKEN.finditer(sentence):
-                figure = token[0].strip()
-                if not _FIGURE.search(figure):
-                    continue  # a year, a day, a count: not a figure of a period
-                holding = [
-                    (marker, unit)
-                    for marker, unit in units
-                    if (not cited or marker in cited) and _numbers(figure) <= _numbers(unit)
-                ]
-                if not holding:
-                    continue  # not the documents' (the model's own sum): nothing to check
+            pool = [(marker, unit) for marker, unit in units if not cited or marker in cited]
+            held = check_figures(sentence, [unit for _, unit in pool])
+            for figure in held.direct:
+                holding = [pool[k] for k in held.held_by[figure]]
                 checked.add(figure)
                 spans = [span_without_quarter(unit) for _, unit in holding]
                 if None in spans:

@@ -139,8 +139,12 @@ def honesty_floor(context: AssembledContext, wording: Wording) -> list[str]:
     alone), a figure for the period its source states, and what was dropped for lack of space.
     An empty context reaches no model: its answer is the fixed wording (thoth.answer.answerers
     .unanswered)."""
-    lines = [wording.floor_heading, wording.floor_caveats, wording.floor_ground]
-    lines.append(wording.floor_periods)
+    lines = [
+        wording.floor_heading,
+        wording.floor_caveats,
+        wording.floor_ground,
+        wording.floor_periods,
+    ]
     if context.dropped_fragments:
         counts = {"fragments": context.dropped_fragments, "documents": context.dropped_documents}
         lines.append(wording.floor_truncated.format(**counts))
