@@ -14,6 +14,14 @@ calls in the provider's own shape (OpenAI `message.tool_calls` with JSON-encoded
 Anthropic `tool_use` content blocks with an `input` object). A `str` as arguments is sent
 verbatim, so a test can script a malformed call.
 
+Tools refused: a request whose tool choice is "none" in its own wire format (OpenAI
+`"tool_choice": "none"`, Anthropic `"tool_choice": {"type": "none"}`) cannot be answered with
+tool calls, as a real provider constrains its model: a scripted tool-call reply answers it with
+its `text_when_refused`, or, without one, with HTTP 400 (the script did not expect the request
+to refuse tools). `always_call_tools(...)` scripts a model that calls the same tools whenever it
+may and writes its answer only when the request refuses tools; `ignores_tool_choice = True`
+plays a server that disregards the tool choice and sends the calls anyway.
+
 Why the model stopped: `finish_reason=...` (on `reply` and `reply_tool_calls`) is sent as
 OpenAI's `finish_reason` or Anthropic's `stop_reason` as given (e.g. "length" / "max_tokens":
 a reply cut at max_tokens). Unset, a reply ends normally: "stop" / "end_turn", or "tool_calls"
@@ -45,6 +53,8 @@ class Reply:
     tool_calls: tuple[ToolCallScript, ...] = ()
     # OpenAI finish_reason / Anthropic stop_reason, sent as given; None: the normal ending.
     finish_reason: str | None = None
+    # The text a tool-call reply becomes when the request refuses tools (tool choice "none").
+    text_when_refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,14 @@ def anthropic_tool_message(reply: Reply, model: str, n: int) -> dict[str, Any]:
     return payload
 
 
+def tools_refused(path: str, body: Any) -> bool:
+    """The request's tool choice is "none", in the shape its own wire format gives it."""
+    choice = body.get("tool_choice") if isinstance(body, dict) else None
+    if path == ANTHROPIC_PATH:
+        return choice == {"type": "none"}
+    return choice == "none"
+
+
 def error_body(path: str, status: int, message: str) -> dict[str, Any]:
     if path == ANTHROPIC_PATH:
         return {"type": "error", "error": {"type": "api_error", "message": message}}
@@ -165,6 +183,19 @@ class _Handler(JsonHandler):
         if reply.status != 200:
             self._send(reply.status, error_body(self.path, reply.status, "scripted failure"))
             return
+        if reply.tool_calls and tools_refused(self.path, body) and not fake.ignores_tool_choice:
+            if reply.text_when_refused is None:
+                self._send(
+                    400,
+                    error_body(
+                        self.path,
+                        400,
+                        f"request {n} refuses tools (tool choice none) but its scripted reply "
+                        "is tool calls",
+                    ),
+                )
+                return
+            reply = Reply(text=reply.text_when_refused)
         model = body.get("model", "") if isinstance(body, dict) else ""
         if self.path == ANTHROPIC_PATH:
             payload = (
@@ -195,6 +226,8 @@ class FakeLLMServer(LocalHTTPFake):
         super().__init__(_Handler, "fake-llm")
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
+        self._standing: Reply | None = None  # the reply once the queue is empty
+        self.ignores_tool_choice = False
 
     # -- script and record ----------------------------------------------------------
 
@@ -223,12 +256,26 @@ class FakeLLMServer(LocalHTTPFake):
         text: str = "",
         finish_reason: str | None = None,
         delay: float = 0.0,
+        text_when_refused: str | None = None,
     ) -> None:
-        """Queue one answer made of tool calls (and optional assistant text), after `delay` s."""
+        """Queue one answer made of tool calls (and optional assistant text), after `delay` s;
+        `text_when_refused`: what it is instead when the request refuses tools."""
         with self._lock:
             self._replies.append(
-                Reply(text=text, tool_calls=tuple(calls), finish_reason=finish_reason, delay=delay)
+                Reply(
+                    text=text,
+                    tool_calls=tuple(calls),
+                    finish_reason=finish_reason,
+                    delay=delay,
+                    text_when_refused=text_when_refused,
+                )
             )
+
+    def always_call_tools(self, *calls: ToolCallScript, answer: str) -> None:
+        """From now on, once the queued replies are used: a model that answers every request
+        with `calls`, and with `answer` only when the request refuses tools."""
+        with self._lock:
+            self._standing = Reply(tool_calls=tuple(calls), text_when_refused=answer)
 
     def reply_json(self, payload: Any, *, delay: float = 0.0) -> None:
         self.reply(json.dumps(payload, ensure_ascii=False), delay=delay)
@@ -247,5 +294,5 @@ class FakeLLMServer(LocalHTTPFake):
     def _record(self, request: RecordedRequest) -> tuple[int, Reply | None]:
         with self._lock:
             self._requests.append(request)
-            reply = self._replies.popleft() if self._replies else None
+            reply = self._replies.popleft() if self._replies else self._standing
             return len(self._requests), reply

@@ -412,9 +412,39 @@ def test_a_budget_with_results_in_hand_ends_partial_from_a_reserve_turn(
     assert [s.kind for s in steps] == ["model", "tool", "model", "tool", "model"]
 
 
-def test_a_reserve_turn_that_calls_a_tool_fails_the_job_with_the_budget_code(
+# -- issue 46, point 7: the reserve turn forces a text reply ----------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_that_keeps_calling_tools_ends_partial_from_a_reserve_without_tools(
+    queue: JobQueue, llm: FakeLLMServer, ws: Path, provider: str
+) -> None:
+    """A model that calls a tool whenever it may: the reserve turn refuses tools in the
+    provider's own wire format (the fake answers tool calls otherwise), so what was
+    established is kept."""
+    llm.always_call_tools(
+        ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}),
+        answer="Cresce del 12% nel 2024 (mercati/giappone.md); il resto non è verificato.",
+    )
+    budgets = Budgets(**{**BUDGETS.__dict__, "max_turns": 3})
+    job, steps = run(queue, llm, ws, budgets=budgets, provider=provider)
+    assert job.status == "partial" and job.error_code == "budget_turns", job.error
+    assert job.result is not None and job.result["answer"].startswith("Cresce del 12%")
+    assert [s["path"] for s in job.result["sources"]] == ["mercati/giappone.md"]
+    assert [g["code"] for g in job.result["gaps"]] == ["budget_turns"]
+    choices = [r.body.get("tool_choice") for r in llm.requests]
+    refused = "none" if provider == "openai" else {"type": "none"}
+    allowed = "auto" if provider == "openai" else None
+    assert choices == [allowed, allowed, allowed, refused]
+    assert all(r.body["tools"] for r in llm.requests)  # listed: the turns name them
+    assert [s.kind for s in steps] == ["model", "tool"] * 3 + ["model"]
+
+
+def test_a_reserve_turn_answered_with_a_tool_call_fails_the_job_with_the_budget_code(
     queue: JobQueue, llm: FakeLLMServer, ws: Path
 ) -> None:
+    """A server that disregards the tool choice and calls a tool anyway: no answer to keep."""
+    llm.ignores_tool_choice = True
     llm.reply_tool_calls(ToolCallScript("wiki_read", {"path": "mercati/giappone.md"}))
     llm.reply_tool_calls(ToolCallScript("wiki_list", {}))
     llm.reply_tool_calls(ToolCallScript("wiki_list", {}))

@@ -230,3 +230,23 @@ def test_an_earlier_call_without_text_is_sent_with_an_empty_string_not_null(
     assistant = llm.requests[0].body["messages"][2]
     assert assistant["role"] == "assistant" and assistant["content"] == ""
     assert llm.requests[0].body["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_answer_only_turn_refuses_tools_in_the_wire_format_and_gets_text(
+    llm: FakeLLMServer, provider: str
+) -> None:
+    """The fake answers a tool-call script with its text only when the request refuses tools
+    in the provider's own shape (issue 46, point 7)."""
+    for _ in range(2):
+        llm.reply_tool_calls(ToolCallScript("wiki_list", {}, id="c2"), text_when_refused="Done.")
+    turns = [_conversation_turn(provider)]
+    chat = client(llm, provider)
+    free = chat.converse("system", "user", turns, [TOOL])
+    answer = chat.converse("system", "user", turns, [TOOL], answer_only=True)
+    assert free.calls == (ToolCall("c2", "wiki_list", {}),) and free.text == ""
+    assert answer.text == "Done." and answer.calls == ()
+    first, second = (r.body for r in llm.requests)
+    assert first.get("tool_choice") == ("auto" if provider == "openai" else None)
+    assert second["tool_choice"] == ("none" if provider == "openai" else {"type": "none"})
+    assert second["tools"] == first["tools"]  # still listed: the turns name them

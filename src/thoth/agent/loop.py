@@ -240,16 +240,21 @@ class AgentRun:
 
     def _reserve(self, question: str, specs: list[Any], turns: list[Turn], stop: _Stop) -> str:
         """A budget ran out with tool results in hand: one more model turn (the reserve,
-        beyond the budget) asks for the answer from what was established. The answer ends
-        partial with the budget's code; without one (a tool call, nothing), the job fails
-        with that code, as before."""
+        beyond the budget) asks for the answer from what was established, with the provider's
+        tool choice "none" so that a model bent on calling tools must write it. The answer
+        ends partial with the budget's code; without one (nothing, or a tool call from a
+        server that disregards the tool choice), the job fails with that code."""
         self._checkpoint_lease()
         note = (
             f"[Budget exhausted: {stop}] Do not call any tool. Answer now, from the tool "
             "results above only, saying what could not be established."
         )
         reply = self.client.converse(
-            SYSTEM_PROMPT, f"{question}\n\n{self.pseudonymizer.protect(note)}", turns, specs
+            SYSTEM_PROMPT,
+            f"{question}\n\n{self.pseudonymizer.protect(note)}",
+            turns,
+            specs,
+            answer_only=True,
         )
         self._turns += 1
         self._tokens += reply.tokens

@@ -118,6 +118,7 @@ class AnthropicChat:
         tools: Sequence[ToolSpec],
         *,
         timeout: float | None = None,
+        answer_only: bool = False,
     ) -> ToolReply:
         offered: list[ToolParam] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
@@ -149,7 +150,13 @@ class AnthropicChat:
                     for r in turn.results
                 ]
                 history.append({"role": "user", "content": results})
-        reply = self._create(system, user, tools=offered, history=history, timeout=timeout)
+        # "none": the tools stay listed (the history's tool_use blocks name them), none is called.
+        choice: ToolChoiceParam | anthropic.Omit = (
+            {"type": "none"} if answer_only else anthropic.omit
+        )
+        reply = self._create(
+            system, user, tools=offered, tool_choice=choice, history=history, timeout=timeout
+        )
         texts, calls = [], []
         for block in reply.content:
             if isinstance(block, TextBlock):

@@ -13,7 +13,8 @@ with its `error`, for the caller to refuse with attribution. `converse` is `call
 conversation: the model's earlier turns (its text and tool calls) and the results of those
 calls go back in each provider's wire format (OpenAI `assistant` messages with `tool_calls`
 then `tool` messages; Anthropic `assistant` `tool_use` blocks then a `user` message of
-`tool_result` blocks), so the model can call tools again or answer in text.
+`tool_result` blocks), so the model can call tools again or answer in text — or, asked with
+`answer_only`, only answer in text (the provider's tool choice "none").
 
 A reply the model cut at max_tokens (OpenAI `finish_reason` "length", Anthropic `stop_reason`
 "max_tokens") is an LLMError in all three uses: a cut answer, JSON object or list of tool calls
@@ -141,10 +142,14 @@ class ConversationClient(Protocol):
         tools: Sequence[ToolSpec],
         *,
         timeout: float | None = None,
+        answer_only: bool = False,
     ) -> ToolReply:
         """The model's next reply after the user's prompt and the earlier `turns`: more tool
         calls, or text alone (its answer). `timeout`: this call's limit in seconds when it is
-        shorter than [llm].timeout_seconds (a caller's own time budget)."""
+        shorter than [llm].timeout_seconds (a caller's own time budget). `answer_only`: the
+        reply must be text — the tools stay listed (the turns refer to them) with the
+        provider's tool choice "none" (OpenAI `tool_choice: "none"`, Anthropic
+        `{"type": "none"}`), so the model cannot call one."""
         ...
 
 

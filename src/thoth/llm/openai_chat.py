@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import cast
+from typing import Literal, cast
 
 import openai
 from openai.types.chat import (
@@ -56,6 +56,7 @@ class OpenAIChat:
         *,
         response_format: completion_create_params.ResponseFormat | openai.Omit = openai.omit,
         tools: Sequence[ChatCompletionToolUnionParam] | openai.Omit = openai.omit,
+        answer_only: bool = False,
         timeout: float | None = None,
         history: Sequence[ChatCompletionMessageParam] = (),
     ) -> ChatCompletion:
@@ -67,6 +68,12 @@ class OpenAIChat:
             {"role": "user", "content": user},
             *history,
         ]
+        # "auto", OpenAI's default with tools, said explicitly: llama-cpp-python's server reads
+        # a request without tool_choice as one without tools, and never calls. "none": the
+        # tools stay listed (the history's calls name them) and none is called.
+        choice: Literal["none", "auto"] | openai.Omit = (
+            openai.omit if isinstance(tools, openai.Omit) else "none" if answer_only else "auto"
+        )
         seconds = call_timeout(self._settings, timeout)
         with model_errors(openai, seconds):
             return self._client.chat.completions.create(
@@ -74,9 +81,7 @@ class OpenAIChat:
                 messages=messages,
                 response_format=response_format,
                 tools=tools,
-                # OpenAI's default with tools, said explicitly: llama-cpp-python's server
-                # reads a request without tool_choice as one without tools, and never calls.
-                tool_choice=openai.omit if isinstance(tools, openai.Omit) else "auto",
+                tool_choice=choice,
                 temperature=0,
                 max_tokens=self._settings.max_tokens,
                 timeout=seconds,
@@ -138,6 +143,7 @@ class OpenAIChat:
         tools: Sequence[ToolSpec],
         *,
         timeout: float | None = None,
+        answer_only: bool = False,
     ) -> ToolReply:
         offered: list[ChatCompletionFunctionToolParam] = []
         for t in tools:
@@ -175,7 +181,14 @@ class OpenAIChat:
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
                 for r in turn.results
             ]
-        reply = self._create(system, user, tools=offered, history=history, timeout=timeout)
+        reply = self._create(
+            system,
+            user,
+            tools=offered,
+            answer_only=answer_only,
+            history=history,
+            timeout=timeout,
+        )
         if not reply.choices:
             raise LLMError("the model returned no choices")
         self._refuse_truncated(reply.choices[0].finish_reason)
