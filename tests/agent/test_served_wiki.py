@@ -57,9 +57,14 @@ def test_an_unsynced_edit_is_invisible_and_the_served_page_is_cited(
     assert new["error"]["code"] == "page_not_found"
     [source] = [s for s in job["result"]["sources"] if s["kind"] == "wiki_page"]
     assert (source["path"], source["sha256"]) == (PAGE, served_sha)
-    # Its link opens the page as indexed: the wiki source's doc id, the served commit.
+    # Its link opens the page as indexed: the wiki source's doc id, the served commit, under
+    # the job's labels.
     query = parse_qs(urlsplit(source["link"]).query)
-    assert query == {"doc_id": [f"wiki:wiki/{PAGE}"], "revision": [served_commit]}
+    assert query == {
+        "doc_id": [f"wiki:wiki/{PAGE}"],
+        "revision": [served_commit],
+        "labels": ["public"],
+    }
 
     commit_all(ws, "edited, not synced")  # reviewed in Git, not yet served
     job, (read, *_) = run_job(ws, llm)

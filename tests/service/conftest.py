@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import httpx
 import pytest
@@ -30,6 +31,14 @@ max_question_chars = 300
 max_concurrent = {concurrent}
 body_timeout_seconds = {body_timeout}
 """
+
+
+def relabel(link: str, labels: list[str] | None) -> str:
+    """`link` with its `labels` parameters replaced by `labels` (None: none, the default
+    labels): a link opened under labels other than those it was given with."""
+    path, _, query = link.partition("?")
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "labels"]
+    return f"{path}?{urlencode([*kept, *(('labels', label) for label in labels or [])])}"
 
 
 def free_port() -> int:

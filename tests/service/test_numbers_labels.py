@@ -13,7 +13,7 @@ import pytest
 
 from tests.analytics.conftest import make_analytics_workspace
 from tests.conftest import commit_all, git
-from tests.service.conftest import Server
+from tests.service.conftest import Server, relabel
 from tests.service.test_mcp import call, structured
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_runtime
@@ -100,8 +100,9 @@ def test_a_computed_answer_s_link_opens_its_reviewed_query_under_the_same_labels
     served: tuple[Server, Workspace],
 ) -> None:
     """provenance.link: the catalog query at the activated revision, with the parameters and
-    data date the answer used; refused to labels that may not see its figures, and for a
-    revision other than the activated one."""
+    data date the answer used and the labels of the ask, so it opens as given; refused to
+    labels that may not see its figures, to a caller whose ceiling is below the link's
+    labels, and for a revision other than the activated one."""
     from urllib.parse import parse_qs, urlsplit
 
     server, _ = served
@@ -110,9 +111,9 @@ def test_a_computed_answer_s_link_opens_its_reviewed_query_under_the_same_labels
     provenance = body["provenance"]
     link = provenance["link"]
     assert link.startswith("/v1/catalog/query?")
-    extra = "".join(f"&labels={label}" for label in labels)
-    opened = server.get(link + extra, caller="analyst")
+    opened = server.get(link, caller="analyst")  # as given
     assert opened.status_code == 200, opened.text
+    assert parse_qs(urlsplit(link).query)["labels"] == ["internal", "public"]
     view = opened.json()
     assert view["query_id"] == provenance["query_id"]
     assert view["revision"] == provenance["catalog_revision"] and view["sql"]
@@ -122,12 +123,13 @@ def test_a_computed_answer_s_link_opens_its_reviewed_query_under_the_same_labels
     }
     assert view["labels"] == ["internal"]
     for path, caller, status, code in (
-        (link + "&labels=public", "analyst", 403, "source_not_allowed"),
-        (link, "portal", 403, "source_not_allowed"),
-        (link + "&labels=internal", "portal", 403, "label_above_ceiling"),
-        (link.replace("revision=", "revision=0") + extra, "analyst", 409, "revision_not_served"),
-        (link.replace("query_id=", "query_id=x") + extra, "analyst", 404, "source_not_found"),
-        (link + "&parameters=[1]" + extra, "analyst", 422, "bad_request"),
+        (relabel(link, ["public"]), "analyst", 403, "source_not_allowed"),
+        (relabel(link, None), "portal", 403, "source_not_allowed"),
+        (link, "portal", 403, "label_above_ceiling"),  # as given, above its ceiling
+        (relabel(link, ["internal"]), "portal", 403, "label_above_ceiling"),
+        (link.replace("revision=", "revision=0"), "analyst", 409, "revision_not_served"),
+        (link.replace("query_id=", "query_id=x"), "analyst", 404, "source_not_found"),
+        (link + "&parameters=[1]", "analyst", 422, "bad_request"),
     ):
         response = server.get(path, caller=caller)
         assert response.status_code == status, (path, response.text)

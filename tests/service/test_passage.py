@@ -27,7 +27,7 @@ from tests.publishing import (
     prepared_workspace,
     synced_workspace,
 )
-from tests.service.conftest import Server
+from tests.service.conftest import Server, relabel
 from thoth.service.registry import add_caller
 
 pytestmark = pytest.mark.e2e
@@ -103,8 +103,8 @@ def ask(server: Server, question: str, caller: str, labels: list[str] | None = N
 def open_link(
     server: Server, link: str, caller: str | None, labels: list[str] | None = None
 ) -> httpx.Response:
-    extra = "".join(f"&labels={label}" for label in labels or [])
-    return server.get(link + extra, caller=caller)
+    """GET `link` under `labels` instead of those it carries (None: the default labels)."""
+    return server.get(relabel(link, labels), caller=caller)
 
 
 def test_a_source_link_opens_the_highlighted_passage_at_its_page(served: Server) -> None:
@@ -153,6 +153,31 @@ def test_a_confidential_source_is_refused_to_public_labels_with_a_code(served: S
         problem = response.json()
         assert problem["code"] == code
         assert "17,9%" not in response.text and "Audit" not in response.text
+
+
+def test_a_source_link_opens_as_given_under_the_labels_the_question_was_asked_with(
+    served: Server,
+) -> None:
+    """Issue 46, point 7: the link carries the labels of the ask, so the same caller opens it
+    as given; they are still checked against the opening caller's ceiling."""
+    answer = ask(served, AUDIT_QUESTION, "auditor", ["public", "confidential"])
+    [audit] = [s for s in answer["sources"] if s["doc_id"].startswith("riservati:")]
+    opened = served.get(audit["link"], caller="auditor")
+    assert opened.status_code == 200, opened.text
+    assert "17,9%" in opened.text and opened.json()["doc_id"] == audit["doc_id"]
+    assert parse_qs(urlsplit(audit["link"]).query)["labels"] == ["confidential", "public"]
+    for caller in ("reader", "analyst"):  # ceilings without confidential
+        refused = served.get(audit["link"], caller=caller)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["code"] == "label_above_ceiling"
+        assert "17,9%" not in refused.text
+    # Asked without labels: the link carries the default labels it was answered under.
+    plain = ask(served, "Di quanto sono cresciuti i ricoveri urgenti nel 2024?", "reader")
+    assert plain["sources"]
+    for source in plain["sources"]:
+        response = served.get(source["link"], caller="reader")
+        assert response.status_code == 200, (source, response.text)
+        assert parse_qs(urlsplit(source["link"]).query)["labels"] == ["public"]
 
 
 def test_forged_and_malformed_links_are_refused_with_their_code(served: Server) -> None:

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -39,10 +40,11 @@ class ServedWiki:
     prefix: str  # the folder's path in the repository ("" at its top)
     commit: str
 
-    def link(self, page: str) -> str:
-        """The passage link of a page (`page` relative to the wiki folder), as indexed."""
+    def link(self, page: str, labels: Sequence[str] = ()) -> str:
+        """The passage link of a page (`page` relative to the wiki folder), as indexed, under
+        `labels` (a job's)."""
         path = f"{self.prefix}/{page}" if self.prefix else page
-        return link(f"{self.source}:{path}", self.commit, None)
+        return link(f"{self.source}:{path}", self.commit, None, labels)
 
 
 def served_wiki(ws: Workspace, state: StateStore) -> ServedWiki:

@@ -163,7 +163,8 @@ class Toolbox:
                 "kind": f.record_kind,
                 "doc_id": f.doc_id,
                 "title": f.title or f.doc_id,
-                "link": link(f.doc_id, f.revision, f.ordinal),  # the passage it rests on
+                # the passage it rests on, under the job's labels
+                "link": link(f.doc_id, f.revision, f.ordinal, self.wiki.allowed),
             }
             for f in fragments
         )
@@ -235,7 +236,8 @@ class Toolbox:
             "parameters": provenance["parameters"],
             "data_date": done.data_date,
             "catalog_revision": done.revision,
-            "link": query_link(provenance),  # the reviewed query behind the figures
+            # the reviewed query behind the figures, under the job's labels
+            "link": query_link(provenance, self.wiki.allowed),
         }
         return ToolOutcome(content, (source,))
 

@@ -182,7 +182,9 @@ class Worker:
                 code="wiki_missing",
             )
         return Toolbox(
-            wiki=WikiShelf(root, self.settings, allowed, link=served.link),
+            wiki=WikiShelf(
+                root, self.settings, allowed, link=lambda page: served.link(page, allowed)
+            ),
             knowledge=self._knowledge,
             analytics=self._analytics,
             request=job.request,

@@ -236,7 +236,7 @@ class AnalyticsService:
             computation = self.store.execute(query, extraction.values, served.catalog.revision)
         except AnalyticsError as exc:
             return self._failed(question, exc, query, diagnostics)
-        return self._computed(query, computation, diagnostics)
+        return self._computed(query, computation, diagnostics, labels)
 
     def figure_labels(self, query: CatalogQuery) -> list[str]:
         """The labels a figure of `query` carries: the store's and the query's own."""
@@ -272,6 +272,7 @@ class AnalyticsService:
         query: CatalogQuery,
         computation: Computation,
         diagnostics: dict[str, Any],
+        asked: Sequence[str],
     ) -> NumericAnswer:
         columns = tuple(
             FigureColumn(
@@ -284,8 +285,12 @@ class AnalyticsService:
             for spec in [query.result.columns.get(name)]
         )
         provenance = computation.provenance()
-        # The labels its figures carry, and where the reader opens the reviewed query.
-        provenance |= {"labels": self.figure_labels(query), "link": query_link(provenance)}
+        # The labels its figures carry, and where the reader opens the reviewed query (under
+        # the labels the question was asked with).
+        provenance |= {
+            "labels": self.figure_labels(query),
+            "link": query_link(provenance, sorted(asked)),
+        }
         return NumericAnswer(
             "computed",
             query_id=query.id,

@@ -29,16 +29,18 @@ def figure_labels(settings: AnalyticsSettings, query: CatalogQuery) -> list[str]
     return sorted({*settings.labels, *query.labels})
 
 
-def query_link(provenance: dict[str, Any]) -> str:
-    """The link of a computed answer's provenance: the query, the revision, and what the
-    answer bound and read (for the reader to see them beside the query)."""
+def query_link(provenance: dict[str, Any], labels: Sequence[str] = ()) -> str:
+    """The link of a computed answer's provenance: the query, the revision, what the answer
+    bound and read (for the reader to see them beside the query), and the labels the question
+    was asked with, so it opens as given."""
     return f"{QUERY_LINK_PATH}?" + urlencode(
-        {
-            "query_id": provenance["query_id"],
-            "revision": provenance["catalog_revision"],
-            "parameters": json.dumps(provenance.get("parameters") or {}, sort_keys=True),
-            "data_date": str(provenance.get("data_date") or ""),
-        }
+        [
+            ("query_id", provenance["query_id"]),
+            ("revision", provenance["catalog_revision"]),
+            ("parameters", json.dumps(provenance.get("parameters") or {}, sort_keys=True)),
+            ("data_date", str(provenance.get("data_date") or "")),
+            *(("labels", label) for label in labels),
+        ]
     )
 
 

@@ -1,7 +1,9 @@
 """Sources you can open: the link every source of an answer carries, and the passage it opens.
 
-A link names the source (`doc_id`), the revision the answer read it at and the fragment it
-rests on: `/v1/passage?doc_id=...&revision=...&fragment=N`. The passage is that fragment with
+A link names the source (`doc_id`), the revision the answer read it at, the fragment it
+rests on and the labels the question was asked with:
+`/v1/passage?doc_id=...&revision=...&fragment=N&labels=...`, so it opens as given (the labels
+are still resolved against the opening caller's ceiling). The passage is that fragment with
 its neighbours, highlighted, with its page and heading path, read from the active generation
 — the text the answer was written from, never the working tree. The same label rule as the
 answer applies: every fragment must carry only labels the request may see, or the link is
@@ -53,11 +55,13 @@ class RevisionNotServed(ThothError):
     code = "revision_not_served"
 
 
-def link(doc_id: str, revision: str, fragment: int | None) -> str:
-    """The link of a source: relative to the service, with what identifies the passage."""
-    query: dict[str, str | int] = {"doc_id": doc_id, "revision": revision}
+def link(doc_id: str, revision: str, fragment: int | None, labels: Sequence[str] = ()) -> str:
+    """The link of a source: relative to the service, with what identifies the passage and
+    the labels it was found under (one `labels` parameter each; none: the default labels)."""
+    query: list[tuple[str, str | int]] = [("doc_id", doc_id), ("revision", revision)]
     if fragment is not None:
-        query["fragment"] = fragment
+        query.append(("fragment", fragment))
+    query += [("labels", label) for label in labels]
     return f"{LINK_PATH}?{urlencode(query)}"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from thoth.answer.answerers import Answerer, Declined
@@ -210,6 +210,7 @@ class AnswerService:
         # Every branch is validated, the numeric one included: before anything is decided.
         request = self._search.validate(question, filters)
         named = [f for f in DOCUMENT_FILTERS if request.get(f)]
+        asked = allowed_labels(self.settings, request)  # what every link of it carries
         numeric = (
             # The caller asked for documents by source or format: the text path answers, as
             # asked, even a question the store could compute.
@@ -218,7 +219,7 @@ class AnswerService:
                 diagnostics={"reason": f"the request names documents ({', '.join(named)})"},
             )
             if named
-            else self._analytics.answer(question, allowed_labels(self.settings, request))
+            else self._analytics.answer(question, asked)
         )
         if numeric.outcome != "not_covered":
             return self._numeric(attempt.id, question, numeric, request, instructions)
@@ -235,7 +236,7 @@ class AnswerService:
         diagnostics["analytics"] = numeric.diagnostics
         w = self._wording
         status: AnswerStatus = context.status
-        sources = list(context.sources)
+        sources = [replace(s, labels=tuple(asked)) for s in context.sources]
         if isinstance(replied, Declined):
             # The model read the context and said none of it answers: nothing_found, with no
             # source (none answers), the reason said; what it read stays in the diagnostics.

@@ -45,11 +45,13 @@ class Source:
     record_kind: str
     revision: str = ""
     fragment: int | None = None  # the ordinal of its best-ranked fragment: what the link opens
+    labels: tuple[str, ...] = ()  # the labels the question was asked with: the link's own
 
     @property
     def link(self) -> str:
-        """Where the reader opens the passage it rests on (thoth.answer.passage)."""
-        return link(self.doc_id, self.revision, self.fragment)
+        """Where the reader opens the passage it rests on (thoth.answer.passage), under the
+        labels the question was asked with."""
+        return link(self.doc_id, self.revision, self.fragment, self.labels)
 
     def as_dict(self) -> dict[str, str]:
         return {

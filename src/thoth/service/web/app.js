@@ -238,7 +238,6 @@
   // ------------------------------------------------------------------ feedback
 
   let currentAnswerId = null;
-  let askedLabels = []; // the labels of the last question: a passage is opened under them
 
   function feedbackMessage(text, isError) {
     const p = $("feedback-message");
@@ -301,11 +300,10 @@
 
   // ------------------------------------------------------------------ passages
 
-  // GET the source's link with the labels the question was asked with: the service shows the
-  // passage only under the same label rules as the answer, or says why not (a code).
+  // GET the source's link as given: it carries the labels the question was asked with, and
+  // the service shows the passage only under the answer's label rules, or says why not (a code).
   async function openPassage(source) {
-    let path = source.link;
-    for (const label of askedLabels) path += "&labels=" + encodeURIComponent(label);
+    const path = source.link;
     show("passage", true);
     $("passage-title").textContent = source.title;
     $("passage-where").textContent = "Opening…";
@@ -444,7 +442,6 @@
     const body = { question };
     const labels = labelsOf($("labels").value);
     if (labels.length > 0) body.labels = labels; // none: the workspace's default labels
-    askedLabels = labels;
     const channel = $("channel").value.trim();
     if (channel) body.channel = channel;
     const button = $("ask-button");
