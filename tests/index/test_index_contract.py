@@ -6,14 +6,12 @@ from pathlib import Path
 
 import pytest
 import qdrant_edge as qe
-from qdrant_client import QdrantClient, models
+from qdrant_client import QdrantClient
 
 from thoth.index.base import (
-    BM25,
     RRF_K,
     Exclude,
     Fusion,
-    IndexConfigError,
     IndexRecord,
     IndexUnavailable,
     Match,
@@ -23,7 +21,7 @@ from thoth.index.base import (
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.edge import EdgeStore
 from thoth.index.generations import EdgeBackend, IndexBackend
-from thoth.index.server import ServerBackend, ServerStore
+from thoth.index.server import ServerBackend
 
 DIM = 4
 TEXTS = {
@@ -73,7 +71,7 @@ def test_roundtrip_and_hybrid_query(backend: IndexBackend) -> None:
     store.create_payload_indexes(["record_kind", "key", "purposes"])
     backend.seal("g1", store)
     store = backend.open("g1")
-    assert store.dim == DIM and store.has_bm25()
+    assert store.dim == DIM
     assert store.count() == 4 and store.count({"key": ["a", "b"]}) == 2
     scrolled = list(store.scroll())
     assert sorted(r.payload["key"] for r in scrolled) == ["a", "b", "c", "d"]
@@ -192,102 +190,6 @@ def test_drop_removes_a_generation(backend: IndexBackend) -> None:
     assert backend.sealed() == []
     with pytest.raises(IndexUnavailable):
         backend.open("g3")
-
-
-# -- bm25 added without recreating, other records untouched --------------------------------
-
-
-def _legacy_edge(path: Path) -> EdgeStore:
-    """A dense-only collection holding schema and memory records (as before Evidence)."""
-    shard = qe.EdgeShard.create(
-        str(path),
-        qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine), wal_enabled=False
-        ),
-    )
-    shard.close()
-    store = EdgeStore.open(path)
-    return store
-
-
-def _legacy_server(client: QdrantClient) -> ServerStore:
-    client.create_collection(
-        "legacy", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
-    )
-    return ServerStore.open(client, "legacy")
-
-
-@pytest.mark.parametrize("adapter", ["edge", "server"])
-def test_ensure_bm25_keeps_other_records_untouched(adapter: str, tmp_path: Path) -> None:
-    client = QdrantClient(path=str(tmp_path / "q")) if adapter == "server" else None
-    store = _legacy_edge(tmp_path / "legacy") if client is None else _legacy_server(client)
-    legacy = [
-        IndexRecord(uid(k), vec, None, {"record_kind": kind, "key": k})
-        for (k, (_, vec)), kind in zip(
-            TEXTS.items(), ["schema_table", "schema_column", "memory", "memory"], strict=True
-        )
-    ]
-    store.upsert(legacy)
-    before_count = store.count()
-    before_ids = sorted(r.id for r in store.scroll())
-    before_dense = [h.id for h in store.query_dense([0.3, 0.2, 0.9, 0.1], {}, limit=4)]
-    assert not store.has_bm25()
-
-    store.ensure_bm25()
-    assert store.has_bm25()
-    store.ensure_bm25()  # idempotent
-    assert store.count() == before_count
-    assert sorted(r.id for r in store.scroll()) == before_ids
-    assert [h.id for h in store.query_dense([0.3, 0.2, 0.9, 0.1], {}, limit=4)] == before_dense
-    # Evidence fragments can now carry bm25 next to the untouched records.
-    store.upsert(
-        [
-            IndexRecord(
-                uid("e"),
-                [1, 1, 0, 0],
-                BM.document("fascia pediatrica"),
-                {"record_kind": "evidence"},
-            )
-        ]
-    )
-    assert [h.id for h in store.query_sparse(BM.query("pediatrica"), {}, 5)] == [uid("e")]
-    store.close()
-    if client is not None:
-        client.close()
-
-
-def test_bm25_with_another_configuration_fails_without_change(tmp_path: Path) -> None:
-    path = tmp_path / "other"
-    shard = qe.EdgeShard.create(
-        str(path),
-        qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine),
-            sparse_vectors={BM25: qe.EdgeSparseVectorParams()},
-            wal_enabled=False,
-        ),
-    )
-    shard.close()
-    import json
-
-    sparse_before = json.loads((path / "edge_config.json").read_text())["sparse_vectors"]
-    store = EdgeStore.open(path)
-    with pytest.raises(IndexConfigError, match="nothing was changed"):
-        store.ensure_bm25()
-    store.close()
-    assert json.loads((path / "edge_config.json").read_text())["sparse_vectors"] == sparse_before
-
-
-def test_server_bm25_with_another_configuration_fails(tmp_path: Path) -> None:
-    client = QdrantClient(path=str(tmp_path / "q"))
-    client.create_collection(
-        "c",
-        vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE),
-        sparse_vectors_config={BM25: models.SparseVectorParams()},
-    )
-    with pytest.raises(IndexConfigError, match="nothing was changed"):
-        ServerStore.open(client, "c").ensure_bm25()
-    assert client.get_collection("c").config.params.sparse_vectors[BM25].modifier is None  # type: ignore[index]
-    client.close()
 
 
 def test_missing_or_corrupt_edge_directory_is_unavailable(tmp_path: Path) -> None:

@@ -177,13 +177,6 @@ class IndexConfigError(ThothError):
 class IndexStore(Protocol):
     dim: int
 
-    def has_bm25(self) -> bool: ...
-
-    def ensure_bm25(self) -> None:
-        """Add the `bm25` sparse vector (IDF) if missing, without touching any record; fail
-        with IndexConfigError, changing nothing, if it exists with another configuration."""
-        ...
-
     def create_payload_indexes(self, fields: Sequence[str]) -> None: ...
 
     def upsert(self, records: Sequence[IndexRecord]) -> None: ...

@@ -95,25 +95,6 @@ class EdgeStore:
             raise IndexUnavailable(f"{path}: cannot open the Qdrant Edge shard: {exc}") from exc
         return cls(shard, path, dim, private=private)
 
-    def _config(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.path / _CONFIG_FILE).read_text("utf-8"))
-        return data
-
-    def has_bm25(self) -> bool:
-        return BM25 in (self._config().get("sparse_vectors") or {})
-
-    def ensure_bm25(self) -> None:
-        sparse = self._config().get("sparse_vectors") or {}
-        if BM25 in sparse:
-            if (sparse[BM25] or {}).get("modifier") != "idf":
-                raise IndexConfigError(
-                    f"{self.path}: sparse vector `{BM25}` exists with configuration "
-                    f"{sparse[BM25]}, not modifier=idf; nothing was changed -> rename or remove "
-                    "it deliberately"
-                )
-            return
-        self._run(qe.UpdateOperation.create_sparse_vector(BM25, modifier=qe.Modifier.Idf))
-
     def _run(self, op: Any) -> None:
         try:
             self._shard.update(op)

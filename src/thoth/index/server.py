@@ -88,30 +88,6 @@ class ServerStore:
             )
         return cls(client, collection, vectors.size)
 
-    def _sparse_config(self) -> dict[str, models.SparseVectorParams]:
-        info = self._client.get_collection(self.collection)
-        return dict(info.config.params.sparse_vectors or {})
-
-    def has_bm25(self) -> bool:
-        return BM25 in self._sparse_config()
-
-    def ensure_bm25(self) -> None:
-        sparse = self._sparse_config()
-        if BM25 in sparse:
-            if sparse[BM25].modifier != models.Modifier.IDF:
-                raise IndexConfigError(
-                    f"collection {self.collection!r}: sparse vector `{BM25}` exists with "
-                    f"modifier {sparse[BM25].modifier}, not idf; nothing was changed"
-                )
-            return
-        self._client.create_vector_name(
-            self.collection,
-            BM25,
-            vector_name_config=models.SparseVectorNameConfig(
-                sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)
-            ),
-        )
-
     def create_payload_indexes(self, fields: Sequence[str]) -> None:
         for name in fields:
             self._client.create_payload_index(
