@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tests.privacy.near_miss import REGISTRY
+from thoth.privacy import PlaceholderPseudonymizer
 from thoth.privacy.registry import APOSTROPHES
 
 SEPARATORS = (" ", "  ", ".", "-", "/", " - ", " / ", " . ")
@@ -328,3 +329,49 @@ def as_text(form: Form, how: str) -> tuple[str, str]:
 def residue(sent: str) -> str:
     """What of `sent` can be read once its placeholders are taken out."""
     return plain(_PLACEHOLDER.sub(" ", sent))
+
+
+COLUMNS = ("importo", "data", "categoria", "codice", "n", "totale")  # harmless-sounding names
+
+
+def pseudonymizer() -> PlaceholderPseudonymizer:
+    return PlaceholderPseudonymizer(REGISTRY, min_name_length=4)
+
+
+def leaks(form: Form) -> list[str]:
+    """How a positive form left something of itself readable, or did not come back exactly,
+    each way it is sent (`sent_as`); empty when it did neither."""
+    found = []
+    for how in sent_as(form):
+        p = pseudonymizer()
+        if how == "row":
+            [row] = p.protect_rows(COLUMNS[: len(form.cells)], [list(form.cells)])
+            sent = " ".join(str(v) for v in row)
+            if residue(sent):
+                found.append(f"row {row!r}")
+            elif plain("".join(form.cells)) not in plain(p.restore(sent)):
+                found.append(f"row not restored: {p.restore(sent)!r}")
+            continue
+        text, without = as_text(form, how)
+        sent = p.protect(text)
+        if residue(sent) != plain(without):
+            found.append(f"{how} {sent!r}")
+        elif p.restore(sent) != text:
+            found.append(f"{how} restored as {p.restore(sent)!r}")
+    return found
+
+
+def changes(form: Form) -> list[tuple[object, object]]:
+    """How a negative form was changed, each way it is sent: (what was sent, what left)."""
+    found: list[tuple[object, object]] = []
+    for how in CELL_FORMS if len(form.cells) > 1 else ("text", "row"):
+        p = pseudonymizer()
+        if how == "row":
+            [row] = p.protect_rows(COLUMNS[: len(form.cells)], [list(form.cells)])
+            if row != list(form.cells):
+                found.append((form.cells, row))
+            continue
+        text, _ = as_text(form, how)
+        if p.protect(text) != text:
+            found.append((text, p.protect(text)))
+    return found
