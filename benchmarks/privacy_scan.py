@@ -46,7 +46,15 @@ from bench_common import header_line, machine_facts
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.privacy.generated import changes, leaks, negatives, positives  # noqa: E402
+from tests.privacy.generated import (  # noqa: E402
+    TUNING,
+    VALIDATION,
+    Seeds,
+    changes,
+    leaks,
+    negatives,
+    positives,
+)
 from tests.privacy.near_miss import CORPUS, REGISTRY, readable  # noqa: E402
 
 from thoth.markup import markdown_table  # noqa: E402
@@ -81,20 +89,20 @@ def corpus_leaks() -> dict[str, int]:
     return leaks
 
 
-def generated() -> dict[str, Any]:
+def generated(seeds: Seeds) -> dict[str, Any]:
     """The generated corpus: per kind, forms and forms that leaked (with a few examples);
     ordinary values and those changed."""
     by_kind: dict[str, dict[str, Any]] = {}
-    for form in positives():
+    for form in positives(seeds):
         row = by_kind.setdefault(form.kind, {"forms": 0, "leaked": 0, "examples": []})
         row["forms"] += 1
-        found = leaks(form)
+        found = leaks(form, seeds)
         if found:
             row["leaked"] += 1
             if len(row["examples"]) < 3:
                 row["examples"].append({"cells": form.cells, "rule": form.rule, "sent": found})
-    ordinary = negatives()
-    changed = [c for form in ordinary for c in changes(form)]
+    ordinary = negatives(seeds)
+    changed = [c for form in ordinary for c in changes(form, seeds)]
     return {
         "kinds": by_kind,
         "ordinary_values": len(ordinary),
@@ -246,7 +254,7 @@ def main() -> None:
     args = parser.parse_args()
 
     leaks = corpus_leaks()
-    rules = generated()
+    rules = {"tuning": generated(TUNING), "validation": generated(VALIDATION)}
     demo, batches = demo_warehouse(args.show)
     birds = bird(args.data, args.show) if (args.data / "bird_dev").is_dir() else {}
     micro = cost(batches)
@@ -267,30 +275,34 @@ def main() -> None:
         f"\nNear-miss corpus: {leaks['cases']} forms; leaks as row cells {leaks['row_leaks']}, "
         f"as free text {leaks['text_leaks']}\n"
     )
-    print("Generated near-miss corpus (tests/privacy/generated.py), forms that leaked:\n")
-    kinds = rules["kinds"]
     print(
-        markdown_table(
-            ["kind", "forms", "leaked"],
-            [[k, str(v["forms"]), str(v["leaked"])] for k, v in kinds.items()]
-            + [
-                [
-                    "all",
-                    str(sum(v["forms"] for v in kinds.values())),
-                    str(sum(v["leaked"] for v in kinds.values())),
-                ]
-            ],
+        "Generated near-miss corpus (tests/privacy/generated.py), forms that leaked: tuning "
+        "(the rules were fixed on it) and validation (other codes, names and draws, run once "
+        "they held)\n"
+    )
+    tuning, validation = rules["tuning"]["kinds"], rules["validation"]["kinds"]
+    table = [
+        [k, str(tuning[k]["forms"]), str(tuning[k]["leaked"]), str(validation[k]["forms"]),
+         str(validation[k]["leaked"])]
+        for k in tuning
+    ]  # fmt: skip
+    table.append(
+        ["all"]
+        + [str(sum(v[f] for v in kinds.values())) for kinds in (tuning, validation)
+           for f in ("forms", "leaked")]
+    )  # fmt: skip
+    print(markdown_table(["kind", "tuning forms", "leaked", "validation forms", "leaked"], table))
+    for label, result in rules.items():
+        for kind, row in result["kinds"].items():
+            for example in row["examples"]:
+                print(f"- {label} {kind} leak: {example}")
+    for label, result in rules.items():
+        print(
+            f"\nGenerated ordinary values, {label}: {result['ordinary_values']}; changed "
+            f"(text, row, Markdown, tabs sendings) {result['ordinary_changed']}"
+            + "".join(f"\n- {e}" for e in result["changed_examples"])
         )
-    )
-    for kind, row in kinds.items():
-        for example in row["examples"]:
-            print(f"- {kind} leak: {example}")
-    print(
-        f"\nGenerated ordinary values: {rules['ordinary_values']}; changed "
-        f"{rules['ordinary_changed']}"
-        + "".join(f"\n- {e}" for e in rules["changed_examples"])
-        + "\n"
-    )
+    print()
     rows = [["demo warehouse (all tables)", *_figures(demo)]]
     rows += [[f"BIRD {name} (sample values)", *_figures(t)] for name, t in birds.items()]
     print(
