@@ -7,8 +7,14 @@ still has a valid check digit: the price of never missing a real one).
 - codice fiscale: 16 characters, omocodia included (digits replaced by L M N P Q R S T U V),
   check letter computed with the Agenzia delle Entrate's odd/even tables;
 - partita IVA: 11 digits (optionally prefixed "IT"), Luhn-style check digit;
-- IBAN: country, check digits, BBAN, with or without spaces in groups of four, mod-97 = 1;
-- e-mail address.
+- IBAN: country, check digits, BBAN at the country's length, mod-97 = 1;
+- e-mail address, also spelled out ("mario [at] example [dot] com");
+- phone number, with its prefix, bracketed area code and extension.
+
+Forms are found by normalisation, not listed: a separator may stand anywhere inside a code,
+`@` and `.` may be spelled, and a value may run over adjacent cells (docs/privacy.md). The
+placeholder covers the whole written form; tests/privacy/generated.py proves the rules on
+forms generated from them.
 """
 
 from __future__ import annotations
@@ -84,7 +90,6 @@ _EMAIL: Final = re.compile(
     rf"(?P<domain>[A-Za-z0-9-]++(?:{_DOT}[A-Za-z0-9-]++)*{_DOT}(?P<tld>[A-Za-z]{{2,}}))(?![\w-])",
     re.IGNORECASE,
 )
-_SPELLED_AT: Final = re.compile(_AT, re.IGNORECASE)
 _SPELLED_DOT: Final = re.compile(_DOT_SPELLED, re.IGNORECASE)
 _BARE_WORD: Final = re.compile(rf"\s(?:{_AT_WORD}|{_DOT_WORD})\s", re.IGNORECASE)
 _TLDS: Final = frozenset({

@@ -12,8 +12,9 @@
   proposes (`thoth.privacy.columns.reconcile`: the name never lowers a reviewed kind).
   Identities become placeholders whatever their length, declared free text is protected like
   any text, every column not recognised is masked, and the values that pass are scanned all
-  the same, alone and joined with the adjacent cells of their row (a codice fiscale or a name
-  split across two cells).
+  the same, alone and joined with the adjacent cells of their row (a codice fiscale, an
+  e-mail address or a name split across two or more cells).
+- Findings that overlap become one placeholder over both: nothing is left half-replaced.
 
 `restore` turns a placeholder back into the text it replaced: the one spelling this object
 saw for it ("ROSSI COSTRUZIONI SRL" stays upper case, so a verbatim excerpt stays verbatim),
