@@ -311,6 +311,7 @@ def _reference(rng: random.Random) -> str:
             f"ATECO {rng.randrange(10, 99)}.{rng.randrange(10, 99)}.{rng.randrange(10):02d}",
             f"CUP J{rng.randrange(10, 99)}B{rng.randrange(10**11):011d}",
             f"art. {rng.randrange(1, 200)}, comma {rng.randrange(1, 9)}",
+            f"File No. 000-{rng.randrange(10**5):05d} {rng.randrange(1, 100)}.{rng.randrange(10)}",
             f"ore {rng.randrange(24):02d}:{rng.randrange(60):02d}",
         ]
     )

@@ -56,9 +56,10 @@ _CF: Final = _at_every_start(
     rf"(?<![A-Za-z0-9]){_spaced(*_CF_PARTS)}(?![A-Za-z0-9])", re.IGNORECASE
 )
 _CF_WHOLE: Final = re.compile("".join(_CF_PARTS), re.IGNORECASE)
-# Not right after a digit and a dot, dash or slash: "12/03/24 ..." is read from its start.
+# Not right after or before a digit and a dot, dash or slash: "12/03/24 ..." is read from its
+# start, "... 2021-02-15" to its end.
 _PIVA: Final = _at_every_start(
-    rf"(?<![A-Za-z0-9.,])(?<!\d[./\-])(IT{_SEP})?(\d(?:{_SEP}\d){{10}})(?![0-9])(?![.,]\d)",
+    rf"(?<![A-Za-z0-9.,])(?<!\d[./\-])(IT{_SEP})?(\d(?:{_SEP}\d){{10}})(?![0-9])(?![.,/\-]\d)",
     re.IGNORECASE,
 )
 _IBAN_HEAD: Final = ("[A-Za-z]", "[A-Za-z]", r"\d", r"\d")  # country, check digits
@@ -102,9 +103,10 @@ _TLDS: Final = frozenset({
 # Phone numbers: international (+39, 0039, (+39), +44 (0)20 ...), Italian mobile (3xx) and
 # landline (0x), an area code in brackets ("(06) 1234 5678"), North American; an extension
 # ("int. 12", "ext 204", "x204") belongs to the number. A separator: a run of one or two
-# spaces, or a dot, dash or slash with a space around it at most; never a cell boundary.
+# spaces, or a dot, dash or slash with a space around it at most; never a cell boundary. The
+# numbering plans: no country code starts with 0 (ITU E.164), no Italian area code with 00.
 _PS: Final = r"(?:[ ]{1,2}|[ ]?[.\-/][ ]?)?"
-_PREFIX: Final = r"(?:\((?:\+|00)\d{1,3}\)|(?:\+|00)\d{1,3})"
+_PREFIX: Final = r"(?:\((?:\+|00)[1-9]\d{0,2}\)|(?:\+|00)[1-9]\d{0,2})"
 _AREA: Final = r"(?:\(0\)[ ]?\d{1,4}|\(\d{1,5}\))"
 _EXTENSION: Final = r"(?:[ ]?,?[ ]*(?:int|interno|ext|extension|est|x)\.?[ ]?\d{1,5})?"
 _TEL: Final = re.compile(
@@ -113,23 +115,30 @@ _TEL: Final = re.compile(
     rf"|{_AREA}{_PS}\d(?:{_PS}\d){{4,9}}"
     r"|\d{3}[.\-]\d{3}[.\-]\d{4}"
     rf"|3\d{{2}}(?:{_PS}\d){{6,7}}"
-    rf"|0\d{{1,3}}(?:{_PS}\d){{5,8}}"
+    rf"|0[1-9]\d{{0,2}}(?:{_PS}\d){{5,8}}"
     rf"){_EXTENSION}(?![\w+/-])(?![.,:]\d)",
     re.IGNORECASE,
 )
 _EXTENSION_TAIL: Final = re.compile(rf"{_EXTENSION}$", re.IGNORECASE)
 _THOUSANDS: Final = re.compile(r"\d{1,3}(?:\.\d{3})+|\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+")
 _DATE_LIKE: Final = re.compile(r"\d{1,4}[./\-]\d{1,2}[./\-]\d{1,4}")
-# A date at either end of a candidate's groups ("123 15/03/2024"), or a year followed by a dash
-# or a slash ("2019-2023 123", "2024/0012345": a year range, a protocol or invoice number).
+# A date at either end of a candidate's groups ("123 15/03/2024"), a year range at its end, or
+# a year followed by a dash or a slash at its start ("2019-2023 123", "2024/0012345": a year
+# range, a protocol or invoice number).
 _DAY: Final = r"(?:0?[1-9]|[12]\d|3[01])"
 _MONTH: Final = r"(?:0?[1-9]|1[0-2])"
 _YEAR: Final = r"(?:1[89]|20)\d{2}"
+_YEAR_RANGE: Final = rf"{_YEAR}[ ]?[\-\u2013/][ ]?(?:{_YEAR}|\d{{2}})"
 _DATE_INSIDE: Final = re.compile(
     rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\2{_DAY})(?!\d)"
-    rf"|(?<!\d)(?:{_DAY}([./\-]){_MONTH}\3(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\4{_DAY})$"
+    rf"|(?<!\d)(?:{_DAY}([./\-]){_MONTH}\3(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\4{_DAY}"
+    rf"|{_YEAR_RANGE})$"
 )
 _DATED_REFERENCE: Final = re.compile(r"(?:19|20)\d{2}[ \t]*[/\-\u2013][ \t]*\d")
+# A decimal number among groups apart by spaces: figures side by side ("70.7 224.5 128.6",
+# "000-79730 57.8"), where a code written with one dot has no space ("123456789.03").
+_DECIMAL_AMONG: Final = re.compile(r"(?:^|[ \t])\d+[.,]\d{1,2}(?:[ \t]|$)")
+_FIGURE: Final = re.compile(r"[+\-−(]?(?:\d{1,3}(?:([., ])\d{3})(?:\1\d{3})*|\d+[.,]\d+)\)?%?")
 _PROSE_WORD: Final = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{5,}(?![A-Za-z0-9])")
 _NOT_DIGIT: Final = re.compile(r"\D")
 _NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
@@ -266,12 +275,13 @@ def _fills_cells(text: str, start: int, end: int) -> bool:
 
 def _may_cross(value: str, found: Found, figures_across_cells: bool) -> bool:
     """A code over cells has nothing but spacing besides the boundaries ("036" | "2010-01-01"
-    is a code beside a date), and a letter unless figures may be joined."""
+    is a code beside a date), no piece that is a figure on its own (an amount with thousands
+    separators or decimals), and a letter unless figures may be joined."""
     if found.kind == "EMAIL":
         return True
-    inside = value.translate(_BLOCK).replace("\0", "")
-    if re.search(r"[./\-:\u2010-\u2013]", inside):
-        return False
+    pieces = [p.strip() for p in value.translate(_BLOCK).split("\0")]
+    if any(re.search(r"[./\-:\u2010-\u2013]", p) or _FIGURE.fullmatch(p) for p in pieces):
+        return False  # a piece that is a figure on its own ("99 788") is no part of a code
     return figures_across_cells or bool(re.search(r"[A-Za-z]", value))
 
 
@@ -325,11 +335,13 @@ def _codes_between(text: str, start: int, end: int) -> Iterator[Found]:
 
 def _figures(groups: str) -> bool:
     """Digits that read as figures rather than as one code: an amount with thousands
-    separators, a date at their start or end, or a year and a dash or slash at their start."""
+    separators, a date at their start or end, a year and a dash or slash at their start, or a
+    decimal number among groups apart by spaces."""
     return bool(
         _THOUSANDS.fullmatch(groups)
         or _DATE_INSIDE.search(groups)
         or _DATED_REFERENCE.match(groups)
+        or (" " in groups and _DECIMAL_AMONG.search(groups))
     )
 
 
