@@ -4,6 +4,12 @@ corpus, false positives on ordinary cells, and its cost per cell.
 - **Near-miss corpus** (tests/privacy/near_miss.py): identities in the forms real data holds
   them, each sent once as the cells of a row under harmless-sounding columns and once as free
   text. Leaks must be 0.
+- **Generated near-miss corpus** (tests/privacy/generated.py): the forms the normalisation
+  rules produce (separators at every position, spelled-out e-mails, phone prefixes and
+  extensions, name variants derived from the registry, splits over 2 and 3 cells), each sent
+  as text, Markdown row, tab-separated line and row cells, per kind: forms that left anything
+  of themselves readable must be 0; and the generated ordinary values (amounts, dates, years,
+  references, rows of figures) changed must be 0.
 - **False positives**: every cell of the demo warehouse (examples/clinical-dwh, built into a
   temporary folder by its own tool) and the sample values of the BIRD databases of
   ../shared/data/bird_dev, each row scanned as if every column were harmless (the scan runs
@@ -40,6 +46,15 @@ from bench_common import header_line, machine_facts
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.privacy.generated import (  # noqa: E402
+    TUNING,
+    VALIDATION,
+    Seeds,
+    changes,
+    leaks,
+    negatives,
+    positives,
+)
 from tests.privacy.near_miss import CORPUS, REGISTRY, readable  # noqa: E402
 
 from thoth.markup import markdown_table  # noqa: E402
@@ -72,6 +87,28 @@ def corpus_leaks() -> dict[str, int]:
         text = p.protect("Dati: " + " ".join(str(v) for v in case.cells))
         leaks["text_leaks"] += any(readable(text, s) for s in case.secrets)
     return leaks
+
+
+def generated(seeds: Seeds) -> dict[str, Any]:
+    """The generated corpus: per kind, forms and forms that leaked (with a few examples);
+    ordinary values and those changed."""
+    by_kind: dict[str, dict[str, Any]] = {}
+    for form in positives(seeds):
+        row = by_kind.setdefault(form.kind, {"forms": 0, "leaked": 0, "examples": []})
+        row["forms"] += 1
+        found = leaks(form, seeds)
+        if found:
+            row["leaked"] += 1
+            if len(row["examples"]) < 3:
+                row["examples"].append({"cells": form.cells, "rule": form.rule, "sent": found})
+    ordinary = negatives(seeds)
+    changed = [c for form in ordinary for c in changes(form, seeds)]
+    return {
+        "kinds": by_kind,
+        "ordinary_values": len(ordinary),
+        "ordinary_changed": len(changed),
+        "changed_examples": [repr(c) for c in changed[:5]],
+    }
 
 
 def scan_table(
@@ -217,6 +254,7 @@ def main() -> None:
     args = parser.parse_args()
 
     leaks = corpus_leaks()
+    rules = {"tuning": generated(TUNING), "validation": generated(VALIDATION)}
     demo, batches = demo_warehouse(args.show)
     birds = bird(args.data, args.show) if (args.data / "bird_dev").is_dir() else {}
     micro = cost(batches)
@@ -224,6 +262,7 @@ def main() -> None:
     if args.json:
         out = {
             "corpus": leaks,
+            "generated": rules,
             "demo": vars(demo) | {"rate": demo.rate},
             "bird": {k: vars(v) | {"rate": v.rate} for k, v in birds.items()},
             "us_per_cell": micro,
@@ -236,6 +275,34 @@ def main() -> None:
         f"\nNear-miss corpus: {leaks['cases']} forms; leaks as row cells {leaks['row_leaks']}, "
         f"as free text {leaks['text_leaks']}\n"
     )
+    print(
+        "Generated near-miss corpus (tests/privacy/generated.py), forms that leaked: tuning "
+        "(the rules were fixed on it) and validation (other codes, names and draws, run once "
+        "they held)\n"
+    )
+    tuning, validation = rules["tuning"]["kinds"], rules["validation"]["kinds"]
+    table = [
+        [k, str(tuning[k]["forms"]), str(tuning[k]["leaked"]), str(validation[k]["forms"]),
+         str(validation[k]["leaked"])]
+        for k in tuning
+    ]  # fmt: skip
+    table.append(
+        ["all"]
+        + [str(sum(v[f] for v in kinds.values())) for kinds in (tuning, validation)
+           for f in ("forms", "leaked")]
+    )  # fmt: skip
+    print(markdown_table(["kind", "tuning forms", "leaked", "validation forms", "leaked"], table))
+    for label, result in rules.items():
+        for kind, row in result["kinds"].items():
+            for example in row["examples"]:
+                print(f"- {label} {kind} leak: {example}")
+    for label, result in rules.items():
+        print(
+            f"\nGenerated ordinary values, {label}: {result['ordinary_values']}; changed "
+            f"(text, row, Markdown, tabs sendings) {result['ordinary_changed']}"
+            + "".join(f"\n- {e}" for e in result["changed_examples"])
+        )
+    print()
     rows = [["demo warehouse (all tables)", *_figures(demo)]]
     rows += [[f"BIRD {name} (sample values)", *_figures(t)] for name, t in birds.items()]
     print(

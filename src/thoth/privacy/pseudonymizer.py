@@ -12,8 +12,9 @@
   proposes (`thoth.privacy.columns.reconcile`: the name never lowers a reviewed kind).
   Identities become placeholders whatever their length, declared free text is protected like
   any text, every column not recognised is masked, and the values that pass are scanned all
-  the same, alone and joined with the adjacent cells of their row (a codice fiscale or a name
-  split across two cells).
+  the same, alone and joined with the adjacent cells of their row (a codice fiscale, an
+  e-mail address or a name split across two or more cells).
+- Findings that overlap become one placeholder over both: nothing is left half-replaced.
 
 `restore` turns a placeholder back into the text it replaced: the one spelling this object
 saw for it ("ROSSI COSTRUZIONI SRL" stays upper case, so a verbatim excerpt stays verbatim),
@@ -30,13 +31,17 @@ from typing import Any, Final, cast, get_args
 from thoth.config import ColumnKind
 from thoth.privacy.base import MASKED
 from thoth.privacy.columns import PASSING, classify, masking_rule, reconcile
-from thoth.privacy.detect import find_codes
+from thoth.privacy.detect import CELL_DELIMITERS, fills_cells, find_codes
 from thoth.privacy.registry import APOSTROPHES, Entity, Registry, fold, folded_name
 
 _Span = tuple[int, int, str]
-_PUNCTUATED: Final = re.compile(r"[./:\-]")
-# Every identifier find_codes knows holds a digit, or is an e-mail address ("@", "(at)").
-_MAY_HOLD_CODE: Final = re.compile(r"\d|@|\bat\b", re.IGNORECASE)
+# A candidate before it is given a placeholder: (start, end, kind, key, entity or None).
+_Candidate = tuple[int, int, str, str, Entity | None]
+# Every identifier find_codes knows holds a digit, or is an e-mail address ("@", "(at)",
+# "chiocciola").
+_MAY_HOLD_CODE: Final = re.compile(r"\d|@|\b(?:at|chiocciola)\b", re.IGNORECASE)
+_BLOCK: Final = {ord(c): "\0" for c in CELL_DELIMITERS}  # cells apart, lengths kept
+_CELL_JOIN: Final = " | "  # how a row's adjacent cells are scanned: as a Markdown row
 UNREGISTERED_IDENTITY: Final = "IDENTITA"  # an identity column's value the registry lacks
 _PLACEHOLDER: Final = re.compile(r"\[([A-Z][A-Z0-9_]*):([^\[\]:\s]+)\]")
 
@@ -123,8 +128,8 @@ class PlaceholderPseudonymizer:
     def _row(self, kinds: Sequence[ColumnKind], row: Sequence[Any]) -> list[Any]:
         out = [self._value(kind, value) for kind, value in zip(kinds, row, strict=True)]
         # Whatever the column is called, the values that pass are scanned: each run of
-        # adjacent text cells joined by a space, so an identifier or a name split across two
-        # cells is found and each part replaced.
+        # adjacent text cells joined as a Markdown row, so an identifier, an e-mail address or
+        # a name split across two or more cells is found and each part replaced.
         scanned = [
             kind in PASSING and _scannable(value) for kind, value in zip(kinds, row, strict=True)
         ]
@@ -148,9 +153,9 @@ class PlaceholderPseudonymizer:
         at = 0
         for cell in cells:
             bounds.append((at, at + len(cell)))
-            at += len(cell) + 1
-        joined = " ".join(cells)
-        spans = [s for s in self._spans(joined) if _fits(s, bounds, joined)]
+            at += len(cell) + len(_CELL_JOIN)
+        joined = _CELL_JOIN.join(cells)
+        spans = self._spans(joined, figures_across_cells=True)
         for offset, (low, high) in enumerate(bounds):
             mine = [
                 (max(s, low) - low, min(e, high) - low, token)
@@ -160,28 +165,48 @@ class PlaceholderPseudonymizer:
             if mine:
                 out[start + offset] = _replace(cells[offset], mine)
 
-    def _spans(self, text: str) -> list[_Span]:
-        spans: list[_Span] = []
+    def _spans(self, text: str, *, figures_across_cells: bool = False) -> list[_Span]:
+        """The placeholders for `text`: codes and registry names found, overlaps resolved
+        (`_resolve`), each span given its token."""
+        candidates: list[_Candidate] = []
         if _MAY_HOLD_CODE.search(text):
-            for found in find_codes(text):
-                original = text[found.start : found.end]
-                token = self._number(found.kind, found.value, original)
-                spans.append((found.start, found.end, token))
-        if not len(self.registry):
-            return spans
+            for found in find_codes(text, figures_across_cells=figures_across_cells):
+                candidates.append((found.start, found.end, found.kind, found.value, None))
+        if len(self.registry):
+            candidates += self._names(text)
+        spans: list[_Span] = []
+        for start, end, kind, key, entity, merged in _resolve(candidates):
+            original = text[start:end]
+            if entity is not None and not merged:
+                spans.append((start, end, self._entity(entity, original)))
+            else:
+                spans.append((start, end, self._number(kind, key, original)))
+        return spans
+
+    def _names(self, text: str) -> list[_Candidate]:
+        """Registry names in `text`: within each cell, and over adjacent cells when they fill
+        them ("Mario" | "Rossi")."""
         folded, at = fold(text)
+        blocked = folded.translate(_BLOCK)
+        found = self._names_in(text, blocked, at)
+        if blocked != folded:
+            found += [
+                c
+                for c in self._names_in(text, folded, at)
+                if any(d in text[c[0] : c[1]] for d in CELL_DELIMITERS)
+                and fills_cells(text, c[0], c[1])
+            ]
+        return found
+
+    def _names_in(self, text: str, folded: str, at: list[int]) -> list[_Candidate]:
+        found: list[_Candidate] = []
         for found_start, found_end, key in self.registry.find(folded, self.min_name_length):
             start, end = at[found_start], at[found_end - 1] + 1
             if end < len(text) and text[end] in APOSTROPHES:
                 end += 1  # "Nicolo'": the accent written as an apostrophe
-            spelling = text[start:end]
-            entity = self.registry.variants[key]
-            if entity is not None:
-                token = self._entity(entity, spelling)
-            else:  # a surname several people share: no single identifier to give
-                token = self._number(UNREGISTERED_IDENTITY, key, spelling)
-            spans.append((start, end, token))
-        return spans
+            # None: a surname several people share, no single identifier to give
+            found.append((start, end, UNREGISTERED_IDENTITY, key, self.registry.variants[key]))
+        return found
 
     def _value(self, kind: ColumnKind, value: Any) -> Any:
         if value is None or kind in PASSING:
@@ -220,21 +245,6 @@ class PlaceholderPseudonymizer:
             return token
 
 
-def _fits(span: _Span, bounds: Sequence[tuple[int, int]], joined: str) -> bool:
-    """A span inside one cell, or one that fills whole adjacent cells with no dot, dash, slash
-    or colon inside: a code or a name split across cells ("RSSMRA85" | "T10A562S", "Mario" |
-    "Rossi"), where a number that only ends in the next cell, or "036" | "2010-01-01", is two
-    values side by side. Phones and e-mail addresses are taken within one cell only."""
-    start, end, token = span
-    touched = [(low, high) for low, high in bounds if start < high and end > low]
-    if len(touched) <= 1:
-        return True
-    if token.startswith(("[TEL:", "[EMAIL:")):
-        return False
-    whole = start == touched[0][0] and end == touched[-1][1]
-    return whole and not _PUNCTUATED.search(joined[start:end])
-
-
 def _scannable(value: Any) -> bool:
     """Text, and whole numbers long enough to be a phone or VAT number (an amount stored
     as a float, a date or a decimal is not an identifier)."""
@@ -243,9 +253,26 @@ def _scannable(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**5
 
 
+def _resolve(candidates: list[_Candidate]) -> list[tuple[int, int, str, str, Entity | None, bool]]:
+    """Non-overlapping spans: a candidate inside another is the other's (a registry name
+    holding a VAT number is replaced once, as the name); two that overlap without one holding
+    the other become one span over both, so nothing of either is left in clear (a name that
+    runs into an e-mail address: "Mario rossi.mario@x.it"). The flag says a span was merged:
+    it gets a numbered placeholder of its first candidate's kind."""
+    out: list[tuple[int, int, str, str, Entity | None, bool]] = []
+    for start, end, kind, key, entity in sorted(candidates, key=lambda c: (c[0], -(c[1] - c[0]))):
+        if out and start < out[-1][1]:
+            last = out[-1]
+            if end > last[1]:
+                merged_key = f"{last[3]}+{key}"
+                out[-1] = (last[0], end, last[2], merged_key, None, True)
+            continue
+        out.append((start, end, kind, key, entity, False))
+    return out
+
+
 def _replace(text: str, spans: list[_Span]) -> str:
-    """The text with non-overlapping spans replaced: the earliest wins, then the longest (a
-    registry name holding a VAT number is replaced once, as the name)."""
+    """The text with non-overlapping spans replaced (`_resolve` made them so)."""
     out: list[str] = []
     at = 0
     for start, end, token in sorted(spans, key=lambda s: (s[0], -(s[1] - s[0]))):

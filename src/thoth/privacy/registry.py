@@ -41,7 +41,9 @@ PERSON_KINDS = frozenset(
 APOSTROPHES = "'’‘`´"
 _JOINERS = "-‐‑–"  # hyphens and the en dash that join double names ("Rossi-Bianchi")
 _WORD = re.compile(r"\w+")
-_GAP = re.compile(r"\s+|\s*,\s*")  # between two words of one name
+# Between two words of one name: spacing, a comma, or a cell boundary ("Mario" | "Rossi": the
+# caller takes a name over cells only when it fills them).
+_GAP = re.compile(r"\s+|\s*,\s*|[ ]*[|\t][ ]*")
 
 
 @dataclass(frozen=True)
@@ -65,29 +67,54 @@ def normalise_name(name: str) -> str:
     return " ".join(unicodedata.normalize("NFC", name).casefold().split())
 
 
+class _FoldTable(dict[int, str]):
+    """What each character becomes in `fold`, computed once per character seen."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        if ch in APOSTROPHES or ch in _JOINERS:
+            folded = " "
+        else:
+            folded = "".join(
+                c.casefold()
+                for c in unicodedata.normalize("NFD", ch)
+                if not unicodedata.combining(c)
+            )
+        self[code] = folded
+        return folded
+
+
+_FOLD = _FoldTable()
+
+
 def fold(text: str) -> tuple[str, list[int]]:
     """The text as names are compared in it, and for each of its characters the index of the
     character of `text` it came from: case folded, diacritics dropped ("Nicolò" ->
     "nicolo"), apostrophes and hyphens turned into spaces ("Nicolo'", "D'Angelo",
     "Rossi-Bianchi")."""
+    folded = text.translate(_FOLD)
+    if len(folded) == len(text):  # every character one character: the common case
+        return folded, list(range(len(text)))
     out: list[str] = []
     at: list[int] = []
     for i, ch in enumerate(text):
-        if ch in APOSTROPHES or ch in _JOINERS:
-            out.append(" ")
-            at.append(i)
-            continue
-        for base in unicodedata.normalize("NFD", ch):
-            if unicodedata.combining(base):
-                continue
-            for c in base.casefold():
-                out.append(c)
-                at.append(i)
+        piece = _FOLD[ord(ch)]
+        out.append(piece)
+        at += [i] * len(piece)
     return "".join(out), at
 
 
 def folded_name(name: str) -> str:
     return " ".join(fold(name)[0].split())
+
+
+def spellings(name: str) -> list[str]:
+    """The folded spellings of a name: as `folded_name` gives it (apostrophes and hyphens as
+    spaces), and with its apostrophes and hyphens dropped ("DAmico", "Dellacqua",
+    "RossiVerdi"), which people write as often."""
+    whole = folded_name(name)
+    joined = folded_name("".join(c for c in name if c not in APOSTROPHES + _JOINERS))
+    return [whole] if joined == whole else [whole, joined]
 
 
 class Registry:
@@ -101,11 +128,11 @@ class Registry:
         self.variants: dict[str, Entity | None] = {}
         self._whole: set[str] = set()
         for e in self.entities:
-            whole = folded_name(e.name)
-            if whole in self._whole:
-                continue  # the first entity of a name keeps it
-            self._whole.add(whole)
-            self.variants[whole] = e
+            for whole in spellings(e.name):
+                if whole in self._whole:
+                    continue  # the first entity of a name keeps it
+                self._whole.add(whole)
+                self.variants[whole] = e
         for e in self.entities:
             for variant in _person_variants(e):
                 if variant in self._whole:
@@ -166,18 +193,20 @@ class Registry:
 
 
 def _person_variants(entity: Entity) -> list[str]:
-    """A person's name in the other orders of its words and by surname alone."""
+    """A person's name in the other orders of its words and by surname alone, in each of its
+    spellings."""
     if not entity.is_person:
         return []
-    words = folded_name(entity.name).split()
     found: list[str] = []
-    if 2 <= len(words) <= 4:
-        found += [" ".join(p) for p in itertools.permutations(words) if list(p) != words]
-    surname = folded_name(entity.surname) if entity.surname else None
+    for spelling in spellings(entity.name):
+        words = spelling.split()
+        if 2 <= len(words) <= 4:
+            found += [" ".join(p) for p in itertools.permutations(words) if list(p) != words]
+    surname = entity.surname
     if surname is None and len(entity.name.split()) >= 2:
-        surname = folded_name(entity.name.split()[-1])
+        surname = entity.name.split()[-1]
     if surname:
-        found.append(surname)
+        found += spellings(surname)
     return found
 
 
