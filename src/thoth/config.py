@@ -261,6 +261,15 @@ class DatabaseSettings(_Strict):
         le=1_000_000,
         description="Rows one run returns at most; a longer result is cut there.",
     )
+    # The labels of every row the database returns: a session's run shows its rows to a
+    # service caller only when all of them are among the request's labels. Without labels no
+    # row is served over the service (labels fail closed); the CLI's local user sees them.
+    labels: list[str] = Field(
+        default_factory=list,
+        description="The labels of the rows a session's run returns: a service caller sees "
+        "them only with all of them among its request's labels; without labels no row is "
+        "served over the service.",
+    )
     # Reviewed descriptions of tables and columns (<schema>.<table>.yaml or .csv), relative
     # to the workspace root.
     descriptions: str = Field(
@@ -1093,6 +1102,8 @@ class Settings(_Strict):
         )
         if self.analytics is not None:
             problems += _unknown_labels("analytics.labels", self.analytics.labels, vocabulary)
+        if self.database is not None:
+            problems += _unknown_labels("database.labels", self.database.labels, vocabulary)
         problems += _unknown_labels(
             "answers.evidence_labels", self.answers.evidence_labels, vocabulary
         )

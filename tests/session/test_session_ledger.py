@@ -258,6 +258,7 @@ def test_every_type_is_known_and_classified() -> None:
         *CONTROL_TYPES,
         "evidence_receipt",
         "sql_run",
+        "session_closed",
     }
 
 

@@ -11,8 +11,9 @@ stable code); 4 not ready (a stage's inputs are not decided yet) or misconfigure
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from rich.markup import escape
@@ -24,11 +25,14 @@ from thoth.cli.schema import render_proposal
 from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
+    from thoth.runtime import Runtime
+    from thoth.service.sessions import SessionDoor
     from thoth.session import Entry, Session, SessionStore
     from thoth.session.proposals import ProposalView
     from thoth.workflow.consult import StageBlocked
     from thoth.workflow.sql import RunFailed
 
+T = TypeVar("T")
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
 IdArg = Annotated[str, typer.Argument(help="Session id (s-YYYYMMDD-HHMMSS-xxxxxx).")]
 StageOpt = Annotated[str, typer.Option("--stage", help="Stage name, e.g. clarification.")]
@@ -63,6 +67,19 @@ def sessions(ws: Workspace) -> SessionStore:
     from thoth.session import SessionStore
 
     return SessionStore(sessions_dir(ws))
+
+
+def door(ws: Workspace) -> SessionDoor:
+    """The session verbs for the local user (every session of the workspace), with a
+    runtime opened for the verbs that need one."""
+    from thoth.runtime import open_runtime
+    from thoth.service.sessions import SessionDoor
+
+    def with_runtime(work: Callable[[Runtime], T]) -> T:
+        with open_runtime(ws) as rt:
+            return work(rt)
+
+    return SessionDoor(ws, None, with_runtime)
 
 
 def open_session(workspace: Path, session_id: str) -> tuple[Workspace, Session]:
@@ -106,13 +123,16 @@ def new_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Start a session for a question."""
+    from thoth.service.sessions import SessionNewBody
+
     with errors(as_json):
-        session = sessions(Workspace.open(workspace)).create(question)
+        created = door(Workspace.open(workspace)).create(SessionNewBody(question=question))
+    session_id = created["session"]
     if as_json:
-        emit_json({"ok": True, "session": session.id, **session.info.model_dump()})
+        emit_json(created)
     else:
         out.print(
-            f"Session [bold]{session.id}[/]. Next: `tht session consult {session.id} "
+            f"Session [bold]{session_id}[/]. Next: `tht session consult {session_id} "
             "--stage clarification`."
         )
 
@@ -120,19 +140,16 @@ def new_cmd(
 def list_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
     """Every session of the workspace, oldest first."""
     with errors(as_json):
-        found = [(s, s.effective()) for s in sessions(Workspace.open(workspace)).list()]
+        found = door(Workspace.open(workspace)).sessions()["sessions"]
     if as_json:
-        emit_json(
-            {
-                "ok": True,
-                "sessions": [{**s.info.model_dump(), "decisions": len(d)} for s, d in found],
-            }
-        )
+        emit_json({"ok": True, "sessions": found})
         return
     if not found:
         out.print('No sessions yet: `tht session new "<question>"`.')
-    for s, d in found:
-        out.print(f"{s.id}  {len(d):>3} decisions  {escape(s.question)}", highlight=False)
+    for s in found:
+        out.print(
+            f"{s['id']}  {s['decisions']:>3} decisions  {escape(s['question'])}", highlight=False
+        )
 
 
 def show_cmd(session_id: IdArg, workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:

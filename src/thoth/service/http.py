@@ -19,13 +19,14 @@ import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
@@ -36,9 +37,13 @@ from thoth.analytics.store import AnalyticsError
 from thoth.answer.answerers import AnswerModelError
 from thoth.answer.passage import RevisionNotServed, SourceNotAllowed, SourceNotFound
 from thoth.config import CallerSettings, ServiceSettings
+from thoth.database import DatabaseUnavailable
 from thoth.embed.base import EmbedderError
-from thoth.errors import ConfigError, Problem, RequestError, ThothError
+from thoth.errors import ConfigError, PreconditionError, Problem, RequestError, ThothError
 from thoth.index.base import IndexUnavailable
+from thoth.memory.index import MemoryEmbeddingFailed
+from thoth.memory.promotion import PromotionIncomplete
+from thoth.memory.registry import MemoryRefused
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
     BodyNotUtf8,
@@ -64,8 +69,29 @@ from thoth.service.models import (
 )
 from thoth.service.operations import Operations
 from thoth.service.redact import PathRedactor
+from thoth.service.sessions import (
+    SESSION_BODY_MODELS,
+    ChecklistBody,
+    ConsultBody,
+    DecideBody,
+    MemoryChoiceBody,
+    NotProposed,
+    RetractBody,
+    SessionClosed,
+    SessionDoor,
+    SessionNewBody,
+    SqlCheckBody,
+    SqlRefused,
+    SqlRunBody,
+    StageChangeBody,
+    StageNotReached,
+)
 from thoth.service.web import add_web_routes
+from thoth.session import DecisionNotAllowed, EntryRefused, SessionNotFound
+from thoth.session.ledger import LedgerConflict
 from thoth.state import AnswerNotFound, JobFinished, JobNotFound, StateError
+from thoth.workflow.consult import NotAnEvidenceStage, StageBlocked, StageNotReady
+from thoth.workflow.sql import DecisionRefused, SchemaUnreadable
 from thoth.workspace import Workspace
 
 log = logging.getLogger("thoth.service")
@@ -99,6 +125,25 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (EmbedderError, 503),
     (AnalyticsError, 503),
     (AnswerModelError, 502),
+    # Question→SQL sessions (thoth.service.sessions)
+    (SessionNotFound, 404),
+    (LedgerConflict, 409),
+    (SessionClosed, 409),
+    (StageNotReached, 409),
+    (StageNotReady, 409),
+    (StageBlocked, 503),
+    (DatabaseUnavailable, 503),
+    (SchemaUnreadable, 503),
+    (PromotionIncomplete, 503),
+    (MemoryEmbeddingFailed, 503),
+    (NotProposed, 422),
+    (SqlRefused, 422),
+    (DecisionRefused, 422),
+    (DecisionNotAllowed, 422),
+    (EntryRefused, 422),
+    (MemoryRefused, 422),
+    (NotAnEvidenceStage, 422),
+    (PreconditionError, 409),
 )
 
 
@@ -123,6 +168,10 @@ class ProblemBody(BaseModel):
     status: int
     problems: list[dict[str, str | None]]
     request_id: str
+    position: int | None = Field(
+        default=None,
+        description="`ledger_conflict` only: the ledger's current position (send it as base).",
+    )
 
 
 def problem_response(
@@ -149,6 +198,8 @@ def problem_response(
         "problems": problems,
         "request_id": request_id,
     }
+    if isinstance(exc, LedgerConflict):
+        body["position"] = exc.position
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
@@ -245,6 +296,7 @@ def create_app(workspace_root: Path) -> FastAPI:
     )
     _handlers(app)
     _routes(app)
+    _session_routes(app)
     # MCP over HTTP (outside the API document: its own protocol, docs/mcp.md)
     app.router.routes.append(
         Route("/mcp", endpoint=McpEndpoint(app), methods=["GET", "POST", "DELETE"])
@@ -278,8 +330,17 @@ _ERRORS: Final[dict[int | str, dict[str, Any]]] = {
         (403, "A label above the caller's ceiling (`label_above_ceiling`)."),
         (413, "The body is larger than [service].max_body_bytes (`body_too_large`)."),
         (415, "The body is not application/json (`unsupported_media_type`)."),
-        (404, "No such route, or no such job of this caller (`not_found`, `job_not_found`)."),
-        (409, "The job already ended (`job_finished`)."),
+        (
+            404,
+            "No such route, or no such job or session of this caller (`not_found`, "
+            "`job_not_found`, `session_not_found`).",
+        ),
+        (
+            409,
+            "The job already ended (`job_finished`); a session write based on a stale ledger "
+            "position (`ledger_conflict`, with `position`), a closed session "
+            "(`session_closed`), a stage not reached or not ready.",
+        ),
         (422, "A malformed request; each problem names its field (`bad_request`)."),
         (500, "An unexpected failure (`internal`), logged with the request id."),
         (
@@ -440,6 +501,127 @@ def _routes(app: FastAPI) -> None:
     async def cancel_job(request: Request, job_id: str) -> JSONResponse:
         """Cancel a queued job at once; a running one stops at its next step."""
         return await _call(request, lambda ops, caller: ops.cancel_job(_job_id(job_id), caller))
+
+
+# -- question→SQL sessions (thoth.service.sessions) ---------------------------------------
+
+IDEMPOTENCY_KEY: Final = "Idempotency-Key"
+_KEY_PARAMETER: Final = [
+    {"name": IDEMPOTENCY_KEY, "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "A retried request with the same key returns the first result."},
+]  # fmt: skip
+SessionVerb = Callable[[SessionDoor, Any, "str | None"], Any]
+
+
+def _session_routes(app: FastAPI) -> None:
+    """Every verb of a session's life: each returns the object the CLI's `--json` prints."""
+    tags: list[str | Enum] = ["sessions"]
+
+    def write(path: str, model: type[BaseModel], verb: SessionVerb, doc: str) -> None:
+        async def route(request: Request, session_id: str) -> Response:
+            return await _session(request, model, lambda d, b, k: verb(d, (session_id, b), k))
+
+        route.__doc__ = doc
+        app.post(
+            path,
+            tags=tags,
+            responses=_ERRORS,
+            openapi_extra={**_body_spec(model), "parameters": _KEY_PARAMETER},
+            name=path,
+        )(route)
+
+    @app.post("/v1/sessions", tags=tags, status_code=201, responses=_ERRORS,
+              openapi_extra=_body_spec(SessionNewBody))  # fmt: skip
+    async def create_session(request: Request) -> Response:
+        """Start a session for a question (`tht session new --json`); it is this caller's."""
+        return await _session(request, SessionNewBody, lambda d, b, _k: d.create(b), status=201)
+
+    @app.get("/v1/sessions", tags=tags, responses=_ERRORS)
+    async def list_sessions(request: Request) -> Response:
+        """This caller's sessions, oldest first (`tht session list --json`)."""
+        return await _session(request, None, lambda d, _b, _k: d.sessions())
+
+    @app.get("/v1/sessions/{session_id}", tags=tags, responses=_ERRORS)
+    async def show_session(request: Request, session_id: str) -> Response:
+        """Standing decisions, receipts, runs, withdrawals, proposals, memories and the ledger
+        `position` (`tht session show --json`)."""
+        return await _session(request, None, lambda d, _b, _k: d.show(session_id))
+
+    write("/v1/sessions/{session_id}/consult", ConsultBody,
+          lambda d, a, k: d.consult(a[0], a[1], k),
+          "One Evidence search for a stage, its receipt recorded (`tht session consult --json`); "
+          "an unavailable search is 503 with the search's code, nothing recorded.")  # fmt: skip
+    write("/v1/sessions/{session_id}/decisions", DecideBody,
+          lambda d, a, k: d.decide(a[0], a[1], k),
+          "Record a decision of a stage (`tht session decide --json`).")  # fmt: skip
+    write("/v1/sessions/{session_id}/retract", RetractBody,
+          lambda d, a, k: d.retract(a[0], a[1], k),
+          "Withdraw one decision (`tht session retract --json`).")  # fmt: skip
+    write("/v1/sessions/{session_id}/reopen", StageChangeBody,
+          lambda d, a, k: d.reopen(a[0], a[1], k),
+          "Redo a stage (`tht session reopen --json`).")  # fmt: skip
+    write("/v1/sessions/{session_id}/rollback", StageChangeBody,
+          lambda d, a, k: d.rollback(a[0], a[1], k),
+          "Return to a stage (`tht session rollback --json`).")  # fmt: skip
+    write("/v1/sessions/{session_id}/sql/run", SqlRunBody,
+          lambda d, a, k: d.run_sql(a[0], a[1], k),
+          "Run the approved final SQL read-only, its receipt in the ledger (`tht session run "
+          "--json`), the rows pseudonymised and only under the request's labels.")  # fmt: skip
+    write("/v1/sessions/{session_id}/memories", MemoryChoiceBody,
+          lambda d, a, k: d.choose_memories(a[0], a[1], k),
+          "F2: apply several proposed memories at once (each as `tht memory choose "
+          "--json`).")  # fmt: skip
+    write("/v1/sessions/{session_id}/checklist", ChecklistBody,
+          lambda d, a, k: d.confirm_checklist(a[0], a[1], k),
+          "F8: promote or decline the checklist's candidates in one request; the session "
+          "closes when nothing is left.")  # fmt: skip
+
+    @app.post("/v1/sessions/{session_id}/sql/check", tags=tags, responses=_ERRORS,
+              openapi_extra=_body_spec(SqlCheckBody))  # fmt: skip
+    async def check_sql(request: Request, session_id: str) -> Response:
+        """Parse and EXPLAIN a statement read-only, recording nothing: 200, or 422 with the
+        refusal's code (`not_read_only`, a refused function, the database's own)."""
+        return await _session(request, SqlCheckBody, lambda d, b, _k: d.check_sql(session_id, b))
+
+    @app.get("/v1/sessions/{session_id}/proposals", tags=tags, responses=_ERRORS)
+    async def memory_proposals(request: Request, session_id: str) -> Response:
+        """F2: memories of other sessions to offer (`tht memory search --json`)."""
+        return await _session(request, None, lambda d, _b, _k: d.proposals(session_id))
+
+    @app.get("/v1/sessions/{session_id}/checklist", tags=tags, responses=_ERRORS)
+    async def checklist(request: Request, session_id: str) -> Response:
+        """F8: the candidates (`tht memory promote --preview --json`), each `preselected`."""
+        return await _session(request, None, lambda d, _b, _k: d.checklist(session_id))
+
+    @app.get("/v1/sessions/{session_id}/summary", tags=tags,
+             responses={200: {"content": {"text/markdown": {}}}, **_ERRORS},
+             response_class=Response)  # fmt: skip
+    async def summary(request: Request, session_id: str) -> Response:
+        """The session's memories as Markdown (`tht memory summary`)."""
+        return await _session(request, None, lambda d, _b, _k: d.summary(session_id))
+
+
+async def _session(
+    request: Request,
+    model: type[BaseModel] | None,
+    verb: Callable[[SessionDoor, Any, str | None], Any],
+    status: int = 200,
+) -> Response:
+    """A session verb for the request's caller, off the event loop (the verbs that need the
+    engine hand that part to its thread)."""
+
+    async def work(state: _State, caller: CallerSettings) -> Response:
+        keys = request.headers.getlist(IDEMPOTENCY_KEY)
+        if len(keys) > 1:
+            raise RequestError(f"more than one {IDEMPOTENCY_KEY} header")
+        body = validate(model, request.state.body) if model is not None else None
+        door = SessionDoor(state.ws, caller, state.operations.with_runtime)
+        result = await run_in_threadpool(verb, door, body, keys[0] if keys else None)
+        if isinstance(result, str):
+            return Response(result, media_type="text/markdown; charset=utf-8")
+        return _reply(request, state, result, status)
+
+    return await _guarded(request, work, with_body=model is not None)
 
 
 PASSAGE_PARAMETERS: Final = [
@@ -797,7 +979,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         title=app.title, version=app.version, summary=app.summary, routes=app.routes
     )
     components = schema.setdefault("components", {}).setdefault("schemas", {})
-    models: tuple[type[BaseModel], ...] = (*BODY_MODELS, ProblemBody)
+    models: tuple[type[BaseModel], ...] = (*BODY_MODELS, *SESSION_BODY_MODELS, ProblemBody)
     for model in models:
         spec = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(spec.pop("$defs", {}))

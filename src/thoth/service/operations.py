@@ -387,6 +387,11 @@ class Operations:
                 ],
             )
 
+    def with_runtime(self, work: Callable[[Runtime], T]) -> T:
+        """`work` with the process's runtime, on the engine thread (the session verbs that
+        search, read the schema index, the database or the embedder)."""
+        return self._run(lambda: work(self._rt))
+
     def _run(self, work: Callable[[], T]) -> T:
         """`work` on the engine thread, after the calls submitted before it."""
         return self._engine.submit(work).result()

@@ -42,9 +42,18 @@ STAGE_DECISIONS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 class DecisionNotAllowed(ProblemsError):
     """A decision type that its stage does not take; nothing was written."""
 
+    code = "decision_not_allowed"
+
 
 def decide(
-    session: Session, stage: str, type: str, *, subject: str, detail: str = "", rationale: str = ""
+    session: Session,
+    stage: str,
+    type: str,
+    *,
+    subject: str,
+    detail: str = "",
+    rationale: str = "",
+    base: int | None = None,
 ) -> Entry:
     """Record a decision of `stage`, refusing a type that stage does not decide (the ledger
     checks everything else: known names, subject, the stage-bound types, formulas)."""
@@ -71,4 +80,6 @@ def decide(
                 )
             ],
         )
-    return session.append(stage, type, subject=subject, detail=detail, rationale=rationale)
+    return session.append(
+        stage, type, subject=subject, detail=detail, rationale=rationale, base=base
+    )

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from thoth.errors import Problem, ProblemsError
+from thoth.errors import Problem, ProblemsError, ThothError
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.stages import STAGE_PURPOSE, STAGES, unknown_stage_message
 from thoth.storage import (
@@ -65,6 +65,9 @@ MEMORY_MARKER_TYPES: Final[tuple[str, ...]] = (
 # this (memory builds on sessions, never the reverse).
 REUSABLE_TYPES: Final[frozenset[str]] = frozenset({"concept_clarified"})
 RECEIPT_TYPE: Final = "evidence_receipt"
+# The F8 checklist was confirmed with nothing left to decide: the session takes no decision
+# until a reopen or rollback (which withdraws this entry like any entry of memory_promotion).
+CLOSED_TYPE: Final = "session_closed"
 # A run of the approved final SQL (`tht session run`): what ran and what came back, never rows.
 SQL_RUN_TYPE: Final = "sql_run"
 CONTROL_TYPES: Final[tuple[str, ...]] = ("retraction", "reopen", "rollback")
@@ -73,6 +76,7 @@ ENTRY_TYPES: Final[tuple[str, ...]] = (
     *MEMORY_MARKER_TYPES,
     RECEIPT_TYPE,
     SQL_RUN_TYPE,
+    CLOSED_TYPE,
     *CONTROL_TYPES,
 )
 
@@ -94,6 +98,7 @@ _TYPE_STAGE: Final[Mapping[str, str]] = {
     "cte_plan_approved": "cte",
     "final_sql_approved": "final_sql",
     SQL_RUN_TYPE: "final_sql",
+    CLOSED_TYPE: "memory_promotion",
 }
 _REFERS_TO_CONCEPT: Final = frozenset({"memory_promoted", "memory_promotion_declined"})
 # What a retraction may not withdraw, and why.
@@ -103,6 +108,7 @@ _NOT_RETRACTABLE: Final[Mapping[str, str]] = {
     "rollback": "reopen and rollback are permanent; record a new reopen or rollback instead",
     RECEIPT_TYPE: "a receipt records a search that happened, not a decision",
     SQL_RUN_TYPE: "a run receipt records a query that ran, not a decision",
+    CLOSED_TYPE: "reopen or roll back a stage to work on a closed session again",
     "memory_promoted": (
         "the memory is already in the global registry and withdrawing the marker would not "
         "remove it from there"
@@ -348,6 +354,20 @@ class LedgerCorrupted(ProblemsError):
 class EntryRefused(ProblemsError):
     """An append broke a rule; nothing was written."""
 
+    code = "entry_refused"
+
+
+class LedgerConflict(ThothError):
+    """An append named a ledger position (`base`: the number of entries its writer had seen)
+    that is no longer the ledger's: another writer appended meanwhile. Nothing was written;
+    `position` is the current one (read the session again, then decide again)."""
+
+    code = "ledger_conflict"
+
+    def __init__(self, message: str, *, position: int) -> None:
+        super().__init__(message)
+        self.position = position
+
 
 class Ledger:
     def __init__(self, path: Path, session_id: str) -> None:
@@ -372,12 +392,19 @@ class Ledger:
         refs: int | None = None,
         receipt: EvidenceReceipt | None = None,
         run: SqlRunReceipt | None = None,
+        base: int | None = None,
     ) -> Entry:
         """Number, check, write and fsync one entry; EntryRefused (nothing written) when it
-        breaks a rule, LedgerCorrupted when the ledger it would extend is damaged."""
+        breaks a rule, LedgerCorrupted when the ledger it would extend is damaged.
+
+        `base`: the number of entries the writer's decision was based on. Compared under the
+        exclusive lock, so across processes: a ledger that has grown since is a
+        LedgerConflict naming its position, and nothing is written (compare-and-swap)."""
         with self.log.writing() as writer:
             history = _History()
             writer.read(history.parse)
+            if base is not None and base != len(history.entries):
+                raise self.conflict(base, len(history.entries))
             fields: dict[str, Any] = {
                 "seq": len(history.entries) + 1,  # parse proved the seqs run 1..n
                 "timestamp": utc_now(),
@@ -402,6 +429,18 @@ class Ledger:
                 )
             writer.append([entry.model_dump_json(exclude_none=True)])
             return entry
+
+    def position(self) -> int:
+        """The number of entries (the seq of the last one; 0 for an empty ledger)."""
+        return len(self.entries())
+
+    def conflict(self, base: int, position: int) -> LedgerConflict:
+        return LedgerConflict(
+            f"session {self.session_id}: the write was based on ledger position {base}, but "
+            f"the ledger is at {position}; nothing was written -> read the session again and "
+            f"send the write with base {position} if it still holds",
+            position=position,
+        )
 
     # -------------------------------------------------------------- internals
 

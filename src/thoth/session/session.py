@@ -64,6 +64,9 @@ class SessionInfo(BaseModel):
     id: str
     question: str
     created_at: str
+    # The calling system that created it through the service (None: a local user). A caller
+    # sees its own sessions only.
+    caller: str | None = None
 
     @field_validator("id")
     @classmethod
@@ -110,6 +113,7 @@ class Session:
         refs: int | None = None,
         receipt: EvidenceReceipt | None = None,
         run: SqlRunReceipt | None = None,
+        base: int | None = None,
     ) -> Entry:
         return self.ledger.append(
             stage=stage,
@@ -120,9 +124,10 @@ class Session:
             refs=refs,
             receipt=receipt,
             run=run,
+            base=base,
         )
 
-    def record_run(self, run: SqlRunReceipt) -> Entry:
+    def record_run(self, run: SqlRunReceipt, *, base: int | None = None) -> Entry:
         """Keep the receipt of a run of the approved final SQL (no rows, ever)."""
         outcome = (
             f"{run.row_count} row(s){' (truncated)' if run.truncated else ''}"
@@ -134,9 +139,10 @@ class Session:
             SQL_RUN_TYPE,
             subject=f"final SQL of seq {run.final_sql_seq} run: {outcome}",
             run=run,
+            base=base,
         )
 
-    def retract(self, seq: int, *, rationale: str) -> Entry:
+    def retract(self, seq: int, *, rationale: str, base: int | None = None) -> Entry:
         """Withdraw entry `seq`, recorded in that entry's stage."""
         target = next((e for e in self.entries() if e.seq == seq), None)
         if target is None:
@@ -158,17 +164,18 @@ class Session:
             detail=f"withdraws {target.type} {target.subject!r}",
             rationale=rationale,
             refs=seq,
+            base=base,
         )
 
-    def reopen(self, stage: str, *, rationale: str) -> Entry:
+    def reopen(self, stage: str, *, rationale: str, base: int | None = None) -> Entry:
         """Redo `stage`: its decisions and those of later stages so far stop standing."""
-        return self.append(stage, "reopen", subject=stage, rationale=rationale)
+        return self.append(stage, "reopen", subject=stage, rationale=rationale, base=base)
 
-    def rollback(self, stage: str, *, rationale: str) -> Entry:
+    def rollback(self, stage: str, *, rationale: str, base: int | None = None) -> Entry:
         """Return to `stage`: decisions of later stages so far stop standing."""
-        return self.append(stage, "rollback", subject=stage, rationale=rationale)
+        return self.append(stage, "rollback", subject=stage, rationale=rationale, base=base)
 
-    def record_receipt(self, receipt: Receipt) -> Entry:
+    def record_receipt(self, receipt: Receipt, *, base: int | None = None) -> Entry:
         """Keep the receipt of an Evidence search made by a stage (ids only, no text)."""
         if receipt.stage is None:
             raise EntryRefused(
@@ -193,6 +200,7 @@ class Session:
                 revision=receipt.revision,
                 evidence_ids=tuple(receipt.evidence_ids),
             ),
+            base=base,
         )
 
     def entries(self) -> list[Entry]:
@@ -212,7 +220,7 @@ class SessionStore:
     def __init__(self, sessions_dir: Path) -> None:
         self.sessions_dir = sessions_dir
 
-    def create(self, question: str) -> Session:
+    def create(self, question: str, *, caller: str | None = None) -> Session:
         if not question.strip():
             raise ProblemsError(
                 f"session refused; nothing was created in {self.sessions_dir}",
@@ -225,13 +233,16 @@ class SessionStore:
                 id=now.strftime("s-%Y%m%d-%H%M%S-") + secrets.token_hex(3),
                 question=question,
                 created_at=now.isoformat(timespec="microseconds"),
+                caller=caller,
             )
             target = self.sessions_dir / info.id
             # Built aside and renamed in: a session directory is complete or absent, never a
             # directory without its session.json that would make list() fail.
             staging = Path(tempfile.mkdtemp(prefix=".creating-", dir=self.sessions_dir))
             try:
-                write_durably(staging / SESSION_FILE, info.model_dump_json(indent=2) + "\n")
+                write_durably(
+                    staging / SESSION_FILE, info.model_dump_json(indent=2, exclude_none=True) + "\n"
+                )
                 try:
                     os.rename(staging, target)
                 except OSError:

@@ -189,7 +189,7 @@ class SessionWorkflow:
             stage, purpose, f"{rewritten}\n{CTE_PLAN_LABEL}: {plan.detail or plan.subject}", schema
         )
 
-    def consult(self, stage: str) -> Consultation:
+    def consult(self, stage: str, *, base: int | None = None) -> Consultation:
         """One Evidence search for `stage`; its receipt is recorded when it is available.
         schema_linking with a [database] also proposes tables and columns: the database must
         answer and the schema index be readable, or the stage is blocked before anything is
@@ -219,7 +219,7 @@ class SessionWorkflow:
                 "answered available without a receipt; nothing was recorded -> report this bug"
             )
         schema = self._propose(inputs, outcome.results) if linking else None
-        entry = self.session.record_receipt(outcome.receipt)
+        entry = self.session.record_receipt(outcome.receipt, base=base)
         return Consultation(
             session_id=self.session.id,
             stage=stage,

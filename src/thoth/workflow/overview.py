@@ -31,7 +31,9 @@ class SessionOverview:
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": True,
-            "session": self.session.info.model_dump(),
+            "session": self.session.info.model_dump(exclude_none=True),
+            # The ledger position a write based on this view names (`base`).
+            "position": len(self.entries),
             "effective": [entry_dict(e) for e in self.effective],
             "memory_markers": [entry_dict(e) for e in self.memory_markers],
             "receipts": [entry_dict(e) for e in self.receipts],

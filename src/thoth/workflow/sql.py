@@ -150,10 +150,13 @@ def decide_checked(
     subject: str,
     detail: str = "",
     rationale: str = "",
+    base: int | None = None,
 ) -> Entry:
     """`decide`, after the database had its say (check_decision)."""
     check_decision(runtime, session, stage, type, subject, detail)
-    return decide(session, stage, type, subject=subject, detail=detail, rationale=rationale)
+    return decide(
+        session, stage, type, subject=subject, detail=detail, rationale=rationale, base=base
+    )
 
 
 # ---------------------------------------------------------------------- running it
@@ -212,8 +215,12 @@ def standing_final_sql(session: Session) -> Entry:
     return found[0]
 
 
-def run_final_sql(runtime: Runtime, session: Session, limit: int | None = None) -> SqlRun:
-    """Run the standing approved final SQL read-only and record its receipt."""
+def run_final_sql(
+    runtime: Runtime, session: Session, limit: int | None = None, *, base: int | None = None
+) -> SqlRun:
+    """Run the standing approved final SQL read-only and record its receipt (at ledger
+    position `base` when given: a ledger that moved meanwhile is a LedgerConflict, nothing
+    recorded, and the rows are not returned)."""
     settings = runtime.ws.settings.database
     if settings is None:
         raise PreconditionError(
@@ -224,7 +231,7 @@ def run_final_sql(runtime: Runtime, session: Session, limit: int | None = None) 
     sql = final.detail
     row_limit = min(limit or settings.row_limit, settings.row_limit)
     notes: list[str] = []
-    base: dict[str, Any] = {
+    fields: dict[str, Any] = {
         "final_sql_seq": final.seq,
         "statement_sha256": hashlib.sha256(sql.encode()).hexdigest(),
         "dialect": settings.dialect,
@@ -253,13 +260,14 @@ def run_final_sql(runtime: Runtime, session: Session, limit: int | None = None) 
         except StatementRefused as exc:
             entry = session.record_run(
                 SqlRunReceipt(
-                    **base,
+                    **fields,
                     status="failed",
                     duration_ms=round((time.perf_counter() - started) * 1000, 3),
                     data_date=data_date,
                     reason=exc.reason[:2000],
                     code=exc.code,
-                )
+                ),
+                base=base,
             )
             run = SqlRun(session.id, sql, entry, None, tuple(notes))
             raise RunFailed(
@@ -269,14 +277,15 @@ def run_final_sql(runtime: Runtime, session: Session, limit: int | None = None) 
             ) from exc
     entry = session.record_run(
         SqlRunReceipt(
-            **base,
+            **fields,
             status="succeeded",
             duration_ms=round(result.duration_ms, 3),
             row_count=len(result.rows),
             truncated=result.truncated,
             columns=result.columns,
             data_date=data_date,
-        )
+        ),
+        base=base,
     )
     if result.truncated_by == BYTE_LIMIT:
         notes.append(
