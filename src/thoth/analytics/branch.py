@@ -193,18 +193,43 @@ class AnalyticsService:
             diagnostics["reason"] = shown["reason"]
             best = decision.best
             uncovered = self.settings.uncovered_threshold
+            offline = choice.by == "similarity"
+            # Offline only a question with a measure word asks a figure ("quanti", "media",
+            # "percentuale"): a text question gets no sentence about the catalog.
+            asks_figure = not offline or bool(decision.asked)
+            # The closest query no gate refused, below the threshold: it may compute the
+            # question, and the answer says so instead of claiming that none does.
+            closest = next((f for f in decision.fits if f.refused is None), None)
+            below = None
+            if (
+                offline
+                and asks_figure
+                and not decision.refused_above
+                and closest is not None
+                and closest.query_id in visible
+            ):
+                below = {
+                    "query_id": closest.query_id,
+                    "score": round(closest.score, 4),
+                    "threshold": self.settings.threshold,
+                }
+                diagnostics["below_threshold"] = below
             # A query above the threshold refused by a gate, or a score in the band below it:
             # the question asks a figure no query computes; offline the sentence is hedged.
-            figure = decision.refused_above or (
-                choice.by == "similarity"
-                and best is not None
-                and uncovered is not None
-                and best.score >= uncovered
+            figure = asks_figure and (
+                decision.refused_above
+                or (
+                    offline
+                    and best is not None
+                    and uncovered is not None
+                    and best.score >= uncovered
+                )
             )
             return NumericAnswer(
                 "not_covered",
-                figure_requested=figure,
-                figure_hedged=choice.by == "similarity",
+                figure_requested=figure or below is not None,
+                figure_hedged=offline,
+                below_threshold=below,
                 diagnostics=diagnostics,
             )
         # Decided over the whole catalog, then fenced: a query the caller may not see is never

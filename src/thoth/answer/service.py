@@ -249,7 +249,17 @@ class AnswerService:
             text = replied
         if numeric.figure_requested:
             # A figure no catalog query computes: said first, never invented from the text.
-            said = w.figure_maybe_not_available if numeric.figure_hedged else w.figure_not_available
+            below = numeric.below_threshold
+            if below is not None:
+                said = w.figure_below_threshold.format(
+                    query=below["query_id"],
+                    score=f"{below['score']:.3f}",
+                    threshold=f"{below['threshold']:.3f}",
+                )
+            elif numeric.figure_hedged:
+                said = w.figure_maybe_not_available
+            else:
+                said = w.figure_not_available
             text = f"{said}\n\n{text}"
         return Answer(
             id=attempt.id,
