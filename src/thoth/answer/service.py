@@ -303,6 +303,7 @@ class AnswerService:
                 diagnostics=diagnostics,
                 provenance=numeric.provenance,
                 figures=numeric.figures(),
+                degraded=list(numeric.degraded),
             )
         if numeric.outcome == "failed":
             log.error(
@@ -321,6 +322,7 @@ class AnswerService:
             answerer="none",
             error_code=numeric.error_code,
             diagnostics=diagnostics,
+            degraded=list(numeric.degraded),
             needs_parameter={
                 "query_id": numeric.query_id,
                 "missing": list(numeric.missing),
