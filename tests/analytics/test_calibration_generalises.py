@@ -8,6 +8,7 @@ and the found floor."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 
@@ -134,3 +135,12 @@ def test_channel_calibration_reports_the_expected_share_of_new_questions_routed(
     estimate = result.as_dict()["expected_routed"]
     assert estimate["method"] == "leave-one-out" and estimate["of"] == 5
     assert 0 <= estimate["accepted"] <= 5
+
+
+def test_a_lowest_covered_score_below_the_bound_still_gets_a_margin() -> None:
+    # Tight scores and one low outlier: the prediction bound lies above the outlier, and a
+    # cut 0.001 under it would be "the lowest covered score itself" again.
+    scores = [0.97, 0.96, 0.965, 0.955, 0.96, 0.968, 0.88]
+    floor = prediction_floor(scores)
+    spread = statistics.stdev(scores) * math.sqrt(1 + 1 / len(scores))
+    assert floor <= min(scores) - spread < min(scores) - 0.01
