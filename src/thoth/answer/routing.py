@@ -242,9 +242,11 @@ def prediction_floor(values: Sequence[float]) -> float:
     """The score a new question of the same kind reaches with 97.5 % confidence (the lower
     bound of a prediction interval from the values' mean and spread): where a threshold must
     sit to hold for questions the calibration set did not contain, when nothing on the other
-    side pushes it up. Never at the lowest value shown: at least one predictive standard
-    deviation below it, since a lowest value under the bound says the low tail is longer than
-    the spread alone shows (the next wording falls below it as easily)."""
+    side pushes it up. Never above the lowest value itself (a bound, not a cut through the
+    set). A lowest value under the bound keeps the cut just under it and no lower: on the
+    demo's catalog a cut one predictive standard deviation under it computed a wrong number
+    (benchmarks/README.md, analytics_heldout.py), and no wrong number weighs more than a
+    miss."""
     n = len(values)
     if n < MIN_POSITIVES:
         raise ThothError(
@@ -253,9 +255,8 @@ def prediction_floor(values: Sequence[float]) -> float:
         )
     arr = np.asarray(values, dtype=np.float64)
     t = _T975[n - 2] if n - 1 <= len(_T975) else 1.96
-    spread = float(arr.std(ddof=1) * np.sqrt(1 + 1 / n))
-    bound = float(arr.mean()) - t * spread
-    return min(bound, float(arr.min()) - max(spread, 0.001))
+    bound = float(arr.mean() - t * arr.std(ddof=1) * np.sqrt(1 + 1 / n))
+    return min(bound, float(arr.min()) - 0.001)
 
 
 @dataclass(frozen=True)
