@@ -54,3 +54,25 @@ def test_the_service_returns_a_failed_model_answer_as_an_answer(
     data = answer.as_dict()
     assert data["status"] == "failed" and data["error_code"] == "answer_failed"
     assert "fake-model" in data["text"]
+
+
+def test_post_v1_ask_returns_the_same_failed_answer_object(
+    corpus: Corpus,  # noqa: F811
+    llm: FakeLLMServer,  # noqa: F811
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from thoth.service.http import create_app
+    from thoth.service.registry import add_caller
+
+    corpus.configure(llm)
+    _, key = add_caller(corpus.root, "portal", ["public"])
+    llm.reply("La risposta è quarantadue, senza citare nulla.")
+    with TestClient(create_app(corpus.root)) as client:
+        response = client.post(
+            "/v1/ask", json={"question": QUESTION}, headers={"Authorization": f"Bearer {key}"}
+        )
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert set(data) >= ANSWER_KEYS
+    assert (data["status"], data["error_code"]) == ("failed", "uncited_answer")
