@@ -221,6 +221,7 @@ def test_calibrate_reports_each_question_s_margin_and_the_gate_that_refused() ->
     sims = {
         "How many heroes have brown eyes?": {"heroes-by-eyes": 0.95},
         "Average height of the heroes": {"average-height": 0.9},
+        "What is the average height of a hero?": {"average-height": 0.92},
         "How many heroes have blue eyes?": {"heroes-by-eyes": 0.95},
         "Who created the first hero?": {"heroes-per-publisher": 0.6},
     }
@@ -233,6 +234,8 @@ def test_calibrate_reports_each_question_s_margin_and_the_gate_that_refused() ->
         [
             ("How many heroes have brown eyes?", "heroes-by-eyes", False),
             ("Average height of the heroes", "average-height", False),
+            # A third covered question: a cut that holds for new wordings needs a spread.
+            ("What is the average height of a hero?", "average-height", False),
             ("How many heroes have blue eyes?", None, True),
             ("Who created the first hero?", None, False),
         ],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -19,7 +20,6 @@ from typer.testing import CliRunner
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.fake_embeddings import Reply as EmbeddingReply
 from tests.fake_llm import FakeLLMServer
-from thoth.answer.answerers import AnswerModelError
 from thoth.answer.retrieval import SearchRequestError, request_fields
 from thoth.answer.service import Answer, AnswerService
 from thoth.answer.wording import ITALIAN, NOT_IN_CONTEXT
@@ -359,10 +359,12 @@ def test_model_failure_is_an_attributed_error_logged_as_failed(
     llm.reply(status=500)
     service = corpus.service(llm)
     try:
-        with pytest.raises(AnswerModelError, match=r"openai:fake-model at http://127\.0\.0\.1"):
-            service.ask(QUESTION)
+        # The failed answer is an answer (issue 46): status failed, the error in its text.
+        failed = service.ask(QUESTION)
     finally:
         service.close()
+    assert (failed.status, failed.error_code) == ("failed", "answer_failed")
+    assert re.search(r"openai:fake-model at http://127\.0\.0\.1", failed.text), failed.text
     assert len(llm.requests) == 1  # no retry
     [row] = corpus.answer_log()
     assert (row.status, row.error_code) == ("failed", "answer_failed")

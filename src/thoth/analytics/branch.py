@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -149,8 +149,22 @@ class AnalyticsService:
             return self._failed(question, exc)
         if not served.queries:
             return NumericAnswer("not_covered", diagnostics={"reason": "empty catalog"})
+        fallback: str | None = None
         try:
-            choice = self._choose(question, served)
+            try:
+                choice = self._choose(question, served)
+            except (RoutingFailed, LLMError) as exc:
+                # The model could not route (slow, down, or an unusable call): the offline
+                # router decides, with the same gates, and the answer says so. One failed
+                # routing call must not fail a question the offline decision can serve.
+                fallback = (
+                    f"analytics routing: the model could not route ({exc}); the offline "
+                    "router decided"
+                )
+                log.warning("%s: %r", fallback, question[:80])
+                choice = Choice(
+                    None, "similarity", scores=self._router.scores(question, served.queries)
+                )
         except EmbedderError as exc:
             # Routing needs the embedder: the text path answers (it degrades to BM25 itself).
             return NumericAnswer(
@@ -158,8 +172,18 @@ class AnalyticsService:
                 diagnostics={"reason": f"the embedder did not answer: {exc}"},
                 degraded=(f"analytics routing: the embedder did not answer ({exc})",),
             )
-        except (RoutingFailed, LLMError) as exc:
-            return self._failed(question, AnalyticsError(str(exc), code=RoutingFailed.code))
+        answer = self._decided(question, labels, served, choice)
+        if fallback is None:
+            return answer
+        return replace(
+            answer,
+            diagnostics=answer.diagnostics | {"route_degraded": fallback},
+            degraded=(*answer.degraded, fallback),
+        )
+
+    def _decided(
+        self, question: str, labels: Sequence[str], served: ServedCatalog, choice: Choice
+    ) -> NumericAnswer:
         # The diagnostics go to the caller: they name only the queries its labels reach.
         visible = {qid for qid, q in served.queries.items() if self.visible(q, labels)}
         diagnostics: dict[str, Any] = {
@@ -193,18 +217,43 @@ class AnalyticsService:
             diagnostics["reason"] = shown["reason"]
             best = decision.best
             uncovered = self.settings.uncovered_threshold
+            offline = choice.by == "similarity"
+            # Offline only a question with a measure word asks a figure ("quanti", "media",
+            # "percentuale"): a text question gets no sentence about the catalog.
+            asks_figure = not offline or bool(decision.asked)
+            # The closest query no gate refused, below the threshold: it may compute the
+            # question, and the answer says so instead of claiming that none does.
+            closest = next((f for f in decision.fits if f.refused is None), None)
+            below = None
+            if (
+                offline
+                and asks_figure
+                and not decision.refused_above
+                and closest is not None
+                and closest.query_id in visible
+            ):
+                below = {
+                    "query_id": closest.query_id,
+                    "score": round(closest.score, 4),
+                    "threshold": self.settings.threshold,
+                }
+                diagnostics["below_threshold"] = below
             # A query above the threshold refused by a gate, or a score in the band below it:
             # the question asks a figure no query computes; offline the sentence is hedged.
-            figure = decision.refused_above or (
-                choice.by == "similarity"
-                and best is not None
-                and uncovered is not None
-                and best.score >= uncovered
+            figure = asks_figure and (
+                decision.refused_above
+                or (
+                    offline
+                    and best is not None
+                    and uncovered is not None
+                    and best.score >= uncovered
+                )
             )
             return NumericAnswer(
                 "not_covered",
-                figure_requested=figure,
-                figure_hedged=choice.by == "similarity",
+                figure_requested=figure or below is not None,
+                figure_hedged=offline,
+                below_threshold=below,
                 diagnostics=diagnostics,
             )
         # Decided over the whole catalog, then fenced: a query the caller may not see is never

@@ -18,6 +18,7 @@ import hashlib
 import itertools
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -27,7 +28,14 @@ import numpy as np
 from thoth.analytics.catalog import CatalogQuery, Parameter
 from thoth.analytics.decide import Decision
 from thoth.analytics.extract import without_values
-from thoth.answer.routing import distribution, split_threshold
+from thoth.answer.routing import (
+    MIN_POSITIVES,
+    Estimate,
+    distribution,
+    leave_one_out,
+    prediction_floor,
+    split_threshold,
+)
 from thoth.answer.seams import NoPseudonymizer, Pseudonymizer
 from thoth.embed.base import Embedder, Vectors
 from thoth.errors import ThothError
@@ -284,9 +292,11 @@ class Split:
 def cautious_split(positives: Sequence[float], negatives: Sequence[tuple[float, int]]) -> Split:
     """The cut with the lowest cost: each positive below it costs 1, each negative at or
     above it its weight; among equal costs the highest cut (when in doubt, no number). With
-    no negative the cut sits just below the lowest positive."""
+    no negative (every uncovered question refused by the gates) the cut is where a new wording
+    of a covered question still lands, estimated from their spread (`prediction_floor`):
+    never the lowest covered score shown, which the next wording easily falls below."""
     if not negatives:
-        return Split(min(positives) - 0.001, True)
+        return Split(prediction_floor(positives), True)
     highest_negative = max(v for v, _ in negatives)
     if min(positives) > highest_negative:
         return Split((min(positives) + highest_negative) / 2, True)
@@ -311,11 +321,19 @@ class QueryCalibration:
     uncovered_threshold: float | None
     per_question: list[dict[str, Any]]
     wrong_query: list[dict[str, Any]]
+    # Leave-one-out over the covered questions: the share of new wordings computed.
+    expected_computed: Estimate
+    # ... and over the uncovered ones the gates let by: the share that would be computed.
+    expected_wrong: Estimate
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "threshold": round(self.threshold, 4),
             "separated": self.separated,
+            "expected_computed": self.expected_computed.as_dict(),
+            "expected_wrong_numbers": self.expected_wrong.as_dict(),
+            "warnings": self.warnings,
             "accuracy": round(self.accuracy, 4),
             "uncovered_threshold": None
             if self.uncovered_threshold is None
@@ -372,15 +390,54 @@ def calibrate(
     covered = [r["_score"] for r in rows if r["expected"] and r["closest"] == r["expected"]]
     # A question no query can take (every query refused by a gate) is right at any threshold.
     taken = [r for r in rows if r["expected"] is None and r["closest"]]
-    if not covered or not [r for r in rows if r["expected"] is None]:
+    if not [r for r in rows if r["expected"] is None]:
         raise ThothError(
-            "calibration needs questions a query covers (query: <id>) and questions none "
-            "covers (query: null), with the decision right for some of the first"
+            "calibration needs questions no query covers (query: null) beside the covered "
+            "ones: without them nothing says the gates and the threshold keep numbers from "
+            "questions the catalog does not compute -> add figures it does not hold and text "
+            "questions of the same domain"
         )
-    split = cautious_split(
-        covered,
-        [(r["_score"], WRONG_NUMBER_COST if r["outcome"] == "compute" else 1) for r in taken],
+    if len(covered) < MIN_POSITIVES:
+        raise ThothError(
+            f"calibration needs at least {MIN_POSITIVES} covered questions (query: <id>) decided "
+            f"right to estimate where a new wording lands; {len(covered)} of "
+            f"{sum(1 for r in rows if r['expected'])} are -> add covered questions, and see "
+            "`wrong_query` for the ones the gates refused"
+        )
+    negatives = [
+        (r["_score"], WRONG_NUMBER_COST if r["outcome"] == "compute" else 1) for r in taken
+    ]
+    split = cautious_split(covered, negatives)
+    expected_computed = leave_one_out(
+        [
+            r["_score"] if r["closest"] == r["expected"] else None
+            for r in rows
+            if r["expected"] is not None
+        ],
+        lambda others: cautious_split(others, negatives).threshold,
     )
+    expected_wrong = Estimate(
+        sum(
+            r["_score"] >= cautious_split(covered, negatives[:i] + negatives[i + 1 :]).threshold
+            for i, r in enumerate(taken)
+        ),
+        sum(1 for r in rows if r["expected"] is None),
+    )
+    warnings = []
+    per_query = Counter(r["expected"] for r in rows if r["expected"])
+    if per_query and max(per_query.values()) == 1:
+        warnings.append(
+            "one covered question per query: the estimate says how one query's question "
+            "scores against the others' cut, not how new wordings of the same question vary "
+            "-> add a second wording per query"
+        )
+    if not taken:
+        warnings.append(
+            "every uncovered question was refused by the gates: the threshold comes from the "
+            "covered questions' spread alone (a 97.5% prediction bound), so the gates are what "
+            "keeps numbers from uncovered questions -> add uncovered questions close to the "
+            "catalog's to test them"
+        )
     not_covered = [r["_score"] for r in taken]
     figures = [r["_best"] for r in rows if r["expected"] is None and r["figure"]]
     texts = [r["_best"] for r in rows if r["expected"] is None and not r["figure"]]
@@ -413,4 +470,7 @@ def calibrate(
         uncovered_threshold=uncovered,
         per_question=rows,
         wrong_query=wrong,
+        expected_computed=expected_computed,
+        expected_wrong=expected_wrong,
+        warnings=warnings,
     )

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from thoth.answer.routing import distribution, split_threshold
+from thoth.answer.routing import (
+    MIN_POSITIVES,
+    Estimate,
+    distribution,
+    leave_one_out,
+    prediction_floor,
+    split_threshold,
+)
 from thoth.errors import ThothError
 
 
@@ -53,6 +60,8 @@ class FoundCalibration:
     configured: float | None  # the floor in effect now
     threshold: float  # the suggested floor
     separated: bool  # answerable above every unanswerable question the term check lets by
+    # Leave-one-out: the share of new answerable questions that would be `found`.
+    expected_found: Estimate | None = None
 
     def rates(self, floor: float | None) -> Rates:
         answerable = [o for o in self.observed if o.answerable]
@@ -89,6 +98,9 @@ class FoundCalibration:
             "out_of_domain": distribution([s for a, s in sims if not a]),
             "threshold": round(self.threshold, 4),
             "separated": self.separated,
+            "expected_found": None
+            if self.expected_found is None
+            else self.expected_found.as_dict(),
             "configured": self.configured,
             "at_configured": self.at_configured.as_dict(),
             "at_suggested": self.at_suggested.as_dict(),
@@ -122,9 +134,29 @@ def calibrate_found(observed: Sequence[Observed], configured: float | None) -> F
             "calibrating found needs answerable questions with a dense similarity: add "
             "in-domain questions (with a channel) and check that the embedder answers"
         )
-    if through:
-        split = split_threshold(answerable, through)
-        threshold, separated = split.threshold, split.separated
-    else:
-        threshold, separated = round(min(answerable) - 0.01, 4), True
-    return FoundCalibration(tuple(observed), configured, threshold, separated)
+
+    def cut(positives: Sequence[float]) -> float:
+        if through:
+            return split_threshold(positives, through).threshold
+        # Nothing unanswerable gets past the term check: the floor is where a new answerable
+        # question still lands (their spread), never the lowest one shown.
+        return round(prediction_floor(positives), 4)
+
+    if not through and len(answerable) < MIN_POSITIVES:
+        raise ThothError(
+            f"calibrating found: no unanswerable question gets past the term check, and "
+            f"{len(answerable)} answerable question(s) with a similarity are too few to say "
+            f"where a new one lands (at least {MIN_POSITIVES}) -> add answerable questions, or "
+            "unanswerable ones that share the corpus's words"
+        )
+    threshold = cut(answerable)
+    separated = not through or min(answerable) > max(through)
+    estimate = leave_one_out(
+        [
+            None if o.missing else o.similarity
+            for o in observed
+            if o.answerable and (o.missing or o.similarity is not None)
+        ],
+        cut,
+    )
+    return FoundCalibration(tuple(observed), configured, threshold, separated, estimate)

@@ -61,6 +61,9 @@ class NumericAnswer:
     figure_requested: bool = False
     # Offline the similarity band only suggests a figure was asked: the sentence is hedged.
     figure_hedged: bool = False
+    # Offline: the closest query no gate refused scored below the threshold ({query_id,
+    # score, threshold}): said instead of "no query computes it".
+    below_threshold: dict[str, Any] | None = None
     data_date: str | None = None
     # needs_parameter: the required parameters the question lacks, and the values not allowed
     # (name -> why).

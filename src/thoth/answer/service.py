@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
-from thoth.answer.answerers import Answerer, Declined
+from thoth.answer.answerers import Answerer, AnswerModelError, Declined
 from thoth.answer.context import AssembledContext, assemble_context
 from thoth.answer.retrieval import KnowledgeSearch, Retrieval, SearchRequestError
 from thoth.answer.scope import allowed_labels
@@ -147,9 +147,11 @@ class AnswerService:
         """Answer one question; every call is logged in the state store's answer_log, with
         the calling system (`caller`) when it came through the service.
 
-        Raises SearchRequestError (bad request), AnswerModelError (the model failed) and
-        FileAccessError (the operating system refused a path), all logged as failed first; a
-        failed search is an Answer with status "failed"."""
+        Raises SearchRequestError (bad request) and FileAccessError (the operating system
+        refused a path), both logged as failed first. A failed search, routing or model
+        answer is an Answer with status "failed" and its code (a model reply refused as
+        `uncited_answer`, `echoed_context`, `citation_outside_context`; the model server
+        failing, `answer_failed`): one outcome, one shape, from every surface."""
         attempt = _Attempt(new_answer_id(), question)
         request: dict[str, Any] = {"instructions": instructions, **filters}
         try:
@@ -159,10 +161,14 @@ class AnswerService:
             # and raised as the FileAccessError that names its path.
             error = exc if isinstance(exc, ThothError) else file_access_error(exc)
             code = BAD_REQUEST if isinstance(error, SearchRequestError) else ANSWER_FAILED
+            if isinstance(error, AnswerModelError) and error.code != AnswerModelError.code:
+                code = error.code  # the model's reply refused, and why
             log.error("answer %s failed [%s]: %s", attempt.id, code, error)
             # A log failure is reported by _log and never replaces the error being raised.
             failure = attempt.failure(str(error), code, self._answerer.name)
             self._log(failure, _storable(request), caller)
+            if isinstance(error, AnswerModelError):
+                return failure  # an answer that failed: the answer object, as for a search
             if error is exc:
                 raise
             raise error from exc
@@ -250,7 +256,17 @@ class AnswerService:
             text = replied
         if numeric.figure_requested:
             # A figure no catalog query computes: said first, never invented from the text.
-            said = w.figure_maybe_not_available if numeric.figure_hedged else w.figure_not_available
+            below = numeric.below_threshold
+            if below is not None:
+                said = w.figure_below_threshold.format(
+                    query=below["query_id"],
+                    score=f"{below['score']:.3f}",
+                    threshold=f"{below['threshold']:.3f}",
+                )
+            elif numeric.figure_hedged:
+                said = w.figure_maybe_not_available
+            else:
+                said = w.figure_not_available
             text = f"{said}\n\n{text}"
         return Answer(
             id=attempt.id,
@@ -294,6 +310,7 @@ class AnswerService:
                 diagnostics=diagnostics,
                 provenance=numeric.provenance,
                 figures=numeric.figures(),
+                degraded=list(numeric.degraded),
             )
         if numeric.outcome == "failed":
             log.error(
@@ -312,6 +329,7 @@ class AnswerService:
             answerer="none",
             error_code=numeric.error_code,
             diagnostics=diagnostics,
+            degraded=list(numeric.degraded),
             needs_parameter={
                 "query_id": numeric.query_id,
                 "missing": list(numeric.missing),

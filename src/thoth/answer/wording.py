@@ -30,6 +30,7 @@ class Wording:
     no_parameters: str
     figure_not_available: str
     figure_maybe_not_available: str  # offline: the similarity band cannot be sure it is a figure
+    figure_below_threshold: str  # {query} {score} {threshold}: the closest query, below the cut
     needs_parameter: str  # {query} {names}
     invalid_parameter: str  # {query} {problems}
     ambiguous_query: str  # {candidates}: two catalog queries fit the question equally
@@ -88,6 +89,12 @@ ITALIAN = Wording(
         "Nessuna query del catalogo analitico calcola questa domanda: se chiede un dato "
         "numerico dell'archivio, quel dato non è disponibile e Thoth non lo ricava dal testo. "
         "Dalle fonti testuali:"
+    ),
+    figure_below_threshold=(
+        "La query del catalogo analitico più vicina a questa domanda, {query}, ha punteggio "
+        "{score}, sotto la soglia {threshold}: Thoth non calcola il dato con una query così "
+        "incerta (se è quella giusta, aggiungi la domanda ai suoi esempi o ricalibra con `tht "
+        "analytics calibrate`) e non lo ricava dal testo. Dalle fonti testuali:"
     ),
     needs_parameter=(
         "Per calcolare questo dato (query {query}) manca: {names}. Ripeti la domanda indicandolo."
@@ -184,6 +191,12 @@ ENGLISH = Wording(
         "No query of the analytics catalog computes this question: if it asks for a figure "
         "of the store, that figure is not available and Thoth does not take it from text. From "
         "the text sources:"
+    ),
+    figure_below_threshold=(
+        "The closest query of the analytics catalog, {query}, scored {score}, below the "
+        "threshold {threshold}: Thoth does not compute the figure with a query this uncertain "
+        "(if it is the right one, add the question to its examples or recalibrate with `tht "
+        "analytics calibrate`) and does not take it from text. From the text sources:"
     ),
     needs_parameter=(
         "To compute this figure (query {query}) I need: {names}. Ask again stating it."

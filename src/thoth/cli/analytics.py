@@ -179,6 +179,15 @@ def calibrate_cmd(
         f"{result.accuracy:.0%} on {len(result.per_question)} questions. Configured: "
         f"{settings.threshold:.3f}."
     )
+    computed, wrong = result.expected_computed, result.expected_wrong
+    out.print(
+        f"Expected on new wordings (leave-one-out): {computed.accepted} of {computed.of} "
+        f"covered questions computed"
+        + (f" ({computed.accepted / computed.of:.0%})" if computed.of else "")
+        + f"; {wrong.accepted} of {wrong.of} uncovered ones computed (wrong numbers)."
+    )
+    for warning in result.warnings:
+        out.print(f"[yellow]warning[/] {escape(warning)}", highlight=False)
     if result.uncovered_threshold is not None:
         out.print(
             f"Suggested uncovered_threshold: [bold]{result.uncovered_threshold:.3f}[/] "

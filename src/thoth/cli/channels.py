@@ -88,6 +88,12 @@ def calibrate_cmd(
         f"Suggested threshold: [bold]{result.threshold:.3f}[/] ({_verdict(result.separated)}), "
         f"accuracy {result.accuracy:.0%} on {len(result.per_question)} questions."
     )
+    if result.expected_routed is not None and result.expected_routed.of:
+        est = result.expected_routed
+        out.print(
+            f"Expected on new in-domain questions (leave-one-out): {est.accepted} of {est.of} "
+            f"routed to their channel ({est.accepted / est.of:.0%})."
+        )
     for row in result.misrouted:
         out.print(
             f"  misrouted: {escape(row['question'])!r} expected {row['expected']}, closest "
@@ -118,6 +124,12 @@ def calibrate_cmd(
     out.print(table)
     for line in relevance.wrong(relevance.threshold):
         out.print(f"  {line}", highlight=False, markup=False)
+    if relevance.expected_found is not None and relevance.expected_found.of:
+        est = relevance.expected_found
+        out.print(
+            f"Expected on new answerable questions (leave-one-out): {est.accepted} of {est.of} "
+            f"found ({est.accepted / est.of:.0%})."
+        )
     out.print(
         f"Suggested relevance floor: [bold]{relevance.threshold:.3f}[/] "
         f"({_verdict(relevance.separated)}) for the questions the term check lets through. "

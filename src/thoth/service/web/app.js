@@ -212,9 +212,17 @@
     show("answer", true);
   }
 
+  const MODEL_FAILURES = [
+    "answer_failed",
+    "uncited_answer",
+    "echoed_context",
+    "citation_outside_context",
+  ];
+
   function renderAnswer(answer) {
     resetAnswer();
-    const failedAnswer = answer.status === "failed" && answer.error_code === "answer_failed";
+    // The answer model failed, or its reply was refused: searched, not a failed search.
+    const failedAnswer = answer.status === "failed" && MODEL_FAILURES.includes(answer.error_code);
     const [word, detail] = failedAnswer
       ? ANSWER_FAILED
       : STATUS[answer.status] || [answer.status, ""];
