@@ -135,15 +135,29 @@ def _measured(setting: FusionSetting, ranks: list[int | None]) -> Measured:
 def test_a_gain_at_1_that_loses_a_case_at_10_is_refused() -> None:
     baseline = _measured(FusionSetting(60, 1.0), [2, 2, 2, 9, 9, 1, 1, 1, 1, 1])
     lucky = _measured(FusionSetting(1, 0.4), [1, 1, 1, 9, None, 1, 1, 1, 1, 1])
-    best, gain, reason = decide(baseline, [baseline, lucky], 5)
+    best, gain, reason, _ = decide(baseline, [baseline, lucky], 5)
     assert best is lucky and not gain
     assert f"hit@{DEPTH} (9 against 10)" in reason
 
     fair = _measured(FusionSetting(1, 0.4), [1, 1, 2, 9, 9, 1, 1, 1, 1, 1])
-    best, gain, reason = decide(baseline, [baseline, fair], 5)
-    assert best is fair and gain
+    best, gain, reason, verdict = decide(baseline, [baseline, fair], 5, lambda s: "passed")
+    assert best is fair and gain and verdict == "passed"
     assert "7/10 cases against the baseline's 5" in reason
 
+    # The best gain would fail the Evidence gate: the next that gains and keeps it is written.
+    second = _measured(FusionSetting(10, 1.0), [1, 1, 2, 9, 9, 2, 1, 1, 1, 1])
+    keeps = {second.setting}
+
+    def gate(setting: FusionSetting) -> str:
+        return "passed" if setting in keeps else "failed: abbandono would find no unit"
+
+    best, gain, reason, verdict = decide(baseline, [baseline, fair, second], 5, gate)
+    assert best is second and gain and verdict == "passed"
+    assert "passed over for the Evidence gate: rrf k=1 dense 0.4" in reason
+    keeps.clear()
+    best, gain, reason, verdict = decide(baseline, [baseline, fair, second], 5, gate)
+    assert not gain and "would fail the Evidence evaluation gate" in reason
+
     same = _measured(FusionSetting(5, 1.0), [2, 2, 2, 9, 9, 1, 1, 1, 1, 1])
-    best, gain, reason = decide(baseline, [baseline, same], 5)
+    best, gain, reason, _ = decide(baseline, [baseline, same], 5)
     assert best is baseline and not gain  # a tie keeps the grid's first: the baseline

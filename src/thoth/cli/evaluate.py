@@ -188,6 +188,7 @@ def tune_fusion_cmd(
 
     from thoth.evaluation.answers import load_answer_cases
     from thoth.evaluation.fusion import (
+        FusionSetting,
         RetrievalSearcher,
         evidence_gate,
         save_first_baseline,
@@ -206,30 +207,20 @@ def tune_fusion_cmd(
                 tuned = replace(ws, settings=ws.settings.model_copy(update={"index": index}))
                 return RetrievalSearcher(knowledge_search(tuned, rt))
 
-            report = tune(searcher, ws.settings.index, cases, k)
-            if report.gain and report.best is not None:
-                # The candidate must keep the Evidence evaluation gate of what is published.
+            def gate(setting: FusionSetting) -> str:
+                # A candidate must keep the Evidence evaluation gate of what is published.
+                index = setting.applied(ws.settings.index)
                 tuned = replace(
-                    rt,
-                    ws=replace(
-                        ws,
-                        settings=ws.settings.model_copy(
-                            update={"index": report.best.setting.applied(ws.settings.index)}
-                        ),
-                    ),
+                    rt, ws=replace(ws, settings=ws.settings.model_copy(update={"index": index}))
                 )
                 search = tuned.search()
                 try:
                     active = rt.state.active_generation(ws.settings.workspace)
-                    report.evidence_gate = evidence_gate(search, ws.root, active)
+                    return evidence_gate(search, ws.root, active)
                 finally:
                     search.close()
-                if report.evidence_gate.startswith("failed"):
-                    report.gain = False
-                    report.reason = (
-                        f"{report.best.setting.label()} gains at hit@1 but the Evidence "
-                        f"evaluation gate {report.evidence_gate}: the baseline stays"
-                    )
+
+            report = tune(searcher, ws.settings.index, cases, k, gate)
         report.first_baseline = save_first_baseline(report, state_dir(ws))
         if report.gain and report.best is not None and not dry_run:
             write_fusion(ws.root, report.best.setting)

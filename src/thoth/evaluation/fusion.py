@@ -204,10 +204,12 @@ def tune(
     index: IndexSettings,
     cases: Sequence[AnswerCase],
     k: int,
+    gate: Gate | None = None,
     grid: Sequence[FusionSetting] = GRID,
 ) -> TuneReport:
-    """Measure the baseline (`index` as configured) and every candidate of `grid`; decide.
-    Writes nothing: `write_fusion` does, when the caller accepts the report's verdict."""
+    """Measure the baseline (`index` as configured) and every candidate of `grid`; decide
+    (`gate`: the Evidence evaluation gate under a candidate, `evidence_gate`). Writes
+    nothing: `write_fusion` does, when the caller accepts the report's verdict."""
     measured = [c for c in cases if c.expect.documents]
     skipped = [c.id for c in cases if not c.expect.documents]
 
@@ -229,47 +231,61 @@ def tune(
         )
         return report
     report.candidates = [baseline if s == baseline_setting else run(s) for s in grid]
-    report.best, report.gain, report.reason = decide(baseline, report.candidates, k)
+    report.best, report.gain, report.reason, report.evidence_gate = decide(
+        baseline, report.candidates, k, gate
+    )
     return report
 
 
+Gate = Callable[[FusionSetting], str]  # "passed", "failed: ..." or "not checked: ..."
+
+
 def decide(
-    baseline: Measured, candidates: Sequence[Measured], k: int
-) -> tuple[Measured, bool, str]:
-    """The best candidate (by hit@1, then hit@k, hit@10, MRR; ties keep the grid's order, the
-    engine's default first), whether it is a gain over the baseline, and why."""
-    best = max(candidates, key=lambda m: m.key())
+    baseline: Measured, candidates: Sequence[Measured], k: int, gate: Gate | None = None
+) -> tuple[Measured, bool, str, str]:
+    """The candidate to write, whether it is a gain over the baseline, why, and the Evidence
+    gate's verdict on it. Candidates rank by hit@1, then hit@k, hit@10, MRR (ties keep the
+    grid's order, the engine's default first); the first that gains (strictly more at 1, no
+    fewer at k and 10) and keeps `gate` wins."""
+    ranked = sorted(candidates, key=lambda m: m.key(), reverse=True)  # stable: grid order
+    best = ranked[0]
     n = len(baseline.ranks)
     b1, bk, b10 = baseline.hits(1), baseline.hits(k), baseline.hits(DEPTH)
     c1, ck, c10 = best.hits(1), best.hits(k), best.hits(DEPTH)
+    unchecked = "not checked: no candidate to write"
     if c1 <= b1:
-        return (
-            best,
-            False,
-            (
-                f"no candidate puts an expected document first in more cases than the baseline "
-                f"({b1}/{n} with {baseline.setting.label()}): the baseline stays"
-            ),
+        why = (
+            f"no candidate puts an expected document first in more cases than the baseline "
+            f"({b1}/{n} with {baseline.setting.label()}): the baseline stays"
         )
-    if ck < bk or c10 < b10:
-        return (
-            best,
-            False,
-            (
-                f"the best candidate at hit@1 ({best.setting.label()}: {c1}/{n} against {b1}) "
-                f"loses cases at hit@{k} ({ck} against {bk}) or hit@{DEPTH} ({c10} against {b10}): "
-                "the baseline stays"
-            ),
+        return best, False, why, unchecked
+    gains = [m for m in ranked if m.hits(1) > b1 and m.hits(k) >= bk and m.hits(DEPTH) >= b10]
+    if not gains:
+        why = (
+            f"the best candidate at hit@1 ({best.setting.label()}: {c1}/{n} against {b1}) "
+            f"loses cases at hit@{k} ({ck} against {bk}) or hit@{DEPTH} ({c10} against {b10}), "
+            "as every other that gains at 1: the baseline stays"
         )
-    return (
-        best,
-        True,
-        (
-            f"{best.setting.label()} puts an expected document first in {c1}/{n} cases against "
-            f"the baseline's {b1}, with hit@{k} {ck} (baseline {bk}) and hit@{DEPTH} {c10} "
-            f"(baseline {b10})"
-        ),
+        return best, False, why, unchecked
+    refused: list[str] = []
+    for m in gains:
+        verdict = gate(m.setting) if gate is not None else "not checked: no gate given"
+        if verdict.startswith("failed"):
+            refused.append(f"{m.setting.label()}: {verdict}")
+            continue
+        why = (
+            f"{m.setting.label()} puts an expected document first in {m.hits(1)}/{n} cases "
+            f"against the baseline's {b1}, with hit@{k} {m.hits(k)} (baseline {bk}) and "
+            f"hit@{DEPTH} {m.hits(DEPTH)} (baseline {b10})"
+            + (f"; passed over for the Evidence gate: {'; '.join(refused)}" if refused else "")
+        )
+        return m, True, why, verdict
+    why = (
+        "every candidate that gains at hit@1 would fail the Evidence evaluation gate ("
+        + "; ".join(refused)
+        + "): the baseline stays"
     )
+    return gains[0], False, why, f"failed for every gaining candidate ({len(refused)})"
 
 
 def evidence_gate(search: EvidenceSearch, root: Path, generation: Generation | None) -> str:
