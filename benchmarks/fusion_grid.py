@@ -371,19 +371,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> None:
-    console = Console(width=250)
+    console = Console(width=200)
     console.print(header_line(result["machine"]), highlight=False)
     columns = sorted(result["columns"], key=lambda c: c["role"] != "tuning")
     table = Table(
         title="Fusion grid: share of questions (tuning columns choose; validation beside)"
     )
-    table.add_column("fusion (BM25 weight 1)")
+    table.add_column("fusion (BM25 weight 1)", no_wrap=True)
     for c in columns:
-        table.add_column(f"{c['corpus']} {c['measure']} [{c['role']}, n={c['questions']}]")
-    table.add_column("worst tuning shortfall")
+        table.add_column(f"{c['corpus']}\n{c['measure']}\n{c['role']} n={c['questions']}")
+    table.add_column("worst\ntuning\nshortfall")
     gate = result.get("demo_evidence_gate")
     if gate is not None:
-        table.add_column("demo Evidence gate")
+        table.add_column("demo\nEvidence\ngate")
     for label in result["grid"]:
         marks = []
         if label == result["engine_default"]:
