@@ -26,11 +26,18 @@ figure (53489), and "$3.814 billion" also matches 3814 (millions, as the filings
 write it). Years and small counts ("5 years") are not figures. A figure is in a text when the
 same normalised number occurs in it.
 
-Usage (from the project root; the data directory defaults to ../shared/data/sec10q):
-    .venv/bin/python benchmarks/sec10q.py [DATA_DIR] [--json] [--keep DIR] [--workspace DIR]
+Every data directory is measured on its own workspace; by default the tuning filings
+(../shared/data/sec10q) and the validation ones (../shared/data/sec10q_validation, never tuned
+on), printed as two sections of one table. The validation questions have no Italian
+translation: they are asked in English. A filing the sync refuses (a secret found in it) is
+left out and reported as refused; its questions are still asked, and miss.
 
-`--keep DIR` copies the synced workspace to DIR; `--workspace DIR` asks the questions on such a
-copy under the code being run (no sync: the sync wall time is the one its state store recorded).
+Usage (from the project root):
+    .venv/bin/python benchmarks/sec10q.py [DATA_DIR ...] [--json] [--keep DIR] [--workspace DIR]
+
+`--keep DIR` copies each synced workspace to DIR/<data directory name>; `--workspace DIR` asks
+the questions on such copies under the code being run (no sync: the sync wall time is the one
+its state store recorded).
 `--bare-sample N` times the bare embedder on the first N fragments only (on a busy machine the
 full pass takes as long as the sync's embedding).
 
@@ -85,6 +92,8 @@ from thoth.runtime import knowledge_search, open_embedder, open_runtime
 from thoth.workspace import Workspace
 
 DEFAULT_DATA = Path("../shared/data/sec10q")
+# Validation only: measured and printed beside the tuning set, never tuned on (data README).
+VALIDATION_DATA = Path("../shared/data/sec10q_validation")
 ENTITIES = Path(__file__).resolve().parent / "data" / "sec10q_entities.yaml"
 QUESTIONS = Path(__file__).resolve().parent / "data" / "sec10q_questions.yaml"
 GLOSSARY = Path(__file__).resolve().parent / "data" / "sec10q_glossary.yaml"
@@ -228,23 +237,30 @@ class Case:
 
 
 def load_cases(data: Path) -> list[Case]:
+    """The set's single-document questions in English, their Italian translations when the
+    set is the translated one (every question translated; a set none of whose questions is
+    translated, as the validation filings, is asked in English only) and the unanswerable
+    questions (no filing of either set answers them)."""
     with (data / "qna.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     extra = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
     italian = {" ".join(e["en"].split()): e["it"] for e in extra["italian"]}
+    questions = [" ".join(row["Question"].split()) for row in rows]
+    translated_set = any(q in italian for q in questions)
     cases: list[Case] = []
     translated: list[Case] = []
-    for row in rows:
+    for row, question in zip(rows, questions, strict=True):
         docs = [d.strip().strip("*") for d in row["Source Docs"].split(",") if d.strip()]
         if len(docs) != 1:
             continue  # single-document questions only
-        question = " ".join(row["Question"].split())
         found = tuple(figures(row["Answer"]))
         cases.append(Case(question, "en", docs[0], row["Answer"], figures=found))
+        if not translated_set:
+            continue
         if question not in italian:
             raise SystemExit(f"{QUESTIONS}: no Italian translation of {question!r}")
         translated.append(Case(italian.pop(question), "it", docs[0], row["Answer"], figures=found))
-    if italian:
+    if translated_set and italian:
         raise SystemExit(f"{QUESTIONS}: translations of questions qna.csv lacks: {list(italian)}")
     unanswerable = [
         Case(" ".join(e["question"].split()), "any", None, kind=e["kind"])
@@ -292,6 +308,36 @@ def build_workspace(
 
 
 def sync(root: Path, bare_sample: int | None) -> dict[str, Any]:
+    """Sync the filings; a filing the sync refuses (a secret found in it: the whole source is
+    refused) is removed from the workspace and reported, and the others are synced again — its
+    questions are still asked, and miss."""
+    refused: list[dict[str, str]] = []
+    while True:
+        try:
+            return {**_sync_once(root, bare_sample), "refused": refused}
+        except ThothError as exc:
+            if exc.code != "credential":
+                raise
+            files = sorted(
+                {
+                    pdf.name
+                    for p in exc.problems
+                    for pdf in (root / "docs").glob("*.pdf")
+                    if pdf.name in p.where
+                }
+            )
+            if not files:
+                raise
+            for name in files:
+                reasons = "; ".join(
+                    f"{p.message} ({p.where})" for p in exc.problems if name in p.where
+                )
+                refused.append({"filing": name, "code": str(exc.code), "reason": reasons})
+                _git(root, "rm", "-q", f"docs/{name}")
+            _git(root, "commit", "-q", "-m", f"leave out the refused {', '.join(files)}")
+
+
+def _sync_once(root: Path, bare_sample: int | None) -> dict[str, Any]:
     ws = Workspace.open(root)
     timed = TimedEmbedder(open_embedder(ws))
     rt = open_runtime(ws, timed)
@@ -454,7 +500,7 @@ def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def run(
+def run_set(
     data: Path,
     keep: Path | None,
     workspace: Path | None,
@@ -470,7 +516,7 @@ def run(
     if limit is not None:
         groups = [[c for c in cases if c.language == lang] for lang in ("en", "it", "any")]
         cases = [c for group in groups for c in group[:limit]]
-    result: dict[str, Any] = {"machine": machine_facts(), "data": str(data), "limit": limit}
+    result: dict[str, Any] = {"data": str(data), "limit": limit}
     tmp: Path | None = None
     try:
         if workspace is None:
@@ -489,6 +535,7 @@ def run(
                 "sync_s": run_s,
                 "sync_fragments_per_s": round(n / run_s, 2) if run_s else None,
                 "notes": [],
+                "refused": [],
             }
         use_glossary(root, glossary)
         result["model"] = use_model(root, model_args) if model_args is not None else None
@@ -529,9 +576,93 @@ def run(
 # -- report ----------------------------------------------------------------------------------------
 
 
+def run(
+    sets: Sequence[Path],
+    keep: Path | None,
+    workspace: Path | None,
+    bare_sample: int | None,
+    workspace_language: str = "en",
+    source_language: str | None = None,
+    entities: Path | None = None,
+    limit: int | None = None,
+    model_args: Any = None,
+    glossary: Path | None = None,
+) -> dict[str, Any]:
+    """Every set in turn (the tuning filings, then the validation ones), each synced into its
+    own workspace (`keep` / `workspace`: one subdirectory per set, named as its data
+    directory)."""
+    return {
+        "machine": machine_facts(),
+        "sets": [
+            run_set(
+                data,
+                None if keep is None else keep / data.name,
+                None if workspace is None else workspace / data.name,
+                bare_sample,
+                workspace_language,
+                source_language,
+                entities,
+                limit,
+                model_args,
+                glossary,
+            )
+            for data in sets
+        ],
+    }
+
+
 def report(result: dict[str, Any]) -> None:
+    """One table of the answerable questions, a section per set (tuning first, validation
+    beside it), then each set's sync, latency, unanswerable questions and questions."""
     console = Console()
     console.print(header_line(result["machine"]), highlight=False)
+    sets = result["sets"]
+    table = Table(
+        "set", "answerable", "English", "Italian", title="10-Q filings: tuning and validation"
+    )
+
+    def frac(d: dict[str, Any], part: str, whole: str) -> str:
+        return f"{d[part]}/{d[whole]}" if d["questions"] else "-"
+
+    for n, one in enumerate(sets):
+        if n:
+            table.add_section()
+        en, it = one["en"], one["it"]
+        name = Path(one["data"]).name
+        for label, part, whole in (
+            ("right filing first", "right_filing_first", "questions"),
+            ("false nothing_found", "false_nothing_found", "questions"),
+            ("failed (model error)", "failed", "questions"),
+            (
+                "questions: every figure in context",
+                "all_figures_in_context",
+                "questions_with_figures",
+            ),
+            (
+                "questions: every figure in answer",
+                "all_figures_in_answer",
+                "questions_with_figures",
+            ),
+            ("figures in context", "figures_in_context", "figures"),
+            ("figures in answer", "figures_in_answer", "figures"),
+        ):
+            table.add_row(name, label, frac(en, part, whole), frac(it, part, whole))
+        u, lat = one["unanswerable"], one["latency_ms"]
+        table.add_row(name, "unanswerable: false found", f"{u['false_found']}/{u['questions']}", "")
+        table.add_row(name, "answer p50 / p95 ms", f"{lat['p50_ms']:.0f} / {lat['p95_ms']:.0f}", "")
+        refused = one["sync"].get("refused") or []
+        table.add_row(
+            name,
+            "filings refused at sync",
+            ", ".join(r["filing"] for r in refused) or "none",
+            "",
+        )
+    console.print(table)
+    for one in sets:
+        report_set(console, one)
+
+
+def report_set(console: Console, result: dict[str, Any]) -> None:
     console.print(
         f"data: {result['data']}; min_similarity in effect: {result['min_similarity']}; "
         f"workspace language {result['workspace_language']}, filings "
@@ -553,27 +684,17 @@ def report(result: dict[str, Any]) -> None:
         console.print(table)
         for note in s["notes"]:
             console.print(f"  note: {note}", highlight=False, markup=False)
+        for refused in s.get("refused") or []:
+            console.print(
+                f"  refused at sync, left out (its questions still asked): {refused['filing']}: "
+                f"[{refused['code']}] {refused['reason']}",
+                highlight=False,
+                markup=False,
+            )
     model = result.get("model")
     answerer = f"model {model['name']} at {model['url']}" if model else "offline (extractive)"
     if result.get("limit"):
         answerer += f"; first {result['limit']} questions of each group"
-    table = Table("answerable", "English", "Italian")
-    en, it = result["en"], result["it"]
-
-    def frac(d: dict[str, Any], part: str, whole: str) -> str:
-        return f"{d[part]}/{d[whole]}"
-
-    for label, part, whole in (
-        ("right filing first", "right_filing_first", "questions"),
-        ("false nothing_found", "false_nothing_found", "questions"),
-        ("failed (model error)", "failed", "questions"),
-        ("questions: every figure in context", "all_figures_in_context", "questions_with_figures"),
-        ("questions: every figure in answer", "all_figures_in_answer", "questions_with_figures"),
-        ("figures in context", "figures_in_context", "figures"),
-        ("figures in answer", "figures_in_answer", "figures"),
-    ):
-        table.add_row(label, frac(en, part, whole), frac(it, part, whole))
-    console.print(table)
     lat = result["latency_ms"]
     console.print(
         f"answerer: {answerer}; per answer p50 {lat['p50_ms']:.0f} ms, p95 {lat['p95_ms']:.0f} ms, "
@@ -603,10 +724,21 @@ def report(result: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "data",
+        nargs="*",
+        type=Path,
+        default=[DEFAULT_DATA, VALIDATION_DATA],
+        help="data directories, each measured on its own (default: the tuning filings, then "
+        "the validation ones)",
+    )
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
-    parser.add_argument("--keep", type=Path, help="copy the synced workspace to this directory")
-    parser.add_argument("--workspace", type=Path, help="ask on a kept workspace (no sync)")
+    parser.add_argument(
+        "--keep", type=Path, help="copy each synced workspace to DIR/<data directory name>"
+    )
+    parser.add_argument(
+        "--workspace", type=Path, help="ask on kept workspaces, DIR/<data directory name> (no sync)"
+    )
     parser.add_argument(
         "--bare-sample", type=int, help="time the bare embedder on the first N fragments only"
     )
@@ -631,12 +763,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="ask the first N questions of each group only")
     add_model_options(parser)
     args = parser.parse_args(argv)
-    data: Path = args.data
-    if not (data / "qna.csv").is_file() or not list((data / "docs").glob("*.pdf")):
-        print(f"{data}: expected docs/*.pdf and qna.csv", file=sys.stderr)
-        return 2
+    sets: list[Path] = args.data
+    for data in sets:
+        if not (data / "qna.csv").is_file() or not list((data / "docs").glob("*.pdf")):
+            print(f"{data}: expected docs/*.pdf and qna.csv", file=sys.stderr)
+            return 2
     result = run(
-        data,
+        sets,
         args.keep,
         args.workspace,
         args.bare_sample,

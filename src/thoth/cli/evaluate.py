@@ -13,10 +13,12 @@ from rich.table import Table
 
 from thoth.cli import exitcodes
 from thoth.cli.common import JsonOpt, emit_json, err, errors, out
+from thoth.config import IndexSettings
 from thoth.workspace import Workspace
 
 if TYPE_CHECKING:
     from thoth.evaluation.answers import AnswerEvalReport
+    from thoth.evaluation.fusion import TuneReport
     from thoth.knowledge.verify import VerifyReport
 
 WsOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace root.")]
@@ -31,6 +33,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(eval_app, name="eval")
     eval_app.command("run")(eval_run_cmd)
     eval_app.command("add-from-answer")(add_from_answer_cmd)
+    eval_app.command("tune-fusion")(tune_fusion_cmd)
     app.command("verify")(verify_cmd)
 
 
@@ -160,6 +163,107 @@ def add_from_answer_cmd(
             f"Appended case [bold]from-{answer_id}[/] to {rel}. Review its expected documents "
             "and write the facts the right answer must contain, then `tht eval run`."
         )
+
+
+def tune_fusion_cmd(
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Evaluation file (default: [answers].evaluation)."),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="Sources judged at retrieval level.")] = (
+        DEFAULT_K
+    ),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report only: never write thoth.toml.")
+    ] = False,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Tune [index] fusion on the evaluation file's retrieval cases, keeping the baseline.
+
+    Writes the best candidate to thoth.toml only with strictly more cases whose first source
+    is expected and none lost at --k or 10. Exit 0 written (or a gain with --dry-run),
+    1 refused: the baseline stays."""
+    from dataclasses import replace
+
+    from thoth.evaluation.answers import load_answer_cases
+    from thoth.evaluation.fusion import (
+        FusionSetting,
+        RetrievalSearcher,
+        evidence_gate,
+        save_first_baseline,
+        tune,
+        write_fusion,
+    )
+    from thoth.runtime import knowledge_search, open_runtime, state_dir
+
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        rel = file or Path(ws.settings.answers.evaluation)
+        cases = load_answer_cases(ws.root / rel, str(rel))
+        with open_runtime(ws) as rt:
+
+            def searcher(index: IndexSettings) -> RetrievalSearcher:
+                tuned = replace(ws, settings=ws.settings.model_copy(update={"index": index}))
+                return RetrievalSearcher(knowledge_search(tuned, rt))
+
+            def gate(setting: FusionSetting) -> str:
+                # A candidate must keep the Evidence evaluation gate of what is published.
+                index = setting.applied(ws.settings.index)
+                tuned = replace(
+                    rt, ws=replace(ws, settings=ws.settings.model_copy(update={"index": index}))
+                )
+                search = tuned.search()
+                try:
+                    active = rt.state.active_generation(ws.settings.workspace)
+                    return evidence_gate(search, ws.root, active)
+                finally:
+                    search.close()
+
+            report = tune(searcher, ws.settings.index, cases, k, gate)
+        report.first_baseline = save_first_baseline(report, state_dir(ws))
+        if report.gain and report.best is not None and not dry_run:
+            write_fusion(ws.root, report.best.setting)
+            report.written = True
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _render_tune(report, dry_run)
+    raise typer.Exit(exitcodes.OK if report.gain else exitcodes.FAILED)
+
+
+def _render_tune(report: TuneReport, dry_run: bool) -> None:
+    from thoth.evaluation.fusion import DEPTH
+
+    table = Table(
+        title=f"Fusion on {len(report.cases)} retrieval case(s) (best rank of an expected "
+        "document among the sources)"
+    )
+    for col in ("fusion", "hit@1", f"hit@{report.k}", f"hit@{DEPTH}", "MRR"):
+        table.add_column(col)
+    rows = report.candidates or [report.baseline]
+    for m in rows:
+        mark = " (baseline)" if m.setting == report.baseline.setting else ""
+        mark += " (best)" if report.best is not None and m is report.best else ""
+        table.add_row(
+            escape(m.setting.label() + mark),
+            str(m.hits(1)),
+            str(m.hits(report.k)),
+            str(m.hits(DEPTH)),
+            f"{m.mrr:.3f}",
+        )
+    out.print(table)
+    if report.skipped:
+        out.print(f"Not measured (no expected documents): {', '.join(report.skipped)}.")
+    if report.written:
+        out.print(
+            f"[green]Written[/] to thoth.toml [index]: {escape(report.reason)}. Commit "
+            "thoth.toml; `tht eval run` measures the answers with it."
+        )
+    elif report.gain:
+        out.print(f"Gain found (--dry-run: nothing written): {escape(report.reason)}.")
+    else:
+        out.print(f"[yellow]Refused[/]: {escape(report.reason)}. thoth.toml is unchanged.")
 
 
 def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:

@@ -1,0 +1,76 @@
+"""benchmarks/sec10q.py measures the tuning and the validation filings in one run and prints
+them side by side; a filing the sync refuses is reported as refused, the other filings are
+still measured and its questions still asked (tiny PDFs, the bundled embedder, real sync)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.documents.test_documents import build_pdf, text_lines
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import sec10q
+
+pytestmark = pytest.mark.e2e
+
+
+def filing_set(
+    root: Path, filings: dict[str, list[str]], questions: list[tuple[str, str, str]]
+) -> Path:
+    (root / "docs").mkdir(parents=True)
+    for name, lines in filings.items():
+        (root / "docs" / f"{name}.pdf").write_bytes(build_pdf([text_lines(lines)]))
+    with (root / "qna.csv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["Question", "Source Docs", "Question Type", "Source Chunk Type", "Answer"])
+        for question, doc, answer in questions:
+            writer.writerow([question, f"*{doc}*", "Single-Doc", "Text", answer])
+    return root
+
+
+def test_both_sets_are_printed_and_a_refused_filing_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tuning = filing_set(
+        tmp_path / "tuning",
+        {
+            "2023 Q2 ACME": ["ACME Corp quarterly report.", "Total revenue was $1,234 million."],
+            "2023 Q2 BOLT": ["BOLT Inc quarterly report.", "Net income was $56.7 million."],
+        },
+        [("What was ACME's total revenue in Q2 2023?", "2023 Q2 ACME", "$1,234 million")],
+    )
+    validation = filing_set(
+        tmp_path / "validation",
+        {
+            "2023 Q1 ACME": ["ACME Corp quarterly report.", "Total revenue was $1,111 million."],
+            "2023 Q1 BOLT": ["BOLT Inc quarterly report.", "export PGPASSWORD=Dwh#Prod_77"],
+        },
+        [
+            ("What was ACME's total revenue in Q1 2023?", "2023 Q1 ACME", "$1,111 million"),
+            ("What was BOLT's net income in Q1 2023?", "2023 Q1 BOLT", "$9.9 million"),
+        ],
+    )
+    code = sec10q.main([str(tuning), str(validation), "--json", "--bare-sample", "1"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    first, second = result["sets"]
+    assert first["data"] == str(tuning) and second["data"] == str(validation)
+    assert first["sync"]["refused"] == []
+    assert first["en"]["questions"] == 1 and first["it"]["questions"] == 0
+    [refused] = second["sync"]["refused"]
+    assert refused["filing"] == "2023 Q1 BOLT.pdf" and refused["code"] == "credential"
+    assert set(second["sync"]["fragments_per_filing"]) == {"filings:docs/2023 Q1 ACME.pdf"}
+    assert second["en"]["questions"] == 2  # the refused filing's question is still asked
+    bolt = next(q for q in second["questions"] if "BOLT" in q["question"])
+    assert bolt["right_first"] is False
+
+    # The table: one section per set, the refusal named.
+    sec10q.report(result)
+    table = capsys.readouterr().out
+    assert "tuning" in table and "validation" in table
+    assert "2023 Q1 BOLT.pdf" in table
