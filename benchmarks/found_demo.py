@@ -33,22 +33,26 @@ QUESTIONS = Path(__file__).resolve().parent / "data" / "found_demo.yaml"
 LABELS = ["public", "internal"]
 # The offline answerer's words when no quoted passage holds the question's terms
 # (thoth.answer.wording): an answer that says so is no answer.
-NO_TERMS = (
-    "nessun passo delle fonti trovate contiene i termini della domanda",
-    "no passage of the sources found holds the question's terms",
-)
+NO_TERMS = ("contiene i termini della domanda", "holds the question's terms")
 
 
-def load(path: Path) -> dict[str, dict[str, list[str]]]:
+Case = tuple[str, str | None]  # the question, and for an answerable one the fact's words
+
+
+def load(path: Path) -> dict[str, dict[str, list[Case]]]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    sets: dict[str, dict[str, list[str]]] = {}
+    sets: dict[str, dict[str, list[Case]]] = {}
     for name in ("tuning", "heldout"):
         part = data[name]
         sets[name] = {
-            "unanswerable": [str(q) for q in part["unanswerable"]],
-            "answerable": [str(q["question"]) for q in part["answerable"]],
+            "unanswerable": [(str(q), None) for q in part["unanswerable"]],
+            "answerable": [(str(q["question"]), str(q["fact"])) for q in part["answerable"]],
         }
     return sets
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def says_no_terms(text: str) -> bool:
@@ -56,13 +60,13 @@ def says_no_terms(text: str) -> bool:
     return any(marker in low for marker in NO_TERMS)
 
 
-def run(root: Path, sets: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+def run(root: Path, sets: dict[str, dict[str, list[Case]]]) -> dict[str, Any]:
     service = open_answer_service(root)
     rows: list[dict[str, Any]] = []
     try:
         for set_name, kinds in sets.items():
-            for kind, questions in kinds.items():
-                for question in questions:
+            for kind, cases in kinds.items():
+                for question, fact in cases:
                     answer = service.ask(question, labels=LABELS)
                     relevance = answer.diagnostics.get("relevance") or {}
                     rows.append(
@@ -72,11 +76,14 @@ def run(root: Path, sets: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
                             "question": question,
                             "status": answer.status,
                             "answered": answer.status in ("found", "truncated", "computed"),
+                            # The fact's words in the answer: answered by the right passage.
+                            "fact": fact is not None and _squeezed(fact) in _squeezed(answer.text),
                             "says_no_terms": answer.status in ("found", "truncated")
                             and says_no_terms(answer.text),
                             "verdict": relevance.get("verdict"),
                             "missing": relevance.get("missing", []),
                             "matched": relevance.get("matched", []),
+                            "terms": relevance.get("terms", []),
                         }
                     )
     finally:
@@ -92,6 +99,10 @@ def run(root: Path, sets: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
                 len(unans),
             ],
             "answerable_answered": [sum(r["answered"] for r in ans), len(ans)],
+            "answerable_fact_in_answer": [
+                sum(r["answered"] and r["fact"] for r in ans),
+                len(ans),
+            ],
             "found_saying_no_terms": sum(r["says_no_terms"] for r in mine),
         }
     return {"summary": summary, "rows": rows}
@@ -100,15 +111,21 @@ def run(root: Path, sets: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
 def report(result: dict[str, Any], show: bool) -> None:
     console = Console()
     table = Table(
-        "set", "unanswerable → nothing_found", "answerable → answered", "found saying no terms"
+        "set",
+        "unanswerable → nothing_found",
+        "answerable → answered",
+        "… with the fact",
+        "found saying no terms",
     )
     for name, s in result["summary"].items():
         n, total = s["unanswerable_nothing_found"]
         a, atotal = s["answerable_answered"]
+        f, _ = s["answerable_fact_in_answer"]
         table.add_row(
             name,
             f"{n}/{total} ({100 * n / max(total, 1):.0f} %)",
             f"{a}/{atotal} ({100 * a / max(atotal, 1):.0f} %)",
+            f"{f}/{atotal}",
             str(s["found_saying_no_terms"]),
         )
     console.print(table)

@@ -118,9 +118,11 @@ def context(*fragments: RetrievedFragment, budget: int = 8000) -> AssembledConte
 
 def extractive(ctx: AssembledContext, question: str, language: str = "it") -> str:
     wording = ITALIAN if language == "it" else ENGLISH
-    return ExtractiveAnswerer(language, wording).answer(
+    answered = ExtractiveAnswerer(language, wording).answer(
         question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
+    assert isinstance(answered, str), answered  # not declined: some passage holds a term
+    return answered
 
 
 # A context of one fragment: what a model is given to answer from.
