@@ -471,6 +471,10 @@ class ExtractiveAnswerer:
         if chosen[0].score == 0:
             # Not one of the question's terms in any passage: the closest passage is no answer.
             return Declined(self.name, "no_terms")
+        row = _faq_row_answer(context.entries[0])
+        if row is not None:
+            # A FAQ row ranked first is the answer: that row's answer whole, no other row's.
+            chosen = [_Unit(0, 0, row, chosen[0].score)]
         # Asked about a quarter, a figure that states a year or a longer span (and no quarter)
         # is another period's: "Nel 2024 ... 5,9%" must not pass for the third quarter's.
         quarter = asks_a_quarter(question)
@@ -758,6 +762,20 @@ class ExtractiveAnswerer:
             if numbers & _numbers(caveat):
                 line += f"\n  {self._wording.number_warning} [{entry.marker}]: {caveat}"
         return line
+
+
+def _faq_row_answer(entry: ContextEntry) -> str | None:
+    """The answer of a FAQ row (a `qa` fragment of a CSV or a workbook: its question on the
+    first line, then the answer and the columns the source keeps), without its question;
+    None for any other fragment."""
+    record = entry.fragment.record
+    if getattr(record, "chunk_kind", None) != "qa":
+        return None
+    if getattr(record, "doc_format", None) not in ("csv", "xlsx"):
+        return None
+    _, _, rest = record.text.partition("\n")
+    answer = " ".join(rest.split())
+    return answer or None
 
 
 def _closest(units: list[_Unit]) -> list[_Unit]:
