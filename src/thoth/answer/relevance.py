@@ -14,10 +14,10 @@ about. Two signals decide whether it is an answer or `nothing_found`:
    most DISTINCTIVE_SHARE of the fragments under the request's condition, before any channel
    routing) or that the corpus does not hold at all, each weighing its BM25 inverse document
    frequency: the distinctive words the fragments the answer would quote do not hold must not
-   outweigh those they hold (names and periods held count on the held side). Being in the
-   domain is no answer: "may pets enter the emergency department?" shares only the domain's
-   frequent words ("emergency department") with the manual it retrieves, and its subject
-   ("pets") is nowhere.
+   outweigh those they hold (names and periods held count on the held side, however
+   frequent). Being in the domain is no answer: "may pets enter the emergency department?"
+   shares only the domain's frequent words ("emergency department") with the manual it
+   retrieves, and its subject ("pets") is nowhere.
 
 Terms are matched through BM25's own analyser (the generation's encoder): the same stems,
 stopwords and token ids as the sparse index, and counted by the index itself — no word list.
@@ -238,9 +238,14 @@ def check_terms(
         elif retrieved:
             inside = {**where, "doc_id": docs if len(docs) > 1 else docs[0]}
             retrieved = _holding(store, inside, stems, 1) > 0
-        # How distinctive a name or period is, is counted like the words.
-        held = corpus if word else _holding(store, corpus_at, stems, cap + 1) if corpus else 0
-        weight = idf(held, total) if held <= cap and total else 0.0
+        if word:
+            weight = idf(corpus, total) if total else 0.0
+        else:
+            # A name or period is the question's subject by its shape, however frequent: held,
+            # it weighs its idf (counted up to a quarter of the corpus, where idf levels off).
+            reach = max(cap + 1, total // 4 + 1)
+            held = _holding(store, corpus_at, stems, reach) if corpus else 0
+            weight = idf(held, total) if held and total else 0.0
         checked.append(
             Term(
                 term.text,
@@ -248,7 +253,7 @@ def check_terms(
                 stems,
                 corpus=corpus,
                 retrieved=retrieved,
-                weight=weight if (word or corpus) else 0.0,
+                weight=weight,
                 matched=bool(corpus) and set(stems) <= quoted,
             )
         )
