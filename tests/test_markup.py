@@ -214,6 +214,7 @@ def test_a_cell_with_a_pipe_survives_extraction_chunking_and_the_answer(
         instructions=None,
         pseudonymizer=NoPseudonymizer(),
     )
+    assert isinstance(answer, str), answer
     assert "«Codice: A|B; Significato: uno»" in answer, answer
 
 

@@ -611,6 +611,14 @@ class SourceSettings(_Strict):
         description="strategy qa on a CSV or workbook: the headers of the question and answer "
         'columns, e.g. ["Domanda", "Risposta"]; unset: recognised by name.',
     )
+    # The FAQ's other columns (an id, a tag, a category) are no part of an answer: a row's
+    # fragment holds only its question and answer unless the source keeps some (issue 46).
+    qa_keep_columns: list[str] = Field(
+        default=[],
+        description="strategy qa on a CSV or workbook: the other columns a row's fragment "
+        'keeps (embedded, searched and quoted) after its question and answer, e.g. ["Tema"]; '
+        "unset: none.",
+    )
     heading_dialect: Literal["markdown", "numbered", "bold"] = Field(
         default="markdown",
         description="How headings look in text documents: markdown (# Title), numbered "
@@ -677,6 +685,16 @@ class SourceSettings(_Strict):
                 "each file a title, or remove the entry"
             )
         return {key.strip(): title.strip() for key, title in titles.items()}
+
+    @field_validator("qa_keep_columns")
+    @classmethod
+    def _qa_keep_columns(cls, columns: list[str]) -> list[str]:
+        if not all(c.strip() for c in columns):
+            raise ValueError(
+                f"qa_keep_columns: {columns!r} -> an empty header: name each column to keep, "
+                'e.g. ["Tema"]'
+            )
+        return [c.strip() for c in columns]
 
     @field_validator("qa_columns")
     @classmethod

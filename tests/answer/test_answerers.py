@@ -118,9 +118,11 @@ def context(*fragments: RetrievedFragment, budget: int = 8000) -> AssembledConte
 
 def extractive(ctx: AssembledContext, question: str, language: str = "it") -> str:
     wording = ITALIAN if language == "it" else ENGLISH
-    return ExtractiveAnswerer(language, wording).answer(
+    answered = ExtractiveAnswerer(language, wording).answer(
         question, ctx, instructions=None, pseudonymizer=NoPseudonymizer()
     )
+    assert isinstance(answered, str), answered  # not declined: some passage holds a term
+    return answered
 
 
 # A context of one fragment: what a model is given to answer from.
@@ -637,3 +639,47 @@ def test_a_title_like_line_is_not_quoted_next_to_a_real_match() -> None:
     )
     text = extractive(ctx, "Quali sono i tempi di attesa del codice arancione?")
     assert text == "- «Il codice arancione attende 15 minuti.» [1]", text
+
+
+def _faq_row(rank: int, text: str) -> RetrievedFragment:
+    record = KnowledgeFragment(
+        record_kind="document",
+        doc_id="faq:faq/faq.csv",
+        source="faq",
+        path="faq/faq.csv",
+        title="FAQ",
+        channel="salute",
+        labels=("public",),
+        ordinal=rank,
+        text=text,
+        chunk_kind="qa",
+        doc_format="csv",
+        revision="rev-faq",
+    )
+    return RetrievedFragment(
+        id=fragment_point_id(record.doc_id, rank),
+        rank=rank,
+        score=1.0 / rank,
+        record=record.record("ws", "g1"),
+        dense_rank=rank,
+        bm25_rank=None,
+        floor=False,
+    )
+
+
+def test_a_faq_row_first_is_answered_with_that_row_s_answer_whole() -> None:
+    """Issue 46, point 5: on a FAQ published as a table the offline answer quoted pieces of
+    several rows (the sentences that held the question's words). The closest row is the
+    answer: its answer, whole, and nothing of the other rows."""
+    best = (
+        "Domanda: Come posso pagare la bolletta dell'acqua?\n"
+        "Risposta: Con il bollettino postale. In alternativa con la domiciliazione bancaria."
+    )
+    other = (
+        "Domanda: Posso rateizzare la bolletta?\n"
+        "Risposta: Sì, la bolletta si può pagare in tre rate se supera 300 euro."
+    )
+    ctx = context(_faq_row(1, best), _faq_row(2, other))
+    text = extractive(ctx, "Come si paga la bolletta dell'acqua?")
+    assert "Con il bollettino postale. In alternativa con la domiciliazione bancaria." in text
+    assert "rate" not in text and "Domanda:" not in text, text

@@ -5,6 +5,7 @@ second stage of ranking, and diagnostics say what was matched and added."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -215,7 +216,7 @@ def test_a_name_the_documents_write_another_way_is_held_through_the_glossary(
         answer = with_it.ask(question)
     finally:
         with_it.close()
-    assert answer.status == "found", answer.diagnostics["relevance"]
+    assert answer.status == "found", json.dumps(answer.diagnostics["relevance"])
     terms = {t["text"]: t for t in answer.diagnostics["relevance"]["terms"]}
     assert terms["EU"]["retrieved"] and terms["EU"]["via"] == "Europe"
 
@@ -261,3 +262,20 @@ def test_the_glossary_s_terms_weigh_double_in_the_bm25_query(tmp_path: Path) -> 
     plain = "How do trends compare with the outlook?"
     own = encoder.query(plain)
     assert _bm25_queries(gen, plain, own, g.expand(plain)) == [(own, {})]  # type: ignore[arg-type]
+
+
+def test_an_answer_that_meets_none_of_the_question_s_terms_is_nothing_found(
+    filings: Path,
+) -> None:
+    """Issue 46, point 6: without the glossary the Italian question meets no word of the
+    English filing; the offline answer said "no passage holds the question's terms", quoted
+    the closest passage and was served `found`. It is nothing_found, with no source."""
+    without = _service(filings, with_glossary=False)
+    try:
+        answer = without.ask(QUESTION)
+    finally:
+        without.close()
+    assert answer.status == "nothing_found", answer.text
+    assert answer.sources == []
+    assert "holds the question's terms" in answer.text, answer.text
+    assert answer.diagnostics["answer_model"]["verdict"] == "no_terms"

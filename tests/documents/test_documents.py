@@ -925,11 +925,27 @@ def test_a_faq_table_becomes_one_fragment_per_pair_question_first(tmp_path: Path
     chunks = chunk(doc, "qa", qa_markers=DR)
     assert [c.text for c in chunks] == [
         "Domanda: Come si prenota una visita?\n"
-        "Risposta: Con il CUP regionale, al telefono o online.\nCategoria: Prenotazioni",
-        "Domanda: Quando è pronto il referto?\n"
-        "Risposta: Entro 5 giorni lavorativi dall'esame.\nCategoria: Referti",
+        "Risposta: Con il CUP regionale, al telefono o online.",
+        "Domanda: Quando è pronto il referto?\nRisposta: Entro 5 giorni lavorativi dall'esame.",
     ]
     assert {c.kind for c in chunks} == {"qa"}
+
+
+def test_a_faq_row_s_other_columns_are_kept_only_when_declared(tmp_path: Path) -> None:
+    """Issue 46, point 5: a FAQ's id and tag columns were embedded and quoted inside every
+    answer. Only the question and the answer make the fragment, unless the source declares
+    the other columns it keeps (`qa_keep_columns`); a declared column the table lacks stops
+    the sync naming it."""
+    text = "id;Domanda;Risposta;tag\nF-17;Come si paga la bolletta?;Con il bollettino.;pagamenti\n"
+    doc = extract(write(tmp_path / "faq.csv", text))
+    [bare] = chunk(doc, "qa", qa_markers=DR)
+    assert bare.text == "Domanda: Come si paga la bolletta?\nRisposta: Con il bollettino."
+    [kept] = chunk(doc, "qa", qa_markers=DR, qa_keep_columns=("tag",))
+    assert kept.text == (
+        "Domanda: Come si paga la bolletta?\nRisposta: Con il bollettino.\ntag: pagamenti"
+    )
+    with pytest.raises(ChunkingError, match="qa_keep_columns names 'Tema'"):
+        chunk(doc, "qa", qa_markers=DR, qa_keep_columns=("Tema",))
 
 
 def test_a_long_faq_answer_is_split_and_never_over_the_maximum(tmp_path: Path) -> None:
@@ -949,7 +965,7 @@ def test_faq_columns_are_declared_when_their_headers_say_nothing(tmp_path: Path)
         chunk(doc, "qa", qa_markers=DR)
     assert "qa_columns" in str(caught.value.problems[0].hint)
     [only] = chunk(doc, "qa", qa_markers=DR, qa_columns=("Quesito posto", "Indicazione"))
-    assert only.text == "Quesito posto: B?\nIndicazione: C.\nTema: A"
+    assert only.text == "Quesito posto: B?\nIndicazione: C."
     with pytest.raises(ChunkingError, match="not a header"):
         chunk(doc, "qa", qa_markers=DR, qa_columns=("Domanda", "Indicazione"))
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import zip_longest
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, user_prompt
 from thoth.answer.rerank import Stems, term_function
@@ -246,11 +246,13 @@ def unanswered(context: AssembledContext, wording: Wording) -> str:
 
 @dataclass(frozen=True)
 class Declined:
-    """The model read its context and replied that it does not answer the question (the
-    honesty floor's NOT_IN_CONTEXT): a value, not a failure — the service serves it as
-    nothing_found, saying the model found no answer in what it read."""
+    """The answerer read its context and found no answer in it: a value, not a failure — the
+    service serves it as nothing_found, saying why. `not_in_context`: a model replied so (the
+    honesty floor's NOT_IN_CONTEXT); `no_terms`: no passage of the context holds any of the
+    question's terms (the offline answerer), so quoting the closest one would answer nothing."""
 
     model: str
+    verdict: Literal["not_in_context", "no_terms"] = "not_in_context"
 
 
 # The declining reply as a model writes it: the token, in any case, in Markdown emphasis or
@@ -458,7 +460,7 @@ class ExtractiveAnswerer:
         *,
         instructions: str | None,
         pseudonymizer: Pseudonymizer,
-    ) -> str:
+    ) -> str | Declined:
         # No model: nothing leaves the process, so the pseudonymizer has nothing to protect,
         # and there is no one to give the caller's instructions to.
         w = self._wording
@@ -466,12 +468,17 @@ class ExtractiveAnswerer:
             return unanswered(context, w)
         parts: list[str] = []
         chosen = self._choose(question, context.entries, context.glossary)
+        if chosen[0].score == 0:
+            # Not one of the question's terms in any passage: the closest passage is no answer.
+            return Declined(self.name, "no_terms")
+        row = _faq_row_answer(context.entries[0])
+        if row is not None:
+            # A FAQ row ranked first is the answer: that row's answer whole, no other row's.
+            chosen = [_Unit(0, 0, row, chosen[0].score)]
         # Asked about a quarter, a figure that states a year or a longer span (and no quarter)
         # is another period's: "Nel 2024 ... 5,9%" must not pass for the third quarter's.
         quarter = asks_a_quarter(question)
         spans = [span_without_quarter(u.text) if quarter and u.figures else None for u in chosen]
-        if chosen[0].score == 0:
-            parts.append(w.no_overlap)
         of_figures = [span for u, span in zip(chosen, spans, strict=True) if u.figures]
         if quarter and of_figures and None not in of_figures:
             parts.append(w.no_quarter_figure)
@@ -755,6 +762,20 @@ class ExtractiveAnswerer:
             if numbers & _numbers(caveat):
                 line += f"\n  {self._wording.number_warning} [{entry.marker}]: {caveat}"
         return line
+
+
+def _faq_row_answer(entry: ContextEntry) -> str | None:
+    """The answer of a FAQ row (a `qa` fragment of a CSV or a workbook: its question on the
+    first line, then the answer and the columns the source keeps), without its question;
+    None for any other fragment."""
+    record = entry.fragment.record
+    if getattr(record, "chunk_kind", None) != "qa":
+        return None
+    if getattr(record, "doc_format", None) not in ("csv", "xlsx"):
+        return None
+    _, _, rest = record.text.partition("\n")
+    answer = " ".join(rest.split())
+    return answer or None
 
 
 def _closest(units: list[_Unit]) -> list[_Unit]:

@@ -6,20 +6,29 @@ about. Two signals decide whether it is an answer or `nothing_found`:
 1. **Dense similarity** — the closest fragment's cosine to the question must reach
    `answers.min_similarity` (calibrated for the embedder: docs/answers.md).
 2. **Distinctive terms** — the question's names, entities and periods (capitalised tokens that
-   do not merely open a sentence, acronyms, possessives, tokens holding a digit) and its rare
-   words (by the index's own document frequencies under the request's condition) must occur in
+   do not merely open a sentence, acronyms, possessives, tokens holding a digit) must occur in
    the documents the answer would come from. A name or period the corpus under the condition
    does not hold at all, or that none of the retrieved documents mentions, means the question
    is about something else ("Tesla's Q2 2023 revenue" on filings of five other companies).
+3. **Distinctive words** — the question's other words that are rare in the corpus (held by at
+   most DISTINCTIVE_SHARE of the fragments under the request's condition, before any channel
+   routing) or that the corpus does not hold at all, each weighing its BM25 inverse document
+   frequency: the distinctive words the fragments the answer would quote do not hold must not
+   outweigh those they hold (names and periods held count on the held side, however
+   frequent). Being in the domain is no answer: "may pets enter the emergency department?"
+   shares only the domain's frequent words ("emergency department") with the manual it
+   retrieves, and its subject ("pets") is nowhere.
 
 Terms are matched through BM25's own analyser (the generation's encoder): the same stems,
 stopwords and token ids as the sparse index, and counted by the index itself — no word list.
-A word the corpus does not hold that is neither a name nor a period (an Italian question on
-English documents, a paraphrase) says nothing and is not counted: the dense signal covers it.
+A word the corpus does not hold counts only when the question is written in the analyser's
+language (`speaks`: a share of its words are the analyser's stopwords); an Italian question
+on English documents says nothing by its unknown words and is left to the dense signal.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,16 +37,25 @@ from typing import Any, Literal
 from thoth.folding import fold
 from thoth.index.base import IndexStore, SparseVec
 
-TermKind = Literal["name", "period", "rare"]
-Verdict = Literal["relevant", "below_similarity", "absent_term", "unchecked"]
+TermKind = Literal["name", "period", "rare", "unknown"]
+Verdict = Literal["relevant", "below_similarity", "absent_term", "unmatched_terms", "unchecked"]
 
 # A word, with an optional possessive ("Apple's", "NVIDIA’s"). Apostrophes otherwise split
 # ("l'aliquota" -> "l", "aliquota"; "d'Italia" -> "d", "Italia").
 _TOKEN = re.compile(r"(?P<word>[^\W_](?:[\w&.\-]*[^\W_])?)(?P<poss>['’]s\b)?")
 _SENTENCE_END = re.compile(r"[.?!:;¿¡\"“«(\[]\s*$")
 _YEAR = re.compile(r"(1[89]|2[0-9])[0-9]{2}")
-# A word is rare when at most this share of the fragments under the condition holds it.
-RARE_SHARE = 0.02
+# A word is distinctive (it weighs in the verdict) when at most this share holds it: above it,
+# the word is the domain's own vocabulary ("pronto soccorso" in an emergency department's
+# manuals), which every in-domain question shares with the corpus.
+DISTINCTIVE_SHARE = 0.05
+# Below this many fragments no word is rare (every word held twice is above the share): the
+# word signal needs a corpus with a vocabulary of its own.
+MIN_CORPUS = round(1 / DISTINCTIVE_SHARE)
+# The question is in the analyser's language when at least this share of its words are the
+# analyser's stopwords (an Italian question has "il", "di", "per"; on an English analyser
+# almost none of its words are stopwords).
+STOPWORD_SHARE = 0.15
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,16 @@ class Term:
     folded: tuple[int, ...] = ()
     # The glossary term held in its place ("Stati Uniti" for "USA": thoth.glossary).
     via: str | None = None
+    # A distinctive word's BM25 inverse document frequency under the condition (0: the word
+    # does not weigh in the verdict), and whether the fragments the answer would quote hold it.
+    weight: float = 0.0
+    matched: bool = False
+
+    @property
+    def held(self) -> bool:
+        """Held where it counts: a word by the quoted fragments, a name or period by the
+        retrieved documents (a year by the fragments: check_terms)."""
+        return self.matched if self.kind in ("rare", "unknown") else self.retrieved
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -60,6 +88,9 @@ class Term:
             "corpus": self.corpus,
             "retrieved": self.retrieved,
         }
+        if self.weight:
+            out["weight"] = round(self.weight, 3)
+            out["matched"] = self.held
         if self.via is not None:
             out["via"] = self.via
         return out
@@ -81,13 +112,27 @@ class Relevance:
     def relevant(self) -> bool:
         return self.verdict in ("relevant", "unchecked")
 
+    @property
+    def distinctive(self) -> tuple[Term, ...]:
+        """The terms that weigh in the verdict: names, periods and distinctive words."""
+        return tuple(t for t in self.terms if t.weight > 0)
+
     def as_dict(self) -> dict[str, Any]:
+        weighed = self.distinctive
         return {
             "verdict": self.verdict,
             "similarity": None if self.similarity is None else round(self.similarity, 4),
             "min_similarity": self.min_similarity,
             "terms": [t.as_dict() for t in self.terms],
             "missing": list(self.missing),
+            # The distinctive terms the answer's fragments hold and those they do not, and
+            # what each side weighs (BM25 idf): the held side must not be outweighed.
+            "matched": [t.text for t in weighed if t.held],
+            "unmatched": [t.text for t in weighed if not t.held],
+            "weight": {
+                "matched": round(sum(t.weight for t in weighed if t.held), 3),
+                "unmatched": round(sum(t.weight for t in weighed if not t.held), 3),
+            },
         }
 
 
@@ -131,39 +176,87 @@ def _kind(word: str, *, possessive: bool, opens: bool) -> TermKind | None:
     return "rare" if len(word) > 3 else None
 
 
+def speaks(question: str, stems: Callable[[str], Sequence[int]]) -> bool:
+    """Whether the question is written in the analyser's language: at least STOPWORD_SHARE of
+    its words (two letters or more, no digit) are the analyser's stopwords (no stem)."""
+    words = [
+        w
+        for m in _TOKEN.finditer(question)
+        if len(w := m.group("word")) > 1 and not any(c.isdigit() for c in w)
+    ]
+    if not words:
+        return False
+    return sum(not stems(w) for w in words) >= STOPWORD_SHARE * len(words)
+
+
+def idf(held: int, total: int) -> float:
+    """BM25's inverse document frequency of a term held by `held` of `total` fragments."""
+    return math.log(1 + (total - held + 0.5) / (held + 0.5))
+
+
 def check_terms(
     store: IndexStore,
     where: Mapping[str, Any],
     terms: Sequence[Term],
     retrieved_docs: Sequence[str],
     retrieved_stems: Collection[int] = (),
+    *,
+    corpus_where: Mapping[str, Any] | None = None,
+    in_language: bool = False,
 ) -> list[Term]:
-    """Count each candidate term in the index under `where` and in what was retrieved.
-    Names, and periods other than years, must be held by a retrieved document; a year must
-    be held by a retrieved fragment itself (`retrieved_stems`: the stems of their texts), for
-    a filing mentions many years in passing ("notes due 2030") and a year asked about is the
-    question's subject. A lowercase word is kept only when it is rare (held by at most
-    RARE_SHARE of the fragments, and at least one)."""
-    total = store.count(where)
-    rare_cap = max(1, int(total * RARE_SHARE))
+    """Count each candidate term in the index and in what was retrieved.
+    Names, and periods other than years, must be held by a retrieved document (under `where`);
+    a year must be held by a retrieved fragment itself (`retrieved_stems`: the stems of their
+    texts), for a filing mentions many years in passing ("notes due 2030") and a year asked
+    about is the question's subject. A lowercase word is kept only when it is distinctive:
+    held by at most DISTINCTIVE_SHARE of the fragments under `corpus_where` (the request's
+    condition before routing; default `where`), or by none when the question is written in
+    the analyser's language (`in_language`, see `speaks`); it is matched when the quoted
+    fragments hold it. Every kept term distinctive under `corpus_where` weighs its idf there."""
+    corpus_at = where if corpus_where is None else corpus_where
+    total = store.count(corpus_at)
+    cap = max(1, int(total * DISTINCTIVE_SHARE))
     docs = sorted(set(retrieved_docs))
+    quoted = set(retrieved_stems)
     checked: list[Term] = []
     for term in terms:
-        limit = rare_cap + 1 if term.kind == "rare" else 1
+        word = term.kind == "rare"
         stems = term.stems
-        corpus = _holding(store, where, stems, limit)
+        where_counted = corpus_at if word else where
+        limit = cap + 1 if word else 1
+        corpus = _holding(store, where_counted, stems, limit)
         if not corpus and term.folded:  # "Québec" asked, "Quebec" written
             stems = term.folded
-            corpus = _holding(store, where, stems, limit)
-        if term.kind == "rare" and not 0 < corpus <= rare_cap:
-            continue  # common, or unknown to the corpus (another language, a paraphrase)
+            corpus = _holding(store, where_counted, stems, limit)
+        if word and (corpus > cap or (not corpus and not in_language) or total < MIN_CORPUS):
+            # The domain's vocabulary; unknown in another language (left to dense); or a corpus
+            # too small for any word to be rare in it.
+            continue
         retrieved = bool(corpus) and bool(docs)
         if retrieved and _YEAR.fullmatch(term.text):
-            retrieved = set(stems) <= set(retrieved_stems)
+            retrieved = set(stems) <= quoted
         elif retrieved:
             inside = {**where, "doc_id": docs if len(docs) > 1 else docs[0]}
             retrieved = _holding(store, inside, stems, 1) > 0
-        checked.append(Term(term.text, term.kind, stems, corpus=corpus, retrieved=retrieved))
+        if word:
+            weight = idf(corpus, total) if total else 0.0
+        else:
+            # A name or period is the question's subject by its shape, however frequent: held,
+            # it weighs its idf (counted up to a quarter of the corpus, where idf levels off).
+            reach = max(cap + 1, total // 4 + 1)
+            held = _holding(store, corpus_at, stems, reach) if corpus else 0
+            weight = idf(held, total) if held and total else 0.0
+        checked.append(
+            Term(
+                term.text,
+                "unknown" if word and not corpus else term.kind,
+                stems,
+                corpus=corpus,
+                retrieved=retrieved,
+                weight=weight,
+                matched=bool(corpus) and set(stems) <= quoted,
+            )
+        )
     return checked
 
 
@@ -178,11 +271,16 @@ def judge(
     min_similarity: float | None,
     terms: Sequence[Term] | None,
 ) -> Relevance:
-    """The verdict: below the similarity floor, or a name or period that the corpus or the
-    retrieved documents lack, is not relevant. `terms=None`: the term signal was not
-    computed. `missing` is filled whatever the verdict (calibration reads both signals)."""
+    """The verdict: below the similarity floor, a name or period that the corpus or the
+    retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
+    they hold, is not relevant. `terms=None`: the term signal was not computed. `missing` is
+    filled whatever the verdict (calibration reads both signals): the absent names and
+    periods, and the unmatched distinctive words when they outweigh the matched ones."""
     checked = tuple(terms or ())
-    missing = tuple(t.text for t in checked if t.kind != "rare" and not t.retrieved)
+    missing = tuple(t.text for t in checked if t.kind in ("name", "period") and not t.retrieved)
+    held = sum(t.weight for t in checked if t.held)
+    lacking = [t for t in checked if t.kind in ("rare", "unknown") and not t.held]
+    unmatched = tuple(t.text for t in lacking) if sum(t.weight for t in lacking) > held else ()
     below = similarity is not None and min_similarity is not None and similarity < min_similarity
     verdict: Verdict
     if below:
@@ -191,9 +289,22 @@ def judge(
         verdict = "unchecked"
     elif missing:
         verdict = "absent_term"
+    elif unmatched:
+        verdict = "unmatched_terms"
     else:
         verdict = "relevant"
-    return Relevance(verdict, similarity, min_similarity, checked, missing, terms is not None)
+    return Relevance(
+        verdict, similarity, min_similarity, checked, missing + unmatched, terms is not None
+    )
 
 
-__all__ = ["RARE_SHARE", "Relevance", "Term", "candidate_terms", "check_terms", "judge"]
+__all__ = [
+    "DISTINCTIVE_SHARE",
+    "Relevance",
+    "Term",
+    "candidate_terms",
+    "check_terms",
+    "idf",
+    "judge",
+    "speaks",
+]

@@ -19,12 +19,19 @@ import itertools
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from thoth.answer.ranking import curated_weight, verbatim_floor
-from thoth.answer.relevance import Relevance, Term, candidate_terms, check_terms, judge
+from thoth.answer.relevance import (
+    Relevance,
+    Term,
+    candidate_terms,
+    check_terms,
+    judge,
+    speaks,
+)
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
 from thoth.answer.rerank import Candidate, Reranked, Stems, rerank, term_function
 from thoth.answer.routing import ChannelRouter, Route
@@ -337,15 +344,26 @@ class KnowledgeSearch:
                     route = self._route(text, competing, vectors.raw, route)
                     if vectors.raw is not None and route.embedder_error is not None:
                         degraded.append(f"routing: keywords ({route.embedder_error})")
+                # How rare a word is, is counted under the request's condition before routing:
+                # a channel's few fragments are no measure of the domain's vocabulary.
+                corpus = scoped.where
                 scoped = scoped.with_channel(route.channel)
                 bm25 = _bm25_queries(gen, text, vectors.sparse, expansion)
                 if entities is not None and len(entities.scope) > 1:
                     fragments, counts, relevance = self._retrieve_each(
-                        gen, text, vectors.dense, bm25, scoped, entities.scope, expansion, degraded
+                        gen,
+                        text,
+                        vectors.dense,
+                        bm25,
+                        scoped,
+                        entities.scope,
+                        expansion,
+                        degraded,
+                        corpus,
                     )
                 else:
                     fragments, counts, relevance = self._retrieve(
-                        gen, text, vectors.dense, bm25, scoped, expansion, degraded
+                        gen, text, vectors.dense, bm25, scoped, expansion, degraded, corpus
                     )
             if fragments and relevance.similarity is None and self.min_similarity is not None:
                 degraded.append(NO_RELEVANCE_FLOOR)
@@ -397,13 +415,21 @@ class KnowledgeSearch:
         entities: Sequence[str],
         expansion: Expansion,
         degraded: list[str],
+        corpus: Mapping[str, Any],
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         """A question naming several entities retrieves for each (one scope each), then takes
         their fragments in turn: the closest of each entity first, so that no entity's
         documents crowd out another's."""
         per = [
             self._retrieve(
-                gen, question, dense, bm25, scoped.with_entities([e]), expansion, degraded
+                gen,
+                question,
+                dense,
+                bm25,
+                scoped.with_entities([e]),
+                expansion,
+                degraded,
+                {**corpus, "entity": [e]},
             )
             for e in entities
         ]
@@ -476,12 +502,13 @@ class KnowledgeSearch:
         where: Scope,
         expansion: Expansion,
         degraded: list[str],
+        corpus: Mapping[str, Any],
     ) -> tuple[list[RetrievedFragment], dict[str, int], Relevance]:
         answers = self.settings.answers
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
         found = _candidates(store, dense, bm25, where.where, depth, self.settings.index)
-        relevance = self._relevance(gen, question, found, where, expansion)
+        relevance = self._relevance(gen, question, found, where, expansion, corpus)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
             # knows nothing about: below the floor, or about a name or period the documents it
@@ -577,7 +604,13 @@ class KnowledgeSearch:
         return self._stemmers[language]
 
     def _relevance(
-        self, gen: Readable, question: str, found: _Candidates, where: Scope, expansion: Expansion
+        self,
+        gen: Readable,
+        question: str,
+        found: _Candidates,
+        where: Scope,
+        expansion: Expansion,
+        corpus: Mapping[str, Any],
     ) -> Relevance:
         """Both signals of thoth.answer.relevance on the candidates the answer would use."""
         if not found.hits:
@@ -643,9 +676,19 @@ class KnowledgeSearch:
                 ).indices
             }
             within = {**where.where, **branch.where}
-            holding = check_terms(gen.store, within, terms, [d for d in docs if d], stems)
+            holding = check_terms(
+                gen.store,
+                within,
+                terms,
+                [d for d in docs if d],
+                stems,
+                corpus_where={**corpus, **branch.where},
+                in_language=speaks(question, _analyser(encoder)),
+            )
             if expansion:
-                holding = _through_glossary(gen.store, within, holding, expansion, docs, encoder)
+                holding = _through_glossary(
+                    gen.store, within, holding, expansion, docs, encoder, stems
+                )
             checked.append(holding)
         merged = _merge_terms(checked) + stated_terms + quarter_terms
         return judge(found.best_similarity, self.min_similarity, merged)
@@ -755,14 +798,28 @@ def _through_glossary(
     expansion: Expansion,
     docs: Sequence[str],
     encoder: Bm25Encoder,
+    quoted: Collection[int],
 ) -> list[Term]:
     """A name or period the retrieved documents do not hold is held when they hold what the
-    glossary says stands for it ("USA" asked, "Stati Uniti" written): the term says `via`."""
+    glossary says stands for it ("USA" asked, "Stati Uniti" written): the term says `via`. A
+    distinctive word the quoted fragments do not hold is matched when they hold what the
+    glossary says stands for it."""
     out: list[Term] = []
     for term in terms:
         alternatives = expansion.alternatives_of(term.text)
-        if term.kind == "rare" or term.retrieved or not alternatives:
+        if term.held or not alternatives:
             out.append(term)
+            continue
+        if term.kind in ("rare", "unknown"):
+            written = next(
+                (
+                    alt
+                    for alt in alternatives
+                    if (alt_ids := set(encoder.query(alt).indices)) and alt_ids <= set(quoted)
+                ),
+                None,
+            )
+            out.append(term if written is None else replace(term, matched=True, via=written))
             continue
         instead = [
             Term(alt, term.kind, tuple(ids))
@@ -792,7 +849,11 @@ def _merge_terms(per_language: Sequence[Sequence[Term]]) -> list[Term]:
     for terms in per_language:
         for term in terms:
             seen = merged.get(term.text)
-            if seen is None or (term.retrieved, term.corpus) > (seen.retrieved, seen.corpus):
+            if seen is None or (term.held, term.retrieved, term.corpus) > (
+                seen.held,
+                seen.retrieved,
+                seen.corpus,
+            ):
                 merged[term.text] = term
     return list(merged.values())
 

@@ -244,12 +244,13 @@ class AnswerService:
         status: AnswerStatus = context.status
         sources = [replace(s, labels=tuple(asked)) for s in context.sources]
         if isinstance(replied, Declined):
-            # The model read the context and said none of it answers: nothing_found, with no
+            # The answerer read the context and none of it answers: nothing_found, with no
             # source (none answers), the reason said; what it read stays in the diagnostics.
-            text = w.model_found_nothing.format(documents=len(context.sources))
+            found_nothing = w.no_overlap if replied.verdict == "no_terms" else w.model_found_nothing
+            text = found_nothing.format(documents=len(context.sources))
             status, sources = "nothing_found", []
             diagnostics["answer_model"] = {
-                "verdict": "not_in_context",
+                "verdict": replied.verdict,
                 "read": len(context.entries),
             }
         else:

@@ -36,7 +36,7 @@ class Wording:
     ambiguous_query: str  # {candidates}: two catalog queries fit the question equally
     numeric_failed: str  # {code} {error}
     numbers_heading: str  # before the figures' table a model reads
-    no_overlap: str
+    no_overlap: str  # {documents}: the offline answerer read them and none holds a term
     number_warning: str  # prefix of a caveat quoted next to a sentence with its number
     page: str  # {page}: where in its document a quote is, after its [n] marker
     # A quarter asked, a figure quoted that states another period ({period}: "2024", "nine
@@ -112,7 +112,8 @@ ITALIAN = Wording(
     ),
     numbers_heading="Dati calcolati (usa solo questi numeri, con la loro data):",
     no_overlap=(
-        "Nessun passo delle fonti trovate contiene i termini della domanda; dal passo più vicino:"
+        "Nessun passo dei documenti trovati dalla ricerca ({documents}) contiene i termini "
+        "della domanda: non posso rispondere senza inventare."
     ),
     number_warning="⚠ Attenzione, dato segnalato dalla fonte",
     page="pag. {page}",
@@ -211,7 +212,8 @@ ENGLISH = Wording(
     ),
     numbers_heading="Computed figures (use only these numbers, with their date):",
     no_overlap=(
-        "No passage of the sources found holds the question's terms; from the closest passage:"
+        "No passage of the documents the search found ({documents}) holds the question's "
+        "terms: I cannot answer without inventing."
     ),
     number_warning="⚠ Warning, figure flagged by the source",
     page="p. {page}",

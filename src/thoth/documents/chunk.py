@@ -426,12 +426,15 @@ def chunk_qa_table(
     document: Document,
     columns: tuple[str, str] | None = None,
     limits: ChunkLimits | None = None,
+    keep: Sequence[str] = (),
 ) -> list[Chunk]:
     """A table of questions and answers (a CSV, a sheet): one chunk per row, the question
-    first (it leads what the embedder reads), then the answer and the row's other non-empty
-    cells as "header: value". A row longer than the maximum is split in its answer, and
-    every part repeats the question. `columns`: the question and answer headers as the
-    source declares them (`qa_columns`); unset, they are recognised by name."""
+    first (it leads what the embedder reads), then the answer, then the non-empty cells of the
+    columns the source keeps (`keep`: `qa_keep_columns`) as "header: value" — no other column:
+    an id or a tag is no part of the answer, and embedded it pulls every row alike. A row
+    longer than the maximum is split in its answer, and every part repeats the question.
+    `columns`: the question and answer headers as the source declares them (`qa_columns`);
+    unset, they are recognised by name."""
     limits = limits or ChunkLimits()
     tables = [b for b in document.blocks if b.kind == "table" and b.header]
     if not tables:
@@ -444,6 +447,7 @@ def chunk_qa_table(
     texts: list[tuple[str, Block]] = []
     for table in tables:
         q, a = _qa_columns(document, table.header, columns)
+        kept = _kept_columns(document, table.header, keep)
         for number, row in enumerate(table.rows, start=2):  # row 1 is the header
             cells = [cell.strip() for cell in row]
             if not cells[q] or not cells[a]:
@@ -459,7 +463,7 @@ def chunk_qa_table(
             others = [
                 f"{header}: {cell}"
                 for i, (header, cell) in enumerate(zip(table.header, cells, strict=False))
-                if i not in (q, a) and cell
+                if i not in (q, a) and i in kept and cell
             ]
             body = "\n".join([f"{table.header[a]}: {cells[a]}", *others])
             texts += [(part, table) for part in _under_question(head, body, limits)]
@@ -498,6 +502,20 @@ def _qa_columns(
     return questions[0], answers[0]
 
 
+def _kept_columns(document: Document, header: Sequence[str], keep: Sequence[str]) -> set[int]:
+    names = [_header_key(h) for h in header]
+    missing = [k for k in keep if _header_key(k) not in names]
+    if missing:
+        raise _refuse(
+            document,
+            "qa",
+            f"qa_keep_columns names {', '.join(map(repr, missing))}, not a header of the table "
+            f"({', '.join(map(repr, header))})",
+            "set qa_keep_columns to headers of the table, or leave it unset",
+        )
+    return {names.index(_header_key(k)) for k in keep}
+
+
 def _header_key(header: str) -> str:
     return " ".join(header.lower().split()).rstrip(":?").strip()
 
@@ -525,17 +543,19 @@ def chunk(
     *,
     qa_markers: QaMarkers | None = None,
     qa_columns: tuple[str, str] | None = None,
+    qa_keep_columns: Sequence[str] = (),
     limits: ChunkLimits | None = None,
 ) -> list[Chunk]:
     """Chunk a document with the strategy declared for its source. Strategy "qa" on a CSV
-    or a workbook reads question and answer columns (`qa_columns`, or recognised by name);
-    on text, question and answer markers."""
+    or a workbook reads question and answer columns (`qa_columns`, or recognised by name)
+    and keeps the other columns `qa_keep_columns` names; on text, question and answer
+    markers."""
     if strategy == "blocks":
         return chunk_blocks(document, limits)
     if strategy == "spreadsheet":
         return chunk_spreadsheet(document, limits)
     if strategy == "qa" and document.format in ("csv", "xlsx"):
-        return chunk_qa_table(document, qa_columns, limits)
+        return chunk_qa_table(document, qa_columns, limits, qa_keep_columns)
     if strategy == "qa":
         if qa_markers is None:
             raise _refuse(

@@ -318,7 +318,13 @@ def prepare_document(
         with _naming(doc_id, temp):
             document = extract(temp, heading_dialect=source.heading_dialect, progress=progress)
             columns = (source.qa_columns[0], source.qa_columns[1]) if source.qa_columns else None
-            chunks = chunk(document, source.strategy, qa_markers=markers, qa_columns=columns)
+            chunks = chunk(
+                document,
+                source.strategy,
+                qa_markers=markers,
+                qa_columns=columns,
+                qa_keep_columns=source.qa_keep_columns,
+            )
     _check_fragments(doc_id, source, len(chunks))
     # A title given in thoth.toml wins over the front matter's and the extracted one.
     title = title_override(source, file.path) or meta.title or document.title

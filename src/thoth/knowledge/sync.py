@@ -228,6 +228,10 @@ def preparation_fingerprint(source: SourceSettings, entities: str = "") -> str:
     for later in ("entities", "qa_columns"):  # unset: the hash from before the field existed
         if not data[later]:
             del data[later]
+    # Unset on a source that is not qa: the hash from before the field existed. A qa source's
+    # hash changes once: its rows lost their other columns (issue 46) and are prepared again.
+    if not data["qa_keep_columns"] and source.strategy != "qa":
+        del data["qa_keep_columns"]
     if entities and source.kind == "documents":
         data["entity_list"] = entities
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]

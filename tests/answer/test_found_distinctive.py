@@ -1,0 +1,119 @@
+"""`found` means a passage answers (issue 46, point 6): being in the workspace's domain is no
+answer. An Italian emergency-department corpus where every page speaks of "pronto soccorso":
+a question about something no page holds (pets, parking) shares only that vocabulary with the
+passages it retrieves and is `nothing_found`, the diagnostics naming the distinctive terms
+matched and not; a question a page answers stays `found`. The similarity floor is off, so the
+verdict is the term signal's alone. Bundled embedder, `DocsSync`, `AnswerService`, as shipped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import git
+from thoth.answer.relevance import DISTINCTIVE_SHARE, MIN_CORPUS
+from thoth.answer.service import AnswerService
+from thoth.evidence.layout import init_workspace
+from thoth.knowledge.sync import DocsSync
+from thoth.runtime import open_answer_service, open_runtime
+from thoth.workspace import Workspace
+
+CONFIG = """
+[[channels]]
+name = "ps"
+examples = ["Quanto si attende in pronto soccorso?"]
+keywords = ["pronto soccorso"]
+
+[[sources]]
+name = "ps"
+include = ["docs/*.md"]
+channel = "ps"
+labels = ["public"]
+"""
+
+# One topic per page, every page in the domain's words: "pronto soccorso" and "pazienti"
+# are in all of them (frequent: not distinctive), each topic's words in one.
+TOPICS = [
+    ("triage", "Il triage assegna un codice di priorità entro cinque minuti dall'arrivo."),
+    ("attese", "Il codice arancione va visitato entro quindici minuti dal triage."),
+    ("obi", "L'osservazione breve intensiva dura al massimo ventiquattro ore."),
+    ("boarding", "Il boarding è l'attesa di un posto letto in reparto dopo la decisione."),
+    ("pediatria", "I bambini fino a quattordici anni accedono al settore pediatrico."),
+    ("abbandoni", "La soglia di attenzione per gli abbandoni è il quattro per cento."),
+    ("fast-track", "Il fast track ortopedico è attivo dalle otto alle venti nei feriali."),
+    ("dolore", "Il dolore si misura con la scala numerica sopra gli otto anni."),
+    ("ritorni", "I ritorni entro settantadue ore sono un indicatore di qualità."),
+    ("permanenza", "Nessun accesso deve superare le otto ore di permanenza."),
+    ("bed-manager", "Oltre le otto ore il coordinatore segnala il caso al bed manager."),
+    ("livelli", "Al livello tre di sovraffollamento si sospendono i ricoveri programmati."),
+    ("emur", "Il flusso EMUR raccoglie gli accessi per la Regione ogni mese."),
+    ("ostetrico", "Il settore ostetrico ginecologico ha una pagina dedicata nel cruscotto."),
+    ("rivalutazione", "La rivalutazione ripete il triage durante una lunga attesa."),
+    ("bronchioliti", "D'inverno le bronchioliti fanno crescere gli accessi dei lattanti."),
+    ("traumi", "D'estate prevalgono traumi e punture di insetto tra i bambini."),
+    ("sala-emergenza", "Il codice rosso entra subito nella sala emergenza."),
+    ("turni", "Il coordinatore corregge i turni quando gli abbandoni superano la soglia."),
+    ("manuale", "Il manuale dei tempi di attesa è rivisto ogni anno entro gennaio."),
+    ("trasferimenti", "Un trasferimento interno non genera un secondo accesso."),
+    ("esiti", "L'esito dell'accesso può essere dimissione, ricovero o trasferimento."),
+]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnswerService]:
+    assert len(TOPICS) >= MIN_CORPUS  # enough pages for a word to be rare in them
+    root = tmp_path_factory.mktemp("distinctive") / "ws"
+    init_workspace(root, "distinctive", language="it")
+    toml = root / "thoth.toml"
+    config = toml.read_text(encoding="utf-8")
+    assert "[answers]\n" in config
+    config = config.replace("[answers]\n", '[answers]\nmin_similarity = "off"\n', 1)
+    toml.write_text(config + CONFIG, encoding="utf-8")
+    (root / "docs").mkdir()
+    for name, sentence in TOPICS:
+        text = f"# Pronto soccorso: {name}\n\nPer i pazienti del pronto soccorso. {sentence}\n"
+        (root / "docs" / f"{name}.md").write_text(text, encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    identity = ["-c", "user.name=Thoth Tests", "-c", "user.email=tests@thoth.invalid"]
+    git(root, *identity, "commit", "-q", "-m", "pages")
+    ws = Workspace.open(root)
+    with open_runtime(ws) as rt:
+        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="test")
+    assert report.outcome == "activated", report.message
+    svc = open_answer_service(ws)
+    yield svc
+    svc.close()
+
+
+def test_a_question_sharing_only_the_domain_s_words_is_nothing_found(
+    service: AnswerService,
+) -> None:
+    for question, subject in (
+        ("Gli animali domestici possono entrare in pronto soccorso con i pazienti?", "animali"),
+        ("Dove parcheggiano i familiari dei pazienti del pronto soccorso?", "parcheggiano"),
+    ):
+        answer = service.ask(question)
+        relevance = answer.diagnostics["relevance"]
+        assert answer.status == "nothing_found", (question, relevance)
+        assert relevance["verdict"] == "unmatched_terms", relevance
+        # The domain's words are frequent: they are no distinctive term, matched or not.
+        assert "pronto" not in relevance["matched"] + relevance["unmatched"]
+        assert subject in relevance["unmatched"] and subject in relevance["missing"]
+        assert relevance["weight"]["unmatched"] > relevance["weight"]["matched"]
+
+
+def test_a_question_a_page_answers_stays_found_saying_what_matched(
+    service: AnswerService,
+) -> None:
+    answer = service.ask("Quando è attivo il fast track ortopedico del pronto soccorso?")
+    relevance = answer.diagnostics["relevance"]
+    assert answer.status == "found", relevance
+    assert relevance["verdict"] == "relevant"
+    assert {"ortopedico", "track"} <= set(relevance["matched"]), relevance
+    assert answer.sources and "fast-track" in answer.sources[0].doc_id
+
+
+def test_the_share_that_makes_a_word_distinctive_is_one_constant() -> None:
+    assert round(1 / DISTINCTIVE_SHARE) == MIN_CORPUS
