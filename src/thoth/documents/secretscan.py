@@ -13,9 +13,10 @@ A file is read as written and as extracted, so that markup cannot hide a secret:
   it across merged cells or empty columns, named by its coordinate ("sheet 'Accessi', cell
   B3").
 
-The same secret found in two of these readings (the raw line and its extracted paragraph) is
-reported once, at the first place found: findings are told apart by their digest, the hash of
-the text they were made on (`thoth.secrets.secret_digest`), never by the text itself.
+The same secret found in two readings of the same text (the raw line and its extracted
+paragraph) is reported once, at the first place found: findings are told apart by their
+digest, the hash of the text they were made on (`thoth.secrets.secret_digest`), never by the
+text itself.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def document_findings(
         readings.append(list(_workbook_findings(data)))
     else:
         readings.append(list(_extracted_findings(document.blocks)))
-    if fmt == "docx":
-        readings.append(list(_docx_furniture_findings(data)))
-    return _once(readings)
+    found = _once(readings)
+    if fmt == "docx":  # a text no other reading sees: its findings are places of their own
+        found += _docx_furniture_findings(data)
+    return found
 
 
 def _once(readings: Iterable[list[SecretFinding]]) -> list[SecretFinding]:

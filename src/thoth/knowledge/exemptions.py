@@ -57,7 +57,7 @@ def entry_yaml(doc_id: str, kind: str, digest: str) -> str:
     """The entry a curator adds to exempt one finding, as one YAML line (flow style)."""
     return (
         f"- {{file: {_quote(doc_id)}, kind: {_quote(kind)}, digest: '{digest}', "
-        "reviewed_by: <your name>, reason: <why this is not a secret>}"
+        'reviewed_by: "<your name>", reason: "<why this is not a secret>"}'
     )
 
 

@@ -151,6 +151,7 @@ class SyncReport:
             "uncommitted": self.uncommitted,
             "warnings": self.warnings,
             "notes": self.notes,
+            "secrets_exempted": self.secrets_exempted,
         }
 
 
