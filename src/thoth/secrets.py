@@ -423,9 +423,14 @@ _INLINE_TAGS = frozenset(
 _EMPHASIS = re.compile(r"\*\*|~~|`|(?<!\w)[*_]+|[*_]+(?!\w)")
 
 
+_MARKUP_CHARS = re.compile(r"[\[<&*_~`]")
+
+
 def reduce_markup(line: str) -> str:
     """A line of Markdown or HTML reduced to the words a reader sees: links to their text,
     inline tags and emphasis removed, other tags to a space, character references decoded."""
+    if not _MARKUP_CHARS.search(line):
+        return line
     out = line
     if "[" in out:
         out = _MD_LINK.sub(lambda m: m[1] if m[1] is not None else m[2], out)
@@ -458,6 +463,8 @@ def _label_text(text: str) -> str:
 def _label_kind(text: str) -> bool | None:
     """A text that is only a label naming a password (True) or a secret (False): a few words,
     an optional colon, no value; None otherwise (a sentence, a heading about passwords)."""
+    if len(text) > 80 or not _TRIGGER.search(text):  # every label holds a trigger word
+        return None
     name = _label_text(text)
     if not name or len(name) > 40 or len(name.split()) > 4 or _NEGATED.search(name):
         return None
@@ -479,6 +486,8 @@ def _label_value_secret(value: str, password: bool) -> bool:
 def _flat_pair_kind(line: str) -> str | None:
     """A label and one value on one line with no colon: a PDF row "Access token  t0k3n…", a
     list item "- API key a8F3…". The value must look like a secret."""
+    if len(line) > 120 or not _TRIGGER.search(line):
+        return None
     tokens = _LIST_MARK.sub("", line).split()
     if not 2 <= len(tokens) <= 5:
         return None
@@ -539,7 +548,10 @@ def find_cell_secrets(rows: Sequence[Sequence[str]], own_text: bool = True) -> l
             if own_text:
                 for line in cell.split("\n"):
                     plain = reduce_markup(line)
-                    kind = _line_kind(line) or _line_kind(plain) or _flat_pair_kind(plain)
+                    kind = _line_kind(line)
+                    if kind is None and plain != line:
+                        kind = _line_kind(plain)
+                    kind = kind or _flat_pair_kind(plain)
                     if kind is not None:
                         found.setdefault((r, c), CellFinding(r, c, kind, secret_digest(cell)))
                         break

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.conftest import commit_all, git
 from tests.fake_embeddings import FakeEmbeddingServer
@@ -24,6 +25,7 @@ from tests.knowledge.test_secret_formats import (
 )
 from tests.knowledge.test_sync import CHANNELS, FILES, active_id, edit, points, sync, write
 from tests.publishing import write_config
+from thoth.cli.docs import render_sync
 from thoth.errors import PreconditionError, ProblemsError
 from thoth.knowledge.exemptions import EXEMPTIONS_FILE
 from thoth.knowledge.sync import SyncError
@@ -179,6 +181,11 @@ def test_a_reviewed_committed_exemption_lets_one_finding_through(rt: Runtime) ->
     assert exempted["doc_id"] == "documenti:docs/manuale.md" and exempted["place"] == "line 5"
     assert exempted["reviewed_by"] == "Anna Rossi"
     assert "Esempio2024" not in str(report.as_dict())
+    console = Console(record=True, width=240)
+    render_sync(console, report)
+    printed = console.export_text()
+    assert "secrets exempted" in printed and "documenti:docs/manuale.md" in printed
+    assert "reviewed by Anna Rossi" in printed and "Esempio2024" not in printed
     # The file changes: the exemption no longer matches (the new text is refused) ...
     edit(rt, {"docs/manuale.md": EXAMPLE.replace("Esempio2024!", "Esempio2025!")})
     with pytest.raises(SyncError):
