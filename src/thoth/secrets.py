@@ -27,11 +27,12 @@ paragraph (docs/secrets.md), and Thoth's rules already judge the values they wou
 from __future__ import annotations
 
 import csv
+import hashlib
+import html
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
-from itertools import pairwise
 from typing import Any
 
 from thoth.errors import Problem
@@ -41,21 +42,53 @@ from thoth.errors import Problem
 class Finding:
     line: int  # 1-based; lines are separated by "\n" only, as an editor counts them
     kind: str  # what was recognised, e.g. "password assignment"; never the value
+    # sha256 (16 hex) of the text the finding was made on, markup reduced and spaces collapsed:
+    # what a reviewed exemption names instead of the text (`secret_digest`).
+    digest: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, order=True)
+class CellFinding:
+    row: int  # 0-based, in the grid given to `find_cell_secrets`
+    column: int
+    kind: str
+    digest: str = field(default="", compare=False)
+
+
+def secret_digest(text: str) -> str:
+    """The hash a finding and its exemption share: of the matched text with its markup reduced
+    and its whitespace collapsed, so a re-wrapped line or re-rendered table keeps it."""
+    normal = " ".join(_LIST_MARK.sub("", reduce_markup(text)).split())
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
 
 
 def find_secrets(text: str) -> list[Finding]:
-    """One finding per line that carries a secret, in line order."""
+    """One finding per line that carries a secret, in line order.
+
+    Each line is read as written and with its markup reduced to words (`reduce_markup`), so a
+    keyword or a value split by emphasis, a link or an inline tag is still read whole; a line
+    that is only a label ("Password:", a definition term) is read with the next line, and a
+    Markdown table's label cells with the cell beside or below them (`find_cell_secrets`)."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
-    kinds: dict[int, str] = {}
-    for number, table_kind in _table_findings(lines):
-        kinds.setdefault(number, table_kind)
+    found: dict[int, Finding] = {}
+    for number, table_kind, digest in _table_findings(lines):
+        found.setdefault(number, Finding(number, table_kind, digest))
+    reduced = [reduce_markup(line) for line in lines]
     for number, line in enumerate(lines, start=1):
-        if number in kinds or not line.strip():
+        if number in found or not line.strip():
             continue
+        plain = reduced[number - 1]
         kind = _line_kind(line)
+        if kind is None and plain != line:
+            kind = _line_kind(plain)
+        if kind is None:
+            kind = _flat_pair_kind(plain)
         if kind is not None:
-            kinds[number] = kind
-    return [Finding(number, kinds[number]) for number in sorted(kinds)]
+            found[number] = Finding(number, kind, secret_digest(line))
+    for label_at, value_at, kind in _stacked_pairs(reduced):
+        matched = f"{reduced[label_at]} {reduced[value_at]}"
+        found.setdefault(value_at + 1, Finding(value_at + 1, kind, secret_digest(matched)))
+    return [found[number] for number in sorted(found)]
 
 
 def secret_problems(
@@ -197,7 +230,7 @@ _KEY = re.compile(
         (?:[a-z0-9]+[_.\-])*[a-z0-9]*
         (?:password|passwd|passwort|passphrase|pwd|secret|token|apikey)
       | (?:[a-z0-9]+[_.\-])*
-        (?:api[_\-]?key|access[_\-]?key|private[_\-]?key|secret[_\-]?key|pass|pw)
+        (?:api[_\-\ ]?key|access[_\-]?key|private[_\-]?key|secret[_\-]?key|pass|pw)
       | parola\ chiave | parola\s+d['’]ordine | chiave\ (?:api|segreta)
     )
     (?![\w\-])
@@ -350,13 +383,212 @@ def _plugin_kind(line: str) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Tables: a column or a row that names a password, a secret or a token
+# Markup reduced to words
 
-_PW_HEADER = re.compile(rf"(?i)^(?:[\w ]*\s)?(?:{_PW}|pass)(?:\s[\w ]*)?$")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^()\s]*(?:\s+\"[^\"]*\")?\)|\[([^\]]+)\]\[[^\]]*\]")
+_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)\b[^<>]*>")
+# Inline elements join the words around them ("Pass<b>word</b>"); any other tag separates.
+_INLINE_TAGS = frozenset(
+    [
+        "a",
+        "abbr",
+        "b",
+        "big",
+        "cite",
+        "code",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "ins",
+        "kbd",
+        "mark",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "tt",
+        "u",
+        "var",
+    ]
+)
+# Emphasis marks at a word's edge ("**Password:**", "_x_", "Segr**eta**"), never the
+# underscore inside an identifier (db_password); backticks and strike-through anywhere.
+_EMPHASIS = re.compile(r"\*\*|~~|`|(?<!\w)[*_]+|[*_]+(?!\w)")
+
+
+_MARKUP_CHARS = re.compile(r"[\[<&*_~`]")
+
+
+def reduce_markup(line: str) -> str:
+    """A line of Markdown or HTML reduced to the words a reader sees: links to their text,
+    inline tags and emphasis removed, other tags to a space, character references decoded."""
+    if not _MARKUP_CHARS.search(line):
+        return line
+    out = line
+    if "[" in out:
+        out = _MD_LINK.sub(lambda m: m[1] if m[1] is not None else m[2], out)
+    if "<" in out:
+        out = _TAG.sub(lambda m: "" if m[1].lower() in _INLINE_TAGS else " ", out)
+    if "&" in out:
+        out = html.unescape(out)
+    return _EMPHASIS.sub("", out)
+
+
+# --------------------------------------------------------------------------------------------
+# Labels and the values beside or below them
+
+_PW_WORDS = rf"(?:{_PW})"
+_PW_HEADER = re.compile(rf"(?i)^(?:[\w ]*\s)?{_PW_WORDS}(?:\s[\w ]*)?$")
+# "Pass" is a password only as a whole label ("Pass:", "PASS"): inside a longer name it is
+# the English word ("Xbox Game Pass", "boarding pass", "pass-through").
+_PASS_ALONE = re.compile(r"(?i)^pass$")
 _SECRET_HEADER = re.compile(rf"(?i)^(?:[\w ]*\s)?(?:{_SECRET})(?:\s[\w ]*)?$")
-_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-_DELIMITERS = ("|", ";", "\t", ",")
 _NEGATED = re.compile(r"(?i)scadut|expir|change|cambi|reset|hash|policy|regol|rule|lunghezz|length")
+_LIST_MARK = re.compile(r"^\s*(?:#{1,6}|[-*+•>]|\d{1,3}[.)])\s+")
+# Cells skipped to reach a label's value: merged cells and an empty column read as empty.
+_CELL_GAP = 3
+
+
+def _label_text(text: str) -> str:
+    return _LIST_MARK.sub("", reduce_markup(text)).strip().strip("*_` ").rstrip(":").strip()
+
+
+def _label_kind(text: str) -> bool | None:
+    """A text that is only a label naming a password (True) or a secret (False): a few words,
+    an optional colon, no value; None otherwise (a sentence, a heading about passwords)."""
+    if len(text) > 80 or not _TRIGGER.search(text):  # every label holds a trigger word
+        return None
+    name = _label_text(text)
+    if not name or len(name) > 40 or len(name.split()) > 4 or _NEGATED.search(name):
+        return None
+    if _PW_HEADER.match(name) or _PASS_ALONE.match(name):
+        return True
+    if _SECRET_HEADER.match(name):
+        return False
+    return None
+
+
+def _label_value_secret(value: str, password: bool) -> bool:
+    """A value written after a label, on its own (the next line, the next cell)."""
+    value = value.strip()
+    if password and _plain_word_secret(value):
+        return True
+    return _is_secret_value(value, strict=True)
+
+
+def _flat_pair_kind(line: str) -> str | None:
+    """A label and one value on one line with no colon: a PDF row "Access token  t0k3n…", a
+    list item "- API key a8F3…". The value must look like a secret."""
+    if len(line) > 120 or not _TRIGGER.search(line):
+        return None
+    tokens = _LIST_MARK.sub("", line).split()
+    if not 2 <= len(tokens) <= 5:
+        return None
+    label, value = " ".join(tokens[:-1]), tokens[-1]
+    password = _label_kind(label)
+    if password is None or not _is_secret_value(value, strict=True):
+        return None
+    return "password beside its label" if password else "secret beside its label"
+
+
+def _stacked_pairs(lines: Sequence[str]) -> Iterator[tuple[int, int, str]]:
+    """(label line, value line, kind): a line that is only a label, the next non-blank line
+    (at most two blank lines below) a single value — a definition list, a form, a PDF field."""
+    for index, line in enumerate(lines):
+        password = _label_kind(line) if line.strip() else None
+        if password is None:
+            continue
+        below = index + 1
+        while below < len(lines) and below <= index + 3 and not lines[below].strip():
+            below += 1
+        if below >= len(lines) or below > index + 3:
+            continue
+        value = _LIST_MARK.sub("", lines[below]).strip()
+        if " " in value or _label_kind(value) is not None:
+            continue
+        if _label_value_secret(value, password):
+            kind = "password below its label" if password else "secret below its label"
+            yield index, below, kind
+
+
+def _next_filled(
+    rows: Sequence[Sequence[str]], row: int, column: int, down: int, right: int
+) -> tuple[int, int] | None:
+    for step in range(1, _CELL_GAP + 2):
+        r, c = row + down * step, column + right * step
+        if r >= len(rows) or c >= len(rows[r]):
+            return None
+        if rows[r][c].strip():
+            return r, c
+    return None
+
+
+def _is_header_row(row: Sequence[str]) -> bool:
+    filled = [c for c in row if c.strip()]
+    return len(filled) >= 2 and all(len(c) <= 40 and len(c.split()) <= 4 for c in filled)
+
+
+def find_cell_secrets(rows: Sequence[Sequence[str]], own_text: bool = True) -> list[CellFinding]:
+    """Secrets in a grid of cells (a sheet, a table): a cell's own text (`own_text`), and a
+    label cell read with the value beside it (to the right) or below it, across merged or
+    empty cells (up to three); under a header row's label, every value of its column. One
+    finding per cell, at the cell that holds the value."""
+    found: dict[tuple[int, int], CellFinding] = {}
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            if not cell.strip():
+                continue
+            if own_text:
+                for line in cell.split("\n"):
+                    plain = reduce_markup(line)
+                    kind = _line_kind(line)
+                    if kind is None and plain != line:
+                        kind = _line_kind(plain)
+                    kind = kind or _flat_pair_kind(plain)
+                    if kind is not None:
+                        found.setdefault((r, c), CellFinding(r, c, kind, secret_digest(cell)))
+                        break
+            password = _label_kind(cell)
+            if password is None:
+                continue
+            kind = "password in a table cell" if password else "secret in a table cell"
+            # Plain words count as passwords only beside a clear password label or under a
+            # header naming a password column; under a label in a body row ("Pass" above
+            # "Fail") and after the ambiguous "Pass", a value must look like a secret.
+            plain_words = password and not _PASS_ALONE.match(_label_text(cell))
+            beside = _next_filled(rows, r, c, 0, 1)
+            below = _next_filled(rows, r, c, 1, 0)
+            targets = [(t, plain_words) for t in (beside,) if t is not None]
+            if below is not None:
+                header = _is_header_row(row)
+                targets.append((below, plain_words and header))
+                column_run = below[0] + 1
+                while header and column_run < len(rows) and c < len(rows[column_run]):
+                    if not rows[column_run][c].strip():
+                        break
+                    targets.append(((column_run, c), plain_words))
+                    column_run += 1
+            for (vr, vc), words in targets:
+                value = rows[vr][vc]
+                if _label_kind(value) is None and _cell_is_secret(value, words):
+                    digest = secret_digest(f"{cell} {value}")
+                    found.setdefault((vr, vc), CellFinding(vr, vc, kind, digest))
+    return [found[key] for key in sorted(found)]
+
+
+# --------------------------------------------------------------------------------------------
+# Tables in text: Markdown tables cell by cell, CSV-like tables by their header
+
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_DELIMITERS = (";", "\t", ",")
+_AMOUNT = re.compile(r"^[(\-+]?[$€£]?\s?\d[\d.,' ]*[%)]?$")
 
 
 def _cells(line: str, delimiter: str) -> list[str] | None:
@@ -380,28 +612,55 @@ def _header_columns(cells: Sequence[str]) -> dict[int, bool] | None:
     row does not look like a header (a cell longer than a few words is prose)."""
     if len(cells) < 2 or any(len(c) > 40 or len(c.split()) > 4 for c in cells):
         return None
-    columns: dict[int, bool] = {}
-    for index, cell in enumerate(cells):
-        name = cell.strip("*_` ")
-        if _NEGATED.search(name):
-            continue
-        if _PW_HEADER.match(name):
-            columns[index] = True
-        elif _SECRET_HEADER.match(name):
-            columns[index] = False
+    columns = {i: kind for i, cell in enumerate(cells) if (kind := _label_kind(cell)) is not None}
     return columns or None
 
 
 def _cell_is_secret(cell: str, password_column: bool) -> bool:
-    value, quoted = _quoted(cell.strip().strip("`"))
+    value, quoted = _quoted(reduce_markup(cell).strip())
     if quoted:
         return _is_secret_value(value, strict=False, quoted=True)
+    value = value.strip()
+    # An amount ("1,234", "(12.5)", "$ 3,100", "4%") is a figure of a table, not a password;
+    # a word about the password ("scaduta", "reset") is not the password.
+    if _AMOUNT.match(value) and not value.isdigit():
+        return False
+    if value.lower() in _PROSE_WORDS:
+        return False
     # A password column's single-word values are passwords; a token column's ("ricovero" in a
     # table of word frequencies) must look like one.
     return _is_secret_value(value, strict=not password_column)
 
 
-def _table_findings(lines: Sequence[str]) -> Iterator[tuple[int, str]]:
+def _table_findings(lines: Sequence[str]) -> Iterator[tuple[int, str, str]]:
+    """(line number, kind, digest) of the secrets in the tables of `lines`."""
+    yield from _markdown_tables(lines)
+    yield from _delimited_tables(lines)
+
+
+def _markdown_tables(lines: Sequence[str]) -> Iterator[tuple[int, str, str]]:
+    index = 0
+    while index < len(lines):
+        if _cells(lines[index], "|") is None:
+            index += 1
+            continue
+        grid: list[list[str]] = []
+        numbers: list[int] = []
+        while index < len(lines):
+            cells = _cells(lines[index], "|")
+            if cells is None:
+                break
+            if not _SEPARATOR_ROW.match(lines[index]):
+                grid.append(cells)
+                numbers.append(index + 1)
+            index += 1
+        for f in find_cell_secrets(grid, own_text=False):
+            yield numbers[f.row], f.kind, f.digest
+
+
+def _delimited_tables(lines: Sequence[str]) -> Iterator[tuple[int, str, str]]:
+    """CSV, semicolon or tab tables: a header naming a password or secret column, the rows
+    below it."""
     index = 0
     while index < len(lines):
         found = False
@@ -409,32 +668,19 @@ def _table_findings(lines: Sequence[str]) -> Iterator[tuple[int, str]]:
             header = _cells(lines[index], delimiter)
             if header is None:
                 continue
-            # A Markdown header row is the one above the |---| row; any other row may be a
-            # `| password | value |` row of a two-column table.
-            markdown = delimiter == "|"
-            above_separator = index + 1 < len(lines) and bool(
-                _SEPARATOR_ROW.match(lines[index + 1])
-            )
-            columns = None
-            if above_separator or not markdown:
-                columns = _header_columns(header)
+            columns = _header_columns(header)
             if columns is None:
-                if markdown and not above_separator:
-                    yield from _key_value_row(index + 1, header)
                 continue
             row = index + 1
             while row < len(lines):
-                if delimiter == "|" and _SEPARATOR_ROW.match(lines[row]):
-                    row += 1
-                    continue
                 cells = _cells(lines[row], delimiter)
                 if cells is None or len(cells) != len(header):
                     break
-                yield from _key_value_row(row + 1, cells)
                 for column, is_password in columns.items():
                     if _cell_is_secret(cells[column], is_password):
                         kind = "password" if is_password else "secret"
-                        yield row + 1, f"{kind} in a table cell"
+                        matched = secret_digest(f"{header[column]} {cells[column]}")
+                        yield row + 1, f"{kind} in a table cell", matched
                         break
                 row += 1
             index = row
@@ -442,14 +688,3 @@ def _table_findings(lines: Sequence[str]) -> Iterator[tuple[int, str]]:
             break
         if not found:
             index += 1
-
-
-def _key_value_row(number: int, cells: Sequence[str]) -> Iterator[tuple[int, str]]:
-    """`| password | S3greta! |`: a row naming a password, its value in the next cell."""
-    for name, value in pairwise(cells):
-        name = name.strip("*_` ")
-        if _NEGATED.search(name) or not (_PW_HEADER.match(name) or _SECRET_HEADER.match(name)):
-            continue
-        if _cell_is_secret(value, password_column=bool(_PW_HEADER.match(name))):
-            yield number, "password in a table cell"
-            return

@@ -496,7 +496,7 @@ def test_a_secret_in_a_workbook_is_named_by_sheet_never_by_value(tmp_path: Path)
     [problem] = credential_problems(file, prepare_document(file, settings(snapshot.source)))
     assert (problem.where, problem.code) == ("docs:docs/accessi-2024.xlsx", "credential")
     assert "password in a table cell" in problem.message
-    assert "section 'Accessi'" in problem.message and "Pr0d-2024" not in problem.render()
+    assert "sheet 'Accessi', cell C2" in problem.message and "Pr0d-2024" not in problem.render()
 
 
 def test_a_secret_in_a_markdown_front_matter_is_named_by_file_line(tmp_path: Path) -> None:

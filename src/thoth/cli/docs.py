@@ -214,6 +214,15 @@ def render_sync(console: Console, report: SyncReport) -> None:
         "yellow",
     )
     listing("notes", [f"{n['doc_id']}: {n['note']}" for n in report.notes])
+    listing(
+        "secrets exempted (secret-exemptions.yaml)",
+        [
+            f"{e['doc_id']}: {e['kind']} on {e['place']} [digest {e['digest']}], reviewed by "
+            f"{e['reviewed_by']}: {e['reason']}"
+            for e in report.secrets_exempted
+        ],
+        "yellow",
+    )
     listing("warnings", report.warnings, "yellow")
     if report.chunk_stats and report.chunk_stats["count"]:
         s = report.chunk_stats

@@ -29,6 +29,12 @@ from thoth.config import Settings, SourceSettings
 from thoth.documents.chunk import Chunk, QaMarkers, chunk
 from thoth.documents.extract import DocumentFormat, ExtractProgress, extract
 from thoth.documents.records import MAX_YEAR, MIN_YEAR, RECORD_DOCUMENT, KnowledgeFragment
+from thoth.documents.secretscan import (
+    RAW_TEXT_FORMATS,
+    SecretFinding,
+    document_findings,
+    text_findings,
+)
 from thoth.documents.sources import (
     SourceFile,
     SourceSnapshot,
@@ -38,9 +44,9 @@ from thoth.documents.sources import (
 )
 from thoth.entities import NO_ENTITIES, EntityList
 from thoth.errors import Problem, ProblemsError
+from thoth.knowledge.exemptions import NO_EXEMPTIONS, SecretExemptions, entry_yaml
 from thoth.markup import split_front_matter
 from thoth.periods import covered_quarters, label
-from thoth.secrets import secret_problems
 from thoth.wiki.pages import MARKDOWN_SUFFIXES, WikiPage, page_fragments, parse_page
 from thoth.wiki.questionnaire import is_questionnaire
 
@@ -85,6 +91,8 @@ class PreparedDocument:
     fragments: tuple[KnowledgeFragment, ...]
     notes: tuple[str, ...] = ()  # extraction notes for the run report (e.g. scanned pages)
     entity: str | None = None  # the entity the document belongs to (thoth.entities)
+    # What the secret scanner found in the file as written and as extracted (never a value).
+    secrets: tuple[SecretFinding, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,6 +333,8 @@ def prepare_document(
                 qa_columns=columns,
                 qa_keep_columns=source.qa_keep_columns,
             )
+            raw = file.text() if document.format in RAW_TEXT_FORMATS else None
+            secrets = tuple(document_findings(file.data, document.format, document, raw))
     _check_fragments(doc_id, source, len(chunks))
     # A title given in thoth.toml wins over the front matter's and the extracted one.
     title = title_override(source, file.path) or meta.title or document.title
@@ -367,6 +377,7 @@ def prepare_document(
         fragments=fragments,
         notes=(*document.notes, *entity_note),
         entity=entity,
+        secrets=secrets,
     )
 
 
@@ -433,37 +444,58 @@ def prepare_page(file: SourceFile, settings: Settings) -> PreparedDocument:
         sha256=page.sha256,
         revision=page.revision,
         fragments=fragments,
+        secrets=tuple(text_findings(file.text())),
     )
 
 
 # --------------------------------------------------------------------------------------------
 # Secrets
 
-# Formats whose committed text is what a reader sees: scanned as the file, by its line numbers.
-_TEXT_FORMATS = frozenset(("md", "txt", "csv"))
 _SECRET_HINT = (
     "remove the secret from the file (or replace it with a placeholder such as <password>) "
-    "and commit; nothing is indexed until no file carries one"
+    "and commit; nothing is indexed until no file carries one. If a reviewer finds it is not "
+    "a secret, exempt it: add this entry to secret-exemptions.yaml and commit it: {entry}"
 )
 
 
-def credential_problems(file: SourceFile, doc: PreparedDocument) -> list[Problem]:
-    """One `credential` Problem per secret in a prepared file, naming the file (`source:path`)
-    and the line; never the secret. Wiki pages and text documents are scanned whole (front
-    matter included) by file line; PDF, DOCX, XLSX and HTML by the text of each fragment, named
-    by page (PDF) or section (sheet, heading), fragment and line."""
-    fmt = doc.fragments[0].doc_format if doc.fragments else ""
-    if doc.kind == "wiki" or fmt in _TEXT_FORMATS:
-        return secret_problems(file.text(), doc.doc_id, hint=_SECRET_HINT)
+def credential_check(
+    doc: PreparedDocument, exemptions: SecretExemptions = NO_EXEMPTIONS
+) -> tuple[list[Problem], list[dict[str, str]]]:
+    """The secrets of a prepared file as `credential` Problems, naming the file (`source:path`),
+    the place (line; page or section and line of its text; sheet and cell) and the finding's
+    digest, never the secret; and the findings a reviewed exemption covers (file, kind, place,
+    digest, reviewed_by, reason), which the sync reports instead of refusing."""
     problems: list[Problem] = []
-    for fragment in doc.fragments:
-        if fragment.page is not None:
-            place = f"page {fragment.page}, "
-        elif fragment.heading_path:
-            place = f"section '{' > '.join(fragment.heading_path)}', "
-        else:
-            place = ""
-        place = place.replace("{", "{{").replace("}", "}}")
-        locate = place + f"fragment {fragment.ordinal}, line {{line}} of its text"
-        problems += secret_problems(fragment.text, doc.doc_id, locate, _SECRET_HINT)
-    return list(dict.fromkeys(problems))  # overlapping fragments: each place once
+    exempted: list[dict[str, str]] = []
+    for f in doc.secrets:
+        entry = exemptions.match(doc.doc_id, f.kind, f.digest)
+        if entry is not None:
+            exempted.append(
+                {
+                    "doc_id": doc.doc_id,
+                    "kind": f.kind,
+                    "place": f.place,
+                    "digest": f.digest,
+                    "reviewed_by": entry.reviewed_by,
+                    "reason": entry.reason,
+                }
+            )
+            continue
+        problems.append(
+            Problem(
+                doc.doc_id,
+                f"contains what looks like a credential ({f.kind}) on {f.place} "
+                f"[digest {f.digest}]",
+                hint=_SECRET_HINT.format(entry=entry_yaml(doc.doc_id, f.kind, f.digest)),
+                code="credential",
+            )
+        )
+    return problems, exempted
+
+
+def credential_problems(file: SourceFile, doc: PreparedDocument) -> list[Problem]:
+    """One `credential` Problem per secret in a prepared file (`credential_check` without
+    exemptions); `file` is the file `doc` was prepared from."""
+    if file.doc_id != doc.doc_id:
+        raise ValueError(f"{doc.doc_id} was not prepared from {file.doc_id}")
+    return credential_check(doc)[0]

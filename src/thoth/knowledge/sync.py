@@ -62,11 +62,12 @@ from thoth.index.reader import open_generation
 from thoth.index.records import DOCUMENT_KINDS as DOC_KINDS
 from thoth.index.records import GENERATION_INDEXES, FragmentPayload, parse_payload
 from thoth.index.records import RECORD_EVIDENCE as EVIDENCE_KIND
+from thoth.knowledge.exemptions import EXEMPTIONS_FILE, load_exemptions
 from thoth.knowledge.ingest import (
     Admission,
     PreparedDocument,
     admit,
-    credential_problems,
+    credential_check,
     prepare_document,
     prepare_page,
 )
@@ -122,6 +123,9 @@ class SyncReport:
     uncommitted: dict[str, list[str]] = field(default_factory=dict)  # source -> paths
     warnings: list[str] = field(default_factory=list)
     notes: list[dict[str, str]] = field(default_factory=list)  # doc_id, extraction note
+    # Findings of the secret scanner a reviewed entry of secret-exemptions.yaml covers: doc_id,
+    # kind, place, digest, reviewed_by, reason (never the text).
+    secrets_exempted: list[dict[str, str]] = field(default_factory=list)
     chunk_stats: ChunkStats | None = None  # of the fragments built by this run
     dropped_generations: list[str] = field(default_factory=list)
     # A generation this run created, then abandoned (dropped, marked failed) on an error.
@@ -147,6 +151,7 @@ class SyncReport:
             "uncommitted": self.uncommitted,
             "warnings": self.warnings,
             "notes": self.notes,
+            "secrets_exempted": self.secrets_exempted,
         }
 
 
@@ -260,6 +265,7 @@ class DocsSync:
         self.recorded = False  # whether the run row was closed with the run's outcome
         # The entity list is read once, checked whole: a bad list stops the run before any read.
         self.entities = load_entities(ws.root, ws.settings.entities)
+        self.exemptions = load_exemptions(ws.root)  # reviewed, committed; checked whole
         self._fingerprints = {
             s.name: preparation_fingerprint(s, self.entities.digest) for s in ws.settings.sources
         }
@@ -399,7 +405,7 @@ class DocsSync:
         plan = self._plan(report, snapshots, pages, admissions, held)
         if active is not None:
             self._plan_evidence(report, plan, active)
-        prepared = self._prepare(plan)
+        prepared = self._prepare(plan, report)
         self._record_changes(report, prepared, held)
 
         stale_kept = sum(held[d].stale for d in plan.carry)
@@ -682,7 +688,7 @@ class DocsSync:
         labels, channel = evidence_stamp(self.settings.answers)
         return _labels(labels), channel
 
-    def _prepare(self, plan: _Plan) -> list[PreparedDocument]:
+    def _prepare(self, plan: _Plan, report: SyncReport) -> list[PreparedDocument]:
         """Extract and chunk every file to build, before any index write: an error here stops
         the run with the active generation untouched."""
         prepared: list[PreparedDocument] = []
@@ -702,11 +708,28 @@ class DocsSync:
                     self.entities,
                 )
             _check_prepared(adm, doc)
-            secrets += credential_problems(file, doc)
+            refused, exempted = credential_check(doc, self.exemptions)
+            secrets += refused
+            report.secrets_exempted += exempted
             prepared.append(doc)
             self.progress("prepare", n, total)
         _refuse_secrets(secrets)
+        self._warn_unused_exemptions(report, prepared)
         return prepared
+
+    def _warn_unused_exemptions(
+        self, report: SyncReport, prepared: Sequence[PreparedDocument]
+    ) -> None:
+        """An exemption of a file scanned by this run that matched no finding is stale (the
+        file changed): named, so the curator removes it."""
+        built = {doc.doc_id for doc in prepared}
+        used = {(e["doc_id"], e["kind"], e["digest"]) for e in report.secrets_exempted}
+        for entry in self.exemptions.entries:
+            if entry.file in built and (entry.file, entry.kind, entry.digest) not in used:
+                report.warnings.append(
+                    f"{EXEMPTIONS_FILE}: the exemption of {entry.file} ({entry.kind}, digest "
+                    f"{entry.digest}) matches no finding any more -> remove it"
+                )
 
     def _record_changes(
         self, report: SyncReport, prepared: Sequence[PreparedDocument], held: dict[str, _Held]
