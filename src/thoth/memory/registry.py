@@ -55,6 +55,10 @@ MERGED: Final = "memory_merged"
 LEGACY_TYPES: Final = frozenset(DECISION_TYPES) - REUSABLE_TYPES
 
 MemoryState = Literal["active", "retired", "merged"]
+# A line that may not be a memory (a curation line or an older type), cheaper than a parse.
+_MAYBE_OTHER: Final = re.compile(
+    "|".join(re.escape(f'"{t}"') for t in sorted({RETIRED, MERGED, *LEGACY_TYPES}))
+)
 
 _REPAIR_HINT: Final = (
     "Thoth never skips a registry line: restore registry.jsonl from a backup, or repair the "
@@ -297,7 +301,9 @@ class _Reader:
     inactive: dict[str, str] = field(default_factory=dict)  # id -> "retired" / "merged into X"
 
     def parse(self, number: int, text: str) -> Line:
-        kind = json.loads(text).get("type")
+        # Most lines are memories: their type is read by the model itself, without parsing
+        # the JSON a second time (a 10k-line registry is read on every promotion).
+        kind = json.loads(text).get("type") if _MAYBE_OTHER.search(text) else None
         if kind == RETIRED:
             return self._retire(RetireEvent.model_validate_json(text))
         if kind == MERGED:
