@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from tests.memory.test_memory_flow import ABLAZIONE, OTHER_QUESTION, QUESTION, E
 from tests.publishing import write_config
 from thoth.cli import exitcodes
 from thoth.embed.openai_compat import OpenAICompatEmbedder
+from thoth.index.base import IndexRecord
+from thoth.index.edge import EdgeStore
+from thoth.index.live import EdgeLiveCollection
 from thoth.memory import MemoryRefused, Registry, RegistryCorrupted
 from thoth.memory.checklist import ChecklistRequest, checklist, confirm
 from thoth.memory.curation import (
@@ -30,7 +34,7 @@ from thoth.memory.curation import (
     near_duplicate_pairs,
     retire,
 )
-from thoth.memory.index import MemoryIndex
+from thoth.memory.index import RECORD_KIND, MemoryIndex
 from thoth.memory.legacy import verify_registry
 from thoth.memory.projection import summarize
 from thoth.memory.promotion import NEAR_DUPLICATE_MIN_COSINE, draft_for
@@ -38,6 +42,7 @@ from thoth.memory.recall import choose, search_memories
 from thoth.memory.registry import RetireEvent
 from thoth.runtime import memory_registry_path, sessions_dir
 from thoth.session import Session, SessionStore
+from thoth.storage import file_lock
 from thoth.workspace import Workspace
 
 
@@ -245,6 +250,34 @@ def legacy_line(number: int) -> str:
     )
 
 
+def plant_index_points(env: Env, types: list[str]) -> None:
+    """Points of older record types, written straight into the memory shard."""
+    assert isinstance(env.index.collection, EdgeLiveCollection)
+    texts = [f"cardio.fact_tabella_{n} tabella" for n in range(len(types))]
+    vectors = env.embedder.embed_passages(texts)
+    with file_lock(env.index.collection.lock_path, exclusive=True):
+        store = EdgeStore.open(env.index.collection.path)
+        store.upsert(
+            [
+                IndexRecord(
+                    id=str(uuid.uuid4()),
+                    dense=[float(x) for x in vec],
+                    sparse=env.index.query_sparse(text),
+                    payload={
+                        "record_kind": RECORD_KIND,
+                        "memory_id": f"mem-{950 + n:04d}",
+                        "ref": f"memory:mem-{950 + n:04d}",
+                        "type": kind,
+                        "subject": text,
+                    },
+                )
+                for n, (kind, text, vec) in enumerate(zip(types, texts, vectors, strict=True))
+            ]
+        )
+        store.flush()
+        store.close()
+
+
 def test_a_registry_with_30_percent_older_lines_loads_and_proposes_the_same(env: Env) -> None:
     for n in range(14):
         promote(env, f"concetto {n}", f"definizione numero {n} di ablazione")
@@ -257,7 +290,13 @@ def test_a_registry_with_30_percent_older_lines_loads_and_proposes_the_same(env:
     with_legacy.path.parent.mkdir()
     with_legacy.path.write_text("\n".join(mixed) + "\n", "utf-8")
 
-    report = verify_registry(with_legacy)
+    asker = env.session(OTHER_QUESTION)
+    questions = ("ablazione", "definizione numero 3", "concetto 7 definizione")
+    clean_results = [env.search(q, asker, limit=10).proposals for q in questions]
+    # And index points of older types (as the earlier system indexed its table memories).
+    plant_index_points(env, ["table_promoted", "table_excluded", "table_promoted"])
+
+    report = verify_registry(with_legacy, env.index)
 
     assert report.memories == 14 and report.active == 14
     assert {t.type: t.count for t in report.skipped} == {
@@ -268,10 +307,12 @@ def test_a_registry_with_30_percent_older_lines_loads_and_proposes_the_same(env:
     assert sorted(n for t in report.skipped for n in t.lines) == sorted(
         i + 1 for i, line in enumerate(mixed) if "fact_tabella" in line
     )
-    asker = env.session(OTHER_QUESTION)
-    for question in ("ablazione", "definizione numero 3", "concetto 7 definizione"):
-        legacy = env.search(question, asker, limit=10)
-        env_clean = env.search(question, asker, limit=10)
+    assert report.index_points == 17
+    assert [(i.type, i.memory_ids) for i in report.index_skipped] == [
+        ("table_excluded", ("mem-0951",)),
+        ("table_promoted", ("mem-0950", "mem-0952")),
+    ]
+    for question, expected in zip(questions, clean_results, strict=True):
         got = search_memories(
             question,
             asker,
@@ -280,7 +321,9 @@ def test_a_registry_with_30_percent_older_lines_loads_and_proposes_the_same(env:
             embedder=env.embedder,
             limit=10,
         )
-        assert got.proposals == env_clean.proposals == legacy.proposals
+        # Identical, scores included: the older points are skipped by type in the query, so
+        # they take no rank in the fused ranking.
+        assert got.proposals == expected and got.dropped == ()
     # Adding on top of it works, and keeps the legacy lines as they were.
     extra = env.session()
     with_legacy.add(draft_for(extra, clarify(extra, "nuovo", "concetto nuovo")))
@@ -439,7 +482,11 @@ from pathlib import Path
 from thoth.embed.openai_compat import OpenAICompatEmbedder
 from thoth.errors import ThothError
 from thoth.memory.curation import MergeRequest, RetireRequest, merge, retire
-from thoth.memory.index import MemoryIndex
+from thoth.index.base import IndexRecord
+from thoth.index.edge import EdgeStore
+from thoth.index.live import EdgeLiveCollection
+from thoth.memory.index import RECORD_KIND, MemoryIndex
+from thoth.storage import file_lock
 from thoth.memory.promotion import save_one
 from thoth.memory.registry import Registry
 from thoth.session import SessionStore

@@ -469,12 +469,12 @@ def verify_cmd(
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Read the whole registry: its memories by state, and the lines of older record types
-    it skips (named by type and line)."""
+    """Read the whole registry and the memory index: memories by state, and the registry lines
+    and index points of older record types they skip (named by type, line and id)."""
     from thoth.memory.legacy import verify_registry
 
     with errors(as_json), _stores(workspace) as st:
-        report = verify_registry(st.registry)
+        report = verify_registry(st.registry, st.index)
     if as_json:
         emit_json(report.model_dump())
         return
@@ -486,6 +486,10 @@ def verify_cmd(
     for t in report.skipped:
         lines = ", ".join(str(n) for n in t.lines)
         out.print(f"skipped by type: {t.count} {t.type} line(s) (lines {lines})")
+    out.print(f"memory index: {report.index_points} point(s).")
+    for i in report.index_skipped:
+        ids = ", ".join(i.memory_ids)
+        out.print(f"skipped by type in the index: {i.count} {i.type} point(s) ({ids})")
 
 
 def import_cmd(

@@ -21,6 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from thoth.errors import Problem, ProblemsError
+from thoth.memory.core import REUSABLE_TYPES
+from thoth.memory.index import MemoryIndex
 from thoth.memory.registry import MemoryDraft, MemoryRecord, Registry, RegistryCorrupted
 from thoth.session import SessionStore
 
@@ -37,6 +39,14 @@ class SkippedType(BaseModel):
     lines: tuple[int, ...]
 
 
+class IndexSkipped(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    count: int
+    memory_ids: tuple[str, ...]
+
+
 class VerifyReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -48,16 +58,39 @@ class VerifyReport(BaseModel):
     merged: int
     curation_lines: int
     skipped: tuple[SkippedType, ...]  # lines of other record types, by type
+    index_points: int | None = None  # memory points in the index (None: not checked)
+    index_skipped: tuple[IndexSkipped, ...] = ()  # points of other record types, by type
 
 
-def verify_registry(registry: Registry) -> VerifyReport:
-    """Read the whole registry (RegistryCorrupted on any damage) and say what it holds."""
+def index_types(index: MemoryIndex) -> tuple[int, tuple[IndexSkipped, ...]]:
+    """How many memory points the index holds, and those of another record type (never
+    proposed: recall drops them by type), by type."""
+    if not index.exists():
+        return 0, ()
+    _, points = index.points()
+    other: dict[str, list[str]] = {}
+    for point in points:
+        kind = str(point.payload.get("type"))
+        if kind not in REUSABLE_TYPES:
+            other.setdefault(kind, []).append(str(point.payload.get("memory_id")))
+    return len(points), tuple(
+        IndexSkipped(type=t, count=len(ids), memory_ids=tuple(sorted(ids)))
+        for t, ids in sorted(other.items())
+    )
+
+
+def verify_registry(registry: Registry, index: MemoryIndex | None = None) -> VerifyReport:
+    """Read the whole registry (RegistryCorrupted on any damage) and say what it holds; with
+    `index`, the memory index's points of other record types too."""
     state = registry.state()
     states = Counter(state.state(r.id) for r in state.records)
     by_type: dict[str, list[int]] = {}
     for line in state.skipped:
         by_type.setdefault(line.type, []).append(line.line)
+    points, index_skipped = index_types(index) if index is not None else (None, ())
     return VerifyReport(
+        index_points=points,
+        index_skipped=index_skipped,
         registry=str(registry.path),
         memories=len(state.records),
         active=states["active"],
