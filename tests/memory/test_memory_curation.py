@@ -442,6 +442,12 @@ def test_checklist_promotes_all_but_the_deselected_with_an_edited_wording(env: E
     # Only what the answer names is left to report: the rest was promoted the first time.
     assert [(o.seq, o.created) for o in again.outcomes] == [(drop.seq, False), (reword.seq, False)]
     assert len(s.entries()) == ledger and len(env.registry.all()) == 2
+    # Another wording of the seq already edited and promoted is not a repeat: refused.
+    other = ChecklistRequest(edits={reword.seq: "un'altra formulazione"})
+    with pytest.raises(MemoryRefused) as caught:
+        confirm(s, other, registry=env.registry, index=env.index, embedder=env.embedder)
+    assert caught.value.code == "not_proposed"
+    assert len(s.entries()) == ledger and len(env.registry.all()) == 2
     assert env.reconcile().repairs == ()
 
 

@@ -171,7 +171,11 @@ def _check(session: Session, request: ChecklistRequest, shown: Preview) -> None:
     proposed = {c.seq for c in shown.candidates}
     entries = session.entries()
     declined = {marker_target(m) for m in memory_markers(entries) if m.type in DECLINED_TYPES}
-    edited = {seq for seq, _ in _replacements(entries)}
+    # What an earlier run of the same answer recorded: a different wording of an edited seq
+    # is a new decision about a concept already promoted, not a repeat.
+    edited: dict[int, set[str]] = {}
+    for seq, entry in _replacements(entries):
+        edited.setdefault(seq, set()).add(normalised(entry.detail))
     problems: list[Problem] = []
     for seq in request.deselect:
         if seq not in proposed and seq not in declined:
@@ -185,7 +189,7 @@ def _check(session: Session, request: ChecklistRequest, shown: Preview) -> None:
             problems.append(
                 Problem(where, f"the new wording of seq {seq} is blank", code="invalid")
             )
-        elif seq not in proposed and seq not in edited:
+        elif seq not in proposed and normalised(text) not in edited.get(seq, set()):
             problems.append(_not_proposed(where, seq, "edited"))
     if problems:
         raise MemoryRefused(

@@ -235,9 +235,7 @@ class MemoryIndex:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         with self._reading(embedder_identity) as store:
-            hits = store.query_hybrid(
-                query_vec, sparse, _REUSABLE_POINTS, limit, max(50, limit)
-            )
+            hits = store.query_hybrid(query_vec, sparse, _REUSABLE_POINTS, limit, max(50, limit))
         return [MemoryHit.from_hit(h) for h in hits]
 
     def similar(
@@ -247,10 +245,7 @@ class MemoryIndex:
         similarity."""
         with self._reading(embedder_identity) as store:
             return [
-                [
-                    MemoryHit.from_hit(h)
-                    for h in store.query_dense(vec, _REUSABLE_POINTS, limit)
-                ]
+                [MemoryHit.from_hit(h) for h in store.query_dense(vec, _REUSABLE_POINTS, limit)]
                 for vec in vecs
             ]
 
