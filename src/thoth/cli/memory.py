@@ -1,5 +1,6 @@
-"""`tht memory promote|save-one|decline|search|choose|summary|reconcile|migrate`: the
-reviewer's memory commands (seed 2), each with `--json` for agents.
+"""`tht memory promote|save-one|decline|search|choose|summary|reconcile|migrate`, and the
+curator's `list|retire|merge|verify|import`: the memory commands (seed 2), each with `--json`
+for agents.
 
 The memory index lives on the configured `[index]` backend (thoth.workflow.stores opens it);
 `migrate` copies a local Qdrant Edge shard of an earlier release into the server collection.
@@ -48,6 +49,11 @@ def register(app: typer.Typer) -> None:
     memory_app.command("summary")(summary_cmd)
     memory_app.command("reconcile")(reconcile_cmd)
     memory_app.command("migrate")(migrate_cmd)
+    memory_app.command("list")(list_cmd)
+    memory_app.command("retire")(retire_cmd)
+    memory_app.command("merge")(merge_cmd)
+    memory_app.command("verify")(verify_cmd)
+    memory_app.command("import")(import_cmd)
 
 
 @contextmanager
@@ -60,10 +66,23 @@ def _stores(root: Path) -> Iterator[MemoryStores]:
 
 
 def promote_cmd(
-    session: SessionOpt,
+    session_arg: Annotated[
+        str | None, typer.Argument(metavar="SESSION", help="Session id.")
+    ] = None,
+    session_opt: Annotated[
+        str | None, typer.Option("--session", help="Session id (same as SESSION).")
+    ] = None,
     show_preview: Annotated[
-        bool, typer.Option("--preview", help="List the next candidates (required).")
+        bool, typer.Option("--preview", help="Only list the candidates; change nothing.")
     ] = False,
+    deselect: Annotated[
+        list[int] | None,
+        typer.Option("--deselect", help="Seq of a candidate to decline instead (repeatable)."),
+    ] = None,
+    edit: Annotated[
+        list[str] | None,
+        typer.Option("--edit", help="SEQ=WORDING: promote a candidate with new wording."),
+    ] = None,
     near_duplicates: Annotated[
         bool,
         typer.Option(
@@ -71,44 +90,87 @@ def promote_cmd(
             help="Look up similar memories of other sessions (needs the index and embedder).",
         ),
     ] = True,
-    limit: Annotated[int, typer.Option(help="Candidates to show, at most 5.")] = 5,
+    limit: Annotated[int, typer.Option(help="Candidates to show with --preview, at most 5.")] = 5,
+    rationale: RationaleOpt = "",
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """F8: the session's next promotion candidates (then save-one or decline each)."""
+    """F8 as one checklist: the candidates, all preselected, confirmed in one command
+    (`--deselect SEQ` declines one, `--edit SEQ=WORDING` rewords one). `--preview` only lists."""
+    from thoth.memory.checklist import ChecklistRequest, confirm
     from thoth.memory.promotion import preview
 
-    if not show_preview:
+    session = session_arg or session_opt
+    if session is None or (session_arg and session_opt and session_arg != session_opt):
         raise typer.BadParameter(
-            "promotion is decided one concept at a time: run with --preview to list the "
-            "candidates, then `tht memory save-one` or `tht memory decline` for each",
-            param_hint="--preview",
+            "name the session once: SESSION or --session", param_hint="SESSION"
         )
+    edits = _edits(edit or [])
     with errors(as_json), _stores(workspace) as st:
-        result = preview(
-            st.session(session),
-            st.registry,
-            limit,
-            index=st.index if near_duplicates else None,
-            embedder=st.embedder if near_duplicates else None,
-        )
-    if as_json:
-        emit_json(result.as_dict())
+        if not show_preview:
+            result = confirm(
+                st.session(session),
+                ChecklistRequest(deselect=tuple(deselect or ()), edits=edits, rationale=rationale),
+                registry=st.registry,
+                index=st.index,
+                embedder=st.embedder,
+            )
+        else:
+            shown = preview(
+                st.session(session),
+                st.registry,
+                limit,
+                index=st.index if near_duplicates else None,
+                embedder=st.embedder if near_duplicates else None,
+            )
+    if not show_preview:
+        if as_json:
+            emit_json(result.model_dump())
+            return
+        if not result.outcomes:
+            out.print("No concept left to promote or decline.")
+        for o in result.outcomes:
+            if o.action == "declined":
+                out.print(f"[x] seq {o.seq}: declined{'' if o.created else ' (already)'}")
+            else:
+                edited = f" (edited as seq {o.promoted_seq})" if o.promoted_seq else ""
+                again = "" if o.created else " (already)"
+                out.print(f"[✓] seq {o.seq}: promoted as [bold]{o.memory_id}[/]{edited}{again}")
+        if result.remaining:
+            out.print(f"{result.remaining} more candidate(s): run the command again.")
+        state = "ready to finalize" if result.finalize_ready else "not ready to finalize"
+        out.print(f"Session {session} is {state}.")
         return
-    if result.candidates:
-        table = Table(title=f"memory candidates of {session}")
+    if as_json:
+        emit_json(shown.as_dict())
+        return
+    if shown.candidates:
+        table = Table(title=f"memory candidates of {session} (all selected)")
         for col in ("seq", "subject", "detail", "near duplicates"):
             table.add_column(col)
-        for c in result.candidates:
+        for c in shown.candidates:
             near = ", ".join(f"{n.memory_id} ({n.similarity:.2f})" for n in c.near_duplicates)
             table.add_row(str(c.seq), escape(c.subject), escape(c.detail), near)
         out.print(table)
+        out.print(
+            f"Confirm with `tht memory promote {session}` (--deselect SEQ, --edit SEQ=WORDING)."
+        )
     else:
         out.print("No concept left to promote or decline.")
-    if result.remaining:
-        out.print(f"{result.remaining} more candidate(s) after these: decide these, then preview.")
-    state = "ready to finalize" if result.finalize_ready else "not ready to finalize"
+    if shown.remaining:
+        out.print(f"{shown.remaining} more candidate(s) after these: decide these, then preview.")
+    state = "ready to finalize" if shown.finalize_ready else "not ready to finalize"
     out.print(f"Session {session} is {state}.")
+
+
+def _edits(values: list[str]) -> dict[int, str]:
+    edits: dict[int, str] = {}
+    for value in values:
+        seq, sep, wording = value.partition("=")
+        if not sep or not seq.strip().isdigit():
+            raise typer.BadParameter(f"{value!r} is not SEQ=WORDING", param_hint="--edit")
+        edits[int(seq)] = wording
+    return edits
 
 
 def save_one_cmd(
@@ -295,3 +357,163 @@ def migrate_cmd(
         f"{report.registry}."
     )
     out.print(f"The local shard {report.source} was left in place: remove it when you wish.")
+
+
+ByOpt = Annotated[
+    str | None, typer.Option("--by", help="Who decides (default: the operating-system user).")
+]
+WhyOpt = Annotated[str, typer.Option("--why", help="Why, recorded with the decision.")]
+
+
+def _by(by: str | None) -> str:
+    import getpass
+
+    return by or getpass.getuser()
+
+
+def retire_cmd(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory, e.g. mem-0001.")],
+    why: WhyOpt,
+    by: ByOpt = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Retire a memory: never proposed again; sessions that used it say so."""
+    from thoth.memory.curation import RetireRequest, retire
+
+    with errors(as_json), _stores(workspace) as st:
+        result = retire(
+            RetireRequest(memory_id=memory_id, why=why, by=_by(by)),
+            registry=st.registry,
+            index=st.index,
+        )
+    if as_json:
+        emit_json(result.model_dump())
+        return
+    out.print(f"{memory_id} retired by {escape(result.by)}: {escape(result.why)}")
+
+
+def merge_cmd(
+    keep: Annotated[str, typer.Argument(metavar="KEEP", help="The memory to keep.")],
+    drop: Annotated[list[str], typer.Argument(metavar="DROP...", help="Memories merged into it.")],
+    why: WhyOpt,
+    by: ByOpt = None,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Merge memories that say the same thing into KEEP (which keeps all their provenance)."""
+    from thoth.memory.curation import MergeRequest, merge
+
+    with errors(as_json), _stores(workspace) as st:
+        result = merge(
+            MergeRequest(keep=keep, drop=tuple(drop), why=why, by=_by(by)),
+            registry=st.registry,
+            index=st.index,
+        )
+    if as_json:
+        emit_json(result.model_dump())
+        return
+    out.print(f"{', '.join(result.dropped)} merged into {keep} by {escape(result.by)}.")
+
+
+def list_cmd(
+    near_duplicates: Annotated[
+        bool,
+        typer.Option(
+            "--near-duplicates/--no-near-duplicates",
+            help="Offer near-duplicate pairs for merging (needs the index and embedder).",
+        ),
+    ] = True,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Every memory: state, history, provenance, the sessions that used it, and
+    near-duplicates to merge."""
+    from thoth.memory.curation import list_memories, near_duplicate_pairs
+    from thoth.memory.promotion import NEAR_DUPLICATE_MIN_COSINE
+
+    with errors(as_json), _stores(workspace) as st:
+        pairs = (
+            near_duplicate_pairs(
+                registry=st.registry,
+                index=st.index,
+                embedder=st.embedder,
+                threshold=NEAR_DUPLICATE_MIN_COSINE,
+            )
+            if near_duplicates
+            else ()
+        )
+        result = list_memories(registry=st.registry, sessions=st.sessions, suggestions=pairs)
+    if as_json:
+        emit_json(result.model_dump())
+        return
+    table = Table(title="memories")
+    for col in ("id", "state", "subject", "sources", "used in", "history"):
+        table.add_column(col)
+    for m in result.memories:
+        state = f"merged into {m.merged_into}" if m.merged_into else m.state
+        sources = ", ".join(f"{s.session_id}#{s.decision_seq}" for s in m.sources)
+        used = ", ".join(f"{u.session_id}#{u.seq}" for u in m.used_in)
+        history = "; ".join(f"{h.action} {h.at} by {h.by}: {h.why}" for h in m.history)
+        table.add_row(m.memory_id, state, escape(m.subject), sources, used, escape(history))
+    out.print(table)
+    for s in result.merge_suggestions:
+        out.print(
+            f"near-duplicates ({s.similarity:.2f}): `tht memory merge {s.keep} {s.drop} --why ...`"
+        )
+    for session in result.unreadable_sessions:
+        out.print(f"[yellow]session {session} could not be read: its uses are not listed.[/]")
+
+
+def verify_cmd(
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Read the whole registry and the memory index: memories by state, and the registry lines
+    and index points of older record types they skip (named by type, line and id)."""
+    from thoth.memory.legacy import verify_registry
+
+    with errors(as_json), _stores(workspace) as st:
+        report = verify_registry(st.registry, st.index)
+    if as_json:
+        emit_json(report.model_dump())
+        return
+    out.print(
+        f"{report.registry}: {report.memories} memories ({report.active} active, "
+        f"{report.retired} retired, {report.merged} merged), {report.curation_lines} "
+        "curation line(s)."
+    )
+    for t in report.skipped:
+        lines = ", ".join(str(n) for n in t.lines)
+        out.print(f"skipped by type: {t.count} {t.type} line(s) (lines {lines})")
+    out.print(f"memory index: {report.index_points} point(s).")
+    for i in report.index_skipped:
+        ids = ", ".join(i.memory_ids)
+        out.print(f"skipped by type in the index: {i.count} {i.type} point(s) ({ids})")
+
+
+def import_cmd(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A registry.jsonl to bring in.")],
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring in a registry of the earlier system: its reusable memories get new ids, are
+    indexed and marked in their sessions; the report says what was skipped and why."""
+    from thoth.memory.legacy import import_registry
+    from thoth.memory.reconcile import reconcile
+
+    with errors(as_json), _stores(workspace) as st:
+        report = import_registry(file, registry=st.registry, sessions=st.sessions)
+        repaired = reconcile(
+            sessions=st.sessions, registry=st.registry, index=st.index, embedder=st.embedder
+        )
+    if as_json:
+        emit_json({**report.model_dump(), "reconcile": repaired.as_dict(), "ok": repaired.ok})
+    else:
+        for m in report.imported:
+            out.print(f"imported line {m.line} {m.old_id} as [bold]{m.memory_id}[/]")
+        for s in report.skipped:
+            out.print(f"skipped line {s.line} {s.id or ''}: {escape(s.reason)}")
+        for p in repaired.problems:
+            out.print(f"[bold red]problem:[/] {escape(p.render())}")
+    raise typer.Exit(exitcodes.OK if repaired.ok else exitcodes.FAILED)

@@ -70,8 +70,10 @@ def activate_revision_cmd(
 
 def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
     from thoth.workflow.publish import Publisher
+    from thoth.workflow.stores import MemoryStores
 
-    with phase_bars(show_progress, "evidence publish") as tick:
+    # The memory index, so that an Evidence pipeline upgrade proves it came through unchanged.
+    with phase_bars(show_progress, "evidence publish") as tick, MemoryStores.for_runtime(rt) as st:
         publisher = Publisher(
             rt.ws,
             rt.state,
@@ -79,6 +81,7 @@ def run_preprocess(rt: Runtime, show_progress: bool) -> PublishReport:
             rt.embedder,
             retain=rt.ws.settings.index.retain,
             progress=tick,
+            memory_index=st.index,
         )
         return publisher.preprocess()
 

@@ -141,6 +141,19 @@ def render_publish(console: Console, report: PublishReport) -> None:
         f"(embedded in {report.embed_seconds:.1f}s), {report.carried_forward} records of "
         f"other kinds carried forward, {report.duration_s:.1f}s in all."
     )
+    proof = report.upgrade_proof
+    if proof is not None:
+        verdict = "[green]passed[/]" if proof.passed else "[red]failed[/]"
+        console.print(
+            f"Upgrade proof (pipeline {proof.from_version} -> {proof.to_version}): {verdict}"
+        )
+        for k in proof.kinds:
+            console.print(
+                f"  {k.kind}: {k.count_before} -> {k.count_after} records, "
+                f"{len(k.sample_ids)} sampled ids, {k.searches} dense searches"
+            )
+        for d in proof.differences:
+            console.print(f"  [red]differs:[/] {escape(d)}")
     if report.evaluation:
         render_evaluation(console, report.evaluation)
     colour = "green" if report.outcome == "activated" else "red"

@@ -33,6 +33,7 @@ from thoth.index.base import Hit, IndexRecord, IndexUnavailable, SparseVec
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.live import EdgeLiveCollection, LiveCollection, LiveStore
 from thoth.index.records import RECORD_MEMORY, MemoryPayload, payload_indexes
+from thoth.memory.core import REUSABLE_TYPES
 from thoth.memory.registry import MemoryRecord
 
 RECORD_KIND: Final = RECORD_MEMORY
@@ -47,6 +48,10 @@ _FORMAT: Final = 1
 _REBUILD: Final = "run `tht memory reconcile --rebuild` to rebuild it from the registry"
 
 UpsertResult = Literal["indexed", "unchanged"]
+# What searches read: memory points of a reusable type. Points of older record types
+# (`table_promoted`… of the earlier system) are skipped by type in the query itself, so they
+# take no rank in either branch and the fused ranking is that of the memories alone.
+_REUSABLE_POINTS: Final = {"record_kind": RECORD_KIND, "type": sorted(REUSABLE_TYPES)}
 
 
 def memory_ref(memory_id: str) -> str:
@@ -230,9 +235,7 @@ class MemoryIndex:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         with self._reading(embedder_identity) as store:
-            hits = store.query_hybrid(
-                query_vec, sparse, {"record_kind": RECORD_KIND}, limit, max(50, limit)
-            )
+            hits = store.query_hybrid(query_vec, sparse, _REUSABLE_POINTS, limit, max(50, limit))
         return [MemoryHit.from_hit(h) for h in hits]
 
     def similar(
@@ -242,10 +245,7 @@ class MemoryIndex:
         similarity."""
         with self._reading(embedder_identity) as store:
             return [
-                [
-                    MemoryHit.from_hit(h)
-                    for h in store.query_dense(vec, {"record_kind": RECORD_KIND}, limit)
-                ]
+                [MemoryHit.from_hit(h) for h in store.query_dense(vec, _REUSABLE_POINTS, limit)]
                 for vec in vecs
             ]
 

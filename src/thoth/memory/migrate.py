@@ -66,7 +66,7 @@ def migrate(
             f"no local memory shard at {source.where}: nothing to migrate -> run `tht memory "
             "reconcile` to index the registry's memories in the configured backend"
         )
-    records = registry.all()
+    records = registry.active()
     meta, points = source.points()
     if meta.get("embedder") != embedder.identity:
         raise PreconditionError(

@@ -12,6 +12,9 @@ being rewritten. The projection:
 - keeps table and column names inside the explanation: they are the concept's technical
   mapping, not a memory of their own.
 
+- lists the memories the session adopted in F2, as they were chosen (the ledger's copy), with
+  their state now: a memory retired or merged away since says so, the choice stays.
+
 Hidden markers are listed (with the reason) in the JSON form, for audit; the Markdown form
 shows what a reviewer reads.
 """
@@ -23,7 +26,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
 from thoth.memory.core import REUSABLE_TYPES
-from thoth.memory.markers import PROMOTED, marker_target
+from thoth.memory.markers import (
+    LEGACY_REJECTED,
+    PROMOTED,
+    adopted_memory,
+    cited_memory_ids,
+    marker_target,
+)
 from thoth.memory.registry import Registry
 from thoth.session import Entry, Session, effective_decisions, memory_markers
 
@@ -47,6 +56,29 @@ class ProjectedMemory:
 
 
 @dataclass(frozen=True)
+class AdoptedMemory:
+    """A memory chosen in F2, as the session recorded it then."""
+
+    seq: int
+    memory_id: str
+    subject: str
+    detail: str
+    state: str | None  # active, retired, merged; None without the registry or not there
+    merged_into: str | None = None
+
+
+@dataclass(frozen=True)
+class RejectedMemory:
+    """A legacy `memory_rejected` marker: the earlier system's F2 rejection of a global
+    memory (not of one of this session's concepts), shown as the decision it was."""
+
+    marker_seq: int
+    memory_ids: tuple[str, ...]
+    subject: str
+    rationale: str
+
+
+@dataclass(frozen=True)
 class HiddenMarker:
     marker_seq: int
     refers_to: int | None
@@ -59,6 +91,8 @@ class MemorySummary:
     approved: tuple[ProjectedMemory, ...]
     declined: tuple[ProjectedMemory, ...]
     hidden: tuple[HiddenMarker, ...]
+    adopted: tuple[AdoptedMemory, ...] = ()
+    rejected: tuple[RejectedMemory, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,11 +101,13 @@ class MemorySummary:
             "approved": [asdict(m) for m in self.approved],
             "declined": [asdict(m) for m in self.declined],
             "hidden": [asdict(h) for h in self.hidden],
+            "adopted": [asdict(a) for a in self.adopted],
+            "rejected": [asdict(r) for r in self.rejected],
         }
 
     def markdown(self) -> str:
         lines = ["## Memories", ""]
-        if not self.approved and not self.declined:
+        if not (self.approved or self.declined or self.adopted or self.rejected):
             lines.append("_No memory was promoted or declined in this session._")
         for title, memories in (("Approved", self.approved), ("Declined", self.declined)):
             if not memories:
@@ -84,7 +120,28 @@ class MemorySummary:
                 if m.rationale.strip():
                     lines.append(f"  - _Why_: {m.rationale}")
             lines.append("")
+        if self.adopted:
+            lines += ["### Adopted from memory", ""]
+            for a in self.adopted:
+                since = _since(a)
+                lines.append(f"- **{a.subject}** (seq {a.seq}, {a.memory_id}{since}): {a.detail}")
+            lines.append("")
+        if self.rejected:
+            lines += ["### Rejected in F2 (earlier system)", ""]
+            for r in self.rejected:
+                why = f": {r.rationale}" if r.rationale.strip() else ""
+                ids = ", ".join(r.memory_ids)
+                lines.append(f"- {ids} **{r.subject}** (seq {r.marker_seq}){why}")
+            lines.append("")
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _since(adopted: AdoptedMemory) -> str:
+    if adopted.state == "retired":
+        return "; since retired"
+    if adopted.state == "merged":
+        return f"; since merged into {adopted.merged_into}"
+    return ""
 
 
 def _table_name(name: str) -> str:
@@ -121,16 +178,24 @@ def summarize(session: Session, registry: Registry | None = None) -> MemorySumma
     entries = session.entries()
     by_seq = {e.seq: e for e in entries}
     tables = _linked_tables(effective_decisions(entries))
+    state = registry.state() if registry is not None else None
     saved = (
-        {r.decision_seq: r.id for r in registry.all() if r.session_id == session.id}
-        if registry is not None
+        {r.decision_seq: r.id for r in state.records if r.session_id == session.id}
+        if state is not None
         else {}
     )
     approved: dict[int, ProjectedMemory] = {}
     declined: dict[int, ProjectedMemory] = {}
     hidden: list[HiddenMarker] = []
+    rejected: list[RejectedMemory] = []
     for marker in memory_markers(entries):
         target = marker_target(marker)
+        cited = cited_memory_ids(marker.subject, marker.detail, marker.rationale)
+        if marker.type == LEGACY_REJECTED and target is None and cited:
+            rejected.append(
+                RejectedMemory(marker.seq, tuple(sorted(cited)), marker.subject, marker.rationale)
+            )
+            continue
         original = by_seq.get(target) if target is not None else None
         reason = _hide_reason(original, tables)
         if reason is not None or original is None:
@@ -154,9 +219,27 @@ def summarize(session: Session, registry: Registry | None = None) -> MemorySumma
     # A legacy memory_rejected and a later promotion of the same concept: it is a memory.
     for seq in approved:
         declined.pop(seq, None)
+    adopted = []
+    for entry in effective_decisions(entries):
+        memory_id = adopted_memory(entry)
+        if memory_id is None:
+            continue
+        known = state is not None and memory_id in state.by_id
+        adopted.append(
+            AdoptedMemory(
+                seq=entry.seq,
+                memory_id=memory_id,
+                subject=entry.subject,
+                detail=entry.detail,
+                state=state.state(memory_id) if state is not None and known else None,
+                merged_into=state.merged_into.get(memory_id) if state is not None else None,
+            )
+        )
     return MemorySummary(
         session_id=session.id,
         approved=tuple(approved.values()),
         declined=tuple(declined.values()),
         hidden=tuple(hidden),
+        adopted=tuple(adopted),
+        rejected=tuple(rejected),
     )

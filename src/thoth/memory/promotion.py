@@ -293,6 +293,7 @@ def _near_duplicates(
     neighbours = index.similar(
         [[float(x) for x in v] for v in vectors], _NEIGHBOURS, embedder_identity=embedder.identity
     )
+    active = {r.id for r in registry.active()}  # a retire whose index step is pending
     out: list[list[NearDuplicate]] = []
     for hits in neighbours:
         near = [
@@ -308,6 +309,7 @@ def _near_duplicates(
             if h.score >= threshold
             and h.payload.get("session_id") != session.id
             and h.payload.get("type") in REUSABLE_TYPES
+            and h.memory_id in active
         ]
         out.append(near[:NEAR_DUPLICATES_SHOWN])
     return out

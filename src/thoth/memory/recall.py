@@ -5,12 +5,15 @@ registry (the canonical store) and keeps the hits that are there and are clarifi
 minus the memories this session has already decided, best first. `choose` is the reviewer
 taking one: it records a new `concept_clarified` in stage `memory` whose rationale cites the
 `mem-XXXX` it came from. Leaving a memory out records nothing: it means "not now", and the
-memory is proposed again if F2 is reopened. Nothing here deletes or edits a memory.
+memory is proposed again if F2 is reopened. Nothing here deletes or edits a memory. A memory
+retired or merged away (`thoth.memory.curation`) is never proposed, even while its point is
+still in the index; a session that adopted a memory merged into another has decided that
+other one too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
@@ -31,7 +34,7 @@ from thoth.session import Entry, Session, effective_decisions, memory_markers
 # Extra hits fetched beyond `limit` so that dropped hits do not leave the list short.
 FETCH_MARGIN: Final = 20
 
-DropReason = Literal["missing", "not_reusable"]
+DropReason = Literal["missing", "not_reusable", "retired", "merged"]
 
 
 class MemoryNotFound(ThothError):
@@ -53,7 +56,8 @@ class Proposal:
 @dataclass(frozen=True)
 class Dropped:
     """A hit the index returned that is not proposed, and why (the index and the registry
-    have drifted apart: `tht memory reconcile` repairs it)."""
+    have drifted apart, or a retire or merge stopped before its index step: `tht memory
+    reconcile` repairs it)."""
 
     memory_id: str
     reason: DropReason
@@ -94,11 +98,15 @@ class ChooseResult:
 
 
 def decided_memory_ids(
-    session_id: str, entries: Iterable[Entry], records: Iterable[MemoryRecord]
+    session_id: str,
+    entries: Iterable[Entry],
+    records: Iterable[MemoryRecord],
+    merged_into: Mapping[str, str] | None = None,
 ) -> set[str]:
     """Memories this session has decided: adopted ones (a standing concept_clarified citing
     `mem-XXXX` in its rationale), ones a legacy `memory_rejected` marker names, and the ones
-    promoted from this session itself."""
+    promoted from this session itself; with `merged_into`, the memories those were merged
+    into as well (the same concept)."""
     listed = list(entries)
     decided: set[str] = set()
     for entry in effective_decisions(listed):
@@ -108,6 +116,11 @@ def decided_memory_ids(
         if marker.type == LEGACY_REJECTED:
             decided |= cited_memory_ids(marker.subject, marker.detail, marker.rationale)
     decided |= {r.id for r in records if r.session_id == session_id}
+    into = merged_into or {}
+    for memory_id in list(decided):
+        while memory_id in into:
+            memory_id = into[memory_id]
+            decided.add(memory_id)
     return decided
 
 
@@ -125,8 +138,9 @@ def search_memories(
     if limit < 1:
         raise ThothError(f"session {session.id}: limit must be at least 1, not {limit}")
     entries = session.entries()
-    records = {r.id: r for r in registry.all()}
-    decided = decided_memory_ids(session.id, entries, records.values())
+    state = registry.state()
+    records = state.by_id
+    decided = decided_memory_ids(session.id, entries, records.values(), state.merged_into)
     empty = RecallResult(session.id, question, (), (), ())
     if not index.exists():
         if not records:
@@ -163,6 +177,8 @@ def search_memories(
             dropped.append(Dropped(hit.memory_id, "missing"))
         elif record.type not in REUSABLE_TYPES:  # defence in depth; the registry refuses these
             dropped.append(Dropped(hit.memory_id, "not_reusable"))
+        elif (status := state.state(record.id)) != "active":
+            dropped.append(Dropped(hit.memory_id, "retired" if status == "retired" else "merged"))
         elif record.id in decided:
             excluded.append(record.id)
         elif len(proposals) < limit:
@@ -184,7 +200,8 @@ def search_memories(
 def choose(session: Session, memory_id: str, *, registry: Registry) -> ChooseResult:
     """The reviewer applies memory `memory_id` to this session. Idempotent while the earlier
     choice stands."""
-    record = registry.get(memory_id)
+    state = registry.state()
+    record = state.by_id.get(memory_id)
     if record is None:
         raise MemoryNotFound(
             f"session {session.id}: memory {memory_id} is not in the registry {registry.path} "
@@ -195,6 +212,20 @@ def choose(session: Session, memory_id: str, *, registry: Registry) -> ChooseRes
         raise MemoryRefused(
             f"{where}: not applied",
             [Problem(where, f"{memory_id} is a {record.type}, not a clarified concept")],
+        )
+    if state.state(memory_id) != "active":
+        into = state.merged_into.get(memory_id)
+        raise MemoryRefused(
+            f"{where}: not applied",
+            [
+                Problem(
+                    where,
+                    f"{memory_id} is {'merged into ' + into if into else 'retired'}",
+                    hint=f"choose {into} instead" if into else "a retired memory is not used",
+                    code="not_active",
+                )
+            ],
+            code="not_active",
         )
     if record.session_id == session.id:
         raise MemoryRefused(

@@ -5,7 +5,9 @@ Promotion writes registry -> index -> marker without a transaction across the th
 "Limiti e rischi residui"), so a failure can leave:
 
 - a memory in the registry but not in the index (or indexed with other content): index it;
-- a point in the index with no registry record: remove it (the registry is canonical);
+- a point in the index with no registry record, or of a memory retired or merged away (a
+  `tht memory retire` or `merge` that stopped after its registry line): remove it (the
+  registry is canonical and the index holds only the memories F2 may propose);
 - a memory in the registry whose session has no `memory_promoted` marker for it: append the
   marker to that session's ledger.
 
@@ -27,7 +29,7 @@ from thoth.embed.base import Embedder, EmbedderError
 from thoth.errors import Problem, ThothError
 from thoth.memory.index import MemoryEmbeddingFailed, MemoryIndex
 from thoth.memory.markers import PROMOTED, PROMOTION_STAGE, decision_lock, marker_target
-from thoth.memory.registry import MemoryRecord, Registry
+from thoth.memory.registry import MemoryRecord, Registry, RegistryState
 from thoth.session import SessionDamaged, SessionNotFound, SessionStore, memory_markers
 from thoth.session.session import SESSION_ID_RE
 
@@ -73,19 +75,25 @@ def reconcile(
 ) -> ReconcileReport:
     """Repair what can be repaired, report the rest. A damaged registry or index raises
     (RegistryCorrupted, IndexUnavailable): nothing can be compared against it."""
-    records = registry.all()
+    state = registry.state()
+    records = list(state.records)
     if rebuild:
         index.drop()
-    repairs = reconcile_index(records, index, embedder)
+    repairs = reconcile_index(state.active(), index, embedder, state=state)
     problems: list[Problem] = []
     repairs += _reconcile_markers(records, sessions, problems)
     return ReconcileReport(tuple(repairs), tuple(problems), rebuilt=rebuild)
 
 
 def reconcile_index(
-    records: list[MemoryRecord], index: MemoryIndex, embedder: Embedder
+    records: list[MemoryRecord],
+    index: MemoryIndex,
+    embedder: Embedder,
+    *,
+    state: RegistryState | None = None,
 ) -> list[Repair]:
-    """Make the index hold exactly the registry's memories with their current content."""
+    """Make the index hold exactly `records` (the registry's active memories) with their
+    current content; `state` names why a removed point is not wanted."""
     indexed = index.ids()
     stale = [r for r in records if indexed.get(r.id) != r.content_sha256]
     try:
@@ -108,10 +116,17 @@ def reconcile_index(
     known = {r.id for r in records}
     orphans = sorted(set(indexed) - known)
     index.delete(orphans)
-    repairs += [
-        Repair("removed_from_index", m, detail="indexed but not in the registry") for m in orphans
-    ]
+    repairs += [Repair("removed_from_index", m, detail=_why_unwanted(m, state)) for m in orphans]
     return repairs
+
+
+def _why_unwanted(memory_id: str, state: RegistryState | None) -> str:
+    status = state.state(memory_id) if state and memory_id in state.by_id else None
+    if status == "retired":
+        return "retired"
+    if status == "merged" and state is not None:
+        return f"merged into {state.merged_into[memory_id]}"
+    return "indexed but not in the registry"
 
 
 def _session_ids(sessions: SessionStore, records: list[MemoryRecord]) -> list[str]:

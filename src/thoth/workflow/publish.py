@@ -29,12 +29,28 @@ from thoth.evidence.publish import (
 )
 from thoth.gitrepo import default_run_by
 from thoth.index.bm25 import Bm25Encoder, average_length
-from thoth.index.build import GenerationBuilder, Progress, RunLock, RunRow, embed_passages
+from thoth.index.build import (
+    BuildError,
+    GenerationBuilder,
+    Progress,
+    RunLock,
+    RunRow,
+    embed_passages,
+)
 from thoth.index.generations import IndexBackend
-from thoth.index.reader import EVIDENCE_CONFIG
+from thoth.index.reader import EVIDENCE_CONFIG, open_generation
 from thoth.index.records import GENERATION_INDEXES
+from thoth.memory.index import MemoryIndex
 from thoth.search.service import EvidenceSearch
 from thoth.state import BuildOutcome, StateStore
+from thoth.workflow.upgrade_proof import (
+    KindSnapshot,
+    UpgradeProof,
+    generation_snapshots,
+    memory_snapshot,
+    prove_generation,
+    prove_memory,
+)
 from thoth.workspace import Workspace
 
 
@@ -54,11 +70,14 @@ class PublishReport:
     dropped_generations: list[str] = field(default_factory=list)
     previous_generation: str | None = None
     evaluation: EvaluationReport | None = None
+    # Set when the publication changes the Evidence pipeline version (thoth.workflow.upgrade_proof).
+    upgrade_proof: UpgradeProof | None = None
     message: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["evaluation"] = self.evaluation.as_dict() if self.evaluation else None
+        data["upgrade_proof"] = self.upgrade_proof.as_dict() if self.upgrade_proof else None
         return data
 
 
@@ -71,7 +90,14 @@ class Publisher:
         embedder: Embedder,
         retain: int = 2,
         progress: Progress | None = None,
+        *,
+        memory_index: MemoryIndex | None = None,
+        pipeline_version: int = PIPELINE_VERSION,
     ) -> None:
+        """`memory_index`: the workspace's memory index, proven unchanged by an upgrade (None:
+        the proof covers the generation's records only, and says so by listing no memory)."""
+        self.memory_index = memory_index
+        self.pipeline_version = pipeline_version
         self.ws = ws
         self.name = ws.settings.workspace
         self.state = state
@@ -138,7 +164,7 @@ class Publisher:
             self.name,
             kind="evidence",
             run_by=run_by or default_run_by(self.ws.root),
-            pipeline_version=PIPELINE_VERSION,
+            pipeline_version=self.pipeline_version,
         )
 
     def _preprocess(self) -> PublishReport:
@@ -166,7 +192,25 @@ class Publisher:
         bm25 = Bm25Encoder(
             self.ws.settings.language, average_length([f.text for _, f in fragments])
         )
+        # An upgrade: the previous generation was built by another pipeline version (one built
+        # before versions were recorded counts as another).
+        before: tuple[list[KindSnapshot], KindSnapshot | None] | None = None
+        if (
+            previous is not None
+            and previous.config.get("pipeline_version") != self.pipeline_version
+        ):
+            report.upgrade_proof = UpgradeProof(
+                previous.config.get("pipeline_version"), self.pipeline_version
+            )
+            store = open_generation(self.backend, previous)
+            try:
+                carried = generation_snapshots(store, previous.id)
+            finally:
+                store.close()
+            memory = memory_snapshot(self.memory_index) if self.memory_index else None
+            before = (carried, memory)
         config = {
+            "pipeline_version": self.pipeline_version,
             "bm25": bm25.config(),
             "max_chunk_chars": self.ws.settings.evidence.max_chunk_chars,
             # The mark of a gated Evidence publication: readers require it (docs sync carries
@@ -215,6 +259,8 @@ class Publisher:
                 )
 
                 def gate(candidate: str) -> bool:
+                    if before is not None and not self._prove(candidate, before, report):
+                        return False
                     report.evaluation = self._evaluate(candidate, evaluation, units)
                     return report.evaluation.gate_passed
 
@@ -222,6 +268,14 @@ class Publisher:
                     build.activate()
                     report.outcome = "activated"
                     report.message = f"generation {gen_id} is active"
+                elif report.upgrade_proof is not None and not report.upgrade_proof.passed:
+                    report.outcome = "gate_failed"
+                    diffs = report.upgrade_proof.differences
+                    report.message = (
+                        f"upgrade proof failed: {len(diffs)} difference(s) between the records "
+                        f"before and after the pipeline upgrade ({'; '.join(diffs[:5])}); the "
+                        "previous generation stays active"
+                    )
                 else:
                     assert report.evaluation is not None
                     failing = [q.id for q in report.evaluation.questions if not q.hit_at_10]
@@ -267,6 +321,29 @@ class Publisher:
             "carried_forward": report.carried_forward,
             "duration_s": round(report.duration_s, 3),
         }
+
+    def _prove(
+        self,
+        gen_id: str,
+        before: tuple[list[KindSnapshot], KindSnapshot | None],
+        report: PublishReport,
+    ) -> bool:
+        """The upgrade proof on the sealed candidate (and the memory index, read again)."""
+        proof = report.upgrade_proof
+        assert proof is not None
+        gen = self.state.get_generation(gen_id)
+        if gen is None:
+            raise BuildError(
+                f"candidate {gen_id} is not in the state store -> report this as a bug"
+            )
+        store = open_generation(self.backend, gen)
+        try:
+            prove_generation(before[0], store, gen_id, proof)
+        finally:
+            store.close()
+        if before[1] is not None and self.memory_index is not None:
+            prove_memory(before[1], self.memory_index, proof)
+        return proof.passed
 
     def _evaluate(self, gen_id: str, evaluation: Any, units: list[Unit]) -> EvaluationReport:
         gen = self.state.get_generation(gen_id)
