@@ -924,6 +924,13 @@ class CallerSettings(_Strict):
     labels: list[str] = Field(
         min_length=1, description="The caller's label ceiling: the most its requests may see."
     )
+    # Retiring or merging a memory changes what every later session is proposed at F2: a
+    # reviewer's act, not any calling system's (thoth.service.memories).
+    curator: bool = Field(
+        default=False,
+        description="May list, retire and merge memories over HTTP and MCP (/v1/memories, "
+        "memory_retire, memory_merge); other callers get 403 not_a_curator.",
+    )
 
 
 class ServiceSettings(_Strict):

@@ -80,6 +80,10 @@ def add_caller_cmd(
     labels: Annotated[
         str, typer.Option("--labels", help="Its label ceiling, comma-separated (public,internal).")
     ],
+    curator: Annotated[
+        bool,
+        typer.Option("--curator", help="May list, retire and merge memories (HTTP, MCP)."),
+    ] = False,
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
@@ -88,9 +92,17 @@ def add_caller_cmd(
 
     with errors(as_json):
         root = Workspace.open(workspace).root
-        caller, key = add_caller(root, name, labels.split(","))
+        caller, key = add_caller(root, name, labels.split(","), curator=curator)
     if as_json:
-        emit_json({"ok": True, "name": caller.name, "labels": caller.labels, "key": key})
+        emit_json(
+            {
+                "ok": True,
+                "name": caller.name,
+                "labels": caller.labels,
+                "curator": caller.curator,
+                "key": key,
+            }
+        )
         return
     out.print(
         f"Caller [bold]{escape(caller.name)}[/] added with ceiling "

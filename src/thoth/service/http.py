@@ -41,6 +41,7 @@ from thoth.database import DatabaseUnavailable
 from thoth.embed.base import EmbedderError
 from thoth.errors import ConfigError, PreconditionError, Problem, RequestError, ThothError
 from thoth.index.base import IndexUnavailable
+from thoth.memory.curation import CurationIncomplete
 from thoth.memory.index import MemoryEmbeddingFailed
 from thoth.memory.promotion import PromotionIncomplete
 from thoth.memory.registry import MemoryRefused
@@ -55,6 +56,7 @@ from thoth.service.errors import (
     UnsupportedMediaType,
 )
 from thoth.service.mcp_server import http_managers
+from thoth.service.memories import MemoryDoor, MergeBody, NotACurator, RetireBody
 from thoth.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from thoth.service.models import (
     BODY_MODELS,
@@ -106,6 +108,7 @@ R = TypeVar("R", bound=Response)
 STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (Unauthorized, 401),
     (LabelAboveCeiling, 403),
+    (NotACurator, 403),
     (BodyTooLarge, 413),
     (RequestTimeout, 408),
     (BodyNotUtf8, 400),
@@ -135,6 +138,7 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (DatabaseUnavailable, 503),
     (SchemaUnreadable, 503),
     (PromotionIncomplete, 503),
+    (CurationIncomplete, 503),
     (MemoryEmbeddingFailed, 503),
     (NotProposed, 422),
     (SqlRefused, 422),
@@ -297,6 +301,7 @@ def create_app(workspace_root: Path) -> FastAPI:
     _handlers(app)
     _routes(app)
     _session_routes(app)
+    _memory_routes(app)
     # MCP over HTTP (outside the API document: its own protocol, docs/mcp.md)
     app.router.routes.append(
         Route("/mcp", endpoint=McpEndpoint(app), methods=["GET", "POST", "DELETE"])
@@ -620,6 +625,42 @@ async def _session(
         if isinstance(result, str):
             return Response(result, media_type="text/markdown; charset=utf-8")
         return _reply(request, state, result, status)
+
+    return await _guarded(request, work, with_body=model is not None)
+
+
+def _memory_routes(app: FastAPI) -> None:
+    """The curator's verbs on memories (thoth.service.memories): `tht memory list|retire|merge`."""
+    tags: list[str | Enum] = ["memories"]
+
+    @app.get("/v1/memories", tags=tags, responses=_ERRORS)
+    async def list_memories(request: Request) -> Response:
+        """Every memory: state, history, provenance, the sessions that used it, and
+        near-duplicate pairs to merge (`tht memory list --json`). Curators only."""
+        return await _memories(request, None, lambda d, _b: d.listing())
+
+    @app.post("/v1/memories/retire", tags=tags, responses=_ERRORS,
+              openapi_extra=_body_spec(RetireBody))  # fmt: skip
+    async def retire_memory(request: Request) -> Response:
+        """Retire a memory: never proposed again at F2 (`tht memory retire --json`). Curators
+        only; the registry records the caller as who retired it."""
+        return await _memories(request, RetireBody, lambda d, b: d.retire(b))
+
+    @app.post("/v1/memories/merge", tags=tags, responses=_ERRORS,
+              openapi_extra=_body_spec(MergeBody))  # fmt: skip
+    async def merge_memories(request: Request) -> Response:
+        """Merge memories that say the same thing into `keep`, which keeps all their
+        provenance (`tht memory merge --json`). Curators only."""
+        return await _memories(request, MergeBody, lambda d, b: d.merge(b))
+
+
+async def _memories(
+    request: Request, model: type[BaseModel] | None, verb: Callable[[MemoryDoor, Any], Any]
+) -> Response:
+    async def work(state: _State, caller: CallerSettings) -> Response:
+        body = validate(model, request.state.body) if model is not None else None
+        door = MemoryDoor(state.ws, caller, state.operations.with_runtime)
+        return _reply(request, state, await run_in_threadpool(verb, door, body))
 
     return await _guarded(request, work, with_body=model is not None)
 
@@ -979,7 +1020,13 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         title=app.title, version=app.version, summary=app.summary, routes=app.routes
     )
     components = schema.setdefault("components", {}).setdefault("schemas", {})
-    models: tuple[type[BaseModel], ...] = (*BODY_MODELS, *SESSION_BODY_MODELS, ProblemBody)
+    models: tuple[type[BaseModel], ...] = (
+        *BODY_MODELS,
+        *SESSION_BODY_MODELS,
+        RetireBody,
+        MergeBody,
+        ProblemBody,
+    )
     for model in models:
         spec = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(spec.pop("$defs", {}))

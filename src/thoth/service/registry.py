@@ -22,9 +22,12 @@ from thoth.storage.files import fsync_dir, write_durably
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
-def add_caller(root: Path, name: str, labels: Sequence[str]) -> tuple[CallerSettings, str]:
-    """Declare caller `name` with the label ceiling `labels`; returns it and its new key
-    (shown once: only the hash is stored)."""
+def add_caller(
+    root: Path, name: str, labels: Sequence[str], *, curator: bool = False
+) -> tuple[CallerSettings, str]:
+    """Declare caller `name` with the label ceiling `labels` (and, with `curator`, the right to
+    retire and merge memories); returns it and its new key (shown once: only the hash is
+    stored)."""
     settings = load_settings(root)
     if not _NAME.match(name):
         raise RequestError(
@@ -48,7 +51,7 @@ def add_caller(root: Path, name: str, labels: Sequence[str]) -> tuple[CallerSett
             ],
         )
     key = new_key()
-    caller = CallerSettings(name=name, key_sha256=hash_key(key), labels=ceiling)
+    caller = CallerSettings(name=name, key_sha256=hash_key(key), labels=ceiling, curator=curator)
     doc = _document(root)
     service = doc.get("service")
     if service is None:
@@ -62,6 +65,8 @@ def add_caller(root: Path, name: str, labels: Sequence[str]) -> tuple[CallerSett
     entry["name"] = caller.name
     entry["key_sha256"] = caller.key_sha256
     entry["labels"] = list(caller.labels)
+    if caller.curator:
+        entry["curator"] = True
     callers.append(entry)
     _write(root, doc)
     return caller, key
