@@ -95,6 +95,7 @@ TOOLS = {
     "session_choose_memories",
     "session_checklist",
     "session_confirm_checklist",
+    "session_gap",
     "session_summary",
     "job_submit",
     "job_show",

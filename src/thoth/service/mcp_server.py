@@ -58,6 +58,7 @@ from thoth.service.sessions import (
     ChecklistBody,
     ConsultBody,
     DecideBody,
+    GapBody,
     MemoryChoiceBody,
     RetractBody,
     SessionDoor,
@@ -102,7 +103,10 @@ rests on. Nothing is decided for you: you consult, decide, check and run with th
   final_sql_approved with the statement as detail, then session_sql_run.
 - F8 (memory_promotion): session_checklist, then session_confirm_checklist (promote or
   decline each candidate); the session closes when none is left.
-- Withdraw with session_retract, redo with session_reopen or session_rollback."""
+- Withdraw with session_retract, redo with session_reopen or session_rollback.
+- At any stage, when no Evidence defines a concept the question needs, or a consultation
+  found nothing, record it with session_gap (the receipt_seq of that consultation): the
+  curators see it in their queue. Never fill the gap with a guess."""
 
 
 def stages_prompt() -> str:
@@ -472,6 +476,16 @@ class ThothTools:
                 lambda b: door().confirm_checklist(
                     b.session_id, http_body(ChecklistBody, b), b.idempotency_key
                 ),
+                writes=True,
+            ),
+            Tool(
+                "session_gap",
+                "Record a knowledge gap",
+                "Say what the session was missing — a concept no Evidence defines, a "
+                "consultation that found nothing (its receipt_seq) — for the curators' queue "
+                "(`tht evidence gaps`). A ledger entry, not a decision.",
+                on_session(GapBody, write=True),
+                lambda b: door().record_gap(b.session_id, http_body(GapBody, b), b.idempotency_key),
                 writes=True,
             ),
             Tool(
