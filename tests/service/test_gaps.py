@@ -146,3 +146,17 @@ def test_a_withdrawn_gap_leaves_the_queue_and_a_gap_is_taken_once(tmp_path: Path
     for bad in (gap.id, f"{session.id}:{gone.seq}", "nonsense"):
         with pytest.raises(GapNotFound):
             queue.take(bad)
+
+
+def test_an_mcp_write_retried_with_its_idempotency_key_is_written_once(server: Server) -> None:
+    sid = new_session(server)
+    arguments = {"session_id": sid, "base": 0, "stage": "memory", "subject": "ricovero",
+                 "idempotency_key": "gap-once-1"}  # fmt: skip
+    first = call(server, ANALYST, "session_gap", arguments)
+    assert not first.is_error, text_of(first)
+    before = ledger_lines(server.root, sid)
+    again = call(server, ANALYST, "session_gap", arguments)  # base 0 is stale by now
+    assert not again.is_error and structured(again) == structured(first)
+    assert ledger_lines(server.root, sid) == before and before.count(b"\n") == 1
+    reused = call(server, ANALYST, "session_gap", {**arguments, "subject": "altro"})
+    assert reused.is_error and structured(reused)["code"] == "idempotency_key_reused"
