@@ -428,7 +428,7 @@ class ThothTools:
                 "session_sql_check",
                 "Check a SQL statement",
                 "Parse and EXPLAIN one statement read-only; nothing is recorded. Refused with "
-                "the reason's code (not_select, function_refused, statement_refused, ...).",
+                "the reason's code (not_select, function_refused, statement_invalid, ...).",
                 on_session(SqlCheckBody, write=False),
                 lambda b: door().check_sql(b.session_id, http_body(SqlCheckBody, b)),
             ),
