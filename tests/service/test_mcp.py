@@ -34,6 +34,7 @@ from tests.publishing import (
 )
 from thoth.answer.request import request_fields
 from thoth.runtime import open_state, sessions_dir
+from thoth.service.sessions import ChecklistBody, ConsultBody, DecideBody, SqlRunBody
 from thoth.session import SessionStore
 from thoth.workspace import Workspace
 
@@ -80,8 +81,22 @@ TOOLS = {
     "ask",
     "evidence_search",
     "knowledge_search",
-    "session_consult",
+    "session_create",
+    "session_list",
     "session_show",
+    "session_consult",
+    "session_decide",
+    "session_retract",
+    "session_reopen",
+    "session_rollback",
+    "session_sql_check",
+    "session_sql_run",
+    "session_proposals",
+    "session_choose_memories",
+    "session_checklist",
+    "session_confirm_checklist",
+    "session_gap",
+    "session_summary",
     "job_submit",
     "job_show",
     "feedback",
@@ -178,7 +193,23 @@ def test_lists_the_tools_with_schemas_from_the_request_model(ws: Workspace) -> N
         evidence["properties"]
     )
     assert evidence["additionalProperties"] is False
-    assert tools["session_consult"].input_schema["required"] == ["session_id", "stage"]
+    consult = tools["session_consult"].input_schema
+    assert set(consult["required"]) == {"session_id", "stage", "base"}
+    # each session tool's schema is its HTTP route's body model, plus the path's session id
+    for name, model in (
+        ("session_consult", ConsultBody),
+        ("session_decide", DecideBody),
+        ("session_sql_run", SqlRunBody),
+        ("session_confirm_checklist", ChecklistBody),
+    ):
+        schema, route = tools[name].input_schema, model.model_json_schema()
+        for field, spec in route["properties"].items():
+            assert schema["properties"][field] == spec, (name, field)
+        assert set(schema["properties"]) - set(route["properties"]) == {
+            "session_id",
+            "idempotency_key",
+        }
+        assert schema["additionalProperties"] is False
     assert all(t.description for t in tools.values())
 
 
@@ -264,12 +295,14 @@ def test_evidence_search_available(ws: Workspace) -> None:
 
 
 def test_session_consult_and_show(ws: Workspace) -> None:
-    session = SessionStore(sessions_dir(ws)).create("Quanti ricoveri con pernottamento nel 2024?")
-
     async def body(client: ClientSession) -> list[types.CallToolResult]:
+        made = await client.call_tool(
+            "session_create", {"question": "Quanti ricoveri con pernottamento nel 2024?"}
+        )
+        session = SessionStore(sessions_dir(ws)).open(structured(made)["session"])
         return [
             await client.call_tool(
-                "session_consult", {"session_id": session.id, "stage": "clarification"}
+                "session_consult", {"session_id": session.id, "stage": "clarification", "base": 0}
             ),
             await client.call_tool("session_show", {"session_id": session.id}),
             await client.call_tool("session_show", {"session_id": "s-20260101-000000-abcdef"}),
@@ -408,7 +441,7 @@ def test_evidence_is_refused_to_a_caller_without_its_labels(ws: Workspace) -> No
                 "evidence_search", {"query": "ricovero", "purpose": "disambiguation"}
             ),
             await client.call_tool(
-                "session_consult", {"session_id": session.id, "stage": "clarification"}
+                "session_consult", {"session_id": session.id, "stage": "clarification", "base": 0}
             ),
             await client.call_tool("session_show", {"session_id": session.id}),
         ]

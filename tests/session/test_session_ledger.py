@@ -259,6 +259,7 @@ def test_every_type_is_known_and_classified() -> None:
         "evidence_receipt",
         "sql_run",
         "session_closed",
+        "knowledge_gap",
     }
 
 

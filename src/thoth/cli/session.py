@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from thoth.cli import exitcodes, render
+from thoth.cli import exitcodes, gaps, render
 from thoth.cli.common import JsonOpt, WorkspaceArg, emit_json, err, errors, out
 from thoth.cli.schema import render_proposal
 from thoth.workspace import Workspace
@@ -60,6 +60,8 @@ def register(app: typer.Typer, evidence_app: typer.Typer) -> None:
     ):
         session_app.command(name)(command)
     evidence_app.command("import-proposals")(import_proposals_cmd)
+    session_app.command("gap")(gaps.gap_cmd)  # knowledge gaps (thoth.cli.gaps)
+    evidence_app.command("gaps")(gaps.gaps_cmd)
 
 
 def sessions(ws: Workspace) -> SessionStore:

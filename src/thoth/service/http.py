@@ -76,6 +76,7 @@ from thoth.service.sessions import (
     ChecklistBody,
     ConsultBody,
     DecideBody,
+    GapBody,
     MemoryChoiceBody,
     NotProposed,
     RetractBody,
@@ -301,6 +302,7 @@ def create_app(workspace_root: Path) -> FastAPI:
     _handlers(app)
     _routes(app)
     _session_routes(app)
+    _gap_routes(app)
     _memory_routes(app)
     # MCP over HTTP (outside the API document: its own protocol, docs/mcp.md)
     app.router.routes.append(
@@ -604,6 +606,24 @@ def _session_routes(app: FastAPI) -> None:
     async def summary(request: Request, session_id: str) -> Response:
         """The session's memories as Markdown (`tht memory summary`)."""
         return await _session(request, None, lambda d, _b, _k: d.summary(session_id))
+
+
+def _gap_routes(app: FastAPI) -> None:
+    """Knowledge gaps (issue 47, point 5): a session records what it was missing; the
+    curators read the queue (thoth.session.gaps)."""
+
+    @app.post("/v1/sessions/{session_id}/gaps", tags=["sessions"], responses=_ERRORS,
+              openapi_extra=_body_spec(GapBody))  # fmt: skip
+    async def record_gap(request: Request, session_id: str) -> Response:
+        """Record a knowledge gap: a concept no Evidence defines, a consultation that found
+        nothing (`receipt_seq`); a ledger entry, not a decision (`tht session gap --json`)."""
+        return await _session(request, GapBody, lambda d, b, k: d.record_gap(session_id, b, k))
+
+    @app.get("/v1/gaps", tags=["sessions"], responses=_ERRORS)
+    async def list_gaps(request: Request) -> Response:
+        """The open knowledge gaps of this caller's sessions, for the curators (`tht evidence
+        gaps --json` lists every session's)."""
+        return await _session(request, None, lambda d, _b, _k: d.gaps())
 
 
 async def _session(

@@ -1,8 +1,11 @@
 """`tht mcp`: the service's operations as Model Context Protocol tools, over stdio, for one
 local user and the assistant they run.
 
-Tools: `ask`, `evidence_search`, `knowledge_search`, `session_consult`, `session_show`,
-`passage`, `feedback`, `job_submit`, `job_show`. Each
+Tools: `ask`, `evidence_search`, `knowledge_search`, `passage`, `feedback`, `job_submit`,
+`job_show`, and the question→SQL session verbs (`session_*`: one `SessionDoor` verb each, the
+input schema the HTTP route's own body model with `session_id`; `on_session`). The prompt
+`session_stages` teaches an agent the stages from `thoth.workflow.guide`, the source of the
+built-in driver's instructions. Each other
 tool's input schema is the JSON Schema of the same request model the HTTP API validates
 (`thoth.service.models`, built on `SearchRequest`), so a new request field reaches MCP without
 an edit here; arguments are validated by that model, an unknown field refused naming it.
@@ -28,7 +31,7 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import anyio
 import mcp_types as types
@@ -36,12 +39,10 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from thoth.config import CallerSettings, Settings
 from thoth.errors import ConfigError, Problem, ThothError, file_access_error
-from thoth.runtime import open_runtime, sessions_dir
-from thoth.service.callers import require_evidence_within_ceiling
 from thoth.service.models import (
     AskBody,
     EvidenceSearchBody,
@@ -53,12 +54,24 @@ from thoth.service.models import (
 )
 from thoth.service.operations import Operations
 from thoth.service.redact import PathRedactor
-from thoth.session import SessionStore
-from thoth.workflow.consult import SessionWorkflow
-from thoth.workflow.overview import session_overview
+from thoth.service.sessions import (
+    ChecklistBody,
+    ConsultBody,
+    DecideBody,
+    GapBody,
+    MemoryChoiceBody,
+    RetractBody,
+    SessionDoor,
+    SessionNewBody,
+    SqlCheckBody,
+    SqlRunBody,
+    StageChangeBody,
+)
+from thoth.workflow.guide import agent_guide
 from thoth.workspace import Workspace
 
 log = logging.getLogger("thoth.service.mcp")
+B = TypeVar("B", bound=BaseModel)
 
 SERVER_NAME: Final = "thoth"
 INSTRUCTIONS: Final = (
@@ -67,28 +80,45 @@ INSTRUCTIONS: Final = (
     "the question under the labels given; an error means the search could not run: say so, "
     "never read it as an absence of knowledge."
 )
+STAGES_PROMPT: Final = "session_stages"
+# How this server's tools apply the stages; the stages themselves come from
+# thoth.workflow.guide, the source of the built-in driver's instructions too.
+_STAGES_INTRO: Final = """\
+You drive a question→SQL session of Thoth for a person who reviews it: stages F1 to F8, each
+deciding something, every decision recorded in an append-only ledger with the Evidence it
+rests on. Nothing is decided for you: you consult, decide, check and run with these tools.
+
+- Start with session_create (the question as asked); session_show gives the standing
+  decisions, the receipts and `position`.
+- Every write names `base`: the ledger position it was based on (`position` of
+  session_show, or the `seq` of your last write; a consultation's `receipt_seq`). A ledger
+  that has grown since refuses it with `ledger_conflict` and the current position: read the
+  session again, then decide again if it still holds.
+- A stage that consults Evidence must be consulted (session_consult) before its decisions:
+  the receipt is what the reviewer audits. An unavailable search is an error with its code,
+  never an absence of knowledge; nothing_found is a result: say so, never invent.
+- A stage whose inputs are not settled refuses its decisions (`stage_not_reached`).
+- F2 (memory): session_proposals, then session_choose_memories for those that fit.
+- F7 (final_sql): session_sql_check the statement (nothing recorded), decide
+  final_sql_approved with the statement as detail, then session_sql_run.
+- F8 (memory_promotion): session_checklist, then session_confirm_checklist (promote or
+  decline each candidate); the session closes when none is left.
+- Withdraw with session_retract, redo with session_reopen or session_rollback.
+- At any stage, when no Evidence defines a concept the question needs, or a consultation
+  found nothing, record it with session_gap (the receipt_seq of that consultation): the
+  curators see it in their queue. Never fill the gap with a guess."""
+
+
+def stages_prompt() -> str:
+    """The `session_stages` prompt: this server's tools, then each stage from the guide."""
+    return agent_guide(_STAGES_INTRO)
+
+
 # What to do about an unavailable search whose message names no remedy.
 UNAVAILABLE_HINT: Final = (
     "the search could not run, which says nothing about the corpus: fix the cause (`tht "
     "index check`, `tht docs sync`), then ask again"
 )
-
-
-class SessionConsultBody(BaseModel):
-    """One stage of a question→SQL session searches Evidence (`tht session consult`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    session_id: str = Field(description="The session id (s-YYYYMMDD-HHMMSS-xxxxxx).")
-    stage: str = Field(description="The stage that consults Evidence, e.g. clarification.")
-
-
-class SessionShowBody(BaseModel):
-    """A session's standing decisions, receipts, proposals and memories (`tht session show`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    session_id: str = Field(description="The session id (s-YYYYMMDD-HHMMSS-xxxxxx).")
 
 
 class JobShowBody(BaseModel):
@@ -113,6 +143,39 @@ class SearchUnavailable(ThothError):
         self.outcome = dict(outcome)
 
 
+_STRICT: Final = ConfigDict(extra="forbid", frozen=True, strict=True)
+_SESSION_ID: Final = "The session id (s-YYYYMMDD-HHMMSS-xxxxxx), as session_create gave it."
+_IDEMPOTENCY: Final = (
+    "Optional, as the HTTP Idempotency-Key header: a retry with the same key returns the "
+    "first result, never a second write."
+)
+
+
+class NoArguments(BaseModel):
+    """A tool that takes nothing."""
+
+    model_config = _STRICT
+
+
+def on_session(body: type[BaseModel] | None, *, write: bool) -> type[BaseModel]:
+    """A session tool's arguments: the HTTP route's body model itself (its fields, validators
+    and descriptions: thoth.service.sessions) with the route's path parameter `session_id`
+    and, for a write, its `Idempotency-Key` header as `idempotency_key`."""
+    extra: dict[str, Any] = {"session_id": (str, Field(description=_SESSION_ID))}
+    if write:
+        extra["idempotency_key"] = (str | None, Field(default=None, description=_IDEMPOTENCY))
+    base = body if body is not None else NoArguments
+    name = f"{base.__name__}Tool" if body is not None else "SessionIdTool"
+    model: type[BaseModel] = create_model(name, __base__=base, **extra)
+    return model
+
+
+def http_body(model: type[B], arguments: BaseModel) -> B:
+    """The HTTP body within a session tool's validated arguments (already checked by the
+    same model: constructed, not validated twice)."""
+    return model.model_construct(**{k: getattr(arguments, k) for k in model.model_fields})
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -120,6 +183,7 @@ class Tool:
     description: str
     model: type[BaseModel]
     run: Callable[[Any], dict[str, Any]]  # the validated body -> the structured result
+    writes: bool = False  # it changes a ledger or a queue (not read-only for the client)
 
     def definition(self) -> types.Tool:
         schema = self.model.model_json_schema()
@@ -129,9 +193,7 @@ class Tool:
             title=self.title,
             description=self.description,
             input_schema=schema,
-            annotations=types.ToolAnnotations(
-                read_only_hint=self.name not in ("session_consult", "feedback")
-            ),
+            annotations=types.ToolAnnotations(read_only_hint=not self.writes),
         )
 
 
@@ -174,22 +236,6 @@ class ThothTools:
                     self._evidence_search,
                 ),
                 Tool(
-                    "session_consult",
-                    "Consult Evidence for a session stage",
-                    "Search Evidence for one stage of a question→SQL session with what the "
-                    "session has settled, and record the receipt in its ledger.",
-                    SessionConsultBody,
-                    self._session_consult,
-                ),
-                Tool(
-                    "session_show",
-                    "Show a session",
-                    "A session's standing decisions, Evidence receipts, runs, proposals and "
-                    "memories.",
-                    SessionShowBody,
-                    self._session_show,
-                ),
-                Tool(
                     "passage",
                     "Open a source",
                     "What a source of an answer rests on: give its doc_id, revision and "
@@ -207,6 +253,7 @@ class ThothTools:
                     "note: it goes to the curator's queue.",
                     FeedbackBody,
                     self._feedback,
+                    writes=True,
                 ),
                 Tool(
                     "job_submit",
@@ -226,6 +273,7 @@ class ThothTools:
                     JobShowBody,
                     self._job_show,
                 ),
+                *self._session_tools(),
             )
         }
 
@@ -293,22 +341,166 @@ class ThothTools:
             raise SearchUnavailable(outcome["code"], outcome["message"] or "", outcome)
         return outcome
 
-    def _session_consult(self, body: SessionConsultBody) -> dict[str, Any]:
-        self._require_evidence_ceiling()
-        session = SessionStore(sessions_dir(self.ws)).open(body.session_id)
-        with open_runtime(self.ws) as rt:
-            # StageBlocked (an unavailable search) is a ThothError with the search's code.
-            return SessionWorkflow(rt, session).consult(body.stage).as_dict()
+    # -- the session tools: one SessionDoor verb each, as the HTTP routes -------------
 
-    def _session_show(self, body: SessionShowBody) -> dict[str, Any]:
-        self._require_evidence_ceiling()
-        session = SessionStore(sessions_dir(self.ws)).open(body.session_id)
-        return session_overview(self.ws, session).as_dict()
+    def _door(self) -> SessionDoor:
+        return SessionDoor(self.ws, self.caller, self.operations.with_runtime)
 
-    def _require_evidence_ceiling(self) -> None:
-        """Sessions hold what Evidence said: the caller needs Evidence's labels, as for
-        `evidence_search`."""
-        require_evidence_within_ceiling(self.ws.settings, self.caller)
+    def _session_tools(self) -> tuple[Tool, ...]:
+        def door() -> SessionDoor:
+            return self._door()
+
+        return (
+            Tool(
+                "session_create",
+                "Start a question→SQL session",
+                "Start a session for a question (POST /v1/sessions); it is this caller's. "
+                "Read the prompt session_stages for how to drive it.",
+                SessionNewBody,
+                lambda b: door().create(b),
+                writes=True,
+            ),
+            Tool(
+                "session_list",
+                "List your sessions",
+                "This caller's sessions, oldest first (GET /v1/sessions).",
+                NoArguments,
+                lambda _b: door().sessions(),
+            ),
+            Tool(
+                "session_show",
+                "Show a session",
+                "A session's standing decisions, Evidence receipts, runs, proposals and "
+                "memories, and `position`: the ledger position every write names as `base`.",
+                on_session(None, write=False),
+                lambda b: door().show(b.session_id),
+            ),
+            Tool(
+                "session_consult",
+                "Consult Evidence for a session stage",
+                "Search Evidence for one stage of a question→SQL session with what the "
+                "session has settled, and record the receipt in its ledger (`receipt_seq`).",
+                on_session(ConsultBody, write=True),
+                lambda b: door().consult(
+                    b.session_id, http_body(ConsultBody, b), b.idempotency_key
+                ),
+                writes=True,
+            ),
+            Tool(
+                "session_decide",
+                "Record a decision",
+                "Record a decision of a stage (POST /v1/sessions/{id}/decisions).",
+                on_session(DecideBody, write=True),
+                lambda b: door().decide(b.session_id, http_body(DecideBody, b), b.idempotency_key),
+                writes=True,
+            ),
+            Tool(
+                "session_retract",
+                "Withdraw a decision",
+                "Withdraw one decision for good, with a rationale.",
+                on_session(RetractBody, write=True),
+                lambda b: door().retract(
+                    b.session_id, http_body(RetractBody, b), b.idempotency_key
+                ),
+                writes=True,
+            ),
+            Tool(
+                "session_reopen",
+                "Reopen a stage",
+                "Redo a stage (its decisions withdrawn); a closed session opens again.",
+                on_session(StageChangeBody, write=True),
+                lambda b: door().reopen(
+                    b.session_id, http_body(StageChangeBody, b), b.idempotency_key
+                ),
+                writes=True,
+            ),
+            Tool(
+                "session_rollback",
+                "Roll back to a stage",
+                "Return to a stage: its decisions and every later stage's are withdrawn.",
+                on_session(StageChangeBody, write=True),
+                lambda b: door().rollback(
+                    b.session_id, http_body(StageChangeBody, b), b.idempotency_key
+                ),
+                writes=True,
+            ),
+            Tool(
+                "session_sql_check",
+                "Check a SQL statement",
+                "Parse and EXPLAIN one statement read-only; nothing is recorded. Refused with "
+                "the reason's code (not_select, function_refused, statement_invalid, ...).",
+                on_session(SqlCheckBody, write=False),
+                lambda b: door().check_sql(b.session_id, http_body(SqlCheckBody, b)),
+            ),
+            Tool(
+                "session_sql_run",
+                "Run the approved final SQL",
+                "Run the one standing final_sql_approved statement read-only, bounded and "
+                "pseudonymised; its receipt goes to the ledger, the rows to this caller only "
+                "under labels that hold [database].labels.",
+                on_session(SqlRunBody, write=True),
+                lambda b: door().run_sql(b.session_id, http_body(SqlRunBody, b), b.idempotency_key),
+                writes=True,
+            ),
+            Tool(
+                "session_proposals",
+                "Memories proposed at F2",
+                "The memories of other sessions proposed to this session (F2, memory).",
+                on_session(None, write=False),
+                lambda b: door().proposals(b.session_id),
+            ),
+            Tool(
+                "session_choose_memories",
+                "Choose memories at F2",
+                "Apply several of the proposed memories at once (each once).",
+                on_session(MemoryChoiceBody, write=True),
+                lambda b: door().choose_memories(
+                    b.session_id, http_body(MemoryChoiceBody, b), b.idempotency_key
+                ),
+                writes=True,
+            ),
+            Tool(
+                "session_checklist",
+                "F8 checklist",
+                "The promotion candidates of F8, each with its preselected action (promote, "
+                "or decline when a near-duplicate memory already says it).",
+                on_session(None, write=False),
+                lambda b: door().checklist(b.session_id),
+            ),
+            Tool(
+                "session_confirm_checklist",
+                "Confirm the F8 checklist",
+                "Promote or decline the checklist's candidates in one call; the session "
+                "closes when none is left.",
+                on_session(ChecklistBody, write=True),
+                lambda b: door().confirm_checklist(
+                    b.session_id, http_body(ChecklistBody, b), b.idempotency_key
+                ),
+                writes=True,
+            ),
+            Tool(
+                "session_gap",
+                "Record a knowledge gap",
+                "Say what the session was missing — a concept no Evidence defines, a "
+                "consultation that found nothing (its receipt_seq) — for the curators' queue "
+                "(`tht evidence gaps`). A ledger entry, not a decision.",
+                on_session(GapBody, write=True),
+                lambda b: door().record_gap(b.session_id, http_body(GapBody, b), b.idempotency_key),
+                writes=True,
+            ),
+            Tool(
+                "session_summary",
+                "Summarise a session",
+                "The session's memories as Markdown (GET /v1/sessions/{id}/summary), in "
+                "`markdown`.",
+                on_session(None, write=False),
+                lambda b: {
+                    "ok": True,
+                    "session": b.session_id,
+                    "markdown": door().summary(b.session_id),
+                },
+            ),
+        )
 
 
 def caller_named(settings: Settings, name: str) -> CallerSettings:
@@ -371,12 +563,43 @@ def build_server(tools: ThothTools) -> Server[Any]:
             tools.call, params.name, params.arguments, limiter=limiter
         )
 
+    prompt = types.Prompt(
+        name=STAGES_PROMPT,
+        title="Drive a question→SQL session",
+        description="The stages F1–F8 of a session: what each decides, when it must consult "
+        "Evidence, what it leaves in the ledger, and the tools that do it.",
+    )
+
+    async def list_prompts(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def get_prompt(
+        _ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != STAGES_PROMPT:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown prompt {params.name!r}: the prompts are {STAGES_PROMPT}",
+            )
+        return types.GetPromptResult(
+            description=prompt.description,
+            messages=[
+                types.PromptMessage(
+                    role="user", content=types.TextContent(type="text", text=stages_prompt())
+                )
+            ],
+        )
+
     return Server(
         SERVER_NAME,
         version=_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
 
 

@@ -1,5 +1,6 @@
-"""GET /metrics: the answers served, the failures by code and the readers' reports, in the
-Prometheus text format (written by prometheus_client, never by hand).
+"""GET /metrics: the answers served, the failures by code, the readers' reports and the open
+knowledge gaps of sessions, in the Prometheus text format (written by prometheus_client, never
+by hand).
 
 Every figure is counted in SQL from the shared answer log at scrape time, so each process of
 `tht serve` reports the same totals, whichever a scraper reaches; the counters only grow while
@@ -12,10 +13,11 @@ from collections.abc import Iterator
 from typing import Final
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from thoth.session.gaps import GapQueue
 from thoth.state import StateStore
 from thoth.state.stats import LOCAL_CALLER
 
@@ -86,8 +88,32 @@ class AnswerLogCollector(Collector):
         yield from (answers, failed, dropped, degraded, masked, feedback)
 
 
-def exposition(state: StateStore, workspace: str) -> bytes:
-    """The metrics page: one registry per scrape, holding only the answer log's collector."""
+class GapCollector(Collector):
+    """The curators' queue of knowledge gaps (thoth.session.gaps), read at each collection
+    from the session ledgers: open gaps, by stage."""
+
+    def __init__(self, gaps: GapQueue) -> None:
+        self._gaps = gaps
+
+    def collect(self) -> Iterator[Metric]:
+        open_gaps = GaugeMetricFamily(
+            "thoth_knowledge_gaps_open",
+            "Knowledge gaps sessions recorded that no curator took yet, by stage.",
+            labels=["stage"],
+        )
+        by_stage: dict[str, int] = {}
+        for gap in self._gaps.open_gaps():
+            by_stage[gap.stage] = by_stage.get(gap.stage, 0) + 1
+        for stage, n in sorted(by_stage.items()):
+            open_gaps.add_metric([stage], n)
+        yield open_gaps
+
+
+def exposition(state: StateStore, workspace: str, gaps: GapQueue | None = None) -> bytes:
+    """The metrics page: one registry per scrape, holding the answer log's collector and,
+    given the queue, the knowledge gaps'."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(AnswerLogCollector(state, workspace))
+    if gaps is not None:
+        registry.register(GapCollector(gaps))
     return generate_latest(registry)

@@ -33,7 +33,13 @@ from thoth.evidence.model import ReferenceUnit
 from thoth.index.reader import GenerationReader
 from thoth.index.records import EvidencePayload
 from thoth.knowledge.history import fragments_at
-from thoth.runtime import Runtime, knowledge_search, open_answer_service, open_runtime
+from thoth.runtime import (
+    Runtime,
+    knowledge_search,
+    open_answer_service,
+    open_runtime,
+    sessions_dir,
+)
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch, read_unit_at
 from thoth.service.callers import ceiling_labels, require_evidence_within_ceiling
@@ -45,6 +51,7 @@ from thoth.service.models import (
     JobBody,
     KnowledgeSearchBody,
 )
+from thoth.session.gaps import GapQueue
 from thoth.state import JobNotFound, JobQueue
 from thoth.state.stats import current_alerts
 from thoth.workspace import Workspace
@@ -241,8 +248,10 @@ class Operations:
         return view | {"asked": asked}
 
     def metrics(self) -> bytes:
-        """The Prometheus text page of the answer log (a state-store call)."""
-        return exposition(self._rt.state, self.settings.workspace)
+        """The Prometheus text page of the answer log (a state-store call) and the open
+        knowledge gaps of the sessions."""
+        gaps = GapQueue(sessions_dir(self.ws), self.ws.evidence)
+        return exposition(self._rt.state, self.settings.workspace, gaps)
 
     def feedback(self, body: FeedbackBody, caller: CallerSettings | None) -> dict[str, Any]:
         """Record a reader's report on an answer the caller was given (another caller's

@@ -55,7 +55,8 @@ from thoth.session import (
     effective_entries,
     stage_index,
 )
-from thoth.session.ledger import CLOSED_TYPE, LedgerConflict
+from thoth.session.gaps import GapQueue
+from thoth.session.ledger import CLOSED_TYPE, GAP_TYPE, LedgerConflict
 from thoth.session.stages import unknown_stage_message
 from thoth.storage import JsonlLog, LineIssue, LineRejected, utc_now
 from thoth.workflow.consult import SessionWorkflow
@@ -194,6 +195,23 @@ class ChecklistBody(_Write):
     items: list[ChecklistItem] = Field(min_length=1, description="One per candidate decided.")
 
 
+class GapBody(_Write):
+    """POST /v1/sessions/{id}/gaps: record what the session was missing, for the curators'
+    queue (`tht evidence gaps`): a concept no Evidence defines, a consultation that found
+    nothing. Not a decision: it settles nothing, and a closed session takes it too."""
+
+    stage: str = Field(description="The stage that missed it, e.g. clarification.")
+    subject: str = Field(
+        min_length=1, description="The concept no Evidence defines, or what was searched."
+    )
+    detail: str = Field(default="", description="What was missing, for the curator.")
+    receipt_seq: int | None = Field(
+        default=None, ge=1, description="The evidence receipt of a consultation that found nothing."
+    )
+
+    _check_stage = field_validator("stage")(_stage)
+
+
 SESSION_BODY_MODELS: Final[tuple[type[BaseModel], ...]] = (
     SessionNewBody,
     ConsultBody,
@@ -204,6 +222,7 @@ SESSION_BODY_MODELS: Final[tuple[type[BaseModel], ...]] = (
     SqlRunBody,
     MemoryChoiceBody,
     ChecklistBody,
+    GapBody,
 )
 
 
@@ -555,6 +574,33 @@ class SessionDoor:
 
         return self._write(session, "checklist", body, key, work)
 
+    # -- knowledge gaps (the curators' queue: thoth.session.gaps) ---------------------------
+
+    def record_gap(self, session_id: str, body: GapBody, key: str | None) -> dict[str, Any]:
+        """A `knowledge_gap` entry in the ledger (`tht session gap --json`)."""
+        session = self.open(session_id)
+
+        def work() -> dict[str, Any]:
+            entry = session.append(
+                body.stage,
+                GAP_TYPE,
+                subject=body.subject,
+                detail=body.detail,
+                refs=body.receipt_seq,
+                base=body.base,
+            )
+            return _written(session, entry)
+
+        return self._write(session, "gap", body, key, work)
+
+    def gaps(self) -> dict[str, Any]:
+        """The open gaps of the sessions this caller sees (`tht evidence gaps --json` for the
+        local user, who sees every session)."""
+        self._evidence()
+        queue = GapQueue(sessions_dir(self.ws), self.ws.evidence)
+        mine = [g for g in queue.open_gaps() if self.caller is None or g.caller == self._name()]
+        return {"ok": True, "gaps": [g.as_dict() for g in mine]}
+
     # -- steps -----------------------------------------------------------------------------
 
     def open(self, session_id: str) -> Session:
@@ -770,6 +816,7 @@ __all__ = [
     "ChecklistBody",
     "ConsultBody",
     "DecideBody",
+    "GapBody",
     "IdempotencyKeyReused",
     "LedgerConflict",
     "MemoryChoiceBody",

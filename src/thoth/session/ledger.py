@@ -70,6 +70,10 @@ RECEIPT_TYPE: Final = "evidence_receipt"
 CLOSED_TYPE: Final = "session_closed"
 # A run of the approved final SQL (`tht session run`): what ran and what came back, never rows.
 SQL_RUN_TYPE: Final = "sql_run"
+# What a session was missing (a concept no Evidence defines, a consultation that found
+# nothing), for the curators' queue (`tht evidence gaps`): neither a decision nor a receipt.
+# Its refs, when set, name the evidence_receipt of the consultation that found nothing.
+GAP_TYPE: Final = "knowledge_gap"
 CONTROL_TYPES: Final[tuple[str, ...]] = ("retraction", "reopen", "rollback")
 ENTRY_TYPES: Final[tuple[str, ...]] = (
     *DECISION_TYPES,
@@ -77,6 +81,7 @@ ENTRY_TYPES: Final[tuple[str, ...]] = (
     RECEIPT_TYPE,
     SQL_RUN_TYPE,
     CLOSED_TYPE,
+    GAP_TYPE,
     *CONTROL_TYPES,
 )
 
@@ -311,6 +316,15 @@ class _History:
             ]
         if e.type == "retraction":
             return self._retraction_issues(e, target)
+        if e.type == GAP_TYPE and target.type != RECEIPT_TYPE:
+            return [
+                _issue(
+                    "refs",
+                    f"a {GAP_TYPE} refers to the {RECEIPT_TYPE} of the consultation that "
+                    f"found nothing; seq {target.seq} is a {target.type}",
+                    "name the receipt_seq session_consult returned, or no receipt",
+                )
+            ]
         if e.type in _REFERS_TO_CONCEPT and target.type not in REUSABLE_TYPES:
             return [
                 _issue(

@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from types import MappingProxyType
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -43,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from thoth.errors import Problem, ProblemsError, ThothError
 from thoth.llm.client import LLMError, ToolCall, ToolClient, ToolReply, ToolSpec
 from thoth.memory.markers import (
-    DECLINED,
     PROMOTED,
     PROMOTION_STAGE,
     RECALL_STAGE,
@@ -53,68 +50,21 @@ from thoth.memory.promotion import decline, preview, save_one
 from thoth.memory.recall import choose, search_memories
 from thoth.privacy import Pseudonymizer, protect_tree, restore_tree
 from thoth.runtime import Runtime
-from thoth.session.decisions import STAGE_DECISIONS, decide
+from thoth.session.decisions import decide
 from thoth.session.formulas import FORMULA_PROPOSED, formula_issues
 from thoth.session.ledger import Entry
 from thoth.session.proposals import Proposal, ProposalBook, ProposalDraft
 from thoth.session.session import Session
 from thoth.session.stages import CONSULTING_STAGES, DISPLAY_CODES, STAGES, stage_index
+from thoth.workflow import guide
 from thoth.workflow.consult import Consultation, SessionWorkflow
+from thoth.workflow.guide import DRIVEN_TYPES
 from thoth.workflow.sql import check_decision, read_catalog
 from thoth.workflow.stores import MemoryStores
 
 TOOL_NAME: Final = "propose_decision"
-# What the model may propose in each stage: the stage's decisions, and in memory_promotion
-# (which has no decision) the reviewer's two promotion verdicts.
-DRIVEN_TYPES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {**STAGE_DECISIONS, PROMOTION_STAGE: (PROMOTED, DECLINED)}
-)
 DRIVABLE_STAGES: Final[tuple[str, ...]] = tuple(s for s in STAGES if DRIVEN_TYPES[s])
 _SEQ_DETAIL: Final = re.compile(r"seq:(\d+)")
-
-# What each decision type means, for the model (and the reviewer reading the prompt).
-TYPE_GUIDE: Final[dict[str, str]] = {
-    "concept_clarified": "subject: a concept named in the question; detail: what it means here",
-    "question_rewritten": (
-        "subject: the question rewritten to be self-contained and unambiguous, using the "
-        "clarified concepts; detail: optional notes"
-    ),
-    "table_promoted": "subject: a table the SQL needs, as schema.table; detail: why",
-    "table_excluded": "subject: a tempting table the SQL must not use, as schema.table",
-    "column_promoted": "subject: a column the SQL needs, as schema.table.column",
-    "concept_formula_approved": (
-        "subject: a concept; detail: the evidence id of the published formula to use for it"
-    ),
-    "concept_formula_rejected": (
-        "subject: a concept; detail: the evidence id of a published formula that does not fit"
-    ),
-    FORMULA_PROPOSED: (
-        "a NEW formula no published Evidence has: subject: the concept; detail: a JSON object "
-        '{"columns": ["schema.table.column", ...], "sql": "<one PostgreSQL expression, no '
-        'SELECT>"}'
-    ),
-    "synthesis_approved": "subject: a one-line summary; detail: the verified schema linking",
-    "cte_plan_approved": "subject: a one-line summary; detail: the plan of CTEs, one per line",
-    "final_sql_approved": (
-        "subject: a one-line summary; detail: the final SQL: exactly one SELECT (or WITH ... "
-        "SELECT) statement in the database's dialect, without comments"
-    ),
-    PROMOTED: (
-        "the candidate is worth reusing in other sessions: subject: the candidate's subject; "
-        "detail: seq:N, the candidate's seq"
-    ),
-    DECLINED: (
-        "the candidate is not a memory (specific to this question, or a near-duplicate of an "
-        "existing memory): subject: the candidate's subject; detail: seq:N, the candidate's seq"
-    ),
-}
-# Where a type means something else in one stage.
-_STAGE_TYPE_GUIDE: Final[dict[tuple[str, str], str]] = {
-    (RECALL_STAGE, "concept_clarified"): (
-        "adopt one proposed memory: subject: the memory's subject; detail: the memory's "
-        "detail; rationale: cite exactly one memory id (mem-XXXX) and why it fits this question"
-    ),
-}
 
 SYSTEM_PROMPT: Final = """You assist a reviewer who turns a question into SQL, one stage at a time.
 Current stage: {stage} ({code}). {purpose}
@@ -126,40 +76,35 @@ Decision types allowed in this stage:
 
 {sources}"""
 
-_EVIDENCE_SOURCES: Final = """\
-Evidence results are candidates, not truths: cite the evidence ids you relied on in the
-rationale, and say when the Evidence does not settle something instead of guessing.
+# What the user message holds, after the stage's rules (thoth.workflow.guide).
+_EVIDENCE_PAYLOAD: Final = """\
 The user message is a JSON object with the question, the decisions that stand so far, the
 Evidence found for this stage (null when the stage does not consult Evidence) and, when a
 database is declared, `database`: its dialect and the tables and columns proposed (schema
 linking) or promoted (cte, final_sql). Name only tables and columns listed there, exactly as
 written."""
 
-_MEMORY_SOURCES: Final[dict[str, str]] = {
+_MEMORY_PAYLOAD: Final[dict[str, str]] = {
     RECALL_STAGE: """\
-The memories are concepts that reviewers clarified and promoted in OTHER sessions. Propose
-adopting one only when it means the same thing in this question; one call per memory, its
-rationale citing exactly that memory's id. Propose nothing when none fits.
 The user message is a JSON object with the question, the decisions that stand so far, and
 `memories`: the memories proposed for this session.""",
     PROMOTION_STAGE: """\
-The candidates are concepts clarified in THIS session. For each one propose either
-memory_promoted or memory_promotion_declined, with detail seq:N naming the candidate. A
-candidate with near_duplicates repeats an existing memory: prefer declining it.
 The user message is a JSON object with the question, the decisions that stand so far, and
 `candidates`: the promotion candidates.""",
 }
 
-_STAGE_PURPOSE_TEXT: Final[dict[str, str]] = {
-    "clarification": "Clarify the ambiguous concepts of the question.",
-    "rewriting": "Rewrite the question using the clarified concepts.",
-    "schema_linking": "Link the rewritten question to tables, columns and formulas.",
-    "synthesis": "Verify and summarise the approved schema linking (no new Evidence).",
-    "cte": "Plan the CTEs of the query from the rewritten question and the approved schema.",
-    "final_sql": "Write the final SQL from the approved CTE plan.",
-    "memory": "Choose which memories of other sessions clarify a concept of this question.",
-    "memory_promotion": "Decide which clarified concepts of this session become memories.",
-}
+
+def system_prompt(stage: str) -> str:
+    """The model's instructions for `stage`: the stage's guide (thoth.workflow.guide, which the
+    MCP prompt projects too) and what the user message holds."""
+    return SYSTEM_PROMPT.format(
+        stage=stage,
+        code=DISPLAY_CODES[stage],
+        purpose=guide.purpose(stage),
+        tool=TOOL_NAME,
+        types=guide.decisions_text(stage),
+        sources=guide.rules(stage) + "\n" + _MEMORY_PAYLOAD.get(stage, _EVIDENCE_PAYLOAD),
+    )
 
 
 class DriverError(ThothError):
@@ -250,17 +195,7 @@ def drive(workflow: SessionWorkflow, stage: str, client: ToolClient) -> DriveRes
             session.id, stage, client.name, None, note=f"{what}: the model was not asked"
         )
     decisions = session.effective()
-    system = SYSTEM_PROMPT.format(
-        stage=stage,
-        code=DISPLAY_CODES[stage],
-        purpose=_STAGE_PURPOSE_TEXT[stage],
-        tool=TOOL_NAME,
-        types="\n".join(
-            f"- {t}: {_STAGE_TYPE_GUIDE.get((stage, t), TYPE_GUIDE[t])}"
-            for t in DRIVEN_TYPES[stage]
-        ),
-        sources=_MEMORY_SOURCES.get(stage, _EVIDENCE_SOURCES),
-    )
+    system = system_prompt(stage)
     # Identities leave only as placeholders ([privacy]; the identity when it is off): the
     # payload is protected before it is serialised, the reply restored before it is checked.
     pseudonymizer = workflow.runtime.pseudonymizer
