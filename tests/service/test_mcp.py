@@ -33,7 +33,8 @@ from tests.publishing import (
     synced_workspace,
 )
 from thoth.answer.request import request_fields
-from thoth.runtime import open_state, sessions_dir
+from thoth.runtime import memory_registry_path, open_state, sessions_dir
+from thoth.service.memories import MergeBody, RetireBody
 from thoth.service.sessions import ChecklistBody, ConsultBody, DecideBody, SqlRunBody
 from thoth.session import SessionStore
 from thoth.workspace import Workspace
@@ -97,6 +98,9 @@ TOOLS = {
     "session_confirm_checklist",
     "session_gap",
     "session_summary",
+    "memory_list",
+    "memory_retire",
+    "memory_merge",
     "job_submit",
     "job_show",
     "feedback",
@@ -210,6 +214,10 @@ def test_lists_the_tools_with_schemas_from_the_request_model(ws: Workspace) -> N
             "idempotency_key",
         }
         assert schema["additionalProperties"] is False
+    # the curator's tools take the HTTP routes' bodies as they are
+    for name, curation in (("memory_retire", RetireBody), ("memory_merge", MergeBody)):
+        schema = tools[name].input_schema
+        assert schema["properties"] == curation.model_json_schema()["properties"], name
     assert all(t.description for t in tools.values())
 
 
@@ -507,3 +515,26 @@ def test_an_unavailable_index_is_an_error_with_its_code(
         logged = [line for line in errlog.read_text().splitlines() if error["request_id"] in line]
         assert any(str(broken.root) in line for line in logged), (error, errlog.read_text())
     assert any("<workspace>/.thoth/index" in text_of(r) for r in results), results
+
+
+def test_the_memory_tools_are_for_curators_only(ws: Workspace) -> None:
+    """A caller not declared `curator = true` lists, retires and merges nothing over MCP: the
+    tool error is `not_a_curator` with what to do, and the registry is untouched."""
+    registry = memory_registry_path(ws)
+    before = registry.read_bytes() if registry.exists() else b""
+
+    async def body(session: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await session.call_tool("memory_list", {}),
+            await session.call_tool("memory_retire", {"memory_id": "mem-0001", "why": "x"}),
+            await session.call_tool(
+                "memory_merge", {"keep": "mem-0001", "drop": ["mem-0002"], "why": "x"}
+            ),
+        ]
+
+    for result in serve(ws, body, "--caller", "assistant"):
+        assert result.is_error, text_of(result)
+        error = structured(result)
+        assert error["code"] == "not_a_curator", error
+        assert "curator = true" in (error["problems"][0]["hint"] or "")
+    assert (registry.read_bytes() if registry.exists() else b"") == before

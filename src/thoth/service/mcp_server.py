@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from thoth.config import CallerSettings, Settings
 from thoth.errors import ConfigError, Problem, ThothError, file_access_error
+from thoth.service.memories import MemoryDoor, MergeBody, RetireBody
 from thoth.service.models import (
     AskBody,
     EvidenceSearchBody,
@@ -274,6 +275,7 @@ class ThothTools:
                     self._job_show,
                 ),
                 *self._session_tools(),
+                *self._memory_tools(),
             )
         }
 
@@ -499,6 +501,44 @@ class ThothTools:
                     "session": b.session_id,
                     "markdown": door().summary(b.session_id),
                 },
+            ),
+        )
+
+    # -- the curator's memory tools: one MemoryDoor verb each, as the HTTP routes -----
+
+    def _memory_tools(self) -> tuple[Tool, ...]:
+        def door() -> MemoryDoor:
+            return MemoryDoor(self.ws, self.caller, self.operations.with_runtime)
+
+        return (
+            Tool(
+                "memory_list",
+                "List the memories (curators)",
+                "Every memory: state (active, retired, merged), history, provenance, the "
+                "sessions that used it, near-duplicate pairs to merge (GET /v1/memories). "
+                "Only for a caller declared curator = true.",
+                NoArguments,
+                lambda _b: door().listing(),
+            ),
+            Tool(
+                "memory_retire",
+                "Retire a memory (curators)",
+                "Never propose a memory again at F2; sessions that chose it keep it and say it "
+                "was retired (POST /v1/memories/retire). Only for a caller declared "
+                "curator = true.",
+                RetireBody,
+                lambda b: door().retire(b),
+                writes=True,
+            ),
+            Tool(
+                "memory_merge",
+                "Merge memories (curators)",
+                "Merge memories that say the same thing into `keep`, which keeps all their "
+                "provenance; the others are never proposed again (POST /v1/memories/merge). "
+                "Only for a caller declared curator = true.",
+                MergeBody,
+                lambda b: door().merge(b),
+                writes=True,
             ),
         )
 
