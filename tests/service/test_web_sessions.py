@@ -1,10 +1,12 @@
 """The page's sessions view in Debian's Chromium over a real `tht serve` on the demo workspace.
-The page offers: the caller's sessions, a new session, one session's decisions as a timeline
+On the page: a new session, F1 consulted (the units found, linked from its receipt), decided,
+and a decision retracted; the caller's sessions; one session's decisions as a timeline
 (withdrawn ones said to be withdrawn), its Evidence receipts and the units they cite, the SQL
 checked and run with its receipts, F2's proposals chosen several at once, F8's checklist
 confirmed in one click, the Markdown summary as text, and a stale write shown as a conflict.
-Consulting and deciding are not on the page: the test does them over the HTTP API, as a
-calling system (or the reviewer's agent) does."""
+F3-F7 (rewriting up to the approved final SQL) go over the HTTP API, as the reviewer's agent or
+a calling system does them: the page offers the same consult and decide, typing them all would
+only make the test longer."""
 
 from __future__ import annotations
 
@@ -48,14 +50,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 class Api:
-    """The calling system's side: consult and decide over HTTP, keeping the position."""
+    """The calling system's side: consult and decide over HTTP on a session, reading the
+    ledger position first (the page wrote before it)."""
 
-    def __init__(self, server: Server, question: str) -> None:
+    def __init__(self, server: Server, session_id: str) -> None:
         self.server = server
-        made = server.post("/v1/sessions", {"question": question}, caller=AGENT)
-        assert made.status_code == 201, made.text
-        self.id = str(made.json()["session"])
-        self.base = 0
+        self.id = session_id
+        shown = server.get(f"/v1/sessions/{session_id}", caller=AGENT)
+        assert shown.status_code == 200, shown.text
+        self.base = int(shown.json()["position"])
 
     def post(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
         response = self.server.post(
@@ -67,25 +70,56 @@ class Api:
     def consult(self, stage: str) -> None:
         self.base = self.post("consult", {"stage": stage})["receipt_seq"]
 
-    def decide(self, stage: str, type: str, subject: str, detail: str = "") -> int:
+    def decide(self, stage: str, type: str, subject: str, detail: str = "") -> None:
         made = self.post("decisions", {"stage": stage, "type": type, "subject": subject,
                                        "detail": detail, "rationale": "over HTTP"})  # fmt: skip
         self.base = made["entry"]["seq"]
-        return int(self.base)
-
-    def retract(self, seq: int) -> None:
-        self.base = self.post("retract", {"seq": seq, "rationale": "not what was asked"})["entry"][
-            "seq"
-        ]
 
 
-def decided_up_to_final_sql(server: Server) -> Api:
-    s = Api(server, DEMO_SQL_QUESTION)
-    s.consult("clarification")
-    s.decide("clarification", "concept_clarified", "ricovero ordinario", "regime di ricovero 1")
-    wrong = s.decide("clarification", "concept_clarified", "dimesso", "uscito vivo")
-    s.retract(wrong)
-    s.decide("clarification", "concept_clarified", "reparto di dimissione", MARKUP)
+def decide_on_the_page(page: Page, type: str, subject: str, detail: str) -> None:
+    page.fill("#decide-stage", "clarification")
+    page.fill("#decide-type", type)
+    page.fill("#decide-subject", subject)
+    page.fill("#decide-detail", detail)
+    page.click("#decide-button")
+    expect(page.locator("#session-message")).to_contain_text("Recorded #")
+    expect(page.locator("#session-message")).to_contain_text(subject)
+
+
+def clarified_on_the_page(server: Server, page: Page) -> str:
+    """F1 on the page: a new session, the stage consulted (its units linked from the
+    receipt), three concepts decided, one of them retracted. Returns the session's id."""
+    open_with_key(page, server)
+    page.fill("#session-question", DEMO_SQL_QUESTION)
+    page.click("#session-button")
+    expect(page.locator("#session-title")).to_have_text(DEMO_SQL_QUESTION)
+    page.fill("#decide-stage", "diagnosis")  # no such stage: refused with its code, shown
+    page.click("#consult-button")
+    expect(page.locator("#session-message")).to_contain_text("Refused (")
+    expect(page.locator("#session-message")).to_contain_text("diagnosis")
+    expect(page.locator("#session-where")).to_contain_text("ledger position 0")
+    page.fill("#decide-stage", "clarification")
+    page.click("#consult-button")
+    expect(page.locator("#session-message")).to_contain_text("Consulted clarification")
+    unit = page.locator("#session-consulted li.unit", has_text="evidence:ricovero-ordinario")
+    expect(unit).to_have_count(1)
+    link = page.locator("#session-receipts a[data-unit='evidence:ricovero-ordinario']")
+    expect(link).to_have_attribute("href", "#unit-evidence:ricovero-ordinario")
+    decide_on_the_page(page, "concept_clarified", "ricovero ordinario", "regime di ricovero 1")
+    decide_on_the_page(page, "concept_clarified", "dimesso", "uscito vivo")
+    page.fill("#decide-rationale", "not what was asked")
+    wrong = page.locator("#session-timeline li.decision", has_text="concept_clarified: dimesso")
+    wrong.get_by_role("button", name="Retract").click()
+    expect(page.locator("#session-message")).to_contain_text("withdrawn by #")
+    expect(wrong).to_contain_text("withdrawn (retracted")
+    decide_on_the_page(page, "concept_clarified", "reparto di dimissione", MARKUP)
+    session_id = page.locator("#session-where").inner_text().split(" ")[0]
+    assert session_id.startswith("s-")
+    return session_id
+
+
+def decided_up_to_final_sql(server: Server, session_id: str) -> Api:
+    s = Api(server, session_id)
     s.consult("rewriting")
     s.decide("rewriting", "question_rewritten", DEMO_REWRITTEN)
     s.consult("schema_linking")
@@ -114,7 +148,7 @@ def open_with_key(page: Page, server: Server) -> None:
 
 
 def drive_a_whole_session(server: Server, page: Page) -> None:
-    s = decided_up_to_final_sql(server)
+    s = decided_up_to_final_sql(server, clarified_on_the_page(server, page))
     open_with_key(page, server)
     row = page.locator(f"#sessions tr[data-session='{s.id}']")
     expect(row).to_contain_text(DEMO_SQL_QUESTION)

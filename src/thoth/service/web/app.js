@@ -641,9 +641,14 @@
     p.hidden = false;
   }
 
+  // A refusal in words: the first problem's own code says what to fix ("bad_request" alone
+  // would not), then every problem's message.
   function refusal(response) {
     const d = response.data || {};
-    return (d.code || response.status) + "): " + (d.message || "");
+    const problems = Array.isArray(d.problems) ? d.problems : [];
+    const code = (problems[0] && problems[0].code) || d.code || response.status;
+    const messages = problems.map((p) => (p.field ? p.field + ": " : "") + p.message);
+    return code + "): " + (messages.join("; ") || d.message || "");
   }
 
   async function loadSessions() {
@@ -709,6 +714,7 @@
   // their own lists below.
   function renderTimeline(view) {
     const withdrawn = new Map((view.withdrawn || []).map((w) => [w.seq, w]));
+    const effective = new Set((view.effective || []).map((e) => e.seq));
     const list = $("session-timeline");
     list.replaceChildren();
     const shown = (view.entries || []).filter(
@@ -722,20 +728,81 @@
         el("span", { className: "decision-stage" }, e.stage),
         el("span", { className: "decision-text" }, decisionText(e)),
         w ? el("span", { className: "withdrawn-note" },
-          "withdrawn (" + w.reason + " by #" + w.by + ")") : null));
+          "withdrawn (" + w.reason + " by #" + w.by + ")") : retractButton(e, effective)));
     }
     if (shown.length === 0) list.append(el("li", { className: "hint" }, "No decision yet."));
   }
 
+  // Only an effective decision (the server's list) offers Retract; the server still decides.
+  function retractButton(e, effective) {
+    if (!effective.has(e.seq)) return null;
+    const button = el("button", { type: "button", className: "secondary session-open" }, "Retract");
+    button.addEventListener("click", () => retract(e.seq));
+    return button;
+  }
+
+  async function retract(seq) {
+    const rationale = $("decide-rationale").value.trim();
+    if (!rationale) {
+      sessionMessage("Write the rationale of the retraction first.", false);
+      return;
+    }
+    const done = await sessionWrite("retract", { seq, rationale });
+    if (done === null) return;
+    $("decide-rationale").value = "";
+    await reloadSession();
+    sessionMessage("Decision #" + seq + " withdrawn by #" + done.entry.seq + ".", false);
+  }
+
+  // Consult the stage typed above: the Evidence found is shown, each unit with an anchor the
+  // receipts link to, and the receipt enters the ledger.
+  async function consult() {
+    const stage = $("decide-stage").value.trim();
+    const done = await sessionWrite("consult", { stage });
+    if (done === null) return;
+    const list = $("session-consulted");
+    list.replaceChildren();
+    for (const r of done.results || []) {
+      const excerpt = (r.excerpts && r.excerpts[0]) || "";
+      list.append(el("li", { className: "unit", id: "unit-" + r.evidence_id },
+        el("strong", {}, r.title || r.evidence_id), " (" + r.kind + ", " + r.evidence_id + ")",
+        el("div", { className: "hint" }, excerpt)));
+    }
+    if ((done.results || []).length === 0) {
+      list.append(el("li", { className: "hint" }, "The search found no unit for " + stage + "."));
+    }
+    await reloadSession();
+    sessionMessage("Consulted " + stage + ": receipt #" + done.receipt_seq + ", " +
+      (done.results || []).length + " units.", false);
+  }
+
+  async function decide(event) {
+    event.preventDefault();
+    const body = {
+      stage: $("decide-stage").value.trim(),
+      type: $("decide-type").value.trim(),
+      subject: $("decide-subject").value.trim(),
+      detail: $("decide-detail").value,
+      rationale: $("decide-rationale").value.trim(),
+    };
+    const done = await sessionWrite("decisions", body);
+    if (done === null) return;
+    for (const id of ["decide-subject", "decide-detail", "decide-rationale"]) $(id).value = "";
+    await reloadSession();
+    sessionMessage("Recorded #" + done.entry.seq + ": " + decisionText(done.entry) + ".", false);
+  }
+
   // Each Evidence receipt: the stage's search, the generation and revision it read, and the
-  // units it cites, each by its id.
+  // units it cites, each by its id — a link to the unit when this page has shown it (the
+  // consultation above).
   function renderReceipts(view) {
     const list = $("session-receipts");
     list.replaceChildren();
     for (const e of view.receipts || []) {
       const r = e.receipt || {};
-      const units = (r.evidence_ids || []).map((id) =>
-        el("span", { className: "unit-link", "data-unit": id }, id));
+      const units = (r.evidence_ids || []).map((id) => document.getElementById("unit-" + id)
+        ? el("a", { className: "unit-link", "data-unit": id, href: "#unit-" + id }, id)
+        : el("span", { className: "unit-link", "data-unit": id }, id));
       list.append(el("li", { className: "receipt", "data-seq": String(e.seq) },
         "#" + e.seq + " " + e.stage + " (" + (r.purpose || e.subject) + ") — generation " +
         (r.generation || "-") + " @ " + String(r.revision || "").slice(0, 12) + ": ",
@@ -769,6 +836,7 @@
   async function openSession(id) {
     sessionId = id;
     $("session-message").hidden = true;
+    $("session-consulted").replaceChildren();
     $("session-checks").replaceChildren();
     $("session-rows").replaceChildren();
     await reloadSession();
@@ -790,6 +858,7 @@
     const sql = approvedSql(view);
     $("session-sql").textContent = sql ? sql.detail : "No final SQL approved yet.";
     $("sql-run").disabled = sql === null;
+    $("sql-check").disabled = sql === null; // nothing to check: the text says so
     renderRuns(view);
     show("session-view", true);
     await Promise.all([loadProposals(), loadChecklist(), loadSummary()]);
@@ -940,6 +1009,8 @@
     $("jobs-refresh").addEventListener("click", loadJobs);
     $("session-form").addEventListener("submit", newSession);
     $("sessions-refresh").addEventListener("click", loadSessions);
+    $("decide-form").addEventListener("submit", decide);
+    $("consult-button").addEventListener("click", consult);
     $("sql-check").addEventListener("click", checkSql);
     $("sql-run").addEventListener("click", runSql);
     $("proposals-form").addEventListener("submit", chooseMemories);
