@@ -1,12 +1,10 @@
-"""The page's sessions view in Debian's Chromium over a real `tht serve` on the demo workspace.
-On the page: a new session, F1 consulted (the units found, linked from its receipt), decided,
-and a decision retracted; the caller's sessions; one session's decisions as a timeline
-(withdrawn ones said to be withdrawn), its Evidence receipts and the units they cite, the SQL
-checked and run with its receipts, F2's proposals chosen several at once, F8's checklist
-confirmed in one click, the Markdown summary as text, and a stale write shown as a conflict.
-F3-F7 (rewriting up to the approved final SQL) go over the HTTP API, as the reviewer's agent or
-a calling system does them: the page offers the same consult and decide, typing them all would
-only make the test longer."""
+"""The page's sessions view in Debian's Chromium over a real `tht serve` on the demo workspace:
+a whole session F1-F8 driven on the page — a new session, each stage consulted (the units
+found, linked from the receipt), decided, one decision retracted; the caller's sessions; the
+decisions as a timeline (withdrawn ones said to be withdrawn), the Evidence receipts and the
+units they cite, the SQL checked and run with its receipts, F8's checklist confirmed in one
+click, the Markdown summary as text; the next session chooses F2's two proposals at once.
+Another client over the HTTP API only makes the page's write stale: the conflict is shown."""
 
 from __future__ import annotations
 
@@ -50,8 +48,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 class Api:
-    """The calling system's side: consult and decide over HTTP on a session, reading the
-    ledger position first (the page wrote before it)."""
+    """Another client of the same session over HTTP, starting from the position it reads."""
 
     def __init__(self, server: Server, session_id: str) -> None:
         self.server = server
@@ -70,20 +67,21 @@ class Api:
     def consult(self, stage: str) -> None:
         self.base = self.post("consult", {"stage": stage})["receipt_seq"]
 
-    def decide(self, stage: str, type: str, subject: str, detail: str = "") -> None:
-        made = self.post("decisions", {"stage": stage, "type": type, "subject": subject,
-                                       "detail": detail, "rationale": "over HTTP"})  # fmt: skip
-        self.base = made["entry"]["seq"]
 
-
-def decide_on_the_page(page: Page, type: str, subject: str, detail: str) -> None:
-    page.fill("#decide-stage", "clarification")
+def decide_on_the_page(page: Page, stage: str, type: str, subject: str, detail: str = "") -> None:
+    page.fill("#decide-stage", stage)
     page.fill("#decide-type", type)
     page.fill("#decide-subject", subject)
     page.fill("#decide-detail", detail)
     page.click("#decide-button")
     expect(page.locator("#session-message")).to_contain_text("Recorded #")
-    expect(page.locator("#session-message")).to_contain_text(subject)
+    expect(page.locator("#session-message")).to_contain_text(f"{type}: {subject}")
+
+
+def consult_on_the_page(page: Page, stage: str) -> None:
+    page.fill("#decide-stage", stage)
+    page.click("#consult-button")
+    expect(page.locator("#session-message")).to_contain_text(f"Consulted {stage}:")
 
 
 def clarified_on_the_page(server: Server, page: Page) -> str:
@@ -98,31 +96,30 @@ def clarified_on_the_page(server: Server, page: Page) -> str:
     expect(page.locator("#session-message")).to_contain_text("Refused (")
     expect(page.locator("#session-message")).to_contain_text("diagnosis")
     expect(page.locator("#session-where")).to_contain_text("ledger position 0")
-    page.fill("#decide-stage", "clarification")
-    page.click("#consult-button")
-    expect(page.locator("#session-message")).to_contain_text("Consulted clarification")
+    consult_on_the_page(page, "clarification")
     unit = page.locator("#session-consulted li.unit", has_text="evidence:ricovero-ordinario")
     expect(unit).to_have_count(1)
     link = page.locator("#session-receipts a[data-unit='evidence:ricovero-ordinario']")
     expect(link).to_have_attribute("href", "#unit-evidence:ricovero-ordinario")
-    decide_on_the_page(page, "concept_clarified", "ricovero ordinario", "regime di ricovero 1")
-    decide_on_the_page(page, "concept_clarified", "dimesso", "uscito vivo")
+    clarified = "concept_clarified"
+    decide_on_the_page(page, "clarification", clarified, "ricovero ordinario", "regime 1")
+    decide_on_the_page(page, "clarification", clarified, "dimesso", "uscito vivo")
     page.fill("#decide-rationale", "not what was asked")
     wrong = page.locator("#session-timeline li.decision", has_text="concept_clarified: dimesso")
     wrong.get_by_role("button", name="Retract").click()
     expect(page.locator("#session-message")).to_contain_text("withdrawn by #")
     expect(wrong).to_contain_text("withdrawn (retracted")
-    decide_on_the_page(page, "concept_clarified", "reparto di dimissione", MARKUP)
+    decide_on_the_page(page, "clarification", clarified, "reparto di dimissione", MARKUP)
     session_id = page.locator("#session-where").inner_text().split(" ")[0]
     assert session_id.startswith("s-")
     return session_id
 
 
-def decided_up_to_final_sql(server: Server, session_id: str) -> Api:
-    s = Api(server, session_id)
-    s.consult("rewriting")
-    s.decide("rewriting", "question_rewritten", DEMO_REWRITTEN)
-    s.consult("schema_linking")
+def decided_up_to_final_sql(page: Page) -> None:
+    """F3-F7 on the page, as the demo's reviewer decides them."""
+    consult_on_the_page(page, "rewriting")
+    decide_on_the_page(page, "rewriting", "question_rewritten", DEMO_REWRITTEN)
+    consult_on_the_page(page, "schema_linking")
     for type, subject in (
         ("table_promoted", "adt.admission"),
         ("table_promoted", "adt.ward"),
@@ -131,14 +128,13 @@ def decided_up_to_final_sql(server: Server, session_id: str) -> Api:
         ("column_promoted", "adt.admission.discharging_ward_id"),
         ("column_promoted", "adt.ward.ward_name"),
     ):
-        s.decide("schema_linking", type, subject)
-    s.decide("synthesis", "synthesis_approved", "ricoveri ordinari per reparto di dimissione")
-    s.consult("cte")
-    s.decide("cte", "cte_plan_approved", "una sola query: ricoveri ordinari 2024 per reparto")
-    s.consult("final_sql")
-    s.decide("final_sql", "final_sql_approved", "ricoveri ordinari 2024 per reparto",
-             DEMO_FINAL_SQL)  # fmt: skip
-    return s
+        decide_on_the_page(page, "schema_linking", type, subject)
+    decide_on_the_page(page, "synthesis", "synthesis_approved", "ricoveri ordinari per reparto")
+    consult_on_the_page(page, "cte")
+    decide_on_the_page(page, "cte", "cte_plan_approved", "una sola query: 2024 per reparto")
+    consult_on_the_page(page, "final_sql")
+    decide_on_the_page(page, "final_sql", "final_sql_approved", "ricoveri ordinari 2024 per reparto",
+                       DEMO_FINAL_SQL)  # fmt: skip
 
 
 def open_with_key(page: Page, server: Server) -> None:
@@ -148,8 +144,10 @@ def open_with_key(page: Page, server: Server) -> None:
 
 
 def drive_a_whole_session(server: Server, page: Page) -> None:
-    s = decided_up_to_final_sql(server, clarified_on_the_page(server, page))
-    open_with_key(page, server)
+    session_id = clarified_on_the_page(server, page)
+    decided_up_to_final_sql(page)
+    s = Api(server, session_id)  # another client on the same session, for the conflict below
+    open_with_key(page, server)  # a fresh load: the list, then the session
     row = page.locator(f"#sessions tr[data-session='{s.id}']")
     expect(row).to_contain_text(DEMO_SQL_QUESTION)
     row.get_by_role("button", name="Open").click()
