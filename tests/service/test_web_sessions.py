@@ -211,6 +211,13 @@ def drive_a_whole_session(server: Server, page: Page) -> None:
     assert page.evaluate("document.title") != "pwned"
     screenshot(page, "session-closed")
 
+    # a closed session opens again on the page: F7 reopened
+    page.fill("#decide-stage", "final_sql")
+    page.fill("#decide-rationale", "one more look at the SQL")
+    page.click("#reopen-button")
+    expect(page.locator("#session-message")).to_contain_text("Reopened final_sql: #")
+    expect(page.locator("#session-timeline")).to_contain_text("one more look at the SQL")
+
     # the next session, started on the page, is offered both memories and chooses the two at once
     page.fill("#session-question", "Quanti ricoveri ordinari per reparto di dimissione nel 2023?")
     page.click("#session-button")
@@ -225,6 +232,13 @@ def drive_a_whole_session(server: Server, page: Page) -> None:
     expect(page.locator("#session-message")).to_contain_text("Chosen: mem-")
     memory = page.locator("#session-timeline li.decision", has_text="memory")
     expect(memory).to_have_count(2)
+
+    # rolled back to F1 on the page: F2's chosen memories stay in the timeline, withdrawn
+    page.fill("#decide-stage", "clarification")
+    page.fill("#decide-rationale", "start again after F1")
+    page.click("#rollback-button")
+    expect(page.locator("#session-message")).to_contain_text("Rolled back to clarification: #")
+    expect(page.locator("#session-timeline li.withdrawn", has_text="memory")).to_have_count(2)
     screenshot(page, "session-memories-chosen")
 
 

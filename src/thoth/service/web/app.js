@@ -792,6 +792,22 @@
     sessionMessage("Recorded #" + done.entry.seq + ": " + decisionText(done.entry) + ".", false);
   }
 
+  // Reopen a stage (a closed session opens again) or roll back to it (the later stages'
+  // decisions withdrawn): the stage and rationale typed above, the server judges.
+  async function changeStage(verb, said) {
+    const stage = $("decide-stage").value.trim();
+    const rationale = $("decide-rationale").value.trim();
+    if (!rationale) {
+      sessionMessage("Write the rationale first.", false);
+      return;
+    }
+    const done = await sessionWrite(verb, { stage, rationale });
+    if (done === null) return;
+    $("decide-rationale").value = "";
+    await reloadSession();
+    sessionMessage(said + " " + stage + ": #" + done.entry.seq + ".", false);
+  }
+
   // Each Evidence receipt: the stage's search, the generation and revision it read, and the
   // units it cites, each by its id — a link to the unit when this page has shown it (the
   // consultation above).
@@ -1011,6 +1027,8 @@
     $("sessions-refresh").addEventListener("click", loadSessions);
     $("decide-form").addEventListener("submit", decide);
     $("consult-button").addEventListener("click", consult);
+    $("reopen-button").addEventListener("click", () => changeStage("reopen", "Reopened"));
+    $("rollback-button").addEventListener("click", () => changeStage("rollback", "Rolled back to"));
     $("sql-check").addEventListener("click", checkSql);
     $("sql-run").addEventListener("click", runSql);
     $("proposals-form").addEventListener("submit", chooseMemories);
