@@ -1,6 +1,7 @@
 // Thoth's page: ask a question through POST /v1/ask and show the answer object as a person
-// reads it; list and start deep-analysis jobs (/v1/jobs). No framework, no build step, no
-// network asset: everything the page needs is served by `tht serve` itself.
+// reads it; list and start deep-analysis jobs (/v1/jobs); follow question→SQL sessions
+// (/v1/sessions). No framework, no build step, no network asset: everything the page needs is
+// served by `tht serve` itself.
 // Every text that comes from the server is inserted as text (textContent), never as HTML:
 // a document may contain markup, and the page must show it, not run it.
 "use strict";
@@ -620,6 +621,399 @@
     }
   }
 
+  // ------------------------------------------------------------------ question→SQL sessions
+
+  // The session shown, and the ledger position it was read at: every write sends it as
+  // `base`, so a write made on a stale view is refused (409 ledger_conflict), never applied.
+  let sessionId = null;
+  let sessionBase = 0;
+
+  function sessionPath(verb) {
+    return "/v1/sessions/" + encodeURIComponent(sessionId) + (verb ? "/" + verb : "");
+  }
+
+  function sessionsMessage(text, isError) {
+    const p = $("sessions-message");
+    p.textContent = text;
+    p.className = "jobs-message" + (isError ? " error" : "");
+    p.hidden = false;
+  }
+
+  function sessionMessage(text, isError) {
+    const p = $("session-message");
+    p.textContent = text;
+    p.className = "session-message" + (isError ? " error" : "");
+    p.hidden = false;
+  }
+
+  // A refusal in words: the first problem's own code says what to fix ("bad_request" alone
+  // would not), then every problem's message.
+  function refusal(response) {
+    const d = response.data || {};
+    const problems = Array.isArray(d.problems) ? d.problems : [];
+    const code = (problems[0] && problems[0].code) || d.code || response.status;
+    const messages = problems.map((p) => (p.field ? p.field + ": " : "") + p.message);
+    return code + "): " + (messages.join("; ") || d.message || "");
+  }
+
+  async function loadSessions() {
+    let response;
+    try {
+      response = await api("GET", "/v1/sessions");
+    } catch (err) {
+      sessionsMessage("Server unreachable: " + err, true);
+      return;
+    }
+    if (response.status === 401) {
+      sessionsMessage("Not authorised: enter a valid API key to see your sessions.", true);
+      show("sessions", false);
+      return;
+    }
+    if (!response.ok) {
+      sessionsMessage("The sessions could not be listed (" + refusal(response), true);
+      show("sessions", false);
+      return;
+    }
+    const sessions = response.data.sessions || [];
+    const tbody = $("sessions").querySelector("tbody");
+    tbody.replaceChildren();
+    if (sessions.length === 0) {
+      sessionsMessage("No session yet.", false);
+      show("sessions", false);
+      return;
+    }
+    $("sessions-message").hidden = true;
+    for (const s of sessions.slice().reverse()) {
+      const open = el("button", { type: "button", className: "secondary session-open" }, "Open");
+      open.addEventListener("click", () => openSession(s.id));
+      tbody.append(el("tr", { className: "session", "data-session": s.id },
+        el("td", { className: "job-id" }, s.id),
+        el("td", {}, s.question || ""),
+        el("td", {}, String(s.decisions)),
+        el("td", {}, open)));
+    }
+    show("sessions", true);
+  }
+
+  async function newSession(event) {
+    event.preventDefault();
+    const question = $("session-question").value.trim();
+    if (!question) return;
+    const response = await api("POST", "/v1/sessions", { question });
+    if (!response.ok) {
+      sessionsMessage("The session was refused (" + refusal(response), true);
+      return;
+    }
+    $("session-question").value = "";
+    await loadSessions();
+    await openSession(response.data.session);
+  }
+
+  function decisionText(e) {
+    return e.type + ": " + e.subject + (e.detail ? " — " + e.detail : "") +
+      (e.rationale ? " (" + e.rationale + ")" : "");
+  }
+
+  // The ledger's decisions in order: the effective ones as they are, the withdrawn ones
+  // struck through and said to be withdrawn (by which entry and why). Receipts and runs have
+  // their own lists below.
+  function renderTimeline(view) {
+    const withdrawn = new Map((view.withdrawn || []).map((w) => [w.seq, w]));
+    const effective = new Set((view.effective || []).map((e) => e.seq));
+    const list = $("session-timeline");
+    list.replaceChildren();
+    const shown = (view.entries || []).filter(
+      (e) => e.type !== "evidence_receipt" && e.type !== "sql_run");
+    for (const e of shown) {
+      const w = withdrawn.get(e.seq);
+      list.append(el("li", {
+        className: "decision" + (w ? " withdrawn" : ""), "data-seq": String(e.seq),
+      },
+        el("span", { className: "decision-seq" }, "#" + e.seq),
+        el("span", { className: "decision-stage" }, e.stage),
+        el("span", { className: "decision-text" }, decisionText(e)),
+        w ? el("span", { className: "withdrawn-note" },
+          "withdrawn (" + w.reason + " by #" + w.by + ")") : retractButton(e, effective)));
+    }
+    if (shown.length === 0) list.append(el("li", { className: "hint" }, "No decision yet."));
+  }
+
+  // Only an effective decision (the server's list) offers Retract; the server still decides.
+  function retractButton(e, effective) {
+    if (!effective.has(e.seq)) return null;
+    const button = el("button", { type: "button", className: "secondary session-open" }, "Retract");
+    button.addEventListener("click", () => retract(e.seq));
+    return button;
+  }
+
+  async function retract(seq) {
+    const rationale = $("decide-rationale").value.trim();
+    if (!rationale) {
+      sessionMessage("Write the rationale of the retraction first.", false);
+      return;
+    }
+    const done = await sessionWrite("retract", { seq, rationale });
+    if (done === null) return;
+    $("decide-rationale").value = "";
+    await reloadSession();
+    sessionMessage("Decision #" + seq + " withdrawn by #" + done.entry.seq + ".", false);
+  }
+
+  // Consult the stage typed above: the Evidence found is shown, each unit with an anchor the
+  // receipts link to, and the receipt enters the ledger.
+  async function consult() {
+    const stage = $("decide-stage").value.trim();
+    const done = await sessionWrite("consult", { stage });
+    if (done === null) return;
+    const list = $("session-consulted");
+    list.replaceChildren();
+    for (const r of done.results || []) {
+      const excerpt = (r.excerpts && r.excerpts[0]) || "";
+      list.append(el("li", { className: "unit", id: "unit-" + r.evidence_id },
+        el("strong", {}, r.title || r.evidence_id), " (" + r.kind + ", " + r.evidence_id + ")",
+        el("div", { className: "hint" }, excerpt)));
+    }
+    if ((done.results || []).length === 0) {
+      list.append(el("li", { className: "hint" }, "The search found no unit for " + stage + "."));
+    }
+    await reloadSession();
+    sessionMessage("Consulted " + stage + ": receipt #" + done.receipt_seq + ", " +
+      (done.results || []).length + " units.", false);
+  }
+
+  async function decide(event) {
+    event.preventDefault();
+    const body = {
+      stage: $("decide-stage").value.trim(),
+      type: $("decide-type").value.trim(),
+      subject: $("decide-subject").value.trim(),
+      detail: $("decide-detail").value,
+      rationale: $("decide-rationale").value.trim(),
+    };
+    const done = await sessionWrite("decisions", body);
+    if (done === null) return;
+    for (const id of ["decide-subject", "decide-detail", "decide-rationale"]) $(id).value = "";
+    await reloadSession();
+    sessionMessage("Recorded #" + done.entry.seq + ": " + decisionText(done.entry) + ".", false);
+  }
+
+  // Reopen a stage (a closed session opens again) or roll back to it (the later stages'
+  // decisions withdrawn): the stage and rationale typed above, the server judges.
+  async function changeStage(verb, said) {
+    const stage = $("decide-stage").value.trim();
+    const rationale = $("decide-rationale").value.trim();
+    if (!rationale) {
+      sessionMessage("Write the rationale first.", false);
+      return;
+    }
+    const done = await sessionWrite(verb, { stage, rationale });
+    if (done === null) return;
+    $("decide-rationale").value = "";
+    await reloadSession();
+    sessionMessage(said + " " + stage + ": #" + done.entry.seq + ".", false);
+  }
+
+  // Each Evidence receipt: the stage's search, the generation and revision it read, and the
+  // units it cites, each by its id — a link to the unit when this page has shown it (the
+  // consultation above).
+  function renderReceipts(view) {
+    const list = $("session-receipts");
+    list.replaceChildren();
+    for (const e of view.receipts || []) {
+      const r = e.receipt || {};
+      const units = (r.evidence_ids || []).map((id) => document.getElementById("unit-" + id)
+        ? el("a", { className: "unit-link", "data-unit": id, href: "#unit-" + id }, id)
+        : el("span", { className: "unit-link", "data-unit": id }, id));
+      list.append(el("li", { className: "receipt", "data-seq": String(e.seq) },
+        "#" + e.seq + " " + e.stage + " (" + (r.purpose || e.subject) + ") — generation " +
+        (r.generation || "-") + " @ " + String(r.revision || "").slice(0, 12) + ": ",
+        ...(units.length ? units : ["no unit found"])));
+    }
+    if ((view.receipts || []).length === 0) {
+      list.append(el("li", { className: "hint" }, "No Evidence consulted yet."));
+    }
+  }
+
+  function approvedSql(view) {
+    const approved = (view.effective || []).filter((e) => e.type === "final_sql_approved");
+    return approved.length ? approved[approved.length - 1] : null;
+  }
+
+  function renderRuns(view) {
+    const list = $("session-runs");
+    list.replaceChildren();
+    for (const e of view.runs || []) {
+      const r = e.run || {};
+      const what = r.status === "succeeded"
+        ? r.row_count + " rows" + (r.truncated ? " (truncated at " + r.row_limit + ")" : "") +
+          ", columns " + (r.columns || []).join(", ") + ", " + Math.round(r.duration_ms) + " ms"
+        : (r.code || "") + ": " + (r.reason || "");
+      list.append(el("li", { className: "run", "data-seq": String(e.seq) },
+        "Run #" + e.seq + " of decision #" + r.final_sql_seq + ": ",
+        el("span", { className: "run-" + r.status }, r.status), " — " + what));
+    }
+  }
+
+  async function openSession(id) {
+    sessionId = id;
+    $("session-message").hidden = true;
+    $("session-consulted").replaceChildren();
+    $("session-checks").replaceChildren();
+    $("session-rows").replaceChildren();
+    await reloadSession();
+  }
+
+  async function reloadSession() {
+    const response = await api("GET", sessionPath(""));
+    if (!response.ok) {
+      show("session-view", true);
+      sessionMessage("The session could not be read (" + refusal(response), true);
+      return;
+    }
+    const view = response.data;
+    sessionBase = view.position;
+    $("session-title").textContent = view.session.question;
+    $("session-where").textContent = view.session.id + " — ledger position " + view.position;
+    renderTimeline(view);
+    renderReceipts(view);
+    const sql = approvedSql(view);
+    $("session-sql").textContent = sql ? sql.detail : "No final SQL approved yet.";
+    $("sql-run").disabled = sql === null;
+    $("sql-check").disabled = sql === null; // nothing to check: the text says so
+    renderRuns(view);
+    show("session-view", true);
+    await Promise.all([loadProposals(), loadChecklist(), loadSummary()]);
+  }
+
+  // A write: POST the body with the base this view was read at. A stale base is refused
+  // with 409 ledger_conflict: say so, then show the session as it is now.
+  async function sessionWrite(verb, body) {
+    const response = await api("POST", sessionPath(verb), { base: sessionBase, ...body });
+    if (response.status === 409 && response.data && response.data.code === "ledger_conflict") {
+      await reloadSession();
+      sessionMessage("Not written: the session changed since you read it (now at position " +
+        response.data.position + "). It has been reloaded: check it and try again.", true);
+      return null;
+    }
+    if (!response.ok) {
+      sessionMessage("Refused (" + refusal(response), true);
+      return null;
+    }
+    return response.data;
+  }
+
+  async function checkSql() {
+    const sql = $("session-sql").textContent;
+    const response = await api("POST", sessionPath("sql/check"), { sql });
+    const line = response.ok
+      ? el("li", { className: "check" }, el("span", { className: "run-succeeded" }, "accepted"),
+        " — one read-only statement " + response.data.dialect + "'s EXPLAIN accepts")
+      : el("li", { className: "check" }, el("span", { className: "run-failed" }, "refused"),
+        " (" + refusal(response));
+    $("session-checks").replaceChildren(line);
+  }
+
+  async function runSql() {
+    const labels = labelsOf($("session-run-labels").value);
+    const body = labels.length ? { labels } : {};
+    const done = await sessionWrite("sql/run", body);
+    if (done === null) return;
+    await reloadSession();
+    const rows = $("session-rows");
+    rows.replaceChildren();
+    if (Array.isArray(done.columns) && Array.isArray(done.rows)) {
+      const table = el("table", { className: "answer-table" },
+        el("thead", {}, el("tr", {}, ...done.columns.map((c) => el("th", {}, String(c))))),
+        el("tbody", {}, ...done.rows.map((row) =>
+          el("tr", {}, ...row.map((v) => el("td", {}, v === null ? "" : String(v)))))));
+      rows.append(table);
+    }
+  }
+
+  async function loadProposals() {
+    const list = $("session-proposals");
+    list.replaceChildren();
+    const response = await api("GET", sessionPath("proposals"));
+    if (!response.ok) {
+      list.append(el("li", { className: "hint" }, "Not available (" + refusal(response)));
+      $("proposals-choose").disabled = true;
+      return;
+    }
+    const results = response.data.results || [];
+    for (const m of results) {
+      const box = el("input", { type: "checkbox", value: m.memory_id, id: "mem-" + m.memory_id });
+      list.append(el("li", { className: "proposal" }, box,
+        el("label", { for: "mem-" + m.memory_id },
+          m.subject + (m.detail ? " — " + m.detail : "") + " (" + m.memory_id + ", from " +
+          m.session_id + ")")));
+    }
+    if (results.length === 0) list.append(el("li", { className: "hint" }, "No memory proposed."));
+    $("proposals-choose").disabled = results.length === 0;
+  }
+
+  // F2: the ticked memories in one request, all checked by the server before the first applies.
+  async function chooseMemories(event) {
+    event.preventDefault();
+    const ids = [...$("session-proposals").querySelectorAll("input:checked")].map((b) => b.value);
+    if (ids.length === 0) {
+      sessionMessage("Tick the memories to choose first.", false);
+      return;
+    }
+    const done = await sessionWrite("memories", { memory_ids: ids });
+    if (done === null) return;
+    await reloadSession();
+    sessionMessage("Chosen: " + done.chosen.map((c) => c.memory_id).join(", ") + ".", false);
+  }
+
+  async function loadChecklist() {
+    const list = $("session-checklist");
+    list.replaceChildren();
+    const response = await api("GET", sessionPath("checklist"));
+    if (!response.ok) {
+      list.append(el("li", { className: "hint" }, "Not available (" + refusal(response)));
+      $("checklist-confirm").disabled = true;
+      return;
+    }
+    const candidates = response.data.candidates || [];
+    for (const c of candidates) {
+      const select = el("select", { "data-seq": String(c.seq), "aria-label": "seq " + c.seq },
+        el("option", { value: "promote" }, "promote"),
+        el("option", { value: "decline" }, "decline"));
+      select.value = c.preselected;
+      list.append(el("li", { className: "candidate" },
+        "#" + c.seq + " " + c.subject + (c.detail ? " — " + c.detail : ""), select,
+        c.near_duplicates && c.near_duplicates.length
+          ? el("span", { className: "hint" }, " (a near-duplicate memory exists)") : null));
+    }
+    if (candidates.length === 0) {
+      list.append(el("li", { className: "hint" }, "Nothing to promote or decline."));
+    }
+    $("checklist-confirm").disabled = candidates.length === 0;
+  }
+
+  // F8: every candidate with its action (preselected, or as edited) in one request.
+  async function confirmChecklist(event) {
+    event.preventDefault();
+    const items = [...$("session-checklist").querySelectorAll("select")].map((s) => ({
+      seq: Number(s.dataset.seq), action: s.value,
+    }));
+    const done = await sessionWrite("checklist", { items });
+    if (done === null) return;
+    await reloadSession();
+    sessionMessage("Checklist confirmed: " + done.saved.length + " promoted, " +
+      done.declined.length + " declined" + (done.closed ? "; the session is closed." : "."), false);
+  }
+
+  // The summary is Markdown from the ledger: shown as text, never parsed into HTML.
+  async function loadSummary() {
+    const response = await fetch(sessionPath("summary"), {
+      headers: apiKey() ? { Authorization: "Bearer " + apiKey() } : {},
+    });
+    $("session-summary").textContent = response.ok
+      ? await response.text()
+      : "The summary could not be read (" + response.status + ").";
+  }
+
   // ------------------------------------------------------------------ wiring
 
   function start() {
@@ -628,12 +1022,24 @@
     input.addEventListener("change", () => {
       sessionStorage.setItem(KEY_STORE, apiKey());
       loadJobs();
+      loadSessions();
     });
     $("ask-form").addEventListener("submit", ask);
     $("feedback-form").addEventListener("submit", sendFeedback);
     $("job-form").addEventListener("submit", submitJob);
     $("jobs-refresh").addEventListener("click", loadJobs);
+    $("session-form").addEventListener("submit", newSession);
+    $("sessions-refresh").addEventListener("click", loadSessions);
+    $("decide-form").addEventListener("submit", decide);
+    $("consult-button").addEventListener("click", consult);
+    $("reopen-button").addEventListener("click", () => changeStage("reopen", "Reopened"));
+    $("rollback-button").addEventListener("click", () => changeStage("rollback", "Rolled back to"));
+    $("sql-check").addEventListener("click", checkSql);
+    $("sql-run").addEventListener("click", runSql);
+    $("proposals-form").addEventListener("submit", chooseMemories);
+    $("checklist-form").addEventListener("submit", confirmChecklist);
     loadJobs();
+    loadSessions();
   }
 
   start();
