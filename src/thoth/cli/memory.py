@@ -429,21 +429,17 @@ def list_cmd(
 ) -> None:
     """Every memory: state, history, provenance, the sessions that used it, and
     near-duplicates to merge."""
-    from thoth.memory.curation import list_memories, near_duplicate_pairs
+    from thoth.memory.curation import listing
     from thoth.memory.promotion import NEAR_DUPLICATE_MIN_COSINE
 
     with errors(as_json), _stores(workspace) as st:
-        pairs = (
-            near_duplicate_pairs(
-                registry=st.registry,
-                index=st.index,
-                embedder=st.embedder,
-                threshold=NEAR_DUPLICATE_MIN_COSINE,
-            )
-            if near_duplicates
-            else ()
+        result = listing(
+            registry=st.registry,
+            sessions=st.sessions,
+            index=st.index,
+            embedder=st.embedder if near_duplicates else None,
+            threshold=NEAR_DUPLICATE_MIN_COSINE,
         )
-        result = list_memories(registry=st.registry, sessions=st.sessions, suggestions=pairs)
     if as_json:
         emit_json(result.model_dump())
         return

@@ -237,6 +237,24 @@ def list_memories(
     )
 
 
+def listing(
+    *,
+    registry: Registry,
+    sessions: SessionStore,
+    index: MemoryIndex,
+    embedder: Embedder | None,
+    threshold: float,
+) -> ListResult:
+    """`tht memory list` (and GET /v1/memories): every memory, with the near-duplicate pairs
+    to merge when an `embedder` is given (None: none looked up)."""
+    pairs = (
+        near_duplicate_pairs(registry=registry, index=index, embedder=embedder, threshold=threshold)
+        if embedder is not None
+        else ()
+    )
+    return list_memories(registry=registry, sessions=sessions, suggestions=pairs)
+
+
 def near_duplicate_pairs(
     *, registry: Registry, index: MemoryIndex, embedder: Embedder, threshold: float
 ) -> tuple[MergeSuggestion, ...]:

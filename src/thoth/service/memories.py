@@ -19,9 +19,8 @@ from thoth.errors import Problem, ThothError
 from thoth.memory.curation import (
     MergeRequest,
     RetireRequest,
-    list_memories,
+    listing,
     merge,
-    near_duplicate_pairs,
     retire,
 )
 from thoth.memory.promotion import NEAR_DUPLICATE_MIN_COSINE
@@ -69,18 +68,12 @@ class MemoryDoor:
 
         def work(rt: Runtime) -> dict[str, Any]:
             with MemoryStores.for_runtime(rt) as st:
-                pairs = (
-                    near_duplicate_pairs(
-                        registry=st.registry,
-                        index=st.index,
-                        embedder=st.embedder,
-                        threshold=NEAR_DUPLICATE_MIN_COSINE,
-                    )
-                    if near_duplicates
-                    else ()
-                )
-                result = list_memories(
-                    registry=st.registry, sessions=st.sessions, suggestions=pairs
+                result = listing(
+                    registry=st.registry,
+                    sessions=st.sessions,
+                    index=st.index,
+                    embedder=st.embedder if near_duplicates else None,
+                    threshold=NEAR_DUPLICATE_MIN_COSINE,
                 )
             return result.model_dump(mode="json")
 
