@@ -315,3 +315,29 @@ def test_four_clients_fifty_decisions_each_lose_nothing_and_apply_nothing_twice(
     # the effective view served is a sequential replay of the ledger
     replayed = [e.model_dump(mode="json", exclude_none=True) for e in effective_decisions(entries)]
     assert show(server, session_id)["effective"] == replayed
+
+
+def test_the_f8_checklist_promotes_an_edited_wording_in_the_same_request(server: Server) -> None:
+    """Issue 47: the checklist is confirmed *or edited* in one request. The edit is a new
+    clarification (the original retracted, nothing rewritten), and that is what is promoted."""
+    session_id = new_session(server, "Quante dimissioni protette?")
+    assert decide(server, session_id, 0, "dimissione protetta", detail="vecchia").status_code == 200
+    before = ledger_lines(server.root, session_id)
+    bad = [{"seq": 1, "action": "decline", "wording": "nuova"}]
+    refused = server.post(
+        f"/v1/sessions/{session_id}/checklist", {"base": 1, "items": bad}, caller=ANALYST
+    )
+    assert refused.status_code == 422, refused.text
+    assert ledger_lines(server.root, session_id) == before
+    wording = "dimissione con attivazione dei servizi territoriali"
+    items = [{"seq": 1, "action": "promote", "wording": wording}]
+    done = server.post(
+        f"/v1/sessions/{session_id}/checklist", {"base": 1, "items": items}, caller=ANALYST
+    )
+    assert done.status_code == 200, done.text
+    [saved] = done.json()["saved"]
+    assert saved["seq"] != 1 and saved["created"]
+    shown = show(server, session_id)
+    standing = {d["seq"]: d for d in shown["effective"]}
+    assert standing[saved["seq"]]["detail"] == wording and 1 not in standing
+    assert done.json()["closed"] is True

@@ -138,7 +138,7 @@ def confirm(
             continue
         target = seq
         if seq in request.edits:
-            target = _edited(session, seq, request.edits[seq])
+            target = reworded(session, seq, request.edits[seq])
         saved = save_one(
             session,
             target,
@@ -219,9 +219,9 @@ def _replacements(entries: list[Entry]) -> list[tuple[int, Entry]]:
     return out
 
 
-def _edited(session: Session, seq: int, wording: str) -> int:
+def reworded(session: Session, seq: int, wording: str) -> int:
     """The seq of the standing replacement of `seq` with `wording`: recorded (once) and the
-    original retracted (once)."""
+    original retracted (once). The F8 checklist's edit, on the CLI and over HTTP/MCP."""
     entries = session.entries()
     original = next(e for e in entries if e.seq == seq)
     replacement = next(

@@ -32,10 +32,11 @@ import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from thoth.config import CallerSettings, ColumnKind
 from thoth.errors import Problem, ProblemsError, RequestError, ThothError
+from thoth.memory.checklist import reworded
 from thoth.memory.projection import summarize
 from thoth.memory.promotion import NEAR_DUPLICATE_MIN_COSINE, Preview, decline, preview, save_one
 from thoth.memory.recall import choose as choose_memory
@@ -186,6 +187,19 @@ class ChecklistItem(BaseModel):
     seq: int = Field(ge=1, description="A candidate of GET .../checklist.")
     action: Literal["promote", "decline"]
     rationale: str = Field(default="", description="Why (optional).")
+    wording: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Promote with this wording instead (an edit): recorded as a new "
+        "clarification of the candidate's stage, the original retracted, the ledger never "
+        "rewritten (as `tht memory promote --edit SEQ=WORDING`). Only with action promote.",
+    )
+
+    @model_validator(mode="after")
+    def _edit_promotes(self) -> ChecklistItem:
+        if self.wording is not None and (self.action != "promote" or not self.wording.strip()):
+            raise ValueError("wording: a new wording (not blank) goes with action promote only")
+        return self
 
 
 class ChecklistBody(_Write):
@@ -532,10 +546,13 @@ class SessionDoor:
                     saved, declined = [], []
                     for item in body.items:
                         if item.action == "promote":
+                            target = item.seq
+                            if item.wording is not None:
+                                target = reworded(session, item.seq, item.wording)
                             saved.append(
                                 save_one(
                                     session,
-                                    item.seq,
+                                    target,
                                     registry=stores.registry,
                                     index=stores.index,
                                     embedder=stores.embedder,
