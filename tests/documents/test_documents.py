@@ -975,6 +975,25 @@ def test_a_faq_row_is_named_by_its_id_or_its_number(tmp_path: Path) -> None:
         chunk(extract(write(tmp_path / "blank.csv", blank)), "qa", qa_id_column="id")
 
 
+def test_a_faq_row_of_a_workbook_of_several_sheets_is_named_with_its_sheet(
+    tmp_path: Path,
+) -> None:
+    """Two sheets each have a row 2: the number alone would make them one source."""
+    workbook = openpyxl.Workbook()
+    first = workbook.active
+    assert first is not None
+    first.title = "Bollette"
+    first.append(["Domanda", "Risposta"])
+    first.append(["Come si paga la bolletta?", "Con il bollettino postale."])
+    second = workbook.create_sheet("Guasti")
+    second.append(["Domanda", "Risposta"])
+    second.append(["Come segnalo un guasto?", "Chiamando il numero verde."])
+    second.append(["Chi ripara il contatore?", "Il tecnico del gestore."])
+    workbook.save(tmp_path / "faq.xlsx")
+    chunks = chunk(extract(tmp_path / "faq.xlsx"), "qa", qa_markers=DR)
+    assert [c.row for c in chunks] == ["Bollette:2", "Guasti:2", "Guasti:3"]
+
+
 def test_a_long_faq_answer_is_split_and_never_over_the_maximum(tmp_path: Path) -> None:
     long_answer = " ".join(f"Frase numero {n} della risposta lunga." for n in range(120))
     text = f"Question,Answer\nWhat does the policy cover?,{long_answer}\n"
