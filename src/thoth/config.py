@@ -620,6 +620,14 @@ class SourceSettings(_Strict):
         'keeps (embedded, searched and quoted) after its question and answer, e.g. ["Tema"]; '
         "unset: none.",
     )
+    # A FAQ row is its own source (issue 46): the answer names the row by this column's value
+    # (its id); unset, by the row's number in the table (the header is row 1).
+    qa_id_column: str | None = Field(
+        default=None,
+        description="strategy qa on a CSV or workbook: the header of the column that holds "
+        "each row's id, e.g. \"Codice\": an answer's source names the row by it (every row "
+        "needs one, each its own); unset: by the row's number (the header is row 1).",
+    )
     heading_dialect: Literal["markdown", "numbered", "bold"] = Field(
         default="markdown",
         description="How headings look in text documents: markdown (# Title), numbered "
@@ -696,6 +704,15 @@ class SourceSettings(_Strict):
                 'e.g. ["Tema"]'
             )
         return [c.strip() for c in columns]
+
+    @field_validator("qa_id_column")
+    @classmethod
+    def _qa_id_column(cls, column: str | None) -> str | None:
+        if column is not None and not column.strip():
+            raise ValueError(
+                'qa_id_column: an empty header: name the column of the rows\' ids, e.g. "Codice"'
+            )
+        return None if column is None else column.strip()
 
     @field_validator("qa_columns")
     @classmethod

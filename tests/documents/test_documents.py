@@ -948,6 +948,52 @@ def test_a_faq_row_s_other_columns_are_kept_only_when_declared(tmp_path: Path) -
         chunk(doc, "qa", qa_markers=DR, qa_keep_columns=("Tema",))
 
 
+def test_a_faq_row_is_named_by_its_id_or_its_number(tmp_path: Path) -> None:
+    """Issue 46, point 5: a FAQ row is its own source, so each of its chunks names the row —
+    the cell of the declared id column, unique and present, or else the row's number in the
+    table (the header is row 1, the long row's parts all carry it)."""
+    long_answer = " ".join(f"Frase numero {n} della risposta lunga." for n in range(120))
+    rows = [
+        ("F-17", "Come si paga la bolletta?", "Con il bollettino."),
+        ("F-18", "Che cosa copre la polizza?", long_answer),
+    ]
+    text = "id;Domanda;Risposta\n" + "".join(f"{i};{q};{a}\n" for i, q, a in rows)
+    doc = extract(write(tmp_path / "faq.csv", text))
+    numbered = chunk(doc, "qa", qa_markers=DR)
+    assert len(numbered) > 2 and numbered[0].row == "2"
+    assert {c.row for c in numbered[1:]} == {"3"}
+    named = chunk(doc, "qa", qa_markers=DR, qa_id_column="ID")  # headers match without case
+    assert [c.row for c in named] == ["F-17"] + ["F-18"] * (len(named) - 1)
+    assert all("F-1" not in c.text for c in named)  # named, never embedded
+    with pytest.raises(ChunkingError, match="qa_id_column names 'Codice'"):
+        chunk(doc, "qa", qa_markers=DR, qa_id_column="Codice")
+    twice = "id;Domanda;Risposta\nF-1;Uno?;Sì.\nF-1;Due?;No.\n"
+    with pytest.raises(ChunkingError, match="rows 2 and 3 of the table have the same id 'F-1'"):
+        chunk(extract(write(tmp_path / "twice.csv", twice)), "qa", qa_id_column="id")
+    blank = "id;Domanda;Risposta\nF-1;Uno?;Sì.\n;Due?;No.\n"
+    with pytest.raises(ChunkingError, match="row 3 of the table has no id"):
+        chunk(extract(write(tmp_path / "blank.csv", blank)), "qa", qa_id_column="id")
+
+
+def test_a_faq_row_of_a_workbook_of_several_sheets_is_named_with_its_sheet(
+    tmp_path: Path,
+) -> None:
+    """Two sheets each have a row 2: the number alone would make them one source."""
+    workbook = openpyxl.Workbook()
+    first = workbook.active
+    assert first is not None
+    first.title = "Bollette"
+    first.append(["Domanda", "Risposta"])
+    first.append(["Come si paga la bolletta?", "Con il bollettino postale."])
+    second = workbook.create_sheet("Guasti")
+    second.append(["Domanda", "Risposta"])
+    second.append(["Come segnalo un guasto?", "Chiamando il numero verde."])
+    second.append(["Chi ripara il contatore?", "Il tecnico del gestore."])
+    workbook.save(tmp_path / "faq.xlsx")
+    chunks = chunk(extract(tmp_path / "faq.xlsx"), "qa", qa_markers=DR)
+    assert [c.row for c in chunks] == ["Bollette:2", "Guasti:2", "Guasti:3"]
+
+
 def test_a_long_faq_answer_is_split_and_never_over_the_maximum(tmp_path: Path) -> None:
     long_answer = " ".join(f"Frase numero {n} della risposta lunga." for n in range(120))
     text = f"Question,Answer\nWhat does the policy cover?,{long_answer}\n"

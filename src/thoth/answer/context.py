@@ -2,8 +2,9 @@
 
 Fragments enter the context in rank order, each as its reading text (text + every caveat of
 its page or unit, joined by `reading_text` only) under a numbered citation marker. The marker
-is the position of the fragment's document in the answer's sources, so [n] means the same
-thing in the context, in the answer text and in the sources list. A fragment that does not fit
+is the position of the fragment's source (its document, or its FAQ row) in the answer's
+sources, so [n] means the same thing in the context, in the answer text and in the sources
+list. A fragment that does not fit
 in what is left of the budget is dropped and counted, and the following (smaller) ones are still
 tried, so the budget is used: with any fragment dropped the status is "truncated". When none fits
 at all, the context is empty but the evidence existed: the honesty floor says that, never
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from thoth.answer.retrieval import Retrieval, RetrievedFragment
-from thoth.answer.sources import Source, aggregate_sources
+from thoth.answer.sources import Source, aggregate_sources, source_key
 from thoth.answer.wording import Wording
 from thoth.documents.records import reading_text
 from thoth.glossary import Expansion
@@ -30,7 +31,7 @@ _SEPARATOR = "\n\n"
 
 @dataclass(frozen=True)
 class ContextEntry:
-    marker: int  # [n]: 1-based position of the fragment's document in `sources`
+    marker: int  # [n]: 1-based position of the fragment's source (document, FAQ row) in `sources`
     fragment: RetrievedFragment
     text: str  # reading_text(payload): the fragment's text and its caveats
 
@@ -79,20 +80,21 @@ def assemble_context(retrieval: Retrieval, budget_chars: int, wording: Wording) 
     if retrieval.status == "failed":
         raise ValueError("a failed retrieval has no context: report the failure instead")
     ordered = sorted(retrieval.fragments, key=lambda f: f.rank)
-    markers: dict[str, int] = {}
+    markers: dict[tuple[str, str], int] = {}
     entries: list[ContextEntry] = []
     dropped: list[RetrievedFragment] = []
     used = 0
     for fragment in ordered:
-        # Rank order means a document's first kept fragment is its best kept one, so numbering
-        # documents as they first enter is exactly aggregate_sources' order.
-        marker = markers.get(fragment.doc_id, len(markers) + 1)
+        # Rank order means a source's first kept fragment is its best kept one, so numbering
+        # sources (documents, FAQ rows) as they first enter is exactly aggregate_sources' order.
+        key = source_key(fragment)
+        marker = markers.get(key, len(markers) + 1)
         entry = ContextEntry(marker, fragment, reading_text(fragment.record, wording.caveat_label))
         cost = len(entry.render()) + (len(_SEPARATOR) if entries else 0)
         if used + cost > budget_chars:
             dropped.append(fragment)
             continue
-        markers[fragment.doc_id] = marker
+        markers[key] = marker
         entries.append(entry)
         used += cost
     status: ContextStatus = "truncated" if dropped else "found" if entries else "nothing_found"
@@ -103,7 +105,7 @@ def assemble_context(retrieval: Retrieval, budget_chars: int, wording: Wording) 
         budget_chars,
         used,
         dropped=len(dropped),
-        dropped_docs=len({f.doc_id for f in dropped} - set(markers)),
+        dropped_docs=len({f.doc_id for f in dropped} - {doc for doc, _ in markers}),
     )
 
 
@@ -119,7 +121,9 @@ def _context(
 ) -> AssembledContext:
     sources = aggregate_sources(e.fragment for e in entries)
     # The markers were numbered on the way; the shared aggregation must agree with them.
-    assert [s.doc_id for s in sources] == list(dict.fromkeys(e.fragment.doc_id for e in entries))
+    assert [(s.doc_id, s.row or "") for s in sources] == list(
+        dict.fromkeys(source_key(e.fragment) for e in entries)
+    )
     return AssembledContext(
         status=status,
         entries=tuple(entries),

@@ -123,6 +123,11 @@ class RetrievedFragment:
         """Its position in its document (or Evidence Unit): what a source's link opens."""
         return position(self.record)
 
+    @property
+    def row(self) -> str | None:
+        """A FAQ table's row (its id or number): its own source; None for any other record."""
+        return self.record.qa_row if isinstance(self.record, FragmentPayload) else None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

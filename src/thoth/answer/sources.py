@@ -1,6 +1,8 @@
 """The one aggregation of retrieved fragments into an answer's sources, shared by the answer
 service and the evaluation bench: one document counts as one source, ordered by proximity
-(the best rank any of its fragments reached). A second copy could drift from this one."""
+(the best rank any of its fragments reached) — except a FAQ table, whose every row is its own
+source (issue 46): the row is the answer, and the source names it. A second copy could drift
+from this one."""
 
 from __future__ import annotations
 
@@ -32,6 +34,16 @@ class RankedFragment(Protocol):
     @property
     def ordinal(self) -> int: ...
 
+    @property
+    def row(self) -> str | None:
+        """A FAQ table's row (its id or number), None for any other fragment."""
+        ...
+
+
+def source_key(fragment: RankedFragment) -> tuple[str, str]:
+    """What counts as one source: the document, or the document's FAQ row."""
+    return fragment.doc_id, fragment.row or ""
+
 
 @dataclass(frozen=True)
 class Source:
@@ -46,6 +58,7 @@ class Source:
     revision: str = ""
     fragment: int | None = None  # the ordinal of its best-ranked fragment: what the link opens
     labels: tuple[str, ...] = ()  # the labels the question was asked with: the link's own
+    row: str | None = None  # a FAQ table's row: its id or number (the title says it too)
 
     @property
     def link(self) -> str:
@@ -54,26 +67,33 @@ class Source:
         return link(self.doc_id, self.revision, self.fragment, self.labels)
 
     def as_dict(self) -> dict[str, str]:
-        return {
+        data = {
             "title": self.title,
             "doc_id": self.doc_id,
             "revision": self.revision,
             "link": self.link,
         }
+        if self.row is not None:
+            data["row"] = self.row
+        return data
 
 
 def aggregate_sources(fragments: Iterable[RankedFragment]) -> list[Source]:
-    """One source per document, best rank first (ties: doc_id, so the order is stable)."""
-    best: dict[str, Source] = {}
+    """One source per document (per row of a FAQ table, `source_key`), best rank first (ties:
+    doc_id then row, so the order is stable). A row's title says which row it is."""
+    best: dict[tuple[str, str], Source] = {}
     for frag in fragments:
-        seen = best.get(frag.doc_id)
+        key = source_key(frag)
+        seen = best.get(key)
         if seen is None or frag.rank < seen.best_rank:
-            best[frag.doc_id] = Source(
-                title=frag.title or frag.doc_id,
+            title = frag.title or frag.doc_id
+            best[key] = Source(
+                title=title if frag.row is None else f"{title}, row {frag.row}",
                 doc_id=frag.doc_id,
                 best_rank=frag.rank,
                 record_kind=frag.record_kind,
                 revision=frag.revision,
                 fragment=frag.ordinal,
+                row=frag.row,
             )
-    return sorted(best.values(), key=lambda s: (s.best_rank, s.doc_id))
+    return sorted(best.values(), key=lambda s: (s.best_rank, s.doc_id, s.row or ""))

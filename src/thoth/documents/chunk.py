@@ -60,6 +60,9 @@ class Chunk:
     heading_path: tuple[str, ...]
     kind: ChunkKind
     ordinal: int  # position in the document's chunk list, from 0
+    # A FAQ table's row (strategy qa on a CSV or workbook): its id, or its number in the table
+    # ("Sheet:7" in a workbook of several tables); None for any other chunk.
+    row: str | None = None
 
 
 @dataclass(frozen=True)
@@ -427,6 +430,7 @@ def chunk_qa_table(
     columns: tuple[str, str] | None = None,
     limits: ChunkLimits | None = None,
     keep: Sequence[str] = (),
+    id_column: str | None = None,
 ) -> list[Chunk]:
     """A table of questions and answers (a CSV, a sheet): one chunk per row, the question
     first (it leads what the embedder reads), then the answer, then the non-empty cells of the
@@ -434,7 +438,9 @@ def chunk_qa_table(
     an id or a tag is no part of the answer, and embedded it pulls every row alike. A row
     longer than the maximum is split in its answer, and every part repeats the question.
     `columns`: the question and answer headers as the source declares them (`qa_columns`);
-    unset, they are recognised by name."""
+    unset, they are recognised by name. Every chunk names its row (`Chunk.row`): the cell of
+    `id_column` (`qa_id_column`), or the row's number in its table (the header is row 1),
+    after the sheet's name when the document has several tables."""
     limits = limits or ChunkLimits()
     tables = [b for b in document.blocks if b.kind == "table" and b.header]
     if not tables:
@@ -444,12 +450,15 @@ def chunk_qa_table(
             "no table with a header row: a question-and-answer table needs one",
             "add a header row naming the question and answer columns",
         )
-    texts: list[tuple[str, Block]] = []
+    texts: list[tuple[str, Block, str]] = []
+    seen: dict[str, int] = {}
     for table in tables:
         q, a = _qa_columns(document, table.header, columns)
         kept = _kept_columns(document, table.header, keep)
+        ident = _id_column(document, table.header, id_column)
         for number, row in enumerate(table.rows, start=2):  # row 1 is the header
             cells = [cell.strip() for cell in row]
+            name = _row_name(document, table, tables, number, cells, ident, seen)
             if not cells[q] or not cells[a]:
                 missing = "question" if not cells[q] else "answer"
                 raise _refuse(
@@ -466,11 +475,61 @@ def chunk_qa_table(
                 if i not in (q, a) and i in kept and cell
             ]
             body = "\n".join([f"{table.header[a]}: {cells[a]}", *others])
-            texts += [(part, table) for part in _under_question(head, body, limits)]
+            texts += [(part, table, name) for part in _under_question(head, body, limits)]
     return [
-        Chunk(text, block.page, block.heading_path, "qa", ordinal)
-        for ordinal, (text, block) in enumerate(texts)
+        Chunk(text, block.page, block.heading_path, "qa", ordinal, name)
+        for ordinal, (text, block, name) in enumerate(texts)
     ]
+
+
+def _id_column(document: Document, header: Sequence[str], declared: str | None) -> int | None:
+    if declared is None:
+        return None
+    names = [_header_key(h) for h in header]
+    if _header_key(declared) not in names:
+        raise _refuse(
+            document,
+            "qa",
+            f"qa_id_column names {declared!r}, not a header of the table "
+            f"({', '.join(map(repr, header))})",
+            "set qa_id_column to the header of the rows' ids, or leave it unset (rows are "
+            "then named by their number)",
+        )
+    return names.index(_header_key(declared))
+
+
+def _row_name(
+    document: Document,
+    table: Block,
+    tables: Sequence[Block],
+    number: int,
+    cells: Sequence[str],
+    ident: int | None,
+    seen: dict[str, int],
+) -> str:
+    """What an answer's source calls the row: its id, unique and present in every row (two
+    rows under one id would be one source), or its number in its table."""
+    where = table.heading_path[-1] if len(tables) > 1 and table.heading_path else ""
+    if ident is None:
+        return f"{where}:{number}" if where else str(number)
+    name = cells[ident]
+    if not name:
+        raise _refuse(
+            document,
+            "qa",
+            f"row {number} of the table has no id ({table.header[ident]!r}, qa_id_column)",
+            f"give row {number} its id, or remove the row",
+        )
+    if name in seen:
+        raise _refuse(
+            document,
+            "qa",
+            f"rows {seen[name]} and {number} of the table have the same id {name!r} "
+            f"({table.header[ident]!r}, qa_id_column)",
+            "give every row its own id",
+        )
+    seen[name] = number
+    return name
 
 
 def _qa_columns(
@@ -544,18 +603,19 @@ def chunk(
     qa_markers: QaMarkers | None = None,
     qa_columns: tuple[str, str] | None = None,
     qa_keep_columns: Sequence[str] = (),
+    qa_id_column: str | None = None,
     limits: ChunkLimits | None = None,
 ) -> list[Chunk]:
     """Chunk a document with the strategy declared for its source. Strategy "qa" on a CSV
     or a workbook reads question and answer columns (`qa_columns`, or recognised by name)
-    and keeps the other columns `qa_keep_columns` names; on text, question and answer
-    markers."""
+    and keeps the other columns `qa_keep_columns` names, each row named by its
+    `qa_id_column` cell or its number; on text, question and answer markers."""
     if strategy == "blocks":
         return chunk_blocks(document, limits)
     if strategy == "spreadsheet":
         return chunk_spreadsheet(document, limits)
     if strategy == "qa" and document.format in ("csv", "xlsx"):
-        return chunk_qa_table(document, qa_columns, limits, qa_keep_columns)
+        return chunk_qa_table(document, qa_columns, limits, qa_keep_columns, qa_id_column)
     if strategy == "qa":
         if qa_markers is None:
             raise _refuse(

@@ -104,6 +104,7 @@ class KnowledgeFragment:
     refers_to: tuple[str, ...] = ()  # wiki pages: doc_ids of the documents the page refers to
     entity: str | None = None  # the entity the document belongs to (thoth.entities)
     periods: tuple[str, ...] = ()  # the quarters the document reports on (thoth.periods)
+    qa_row: str | None = None  # a FAQ table's row: its id or number (Chunk.row)
 
     def record(
         self,
@@ -140,6 +141,7 @@ class KnowledgeFragment:
             year=self.year,
             entity=self.entity,
             periods=self.periods,
+            qa_row=self.qa_row,
             source_config=source_config,
             bm25_avg_len=avg_len,
             bm25_language=bm25_language,

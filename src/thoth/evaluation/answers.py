@@ -207,7 +207,8 @@ def judge(
     """Both levels for one case. The retrieval level looks only at sources; the answer level
     only at the text — a failure says which side to fix."""
     expect = case.expect
-    sources = [s.doc_id for s in answer.sources or []]
+    # Documents, each once: a FAQ's rows are sources of their own, its file one document.
+    sources = list(dict.fromkeys(s.doc_id for s in answer.sources or []))
     result = CaseResult(
         id=case.id,
         question=case.question,

@@ -194,7 +194,8 @@ def measure(
     ranks: list[int | None] = []
     for case in cases:
         fragments = searcher.fragments(case.question, case.request)
-        sources = [s.doc_id for s in aggregate_sources(fragments)]
+        # Documents, each once: a FAQ's rows are sources of their own, its file one document.
+        sources = list(dict.fromkeys(s.doc_id for s in aggregate_sources(fragments)))
         ranks.append(best_rank(sources, case.expect.documents))
     return Measured(setting, ranks, k)
 

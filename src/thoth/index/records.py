@@ -126,6 +126,9 @@ class FragmentPayload(_Served):
     # The quarters the document reports on ("2023-Q2": thoth.periods), read from its whole text
     # at sync: what a question's "Q2 2023" is checked against (a filing never writes "Q2").
     periods: tuple[str, ...] = ()
+    # A FAQ table's row (strategy qa on a CSV or workbook): its id (`qa_id_column`) or its
+    # number in the table; the answer's source names it (one source per row, issue 46).
+    qa_row: str | None = None
     # Written by `tht docs sync`: the fingerprint of the source settings the fragment was
     # prepared with, and the BM25 language (Qdrant's name, "english") and average length its
     # sparse vector was encoded with. No language: the generation's own (`config["bm25"]`),

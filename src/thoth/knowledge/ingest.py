@@ -332,6 +332,7 @@ def prepare_document(
                 qa_markers=markers,
                 qa_columns=columns,
                 qa_keep_columns=source.qa_keep_columns,
+                qa_id_column=source.qa_id_column,
             )
             raw = file.text() if document.format in RAW_TEXT_FORMATS else None
             secrets = tuple(document_findings(file.data, document.format, document, raw))
@@ -360,6 +361,7 @@ def prepare_document(
             revision=file.revision,
             entity=entity,
             periods=periods,
+            qa_row=piece.row,
         )
         for piece in chunks
     )

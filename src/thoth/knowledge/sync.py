@@ -237,6 +237,9 @@ def preparation_fingerprint(source: SourceSettings, entities: str = "") -> str:
     # hash changes once: its rows lost their other columns (issue 46) and are prepared again.
     if not data["qa_keep_columns"] and source.strategy != "qa":
         del data["qa_keep_columns"]
+    # The same for qa_id_column: a qa source's rows now carry their id or number (issue 46).
+    if data["qa_id_column"] is None and source.strategy != "qa":
+        del data["qa_id_column"]
     if entities and source.kind == "documents":
         data["entity_list"] = entities
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
