@@ -12,15 +12,29 @@ from typing import Any
 
 import pytest
 
-from tests.service.conftest import THT, Server
+from tests.fake_embeddings import FakeEmbeddingServer
+from tests.service.conftest import THT, Server, prepare_workspace
 from tests.service.test_mcp import structured, text_of
 from tests.service.test_mcp_http import call
 from tests.service.test_sessions_http import ANALYST, ledger_lines, new_session
 from thoth.evidence.sources import discover
+from thoth.service.registry import add_caller
 from thoth.session import SessionStore
 from thoth.session.gaps import GapNotFound, GapQueue
 from thoth.session.ledger import EntryRefused, EvidenceReceipt
 from thoth.workspace import Workspace
+
+CURATOR = "curator"
+
+
+@pytest.fixture(scope="module")
+def workspace(
+    tmp_path_factory: pytest.TempPathFactory, embeddings: FakeEmbeddingServer
+) -> tuple[Any, dict[str, str]]:
+    """The service tests' workspace with one more caller, declared `curator = true`."""
+    corpus, keys = prepare_workspace(tmp_path_factory.mktemp("gaps"), embeddings)
+    _, keys[CURATOR] = add_caller(corpus.root, CURATOR, ["public", "internal"], curator=True)
+    return corpus, keys
 
 
 def tht(root: Path, *args: str) -> tuple[int, dict[str, Any]]:
@@ -115,6 +129,30 @@ def test_bad_gaps_are_refused_with_their_codes_and_the_ledger_unchanged(server: 
     after = ledger_lines(server.root, sid)
     other = server.post(path, {"base": 2, "stage": "clarification", "subject": "z"}, "night")
     assert other.json()["code"] == "session_not_found" and ledger_lines(server.root, sid) == after
+
+
+def test_a_curator_sees_every_sessions_gaps_and_other_callers_only_their_own(
+    server: Server,
+) -> None:
+    sid = new_session(server, "Quanti accessi in pronto soccorso?")  # the analyst's session
+    made = server.post(
+        f"/v1/sessions/{sid}/gaps",
+        {"base": 0, "stage": "clarification", "subject": "accesso",
+         "detail": "nessuna Evidence definisce l'accesso"},
+        caller=ANALYST,
+    )  # fmt: skip
+    assert made.status_code == 200, made.text
+    gap_id = f"{sid}:{made.json()['entry']['seq']}"
+    queue = {g["id"]: g for g in open_gaps(server, CURATOR)}
+    assert gap_id in queue and queue[gap_id]["caller"] == ANALYST
+    assert queue[gap_id]["subject"] == "accesso" and queue[gap_id]["session"] == sid
+    assert gap_id in {g["id"] for g in open_gaps(server, ANALYST)}
+    assert gap_id not in {g["id"] for g in open_gaps(server, "night")}  # not a curator
+    # the curator reads the queue; another caller's session stays closed to it for writing
+    other = server.post(
+        f"/v1/sessions/{sid}/gaps", {"base": 1, "stage": "clarification", "subject": "z"}, CURATOR
+    )
+    assert other.json()["code"] == "session_not_found"
 
 
 def test_a_withdrawn_gap_leaves_the_queue_and_a_gap_is_taken_once(tmp_path: Path) -> None:

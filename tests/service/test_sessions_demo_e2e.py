@@ -23,6 +23,7 @@ from thoth.workspace import Workspace
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 AGENT = "agent"
+OUTSIDER = "outsider"  # public only: the demo's Evidence labels are above its ceiling
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with mock.patch("thoth.cli.demo.demo_mcp", lambda *_: "found"):
         root = run_demo(Console(file=out, width=120), tmp_path_factory.mktemp("demo") / "demo")
     _, key = add_caller(root, AGENT, ["public", "internal"])
-    server = Server(root, {AGENT: key}, tmp_path_factory.mktemp("log") / "serve.log")
+    _, outsider = add_caller(root, OUTSIDER, ["public"])
+    keys = {AGENT: key, OUTSIDER: outsider}
+    server = Server(root, keys, tmp_path_factory.mktemp("log") / "serve.log")
     try:
         yield server
     finally:
@@ -162,3 +165,30 @@ def test_sql_a_session_refuses_is_refused_with_its_code(served: Server) -> None:
     assert refused("SELECT load_extension('/tmp/x')") == "function_refused"
     assert refused("SELECT no_such_column FROM adt.admission") == "statement_invalid"
     assert refused("SELECT 1; SELECT 2") == "statements"
+
+
+def test_a_unit_a_receipt_cites_is_served_by_its_id(served: Server) -> None:
+    """GET /v1/evidence/units/{id}: the unit a receipt names, from the active generation, under
+    the Evidence labels rule; an id the generation does not publish is unit_not_found."""
+    client = Client(served, DEMO_SQL_QUESTION)
+    found = client.consult("clarification")
+    first = found["results"][0]
+    receipt = client.get().json()["receipts"][0]["receipt"]
+    assert first["evidence_id"] in receipt["evidence_ids"]
+    response = served.get(f"/v1/evidence/units/{first['evidence_id']}", caller=AGENT)
+    assert response.status_code == 200, response.text
+    unit = response.json()
+    assert unit["evidence_id"] == first["evidence_id"] and unit["title"] == first["title"]
+    assert unit["kind"] == first["kind"] and unit["caveats"] == first["caveats"]
+    assert unit["provenance"] == first["provenance"] and unit["document"] == first["document"]
+    assert unit["generation"] == receipt["generation"] and unit["revision"] == receipt["revision"]
+    assert unit["body"].strip() and set(first["excerpts"]) <= set(unit["excerpts"])
+
+    unknown = served.get("/v1/evidence/units/evidence:no-such-unit", caller=AGENT)
+    assert unknown.status_code == 404, unknown.text
+    assert unknown.json()["code"] == "unit_not_found"
+    labels = Workspace.open(served.root).settings.answers.evidence_labels
+    assert set(labels) - {"public"}  # the outsider's ceiling lacks one of them
+    refused = served.get(f"/v1/evidence/units/{first['evidence_id']}", caller=OUTSIDER)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["code"] == "label_above_ceiling"

@@ -100,7 +100,7 @@ def clarified_on_the_page(server: Server, page: Page) -> str:
     unit = page.locator("#session-consulted li.unit", has_text="evidence:ricovero-ordinario")
     expect(unit).to_have_count(1)
     link = page.locator("#session-receipts a[data-unit='evidence:ricovero-ordinario']")
-    expect(link).to_have_attribute("href", "#unit-evidence:ricovero-ordinario")
+    expect(link).to_have_attribute("href", "#unit-view")
     clarified = "concept_clarified"
     decide_on_the_page(page, "clarification", clarified, "ricovero ordinario", "regime 1")
     decide_on_the_page(page, "clarification", clarified, "dimesso", "uscito vivo")
@@ -246,3 +246,43 @@ def test_a_whole_session_on_the_page(served: Server) -> None:
     with chromium() as browser:
         page = browser.new_page()
         drive_a_whole_session(served, page)
+
+
+def test_the_gaps_queue_and_a_receipts_unit_on_the_page(served: Server) -> None:
+    """A gap recorded over HTTP is listed in the page's queue (its markup shown as text, the
+    CLI command that turns it into a source note beside it); a receipt's unit id, from a
+    consultation made over HTTP and not on the page, opens the unit."""
+    made = served.post("/v1/sessions", {"question": DEMO_SQL_QUESTION}, AGENT)
+    assert made.status_code == 201, made.text
+    s = Api(served, made.json()["session"])
+    found = s.post("consult", {"stage": "clarification"})
+    s.base = found["receipt_seq"]
+    unit_id = found["results"][0]["evidence_id"]
+    gap = s.post("gaps", {"stage": "clarification", "subject": "reparto", "detail": MARKUP})
+    gap_id = f"{s.id}:{gap['entry']['seq']}"
+    with chromium() as browser:
+        page = browser.new_page()
+        open_with_key(page, served)
+        row = page.locator(f"#gaps li.gap[data-gap='{gap_id}']")
+        expect(row).to_contain_text("clarification")
+        expect(row).to_contain_text("reparto")
+        expect(row).to_contain_text("<img src=x onerror=")
+        expect(row).to_contain_text(f"tht evidence gaps --to-source {gap_id}")
+        assert page.locator("#gaps-panel img").count() == 0
+        assert page.evaluate("document.title") != "pwned"
+
+        page.locator(f"#sessions tr[data-session='{s.id}']").get_by_role(
+            "button", name="Open"
+        ).click()
+        expect(page.locator("#session-title")).to_have_text(DEMO_SQL_QUESTION)
+        link = page.locator(f"#session-receipts a[data-unit='{unit_id}']")
+        expect(link).to_have_count(1)
+        expect(page.locator("#unit-view")).to_be_hidden()
+        link.click()
+        unit = page.locator("#unit-view")
+        expect(unit).to_be_visible()
+        shown = served.get(f"/v1/evidence/units/{unit_id}", caller=AGENT).json()
+        expect(unit.locator("#unit-title")).to_have_text(shown["title"])
+        expect(unit).to_contain_text(unit_id)
+        expect(unit).to_contain_text(shown["provenance"]["source_file"])
+        screenshot(page, "session-gaps-and-unit")

@@ -37,6 +37,7 @@ __all__ = [
     "EvidenceResult",
     "EvidenceSearchContext",
     "EvidenceSearchOutcome",
+    "EvidenceUnitView",
     "Provenance",
     "Receipt",
 ]
@@ -78,6 +79,29 @@ class EvidenceResult:
     # The tables and columns the unit names (schema linking lifts them).
     tables: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvidenceUnitView:
+    """One published unit as a receipt's link opens it: the unit read from Git at the active
+    generation's revision, with every fragment the generation indexed (in their order)."""
+
+    evidence_id: str
+    kind: str
+    title: str
+    body: str
+    excerpts: tuple[str, ...]
+    caveats: tuple[str, ...]
+    provenance: Provenance
+    document: str
+    generation: str
+    revision: str
+    citation: str
+    tables: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)

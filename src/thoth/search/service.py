@@ -18,6 +18,7 @@ from typing import Any
 
 from thoth.config import IndexSettings
 from thoth.embed.base import Embedder
+from thoth.errors import ThothError
 from thoth.evidence.document import parse_unit
 from thoth.evidence.model import PURPOSES, Unit, schema_names
 from thoth.index.base import Fusion, Hit, Where
@@ -35,6 +36,7 @@ from thoth.search.outcome import (
     EvidenceResult,
     EvidenceSearchContext,
     EvidenceSearchOutcome,
+    EvidenceUnitView,
     Provenance,
     Receipt,
 )
@@ -42,6 +44,12 @@ from thoth.search.query import render_query
 
 FRAGMENTS_PER_UNIT = 2
 _BINDABLE = ("concepts", "tables", "columns")
+
+
+class UnitNotFound(ThothError):
+    """No unit with that id is published in the active generation."""
+
+    code = "unit_not_found"
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,45 @@ class EvidenceSearch:
             receipt=receipt,
         )
 
+    def unit(self, evidence_id: str) -> EvidenceUnitView:
+        """The unit `evidence_id` as the active generation publishes it (what a receipt's
+        link opens): its fragments from the index, the unit itself from Git at the
+        generation's revision, as search results are made. UnitNotFound when the generation
+        holds no fragment of it; Unreadable (its code) when nothing may be read."""
+        with self._reader.guard():
+            gen = self._reader.evidence(None)
+            where: Where = {
+                "workspace_id": self.workspace,
+                "workspace_revision": gen.revision,
+                "vector_generation": gen.id,
+                "record_kind": RECORD_EVIDENCE,
+                "evidence_id": evidence_id,
+            }
+            records = [_evidence(Hit(r.id, 0.0, r.payload)) for r in gen.store.scroll(where)]
+        if not records:
+            raise UnitNotFound(
+                f"unit {evidence_id} is not published in generation {gen.id} -> a receipt's "
+                "evidence_ids, or POST /v1/evidence/search, name the published ones"
+            )
+        records.sort(key=lambda r: r.fragment_ordinal)
+        unit_path = records[0].unit_path
+        unit = self._read_unit(gen.revision, unit_path)
+        return EvidenceUnitView(
+            evidence_id=evidence_id,
+            kind=unit.kind,
+            title=unit.title,
+            body=unit.body,
+            excerpts=tuple(r.text for r in records),
+            caveats=tuple(unit.caveats),
+            provenance=_provenance(unit),
+            document=f"evidence/{unit_path}",
+            generation=gen.id,
+            revision=gen.revision,
+            citation=_citation(unit, unit_path, gen.revision),
+            tables=schema_names(unit)[0],
+            columns=schema_names(unit)[1],
+        )
+
     def query_text(self, query: str, context: EvidenceSearchContext) -> str:
         return render_query(
             query,
@@ -220,15 +267,10 @@ class EvidenceSearch:
                     score=top.score,
                     excerpts=tuple(records[h.id].text for h in best[eid]),
                     caveats=tuple(unit.caveats),
-                    provenance=Provenance(
-                        unit.provenance.source_file,
-                        unit.provenance.source_sha256,
-                        tuple(unit.provenance.supporting_excerpts),
-                    ),
+                    provenance=_provenance(unit),
                     document=f"evidence/{unit_path}",
                     revision=revision,
-                    citation=f"{unit.title} — evidence/{unit_path} @ {revision[:12]} "
-                    f"(source: evidence/{unit.provenance.source_file})",
+                    citation=_citation(unit, unit_path, revision),
                     tables=schema_names(unit)[0],
                     columns=schema_names(unit)[1],
                 )
@@ -237,6 +279,21 @@ class EvidenceSearch:
 
     def _read_unit_uncached(self, revision: str, unit_path: str) -> Unit:
         return read_unit_at(self.root, revision, unit_path)
+
+
+def _provenance(unit: Unit) -> Provenance:
+    return Provenance(
+        unit.provenance.source_file,
+        unit.provenance.source_sha256,
+        tuple(unit.provenance.supporting_excerpts),
+    )
+
+
+def _citation(unit: Unit, unit_path: str, revision: str) -> str:
+    return (
+        f"{unit.title} — evidence/{unit_path} @ {revision[:12]} "
+        f"(source: evidence/{unit.provenance.source_file})"
+    )
 
 
 def read_unit_at(root: Path, revision: str, unit_path: str) -> Unit:

@@ -41,10 +41,12 @@ from thoth.database import DatabaseUnavailable
 from thoth.embed.base import EmbedderError
 from thoth.errors import ConfigError, PreconditionError, Problem, RequestError, ThothError
 from thoth.index.base import IndexUnavailable
+from thoth.index.reader import Unreadable
 from thoth.memory.curation import CurationIncomplete
 from thoth.memory.index import MemoryEmbeddingFailed
 from thoth.memory.promotion import PromotionIncomplete
 from thoth.memory.registry import MemoryRefused
+from thoth.search.service import UnitNotFound
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
     BodyNotUtf8,
@@ -119,6 +121,7 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (JobNotFound, 404),
     (AnswerNotFound, 404),
     (SourceNotFound, 404),
+    (UnitNotFound, 404),
     (SourceNotAllowed, 403),
     (RevisionNotServed, 409),
     (JobFinished, 409),
@@ -126,6 +129,7 @@ STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     # A component the request needed could not be used (GET /v1/ready names which).
     (StateError, 503),
     (IndexUnavailable, 503),
+    (Unreadable, 503),  # the Evidence could not be read: its code says why
     (EmbedderError, 503),
     (AnalyticsError, 503),
     (AnswerModelError, 502),
@@ -469,6 +473,14 @@ def _routes(app: FastAPI) -> None:
         with a stable code, as `tht evidence search --json` prints it."""
         return await _operation(request, EvidenceSearchBody, lambda ops: ops.evidence_search)
 
+    @app.get("/v1/evidence/units/{unit_id}", tags=["search"], responses=_ERRORS)
+    async def evidence_unit(request: Request, unit_id: str) -> JSONResponse:
+        """One unit the active generation publishes, as a receipt's `evidence_ids` name it:
+        title, kind, body, every indexed excerpt, caveats, provenance and citation. The rule
+        of the Evidence search: 403 `label_above_ceiling` for a caller without the Evidence
+        labels, 404 `unit_not_found` for an id the generation does not publish."""
+        return await _call(request, lambda ops, caller: ops.evidence_unit(unit_id, caller))
+
     @app.post(
         "/v1/knowledge/search",
         tags=["search"],
@@ -621,8 +633,8 @@ def _gap_routes(app: FastAPI) -> None:
 
     @app.get("/v1/gaps", tags=["sessions"], responses=_ERRORS)
     async def list_gaps(request: Request) -> Response:
-        """The open knowledge gaps of this caller's sessions, for the curators (`tht evidence
-        gaps --json` lists every session's)."""
+        """The open knowledge gaps of this caller's sessions; a caller declared `curator =
+        true` sees every session's (the curators' queue, as `tht evidence gaps --json`)."""
         return await _session(request, None, lambda d, _b, _k: d.gaps())
 
 

@@ -187,6 +187,13 @@ class Operations:
         outcome = self._run(lambda: self._evidence.search(body.query, body.purpose, context))
         return outcome.as_dict()
 
+    def evidence_unit(self, unit_id: str, caller: CallerSettings | None) -> dict[str, Any]:
+        """What a receipt's unit link opens: one unit the active generation publishes (the
+        search's own reader), under the rule of the Evidence search: the caller holds every
+        `[answers].evidence_labels` in its ceiling."""
+        require_evidence_within_ceiling(self.settings, caller)
+        return self._run(lambda: self._evidence.unit(unit_id)).as_dict()
+
     def passage(
         self,
         doc_id: str,

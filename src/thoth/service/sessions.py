@@ -611,12 +611,14 @@ class SessionDoor:
         return self._write(session, "gap", body, key, work)
 
     def gaps(self) -> dict[str, Any]:
-        """The open gaps of the sessions this caller sees (`tht evidence gaps --json` for the
-        local user, who sees every session)."""
+        """The open gaps of the sessions this caller sees; a caller declared `curator = true`
+        (the curators' queue) and the local user (`tht evidence gaps --json`) see every
+        session's. Reading the queue opens no session: writing stays the owner's."""
         self._evidence()
         queue = GapQueue(sessions_dir(self.ws), self.ws.evidence)
-        mine = [g for g in queue.open_gaps() if self.caller is None or g.caller == self._name()]
-        return {"ok": True, "gaps": [g.as_dict() for g in mine]}
+        every = self.caller is None or self.caller.curator
+        seen = [g for g in queue.open_gaps() if every or g.caller == self._name()]
+        return {"ok": True, "gaps": [g.as_dict() for g in seen]}
 
     # -- steps -----------------------------------------------------------------------------
 

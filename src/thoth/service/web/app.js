@@ -814,16 +814,20 @@
   }
 
   // Each Evidence receipt: the stage's search, the generation and revision it read, and the
-  // units it cites, each by its id — a link to the unit when this page has shown it (the
-  // consultation above).
+  // units it cites, each by its id — a link that opens the unit (GET /v1/evidence/units/{id}).
   function renderReceipts(view) {
     const list = $("session-receipts");
     list.replaceChildren();
     for (const e of view.receipts || []) {
       const r = e.receipt || {};
-      const units = (r.evidence_ids || []).map((id) => document.getElementById("unit-" + id)
-        ? el("a", { className: "unit-link", "data-unit": id, href: "#unit-" + id }, id)
-        : el("span", { className: "unit-link", "data-unit": id }, id));
+      const units = (r.evidence_ids || []).map((id) => {
+        const link = el("a", { className: "unit-link", "data-unit": id, href: "#unit-view" }, id);
+        link.addEventListener("click", (event) => {
+          event.preventDefault();
+          openUnit(id);
+        });
+        return link;
+      });
       list.append(el("li", { className: "receipt", "data-seq": String(e.seq) },
         "#" + e.seq + " " + e.stage + " (" + (r.purpose || e.subject) + ") — generation " +
         (r.generation || "-") + " @ " + String(r.revision || "").slice(0, 12) + ": ",
@@ -832,6 +836,36 @@
     if ((view.receipts || []).length === 0) {
       list.append(el("li", { className: "hint" }, "No Evidence consulted yet."));
     }
+  }
+
+  // One unit as the active generation publishes it: title, kind, body, caveats, provenance,
+  // all as text. A unit no longer published (a newer generation) is said to be so.
+  async function openUnit(id) {
+    const response = await api("GET", "/v1/evidence/units/" + encodeURIComponent(id));
+    show("unit-view", true);
+    const message = $("unit-message");
+    if (!response.ok) {
+      for (const part of ["unit-title", "unit-where", "unit-body", "unit-provenance"]) {
+        $(part).textContent = "";
+      }
+      $("unit-caveats").replaceChildren();
+      message.textContent = "The unit " + id + " could not be opened (" + refusal(response);
+      message.className = "session-message error";
+      message.hidden = false;
+      return;
+    }
+    message.hidden = true;
+    const u = response.data;
+    $("unit-title").textContent = u.title;
+    $("unit-where").textContent = u.evidence_id + " (" + u.kind + ") — " + u.document +
+      ", generation " + u.generation + " @ " + String(u.revision).slice(0, 12);
+    $("unit-body").textContent = u.body || (u.excerpts || []).join("\n\n");
+    $("unit-caveats").replaceChildren(...(u.caveats || []).map((c) => el("li", {}, c)));
+    const p = u.provenance || {};
+    $("unit-provenance").textContent = "Source: evidence/" + p.source_file +
+      (p.supporting_excerpts && p.supporting_excerpts.length
+        ? " — " + p.supporting_excerpts.map((x) => "“" + x + "”").join(" ") : "");
+    $("unit-view").scrollIntoView();
   }
 
   function approvedSql(view) {
@@ -860,6 +894,7 @@
     $("session-consulted").replaceChildren();
     $("session-checks").replaceChildren();
     $("session-rows").replaceChildren();
+    show("unit-view", false);
     await reloadSession();
   }
 
@@ -1014,6 +1049,54 @@
       : "The summary could not be read (" + response.status + ").";
   }
 
+  // ------------------------------------------------------------------ knowledge gaps
+
+  function gapsMessage(text, isError) {
+    const p = $("gaps-message");
+    p.textContent = text;
+    p.className = "jobs-message" + (isError ? " error" : "");
+    p.hidden = false;
+  }
+
+  // The open gaps GET /v1/gaps returns to this caller (a curator's: every session's). Turning
+  // one into a source note is a curator's CLI step: the command is shown, not run.
+  // The list is replaced only once the answer is in: emptied before, the page would shrink
+  // under a click on the sessions above it.
+  async function loadGaps() {
+    const list = $("gaps");
+    let response;
+    try {
+      response = await api("GET", "/v1/gaps");
+    } catch (err) {
+      gapsMessage("Server unreachable: " + err, true);
+      return;
+    }
+    if (!response.ok) {
+      list.replaceChildren();
+      gapsMessage("The gaps could not be listed (" + refusal(response), true);
+      return;
+    }
+    const gaps = response.data.gaps || [];
+    if (gaps.length === 0) {
+      list.replaceChildren();
+      gapsMessage("No open knowledge gap.", false);
+      return;
+    }
+    $("gaps-message").hidden = true;
+    list.replaceChildren(...gaps.map((g) =>
+      el("li", { className: "gap", "data-gap": g.id },
+        el("span", { className: "gap-when" }, g.at), " ",
+        el("span", { className: "job-id" }, g.session), " ",
+        el("span", { className: "decision-stage" }, g.stage), " ",
+        el("strong", { className: "gap-subject" }, g.subject),
+        g.detail ? el("span", { className: "gap-detail" }, " — " + g.detail) : null,
+        g.receipt_seq !== null && g.receipt_seq !== undefined
+          ? el("span", { className: "hint" }, " (receipt #" + g.receipt_seq + " found nothing)")
+          : null,
+        el("div", {}, el("code", { className: "gap-command" },
+          "tht evidence gaps --to-source " + g.id)))));
+  }
+
   // ------------------------------------------------------------------ wiring
 
   function start() {
@@ -1023,6 +1106,7 @@
       sessionStorage.setItem(KEY_STORE, apiKey());
       loadJobs();
       loadSessions();
+      loadGaps();
     });
     $("ask-form").addEventListener("submit", ask);
     $("feedback-form").addEventListener("submit", sendFeedback);
@@ -1038,8 +1122,10 @@
     $("sql-run").addEventListener("click", runSql);
     $("proposals-form").addEventListener("submit", chooseMemories);
     $("checklist-form").addEventListener("submit", confirmChecklist);
+    $("gaps-refresh").addEventListener("click", loadGaps);
     loadJobs();
     loadSessions();
+    loadGaps();
   }
 
   start();
