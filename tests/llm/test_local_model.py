@@ -156,31 +156,30 @@ def test_the_model_answerer_on_a_real_model_is_accepted_and_ends_visibly(
     with open_runtime(ws) as opened:
         synced = DocsSync(ws, opened.state, opened.backend, opened.embedder).run(run_by="t")
         assert synced.outcome == "activated"
-    from thoth.answer.answerers import AnswerModelError
-
     before = len(local_model.received)
     service = open_answer_service(Workspace.open(root))
     try:
         answer = service.ask("What was Contoso's total net revenue in the second quarter of 2023?")
-    except AnswerModelError as exc:
-        # a tiny model rambles past max_tokens, or cites a marker it was never given
-        if exc.code == "llm_failed":
-            assert "truncated at max_tokens" in str(exc)
-        else:
-            assert exc.code in ("citation_outside_context", "uncited_answer", "echoed_context"), (
-                exc.code,
-                str(exc),
-            )
-    else:
-        assert answer.answerer != "extractive" and answer.text.strip()
-        if answer.status == "nothing_found":
-            # the model replied NOT_IN_CONTEXT (the floor's declining reply) to what it read
-            assert answer.diagnostics["answer_model"]["verdict"] == "not_in_context"
-        else:
-            assert answer.status in ("found", "truncated"), (answer.status, answer.error_code)
-            assert answer.sources and "contoso" in answer.sources[0].doc_id
     finally:
         service.close()
+    assert answer.answerer != "extractive" and answer.text.strip()
+    if answer.status == "failed":
+        # a tiny model rambles past max_tokens, or cites a marker it was never given: the
+        # failed answer object with its code (issue 46), never an exception
+        assert answer.error_code in (
+            "answer_failed",
+            "citation_outside_context",
+            "uncited_answer",
+            "echoed_context",
+        ), (answer.error_code, answer.text)
+        if answer.error_code == "answer_failed":
+            assert "truncated at max_tokens" in answer.text
+    elif answer.status == "nothing_found":
+        # the model replied NOT_IN_CONTEXT (the floor's declining reply) to what it read
+        assert answer.diagnostics["answer_model"]["verdict"] == "not_in_context"
+    else:
+        assert answer.status in ("found", "truncated"), (answer.status, answer.error_code)
+        assert answer.sources and "contoso" in answer.sources[0].doc_id
     sent = local_model.received[before:]
     assert len(sent) == 1 and sent[0]["messages"][0]["role"] == "system"
     assert "4,210" in str(sent[0])  # the context reached the model

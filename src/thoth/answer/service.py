@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
@@ -227,11 +227,13 @@ class AnswerService:
             if named
             else self._analytics.answer(question, asked)
         )
+        attempt.numeric_degraded = tuple(numeric.degraded)
+        attempt.numeric_diagnostics = numeric.diagnostics
         if numeric.outcome != "not_covered":
             return self._numeric(attempt.id, question, numeric, request, instructions)
         retrieval = attempt.retrieval = self._search.search(question, **request)
         if retrieval.status == "failed":
-            return self._failed(attempt.id, question, retrieval)
+            return self._failed(attempt.id, question, retrieval, numeric.degraded)
         context = attempt.context = assemble_context(
             retrieval, self.settings.answers.context_budget_chars, self._wording
         )
@@ -341,7 +343,13 @@ class AnswerService:
             else None,
         )
 
-    def _failed(self, answer_id: str, question: str, retrieval: Retrieval) -> Answer:
+    def _failed(
+        self,
+        answer_id: str,
+        question: str,
+        retrieval: Retrieval,
+        numeric_degraded: Sequence[str] = (),
+    ) -> Answer:
         code = retrieval.error_code or "unknown"
         log.error("answer %s: the search failed [%s]: %s", answer_id, code, retrieval.error)
         return Answer(
@@ -351,7 +359,7 @@ class AnswerService:
             status="failed",
             sources=[],  # retrieval was attempted: present, and empty
             answerer="none",
-            degraded=list(retrieval.degraded),
+            degraded=[*retrieval.degraded, *numeric_degraded],
             error_code=code,
             diagnostics=_diagnostics(retrieval, None),
         )
@@ -365,6 +373,10 @@ class _Attempt:
     question: str
     retrieval: Retrieval | None = None
     context: AssembledContext | None = None
+    # What the numeric fork decided and degraded (a model that could not route): a failure
+    # still says it.
+    numeric_degraded: tuple[str, ...] = ()
+    numeric_diagnostics: dict[str, Any] | None = None
 
     def failure(self, message: str, code: str, answerer: str) -> Answer:
         # Sources stay present once retrieval ran, absent before: the same rule as answers.
@@ -378,12 +390,19 @@ class _Attempt:
             status="failed",
             sources=sources,
             answerer=answerer,
-            degraded=[] if self.retrieval is None else list(self.retrieval.degraded),
+            degraded=[
+                *(() if self.retrieval is None else self.retrieval.degraded),
+                *self.numeric_degraded,
+            ],
             error_code=code,
-            diagnostics={}
-            if self.retrieval is None
-            else _diagnostics(self.retrieval, self.context),
+            diagnostics=self._diagnostics(),
         )
+
+    def _diagnostics(self) -> dict[str, Any]:
+        found = {} if self.retrieval is None else _diagnostics(self.retrieval, self.context)
+        if self.numeric_diagnostics is not None:
+            found["analytics"] = self.numeric_diagnostics
+        return found
 
 
 def _diagnostics(retrieval: Retrieval, context: AssembledContext | None) -> dict[str, Any]:
