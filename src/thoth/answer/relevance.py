@@ -270,12 +270,16 @@ def judge(
     similarity: float | None,
     min_similarity: float | None,
     terms: Sequence[Term] | None,
+    *,
+    decide_unmatched: bool = False,
 ) -> Relevance:
     """The verdict: below the similarity floor, a name or period that the corpus or the
     retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
     they hold, is not relevant. `terms=None`: the term signal was not computed. `missing` is
     filled whatever the verdict (calibration reads both signals): the absent names and
-    periods, and the unmatched distinctive words when they outweigh the matched ones."""
+    periods, and the unmatched distinctive words when they outweigh the matched ones.
+    `decide_unmatched` ([answers] distinctive_terms = "decide"): only then do unmatched words
+    make the verdict; otherwise they are reported and the verdict is the other signals'."""
     checked = tuple(terms or ())
     missing = tuple(t.text for t in checked if t.kind in ("name", "period") and not t.retrieved)
     held = sum(t.weight for t in checked if t.held)
@@ -289,7 +293,7 @@ def judge(
         verdict = "unchecked"
     elif missing:
         verdict = "absent_term"
-    elif unmatched:
+    elif unmatched and decide_unmatched:
         verdict = "unmatched_terms"
     else:
         verdict = "relevant"

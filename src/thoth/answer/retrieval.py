@@ -696,7 +696,12 @@ class KnowledgeSearch:
                 )
             checked.append(holding)
         merged = _merge_terms(checked) + stated_terms + quarter_terms
-        return judge(found.best_similarity, self.min_similarity, merged)
+        return judge(
+            found.best_similarity,
+            self.min_similarity,
+            merged,
+            decide_unmatched=self.settings.answers.distinctive_terms == "decide",
+        )
 
     def _failed(
         self,
