@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -1065,6 +1066,118 @@ class AgentSettings(_Strict):
     )
 
 
+_AT = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+_EVERY = r"^[1-9][0-9]{0,5}[mhd]$"
+
+
+class RoutineSettings(_Strict):
+    """One routine of the schedule (`[[schedule.routines]]`): what runs, and when — `at` a
+    time of day in `[schedule].timezone`, or `every` an interval counted from
+    1970-01-01T00:00Z (so every host finds the same instants)."""
+
+    name: str = Field(pattern=_NAME, description="The routine's name, unique in the schedule.")
+    routine: Literal["docs_sync", "poll", "metrics_page", "eval_run"] = Field(
+        description="docs_sync: `tht docs sync`; poll: fetch each source's upstream and sync "
+        "when one moved; metrics_page: `tht analytics metrics-page`; eval_run: `tht eval run`."
+    )
+    at: str | None = Field(
+        default=None,
+        pattern=_AT,
+        description='"HH:MM", every day in [schedule].timezone; a time a clock change skips '
+        "runs an hour later, a time it repeats runs the first time.",
+    )
+    every: str | None = Field(
+        default=None,
+        pattern=_EVERY,
+        description='An interval: a number and m, h or d ("15m", "6h", "1d"), at its '
+        "multiples since 1970-01-01T00:00Z.",
+    )
+    full: bool = Field(
+        default=False, description="docs_sync and poll: rebuild everything, as `--full`."
+    )
+    late_after_minutes: int = Field(
+        default=60,
+        ge=1,
+        description="Minutes after a due instant without a succeeded run before the routine "
+        "is reported late.",
+    )
+
+    @model_validator(mode="after")
+    def _one_time(self) -> RoutineSettings:
+        if (self.at is None) == (self.every is None):
+            raise ValueError(
+                f"schedule.routines.{self.name}: give exactly one of at (a time of day) or "
+                "every (an interval)"
+            )
+        return self
+
+
+class HookSettings(_Strict):
+    """`POST /v1/hooks/git`: a forge's push webhook realigns the source it names. Enabled when
+    a secret is named; the secrets themselves are read from the environment."""
+
+    github_secret_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the GitHub webhook secret "
+        "(X-Hub-Signature-256, HMAC-SHA256 of the body); unset: GitHub pushes are refused.",
+    )
+    gitlab_token_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the GitLab webhook token (X-Gitlab-Token); "
+        "unset: GitLab pushes are refused.",
+    )
+
+
+class ScheduleSettings(_Strict):
+    """The routines that run by themselves (`tht schedule`, docs/operations.md): when, under
+    which lease, and the webhook that realigns a source on a push."""
+
+    timezone: str = Field(
+        default="UTC", description="The IANA time zone of the routines' `at` times."
+    )
+    lease_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds a worker holds a run without renewing it (it renews every "
+        "lease_seconds / 3); after it expires the run is queued again.",
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, le=100, description="How many workers may take a run before it fails."
+    )
+    poll_seconds: float = Field(
+        default=30.0, gt=0, description="Seconds `tht schedule worker` waits between ticks."
+    )
+    clock_skew_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="Seconds a clock may be behind the latest run queued before a tick is "
+        "refused as clock_went_back (nothing is queued or run).",
+    )
+    routines: list[RoutineSettings] = Field(default=[], description="The routines.")
+    hook: HookSettings = Field(
+        default=HookSettings(), description="The forge webhook (POST /v1/hooks/git)."
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {value!r} -> use an IANA name such as Europe/Rome or UTC"
+            ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> ScheduleSettings:
+        names = [r.name for r in self.routines]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"schedule.routines names must be unique: {', '.join(dupes)}")
+        return self
+
+
 class Settings(_Strict):
     """The whole `thoth.toml`; `load_settings` reads it."""
 
@@ -1106,6 +1219,9 @@ class Settings(_Strict):
         default=ServiceSettings(), description="`tht serve`: request limits and callers."
     )
     agent: AgentSettings = Field(default=AgentSettings(), description="The deep-analysis agent.")
+    schedule: ScheduleSettings = Field(
+        default=ScheduleSettings(), description="The routines that run by themselves."
+    )
     reranker: RerankerSettings | None = Field(
         default=None,
         description="A reranking model that reorders the top candidates; unset: none.",

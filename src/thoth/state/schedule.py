@@ -1,0 +1,382 @@
+"""The runs of the `[schedule]` routines: queued once per key, claimed under a lease.
+
+A run's id is its key, `<workspace>/<routine>@<due instant>` (a webhook's is
+`<workspace>/<routine>@<commit>`): every scheduler that finds the run due inserts the same
+key and all but the first insert do nothing, whichever process or host they run on. A queued
+run is taken by one worker exactly as an agent job is (thoth.state.jobs): one write transaction,
+`FOR UPDATE SKIP LOCKED` on PostgreSQL, the write lock of BEGIN IMMEDIATE on SQLite, the UPDATE
+conditional on `status = 'queued'`. The worker holds it while `lease_until` is in the future
+and extends it by heartbeats; `recover_orphans` puts a running run whose lease expired (its
+worker died) back in the queue, or fails it when its attempts are used up.
+
+Every method takes the instant it acts at (`at`) instead of reading the system clock: the
+scheduler passes its clock's, and tests pass a clock they control.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final, Literal, cast
+
+from sqlalchemy import Row, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from thoth.state.core import StateError, StoreCore, dump_json, load_json, parse_ts, require, ts
+from thoth.state.jobs import JobLeaseLost
+from thoth.state.schema import schedule_runs
+
+ScheduleStatus = Literal["queued", "running", "succeeded", "failed"]
+Outcome = Literal["succeeded", "failed"]
+
+MAX_LIMIT: Final = 500
+
+
+class ScheduleRunNotFound(StateError):
+    """No scheduled run with that key."""
+
+    code = "schedule_run_not_found"
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """One run of a routine as stored; `result` when it succeeded, `error_code` and `error`
+    when it failed (or, while queued again, why its last attempt was lost)."""
+
+    id: str
+    workspace: str
+    routine: str
+    kind: str
+    due_at: datetime
+    status: ScheduleStatus
+    created_at: datetime
+    enqueued_by: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    claimed_by: str | None
+    lease_until: datetime | None
+    attempts: int
+    request: dict[str, Any]
+    result: dict[str, Any] | None
+    error_code: str | None
+    error: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        def stamp(moment: datetime | None) -> str | None:
+            return None if moment is None else ts(moment)
+
+        return {
+            "id": self.id,
+            "routine": self.routine,
+            "kind": self.kind,
+            "due_at": stamp(self.due_at),
+            "status": self.status,
+            "created_at": stamp(self.created_at),
+            "enqueued_by": self.enqueued_by,
+            "started_at": stamp(self.started_at),
+            "finished_at": stamp(self.finished_at),
+            "claimed_by": self.claimed_by,
+            "lease_until": stamp(self.lease_until),
+            "attempts": self.attempts,
+            "request": self.request,
+            "result": self.result,
+            "error_code": self.error_code,
+            "error": self.error,
+        }
+
+
+def run_key(workspace: str, routine: str, occurrence: str) -> str:
+    """The key of a run: the same for every scheduler that finds it due."""
+    return f"{workspace}/{routine}@{occurrence}"
+
+
+class ScheduleQueue(StoreCore):
+    """The scheduled runs of the state database (thread-safe)."""
+
+    @classmethod
+    def on(cls, store: StoreCore) -> ScheduleQueue:
+        """The queue over `store`'s engine: closing either closes both."""
+        return cls(store._engine, store.url)
+
+    def enqueue(
+        self,
+        *,
+        key: str,
+        workspace: str,
+        routine: str,
+        kind: str,
+        due_at: datetime,
+        at: datetime,
+        by: str,
+        request: dict[str, Any] | None = None,
+    ) -> tuple[ScheduleRun, bool]:
+        """Queue the run `key` unless a run with that key exists (queued, running or ended):
+        returns the run as stored and whether this call queued it."""
+        require("workspace", workspace)
+        require("routine", routine)
+        values = {
+            "id": key,
+            "workspace": workspace,
+            "routine": routine,
+            "kind": kind,
+            "due_at": ts(due_at),
+            "status": "queued",
+            "created_at": ts(at),
+            "enqueued_by": by,
+            "attempts": 0,
+            "request": dump_json(f"request of scheduled run {key}", request or {}),
+        }
+        dialect = postgresql if self._engine.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(schedule_runs).values(**values).on_conflict_do_nothing()
+        with self._write(f"schedule_runs: queueing {key}") as conn:
+            done = conn.execute(statement)
+            return self._get(conn, key), done.rowcount == 1
+
+    def latest_enqueued(self, workspace: str) -> datetime | None:
+        """The latest instant any scheduler queued a run of the workspace at: a clock behind it
+        went back (or is behind another host's)."""
+        with self._read(f"schedule_runs: latest of {workspace!r}") as conn:
+            stamp = conn.scalar(
+                select(func.max(schedule_runs.c.created_at)).where(
+                    schedule_runs.c.workspace == workspace
+                )
+            )
+        return None if stamp is None else parse_ts(stamp)
+
+    def get(self, key: str) -> ScheduleRun:
+        with self._read(f"schedule_runs: reading {key}") as conn:
+            return self._get(conn, key)
+
+    def find(self, key: str) -> ScheduleRun | None:
+        with self._read(f"schedule_runs: reading {key}") as conn:
+            row = conn.execute(select(schedule_runs).where(schedule_runs.c.id == key)).first()
+        return None if row is None else _run(row)
+
+    def list(
+        self, workspace: str, routine: str | None = None, limit: int = 50
+    ) -> builtins.list[ScheduleRun]:
+        """The workspace's runs, the latest due first; only `routine`'s when given."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise StateError(f"schedule_runs: limit must be 1 to {MAX_LIMIT}, got {limit}")
+        query = select(schedule_runs).where(schedule_runs.c.workspace == workspace)
+        if routine is not None:
+            query = query.where(schedule_runs.c.routine == routine)
+        query = query.order_by(schedule_runs.c.due_at.desc(), schedule_runs.c.id.desc())
+        with self._read(f"schedule_runs: listing {workspace!r}") as conn:
+            return [_run(r) for r in conn.execute(query.limit(limit)).all()]
+
+    def last_finished(self, workspace: str, routine: str) -> ScheduleRun | None:
+        """The routine's run that ended last (succeeded or failed)."""
+        query = (
+            select(schedule_runs)
+            .where(
+                schedule_runs.c.workspace == workspace,
+                schedule_runs.c.routine == routine,
+                schedule_runs.c.finished_at.is_not(None),
+            )
+            .order_by(schedule_runs.c.finished_at.desc(), schedule_runs.c.id.desc())
+            .limit(1)
+        )
+        with self._read(f"schedule_runs: last run of {routine!r}") as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _run(row)
+
+    def routine_names(self, workspace: str, prefix: str) -> builtins.list[str]:
+        """The routine names of the workspace's runs that start with `prefix`, sorted."""
+        query = (
+            select(schedule_runs.c.routine)
+            .where(
+                schedule_runs.c.workspace == workspace,
+                schedule_runs.c.routine.startswith(prefix, autoescape=True),
+            )
+            .distinct()
+        )
+        with self._read(f"schedule_runs: routines of {workspace!r}") as conn:
+            return sorted(str(r.routine) for r in conn.execute(query).all())
+
+    # ------------------------------------------------------------------ workers' side
+
+    def claim(
+        self, workspace: str, worker_id: str, lease_seconds: float, at: datetime
+    ) -> ScheduleRun | None:
+        """Take the workspace's queued run due first, for `worker_id` under a lease of
+        `lease_seconds` from `at`; None when none is queued. One run, one worker."""
+        require("worker id", worker_id)
+        _positive("lease_seconds", lease_seconds)
+        with self._write(f"schedule_runs: claiming a run for {worker_id}") as conn:
+            picked = conn.execute(
+                select(schedule_runs.c.id)
+                .where(
+                    schedule_runs.c.workspace == workspace,
+                    schedule_runs.c.status == "queued",
+                )
+                .order_by(schedule_runs.c.due_at, schedule_runs.c.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).first()
+            if picked is None:
+                return None
+            taken = conn.execute(
+                update(schedule_runs)
+                .where(schedule_runs.c.id == picked.id, schedule_runs.c.status == "queued")
+                .values(
+                    status="running",
+                    claimed_by=worker_id,
+                    started_at=ts(at),
+                    heartbeat_at=ts(at),
+                    lease_until=ts(at + timedelta(seconds=lease_seconds)),
+                    attempts=schedule_runs.c.attempts + 1,
+                )
+            )
+            if taken.rowcount != 1:  # pragma: no cover - the lock makes this unreachable
+                return None
+            return self._get(conn, picked.id)
+
+    def heartbeat(
+        self, key: str, worker_id: str, lease_seconds: float, at: datetime
+    ) -> ScheduleRun:
+        """Extend `worker_id`'s lease; JobLeaseLost when the run is no longer its own."""
+        _positive("lease_seconds", lease_seconds)
+        with self._write(f"schedule_runs: heartbeat of {key} by {worker_id}") as conn:
+            self._holding(conn, key, worker_id)
+            conn.execute(
+                update(schedule_runs)
+                .where(schedule_runs.c.id == key)
+                .values(
+                    heartbeat_at=ts(at),
+                    lease_until=ts(at + timedelta(seconds=lease_seconds)),
+                )
+            )
+            return self._get(conn, key)
+
+    def finish(
+        self,
+        key: str,
+        worker_id: str,
+        status: Outcome,
+        at: datetime,
+        *,
+        result: dict[str, Any] | None = None,
+        error_code: str | None = None,
+        error: str | None = None,
+    ) -> ScheduleRun:
+        """End the run, by its lease holder only: `succeeded` with a result, `failed` with an
+        error code and message."""
+        if status == "succeeded" and (result is None or error_code is not None):
+            raise StateError(f"schedule_runs: run {key} succeeded needs a result, no error code")
+        if status == "failed" and (result is not None or not error_code):
+            raise StateError(f"schedule_runs: run {key} failed needs an error code, no result")
+        if status not in ("succeeded", "failed"):
+            raise StateError(f"schedule_runs: cannot finish {key} as {status!r}")
+        values = {
+            "status": status,
+            "finished_at": ts(at),
+            "lease_until": None,
+            "result": None if result is None else dump_json(f"result of {key}", result),
+            "error_code": error_code,
+            "error": error,
+        }
+        with self._write(f"schedule_runs: finishing {key} by {worker_id}") as conn:
+            self._holding(conn, key, worker_id)
+            conn.execute(update(schedule_runs).where(schedule_runs.c.id == key).values(**values))
+            return self._get(conn, key)
+
+    def recover_orphans(
+        self, workspace: str, max_attempts: int, at: datetime
+    ) -> builtins.list[ScheduleRun]:
+        """Running runs whose lease expired by `at` (their worker died or hung): back to
+        `queued`, or `failed` (`attempts_exhausted`) after `max_attempts` claims."""
+        if max_attempts < 1:
+            raise StateError(f"schedule_runs: max_attempts must be at least 1, got {max_attempts}")
+        stamp = ts(at)
+        with self._write("schedule_runs: recovering orphaned runs") as conn:
+            rows = conn.execute(
+                select(schedule_runs)
+                .where(
+                    schedule_runs.c.workspace == workspace,
+                    schedule_runs.c.status == "running",
+                    schedule_runs.c.lease_until < stamp,
+                )
+                .with_for_update(skip_locked=True)
+            ).all()
+            for row in rows:
+                lost = f"worker {row.claimed_by} lost its lease (until {row.lease_until})"
+                values: dict[str, Any]
+                if int(row.attempts) >= max_attempts:
+                    values = {
+                        "status": "failed",
+                        "finished_at": stamp,
+                        "error_code": "attempts_exhausted",
+                        "error": f"{lost} on attempt {row.attempts} of {max_attempts}; no "
+                        "attempt left -> read the worker's log for why it stopped; the next "
+                        "due run of the routine runs as usual",
+                    }
+                else:
+                    values = {"status": "queued", "claimed_by": None, "error": f"requeued: {lost}"}
+                conn.execute(
+                    update(schedule_runs)
+                    .where(
+                        schedule_runs.c.id == row.id,
+                        schedule_runs.c.status == "running",
+                        schedule_runs.c.lease_until == row.lease_until,
+                    )
+                    .values(lease_until=None, **values)
+                )
+            return [self._get(conn, row.id) for row in rows]
+
+    # ------------------------------------------------------------------ helpers
+
+    def _get(self, conn: Connection, key: str) -> ScheduleRun:
+        row = conn.execute(select(schedule_runs).where(schedule_runs.c.id == key)).first()
+        if row is None:
+            raise ScheduleRunNotFound(
+                f"scheduled run {key!r} not found -> `tht schedule list --json` lists the runs"
+            )
+        return _run(row)
+
+    def _holding(self, conn: Connection, key: str, worker_id: str) -> None:
+        row = conn.execute(
+            select(schedule_runs).where(schedule_runs.c.id == key).with_for_update()
+        ).first()
+        if row is None:
+            raise ScheduleRunNotFound(f"scheduled run {key!r} not found -> pass claim()'s id")
+        if row.status != "running" or row.claimed_by != worker_id:
+            holder = f"held by {row.claimed_by}" if row.claimed_by else "held by no worker"
+            raise JobLeaseLost(
+                f"scheduled run {key} is {row.status} and {holder}, not by {worker_id} -> this "
+                "worker lost it (its lease expired and it was recovered): stop working on it"
+            )
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise StateError(f"schedule_runs: {name} must be positive, got {value}")
+
+
+def _optional(stored: str | None) -> datetime | None:
+    return None if stored is None else parse_ts(stored)
+
+
+def _run(row: Row[Any]) -> ScheduleRun:
+    return ScheduleRun(
+        id=row.id,
+        workspace=row.workspace,
+        routine=row.routine,
+        kind=row.kind,
+        due_at=parse_ts(row.due_at),
+        status=cast(ScheduleStatus, row.status),
+        created_at=parse_ts(row.created_at),
+        enqueued_by=row.enqueued_by,
+        started_at=_optional(row.started_at),
+        finished_at=_optional(row.finished_at),
+        claimed_by=row.claimed_by,
+        lease_until=_optional(row.lease_until),
+        attempts=int(row.attempts),
+        request=load_json(row.request),
+        result=None if row.result is None else cast(dict[str, Any], json.loads(row.result)),
+        error_code=row.error_code,
+        error=row.error,
+    )
