@@ -44,7 +44,8 @@ class ScheduleRunNotFound(StateError):
 @dataclass(frozen=True)
 class ScheduleRun:
     """One run of a routine as stored; `result` when it succeeded, `error_code` and `error`
-    when it failed (or, while queued again, why its last attempt was lost)."""
+    when it failed. Without `error_code`, `error` is the note of an attempt whose worker was
+    lost (the run was queued again)."""
 
     id: str
     workspace: str
@@ -277,8 +278,9 @@ class ScheduleQueue(StoreCore):
             "lease_until": None,
             "result": None if result is None else dump_json(f"result of {key}", result),
             "error_code": error_code,
-            "error": error,
         }
+        if status == "failed":  # a succeeded run keeps the note of an attempt lost before
+            values["error"] = error
         with self._write(f"schedule_runs: finishing {key} by {worker_id}") as conn:
             self._holding(conn, key, worker_id)
             conn.execute(update(schedule_runs).where(schedule_runs.c.id == key).values(**values))
