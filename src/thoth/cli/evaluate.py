@@ -276,6 +276,7 @@ def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
         report = _verify_with_index(ws)
         _verify_catalog(ws, report)
         _verify_rates(ws, report)
+        _verify_schedule(ws, report)
     if as_json:
         emit_json(report.as_dict())
     else:
@@ -328,6 +329,27 @@ def _verify_rates(ws: Workspace, report: VerifyReport) -> None:
             "`tht answers stats` shows them by day; `tht answers log` lists them "
             f"([answers.alerts] {alert.rate} sets the threshold)",
         )
+
+
+def _verify_schedule(ws: Workspace, report: VerifyReport) -> None:
+    """A routine of `[schedule]` that is late or whose last run failed: a warning (what was
+    served is not wrong; it is not being kept current)."""
+    from thoth.runtime import open_state
+    from thoth.schedule.scheduler import Scheduler
+
+    if not ws.settings.schedule.routines:
+        return
+    with open_state(ws) as state:
+        statuses = Scheduler(ws, state).status()
+    for status in statuses:
+        for code, message in status.warnings():
+            report.add(
+                "warning",
+                code,
+                f"[schedule] routine {status.name}",
+                message,
+                "`tht schedule list` shows every routine; docs/operations.md says what to do",
+            )
 
 
 def _verify_with_index(ws: Workspace) -> VerifyReport:

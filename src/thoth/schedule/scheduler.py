@@ -53,6 +53,7 @@ class ClockWentBack(ThothError):
     behind another's). Nothing is queued or run."""
 
     code = "clock_went_back"
+    exit_code = 4  # refused to start
 
 
 class UnknownRoutine(ThothError):
@@ -217,7 +218,7 @@ class Scheduler:
                 ws=self.ws,
                 state=self.state,
                 run=run,
-                run_by=f"schedule {run.routine} ({self.id})",
+                run_by=_run_by(run, self.id),
                 full=bool(run.request.get("full", False)),
             )
             result = routine(context)
@@ -317,6 +318,18 @@ class Scheduler:
 
     def _timing(self, routine: RoutineSettings) -> Timing:
         return Timing.of(routine, self.settings.timezone)
+
+
+def _run_by(run: ScheduleRun, worker: str) -> str:
+    """Who a routine's sync says started it: the schedule, or the push a webhook received
+    (its forge, branch and commit)."""
+    request = run.request
+    if "commit" in request:
+        return (
+            f"{request.get('forge')} push of {request.get('branch')} at {request['commit']} "
+            f"(schedule {worker})"
+        )
+    return f"schedule {run.routine} ({worker})"
 
 
 def _when(routine: RoutineSettings, zone: str) -> str:

@@ -185,6 +185,16 @@ class ScheduleQueue(StoreCore):
             row = conn.execute(query).first()
         return None if row is None else _run(row)
 
+    def totals(self, workspace: str) -> builtins.list[tuple[str, str, int]]:
+        """(routine, status, runs) of the workspace, sorted."""
+        query = (
+            select(schedule_runs.c.routine, schedule_runs.c.status, func.count())
+            .where(schedule_runs.c.workspace == workspace)
+            .group_by(schedule_runs.c.routine, schedule_runs.c.status)
+        )
+        with self._read(f"schedule_runs: totals of {workspace!r}") as conn:
+            return sorted((str(r[0]), str(r[1]), int(r[2])) for r in conn.execute(query).all())
+
     def routine_names(self, workspace: str, prefix: str) -> builtins.list[str]:
         """The routine names of the workspace's runs that start with `prefix`, sorted."""
         query = (

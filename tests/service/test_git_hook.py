@@ -1,0 +1,232 @@
+"""Realign on publish (issue 50, point 3): a forge's push webhook to a real `tht serve`.
+
+A curated wiki lives in a forge (a bare Git repository); the workspace serves a clone of it
+that follows `main`. A push signed with the wrong secret, or not signed, is refused and changes
+nothing; the rightly signed push queues one docs sync (delivered twice, still one), which
+`tht schedule run-due` runs: its sync run, with the run lock and run record of `tht docs sync`,
+names the pushed commit."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import commit_all, git
+from tests.fake_embeddings import FakeEmbeddingServer
+from tests.publishing import write_config
+from tests.service.conftest import Server
+from thoth.cli import exitcodes
+from thoth.cli.main import app
+from thoth.runtime import open_state
+from thoth.service.registry import add_caller
+from thoth.state.schedule import ScheduleQueue
+from thoth.workspace import Workspace
+
+SECRET = "s3cret-of-the-forge"
+TOKEN = "gitlab-token-of-the-forge"
+SECRET_ENV = "THOTH_TEST_GITHUB_HOOK_SECRET"
+TOKEN_ENV = "THOTH_TEST_GITLAB_HOOK_TOKEN"
+
+CONFIG = f"""
+[answers]
+labels = ["public"]
+default_labels = ["public"]
+
+[[channels]]
+name = "clinica"
+examples = ["Come si registra un ricovero?"]
+
+[[sources]]
+name = "wiki"
+kind = "wiki"
+repo = "../served"
+include = ["wiki/**/*.md"]
+channel = "clinica"
+labels = ["public"]
+
+[schedule.hook]
+github_secret_env = "{SECRET_ENV}"
+gitlab_token_env = "{TOKEN_ENV}"
+"""
+
+PAGE = """---
+title: Ricoveri urgenti
+---
+# Ricoveri urgenti
+
+I ricoveri urgenti sono registrati entro 24 ore.
+"""
+
+runner = CliRunner()
+
+
+class Forge:
+    """A bare repository, an author's clone that pushes to it, and the served clone."""
+
+    def __init__(self, base: Path) -> None:
+        self.bare = base / "forge.git"
+        git(base, "init", "-q", "--bare", "-b", "main", str(self.bare))
+        self.author = base / "author"
+        git(base, "clone", "-q", str(self.bare), str(self.author))
+        self.write("wiki/ricoveri-urgenti.md", PAGE)
+        self.served = base / "served"
+        git(base, "clone", "-q", str(self.bare), str(self.served))
+
+    def write(self, rel: str, text: str, branch: str = "main") -> str:
+        path = self.author / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+        commit_all(self.author, f"edit {rel}")
+        git(self.author, "push", "-q", "origin", f"HEAD:{branch}")
+        return git(self.author, "rev-parse", "HEAD").strip()
+
+    def push_payload(self, commit: str, branch: str = "main") -> dict[str, Any]:
+        return {
+            "ref": f"refs/heads/{branch}",
+            "before": "0" * 40,
+            "after": commit,
+            "repository": {
+                "full_name": "clinica/wiki",
+                "clone_url": str(self.bare),
+                "html_url": "https://forge.invalid/clinica/wiki",
+            },
+            "commits": [{"id": commit, "message": "edit"}],
+        }
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Iterator[FakeEmbeddingServer]:
+    with FakeEmbeddingServer(dim=8) as server:
+        yield server
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path,
+    make_workspace: Callable[..., Workspace],
+    embeddings: FakeEmbeddingServer,
+) -> Iterator[tuple[Server, Forge, Workspace]]:
+    forge = Forge(tmp_path)
+    ws = make_workspace()
+    write_config(ws.root, embeddings.url, extra=CONFIG.replace("../served", str(forge.served)))
+    commit_all(ws.root, "config")
+    result = runner.invoke(app, ["docs", "sync", "-w", str(ws.root), "--json"])
+    assert result.exit_code == exitcodes.OK, result.output
+    _, key = add_caller(ws.root, "ops", ["public"])
+    server = Server(
+        ws.root,
+        {"ops": key},
+        tmp_path / "serve.log",
+        env={SECRET_ENV: SECRET, TOKEN_ENV: TOKEN},
+    )
+    try:
+        yield server, forge, Workspace.open(ws.root)
+    finally:
+        server.stop()
+
+
+def signed(body: bytes, secret: str = SECRET) -> dict[str, str]:
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return {"X-Hub-Signature-256": f"sha256={digest}"}
+
+
+def hook(
+    server: Server, body: bytes, headers: dict[str, str], event: str = "push"
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/hooks/git",
+        content=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-Gitlab-Event" if "X-Gitlab-Token" in headers else "X-GitHub-Event": event,
+            **headers,
+        },
+        timeout=30,
+    )
+
+
+def scheduled_runs(ws: Workspace) -> list[str]:
+    with open_state(ws) as state:
+        return [r.id for r in ScheduleQueue.on(state).list(ws.settings.workspace)]
+
+
+def sync_runs(ws: Workspace) -> int:
+    with open_state(ws) as state:
+        return len(state.list_sync_runs(ws.settings.workspace))
+
+
+def test_a_refused_push_changes_nothing_and_a_signed_one_syncs_the_commit_it_names(
+    served: tuple[Server, Forge, Workspace],
+) -> None:
+    server, forge, ws = served
+    commit = forge.write("wiki/nuova.md", PAGE.replace("Ricoveri urgenti", "Nuova pagina"))
+    body = json.dumps(forge.push_payload(commit)).encode()
+
+    unsigned = hook(server, body, {})
+    assert unsigned.status_code == 401 and unsigned.json()["code"] == "hook_unsigned"
+    wrong = hook(server, body, signed(body, "not-the-secret"))
+    assert wrong.status_code == 403 and wrong.json()["code"] == "hook_bad_signature"
+    # the right signature of another body: the body was changed on the way
+    tampered = hook(server, body.replace(b"main", b"mainx"), signed(body))
+    assert tampered.status_code == 403
+    gitlab = hook(server, body, {"X-Gitlab-Token": "guess"}, event="Push Hook")
+    assert gitlab.status_code == 403 and gitlab.json()["code"] == "hook_bad_signature"
+    assert scheduled_runs(ws) == [] and sync_runs(ws) == 1
+    assert git(forge.served, "rev-parse", "HEAD").strip() != commit
+
+    accepted = hook(server, body, signed(body))
+    assert accepted.status_code == 202, accepted.text
+    queued = accepted.json()["queued"]
+    assert queued == [f"{ws.settings.workspace}/hook:wiki@{commit}"]
+    again = hook(server, body, signed(body))  # the forge delivers it again
+    assert again.status_code == 200 and again.json()["already_queued"] == queued
+    other = forge.write("wiki/bozza.md", PAGE, branch="draft")
+    draft = json.dumps(forge.push_payload(other, branch="draft")).encode()
+    ignored = hook(server, draft, signed(draft))
+    assert ignored.status_code == 200 and ignored.json()["queued"] == []
+    assert "no served source follows branch draft" in ignored.json()["ignored"]
+    assert scheduled_runs(ws) == queued and sync_runs(ws) == 1
+
+    result = runner.invoke(app, ["schedule", "run-due", "-w", str(ws.root), "--json"])
+    assert result.exit_code == exitcodes.OK, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["status"] == "succeeded" and run["request"]["commit"] == commit
+    with open_state(ws) as state:
+        sync = state.get_sync_run(run["result"]["sync_run"])
+    assert sync is not None and sync.status == "succeeded"
+    assert sync.revisions["wiki"] == commit and commit in sync.run_by
+    assert "github push of main" in sync.run_by
+    assert git(forge.served, "rev-parse", "HEAD").strip() == commit
+
+    listed = runner.invoke(app, ["schedule", "list", "-w", str(ws.root), "--json"])
+    (routine,) = json.loads(listed.stdout)["routines"]
+    assert routine["name"] == "hook:wiki" and routine["last_finished"]["status"] == "succeeded"
+    metrics = server.get("/metrics", caller="ops").text
+    assert 'thoth_schedule_runs_total{routine="hook:wiki",status="succeeded"} 1.0' in metrics
+
+
+def test_a_gitlab_push_with_its_token_is_queued_and_a_bad_payload_is_422(
+    served: tuple[Server, Forge, Workspace],
+) -> None:
+    server, forge, ws = served
+    commit = forge.write("wiki/altra.md", PAGE)
+    payload = {
+        "ref": "refs/heads/main",
+        "after": commit,
+        "project": {"git_http_url": str(forge.bare) + ".git/"},
+    }
+    body = json.dumps(payload).encode()
+    done = hook(server, body, {"X-Gitlab-Token": TOKEN}, event="Push Hook")
+    assert done.status_code == 202, done.text
+    assert done.json()["queued"] == [f"{ws.settings.workspace}/hook:wiki@{commit}"]
+    bad = hook(server, b'{"ref": 1}', signed(b'{"ref": 1}'))
+    assert bad.status_code == 422 and bad.json()["code"] == "hook_bad_payload"
+    assert len(scheduled_runs(ws)) == 1
