@@ -13,7 +13,6 @@ import hmac
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,6 +21,7 @@ from typer.testing import CliRunner
 from tests.conftest import commit_all, git
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.publishing import write_config
+from tests.schedule.forge import PAGE, Forge
 from tests.service.conftest import Server
 from thoth.cli import exitcodes
 from thoth.cli.main import app
@@ -57,49 +57,8 @@ github_secret_env = "{SECRET_ENV}"
 gitlab_token_env = "{TOKEN_ENV}"
 """
 
-PAGE = """---
-title: Ricoveri urgenti
----
-# Ricoveri urgenti
-
-I ricoveri urgenti sono registrati entro 24 ore.
-"""
 
 runner = CliRunner()
-
-
-class Forge:
-    """A bare repository, an author's clone that pushes to it, and the served clone."""
-
-    def __init__(self, base: Path) -> None:
-        self.bare = base / "forge.git"
-        git(base, "init", "-q", "--bare", "-b", "main", str(self.bare))
-        self.author = base / "author"
-        git(base, "clone", "-q", str(self.bare), str(self.author))
-        self.write("wiki/ricoveri-urgenti.md", PAGE)
-        self.served = base / "served"
-        git(base, "clone", "-q", str(self.bare), str(self.served))
-
-    def write(self, rel: str, text: str, branch: str = "main") -> str:
-        path = self.author / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, "utf-8")
-        commit_all(self.author, f"edit {rel}")
-        git(self.author, "push", "-q", "origin", f"HEAD:{branch}")
-        return git(self.author, "rev-parse", "HEAD").strip()
-
-    def push_payload(self, commit: str, branch: str = "main") -> dict[str, Any]:
-        return {
-            "ref": f"refs/heads/{branch}",
-            "before": "0" * 40,
-            "after": commit,
-            "repository": {
-                "full_name": "clinica/wiki",
-                "clone_url": str(self.bare),
-                "html_url": "https://forge.invalid/clinica/wiki",
-            },
-            "commits": [{"id": commit, "message": "edit"}],
-        }
 
 
 @pytest.fixture(scope="module")

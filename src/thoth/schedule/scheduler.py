@@ -82,19 +82,25 @@ class RoutineStatus:
     next_due: datetime | None
     due_run: ScheduleRun | None  # the run of the latest due instant, if queued
     last_finished: ScheduleRun | None
-    late: bool
+    last_success: ScheduleRun | None
+    late_since: datetime | None  # the due instant no succeeded run covers, when late
     failed: bool
+
+    @property
+    def late(self) -> bool:
+        return self.late_since is not None
 
     def warnings(self) -> list[tuple[str, str]]:
         """(code, message) of what is wrong with the routine."""
         found: list[tuple[str, str]] = []
-        if self.late and self.latest_due is not None:
-            state = self.due_run.status if self.due_run else "never queued"
+        if self.late_since is not None:
+            last = self.last_success
+            since = "it never succeeded" if last is None else f"last success due {ts(last.due_at)}"
             found.append(
                 (
                     "schedule_late",
-                    f"routine {self.name} ({self.kind}) was due at {ts(self.latest_due)} and "
-                    f"has not succeeded ({state})",
+                    f"routine {self.name} ({self.kind}) was due at {ts(self.late_since)} and "
+                    f"no run has succeeded since ({since})",
                 )
             )
         if self.failed and self.last_finished is not None:
@@ -120,7 +126,9 @@ class RoutineStatus:
             "next_due": stamp(self.next_due),
             "due_run": None if self.due_run is None else self.due_run.as_dict(),
             "last_finished": None if self.last_finished is None else self.last_finished.as_dict(),
+            "last_success": None if self.last_success is None else self.last_success.as_dict(),
             "late": self.late,
+            "late_since": stamp(self.late_since),
             "failed": self.failed,
             "warnings": [{"code": c, "message": m} for c, m in self.warnings()],
         }
@@ -285,7 +293,11 @@ class Scheduler:
             due = timing.latest(at)
             run = self.queue.find(run_key(self.name, routine.name, ts(due)))
             last = self.queue.last_finished(self.name, routine.name)
-            grace = timedelta(minutes=routine.late_after_minutes)
+            success = self.queue.last_succeeded(self.name, routine.name)
+            # The latest instant due at least late_after ago: late when no run of it, or of
+            # a later instant, has succeeded.
+            checked = timing.latest(at - timedelta(minutes=routine.late_after_minutes))
+            covered = success is not None and success.due_at >= checked
             found.append(
                 RoutineStatus(
                     name=routine.name,
@@ -295,7 +307,8 @@ class Scheduler:
                     next_due=timing.next(at),
                     due_run=run,
                     last_finished=last,
-                    late=at - due > grace and (run is None or run.status != "succeeded"),
+                    last_success=success,
+                    late_since=None if covered else checked,
                     failed=last is not None and last.status == "failed",
                 )
             )
@@ -310,7 +323,8 @@ class Scheduler:
                     next_due=None,
                     due_run=None,
                     last_finished=last,
-                    late=False,
+                    last_success=self.queue.last_succeeded(self.name, name),
+                    late_since=None,
                     failed=last is not None and last.status == "failed",
                 )
             )

@@ -169,6 +169,22 @@ class ScheduleQueue(StoreCore):
         with self._read(f"schedule_runs: listing {workspace!r}") as conn:
             return [_run(r) for r in conn.execute(query.limit(limit)).all()]
 
+    def last_succeeded(self, workspace: str, routine: str) -> ScheduleRun | None:
+        """The routine's succeeded run of the latest due instant."""
+        query = (
+            select(schedule_runs)
+            .where(
+                schedule_runs.c.workspace == workspace,
+                schedule_runs.c.routine == routine,
+                schedule_runs.c.status == "succeeded",
+            )
+            .order_by(schedule_runs.c.due_at.desc(), schedule_runs.c.id.desc())
+            .limit(1)
+        )
+        with self._read(f"schedule_runs: last success of {routine!r}") as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _run(row)
+
     def last_finished(self, workspace: str, routine: str) -> ScheduleRun | None:
         """The routine's run that ended last (succeeded or failed)."""
         query = (
