@@ -209,9 +209,7 @@ def main() -> int:
                 (args.rows + 1, args.rows + 1000),
             )
             conn.execute(
-                sql.SQL("UPDATE {s}.caricamento SET data_dato = %s").format(
-                    s=sql.Identifier(SRC)
-                ),
+                sql.SQL("UPDATE {s}.caricamento SET data_dato = %s").format(s=sql.Identifier(SRC)),
                 (D2,),
             )
         after = count_on_source("R3", 2017)
