@@ -187,3 +187,16 @@ def test_the_cli_refreshes_and_says_the_failed_step_in_json(aw: AnalyticsWorkspa
     assert back.exit_code == 0, back.output
     assert json.loads(back.output)["data_date"] == DATA_DATE
     assert Workspace.open(aw.root).settings.analytics is not None
+
+
+def test_rollback_with_no_previous_copy_is_refused_and_changes_nothing(
+    aw: AnalyticsWorkspace,
+) -> None:
+    before = served_bytes(aw)
+    with pytest.raises(RefreshError) as caught:
+        rollback(aw.ws)
+    assert caught.value.code == "rollback_no_previous" and caught.value.exit_code == 4
+    assert served_bytes(aw) == before
+    run(aw)
+    rollback(aw.ws)
+    assert served_bytes(aw) == before  # back to the copy the refresh replaced

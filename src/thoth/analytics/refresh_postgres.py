@@ -266,6 +266,7 @@ class PostgresRefresh:
         except BaseException:
             if (
                 not admin.closed
+                and not admin.broken
                 and admin.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
             ):
                 admin.execute("ROLLBACK")
@@ -284,7 +285,13 @@ class PostgresRefresh:
         scratch = f"thoth_refresh_src_{secrets.token_hex(4)}"
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch)))
         try:
-            params = conninfo_to_dict(self._url(self.cfg.admin_url_env or "", "", "", "source"))
+            admin_url = self._url(
+                self.cfg.admin_url_env or "",
+                "[analytics.refresh] admin_url_env",
+                STORE_UNAVAILABLE,
+                "source",
+            )
+            params = conninfo_to_dict(admin_url)
             password = str(params.pop("password", "") or "")
             params["dbname"] = scratch
             target = make_conninfo("", **params)
