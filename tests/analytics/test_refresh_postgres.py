@@ -192,11 +192,13 @@ def test_refresh_swaps_in_one_commit_and_a_reader_moves_with_it(pg: PgStore) -> 
         ).fetchall()
         assert seen == [(pg.store,)]
     # ... and, connected as that role, none of the new copy's tables.
-    with psycopg.connect(pg.env["REFRESH_STORE_URL"], autocommit=True) as role_conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            role_conn.execute(
-                sql.SQL("SELECT count(*) FROM {}.ricovero").format(sql.Identifier(pg.store))
-            )
+    with (
+        psycopg.connect(pg.env["REFRESH_STORE_URL"], autocommit=True) as role_conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        role_conn.execute(
+            sql.SQL("SELECT count(*) FROM {}.ricovero").format(sql.Identifier(pg.store))
+        )
     back = rollback(Workspace.open(pg.root), environ=pg.env)
     assert back.data_date == OLD and back.restored == report.previous[0]
 
