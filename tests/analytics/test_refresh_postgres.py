@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -23,7 +25,7 @@ from tests.conftest import PG_HOST, PG_PORT
 from thoth.analytics.catalog import load_catalog_files
 from thoth.analytics.grants import grant_sql
 from thoth.analytics.refresh import RefreshError, RefreshReport, refresh, rollback
-from thoth.analytics.store import AnalyticsStore
+from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.workspace import Workspace
 
 OLD, NEW = "2025-06-30", "2025-07-31"
@@ -271,3 +273,42 @@ def test_a_backup_is_restored_and_a_truncated_one_refused(pg: PgStore, pg_user: 
             "SELECT datname FROM pg_database WHERE datname LIKE 'thoth_refresh_src_%'"
         ).fetchall()
     assert left == []
+
+
+def test_catalog_queries_during_a_refresh_come_from_one_copy_with_its_date(pg: PgStore) -> None:
+    """A reader executing a catalog query in a loop, as answers do, while the refresh runs:
+    none fails, each figure comes with its own copy's date, no old date after a new one."""
+    with pg.admin() as conn:
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {}.ricovero VALUES (4, 'PED', 'ordinario', 2024, 9, 'X', NULL)"
+            ).format(sql.Identifier(pg.source))
+        )
+    expected = {OLD: Decimal("5.00"), NEW: Decimal("6.00")}
+    seen: list[tuple[object, str]] = []
+    failures: list[str] = []
+    stop = threading.Event()
+    reader = pg.store_obj()
+
+    def loop() -> None:
+        while not stop.is_set() or len(seen) < 3:
+            try:
+                seen.append(stay(reader, pg.store))
+            except AnalyticsError as exc:
+                failures.append(str(exc))
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    try:
+        while not seen:
+            time.sleep(0.01)
+        pg.run()
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        reader.close()
+    assert failures == []
+    assert all(expected[day] == figure for figure, day in seen), seen
+    days = [day for _, day in seen]
+    assert days[0] == OLD and days[-1] == NEW and days == sorted(days)

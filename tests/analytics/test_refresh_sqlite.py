@@ -9,6 +9,8 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,3 +202,44 @@ def test_rollback_with_no_previous_copy_is_refused_and_changes_nothing(
     run(aw)
     rollback(aw.ws)
     assert served_bytes(aw) == before  # back to the copy the refresh replaced
+
+
+def test_numeric_answers_during_a_refresh_come_from_one_copy_with_its_date(
+    aw: AnalyticsWorkspace,
+) -> None:
+    """The issue's goal on SQLite, end to end: questions asked through the answer service in a
+    loop while refreshes run; none fails, each figure comes with its own copy's data date, and
+    no old date follows a new one."""
+    aw.activate()
+    aw.publish_text()
+    question = "Quanti ricoveri ha avuto la Pediatria nel 2024?"
+    expected = {DATA_DATE: 3, NEW_DATE: 1}  # Pediatria's 2024 admissions in each copy
+    seen: list[tuple[object, object, str]] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        service = aw.service()
+        try:
+            while not stop.is_set() or len(seen) < 3:
+                answer = service.ask(question)
+                provenance = answer.provenance or {}
+                rows = (answer.figures or {}).get("rows")
+                seen.append((answer.status, rows, str(provenance.get("data_date"))))
+        finally:
+            service.close()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    while not seen:
+        time.sleep(0.01)
+    try:
+        run(aw)
+    finally:
+        time.sleep(0.2)
+        stop.set()
+        thread.join(timeout=60)
+    assert all(status == "computed" for status, _, _ in seen), seen
+    assert all(rows == [[expected[day]]] for _, rows, day in seen), seen
+    days = [day for _, _, day in seen]
+    assert days[0] == DATA_DATE and days[-1] == NEW_DATE
+    assert days == sorted(days)  # never the old date after the new one
