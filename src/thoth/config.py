@@ -354,6 +354,97 @@ class MetricSettings(_Strict):
     )
 
 
+class AnalyticsRefreshSettings(_Strict):
+    """`tht analytics refresh` (`[analytics.refresh]`): the store rebuilt from its source into a
+    staging copy, checked, then swapped in atomically (docs/analytics.md, "Refreshing the
+    store"). One source: a reachable PostgreSQL database (`source_url_env`), a pg_dump
+    custom-format backup restored into a scratch database (`source_backup`), both for a
+    PostgreSQL store; or a SQLite file (`source_file`) for a SQLite store."""
+
+    source_url_env: str | None = Field(
+        default=None,
+        description="PostgreSQL store: the environment variable holding the URL of the source "
+        "database (a role that may read its tables).",
+    )
+    source_backup: str | None = Field(
+        default=None,
+        description="PostgreSQL store: a pg_dump custom-format backup of the source, relative "
+        "to the workspace root; restored into a scratch database, dropped afterwards.",
+    )
+    source_file: str | None = Field(
+        default=None,
+        description="SQLite store: the source SQLite file, relative to the workspace root, "
+        "opened read-only.",
+    )
+    source_schema: str = Field(
+        default="public",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$",
+        description="PostgreSQL: the source schema holding the tables the views read (SQLite: "
+        "main, always).",
+    )
+    views: str = Field(
+        default="analytics/views.sql",
+        description="The store's views, one `CREATE VIEW name AS SELECT ...` each, names "
+        "unqualified, relative to the workspace root: only the tables and columns they read "
+        "are copied.",
+    )
+    scrub: list[str] = Field(
+        default=[],
+        description="Columns replaced while copying (credentials, secrets), each "
+        "`schema.table.column` of the source (SQLite: main.table.column); a column that does "
+        "not exist is refused.",
+    )
+    scrub_mark: str | None = Field(
+        default=None,
+        description="What a scrubbed column holds: this text, or NULL when unset.",
+    )
+    source_data_date_sql: str | None = Field(
+        default=None,
+        description="A query on the source returning the date its data are current to; unset: "
+        "the source's clock when read (PostgreSQL now(), the SQLite file's or the backup's "
+        "modification time).",
+    )
+    data_date_view: str = Field(
+        default="v_data_date",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$",
+        description="The view the refresh writes in the copy, column data_date (ISO text): "
+        "point [analytics] data_date_sql at it.",
+    )
+    admin_url_env: str | None = Field(
+        default=None,
+        description="PostgreSQL store: the environment variable holding the URL of a role "
+        "that may create schemas in the store's database and SET ROLE to the store's role.",
+    )
+    keep: int = Field(
+        default=2,
+        ge=1,
+        le=30,
+        description="Previous copies kept for `tht analytics rollback`; older ones are "
+        "dropped after a refresh.",
+    )
+
+    @field_validator("scrub")
+    @classmethod
+    def _scrub_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){2}", name):
+                raise ValueError(
+                    f"analytics.refresh.scrub: {name!r} is not schema.table.column "
+                    "(letters, digits and _)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AnalyticsRefreshSettings:
+        given = [n for n in ("source_url_env", "source_backup", "source_file") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError(
+                "analytics.refresh: name exactly one source (source_url_env, source_backup "
+                f"or source_file); given: {', '.join(given) or 'none'}"
+            )
+        return self
+
+
 class AnalyticsSettings(_Strict):
     """The analytics store (level 3, `[analytics]`): numbers are computed by reviewed catalog
     queries on views, read-only and through views only (thoth.database). The store is declared
@@ -462,13 +553,39 @@ class AnalyticsSettings(_Strict):
     metrics: list[MetricSettings] = Field(
         default=[], description="The figures of the metrics page, in order."
     )
+    refresh: AnalyticsRefreshSettings | None = Field(
+        default=None,
+        description="`tht analytics refresh`: how the store is rebuilt from its source; unset: "
+        "the store is built by someone else.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyticsSettings:
         self.store()  # the same rules as [database]
         if self.uncovered_threshold is not None and self.uncovered_threshold > self.threshold:
             raise ValueError("analytics.uncovered_threshold must not exceed analytics.threshold")
+        if self.refresh is not None:
+            self._refreshable(self.refresh)
         return self
+
+    def _refreshable(self, refresh: AnalyticsRefreshSettings) -> None:
+        if self.dialect == "sqlite":
+            if len(self.files) != 1 or not refresh.source_file:
+                raise ValueError(
+                    "analytics.refresh: a SQLite store is refreshed from a SQLite source_file "
+                    "into its one file (files must name exactly one)"
+                )
+        else:
+            if len(self.schemas) != 1 or refresh.source_file:
+                raise ValueError(
+                    "analytics.refresh: a PostgreSQL store is refreshed from source_url_env or "
+                    "source_backup into its one schema (schemas must name exactly one)"
+                )
+            if not refresh.admin_url_env:
+                raise ValueError(
+                    "analytics.refresh.admin_url_env: name the environment variable holding "
+                    "the URL of a role that may create schemas in the store's database"
+                )
 
     def store(self) -> DatabaseSettings:
         """The store as thoth.database opens it: read-only, through views only."""
