@@ -1193,9 +1193,10 @@ class RoutineSettings(_Strict):
     1970-01-01T00:00Z (so every host finds the same instants)."""
 
     name: str = Field(pattern=_NAME, description="The routine's name, unique in the schedule.")
-    routine: Literal["docs_sync", "poll", "metrics_page", "eval_run"] = Field(
+    routine: Literal["docs_sync", "poll", "metrics_page", "eval_run", "analytics_refresh"] = Field(
         description="docs_sync: `tht docs sync`; poll: fetch each source's upstream and sync "
-        "when one moved; metrics_page: `tht analytics metrics-page`; eval_run: `tht eval run`."
+        "when one moved; metrics_page: `tht analytics metrics-page`; eval_run: `tht eval run`; "
+        "analytics_refresh: `tht analytics refresh`."
     )
     at: str | None = Field(
         default=None,

@@ -1,6 +1,7 @@
 """What each routine does: the same work as the command a person would run, through the same
 code (`tht docs sync` with its lock and run record, `tht analytics metrics-page`, `tht eval
-run`), and `poll`, which fetches each source's upstream and syncs when one moved.
+run`, `tht analytics refresh`), and `poll`, which fetches each source's upstream and syncs when
+one moved.
 
 A routine returns what it did (a JSON object, kept in the run's `result`) or raises a
 `ThothError`, whose code and message the run records as its failure.
@@ -129,6 +130,24 @@ def eval_run(ctx: RoutineContext) -> dict[str, Any]:
     return {"evaluation": rel, "summary": summary}
 
 
+def analytics_refresh(ctx: RoutineContext) -> dict[str, Any]:
+    """`tht analytics refresh`: the store rebuilt from its source, every query of the served
+    catalog checked on the new copy, swapped in (a failure leaves the served copy as it was
+    and is recorded with its code, naming the step)."""
+    from thoth.analytics.refresh import refresh, served_catalog
+
+    revision = ctx.state.active_revision(ctx.ws.settings.workspace)
+    report = refresh(ctx.ws, served_catalog(ctx.ws, revision))
+    return {
+        "served": report.served,
+        "data_date": report.data_date,
+        "previous_data_date": report.previous_data_date,
+        "tables": dict(report.tables),
+        "checked": len(report.checked),
+        "previous": list(report.previous),
+    }
+
+
 class _Reference:
     """The store's first figure for a query, what a numeric case without a written value is
     checked against (as `tht eval run` does)."""
@@ -154,6 +173,7 @@ BUILTIN: Final[Mapping[str, Routine]] = {
     "poll": poll,
     "metrics_page": metrics_page,
     "eval_run": eval_run,
+    "analytics_refresh": analytics_refresh,
 }
 
 
