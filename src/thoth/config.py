@@ -1271,6 +1271,12 @@ class ScheduleSettings(_Strict):
         description="Seconds a clock may be behind the latest run queued before a tick is "
         "refused as clock_went_back (nothing is queued or run).",
     )
+    run_in_service: bool = Field(
+        default=False,
+        description="true: each `tht serve` process also runs what is due, as `tht schedule "
+        "worker` does, in a thread of its own (each run still runs once: its key and the "
+        "queue's lease); false: run `tht schedule worker` beside it.",
+    )
     routines: list[RoutineSettings] = Field(default=[], description="The routines.")
     hook: HookSettings = Field(
         default=HookSettings(), description="The forge webhook (POST /v1/hooks/git)."

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -26,6 +28,7 @@ from tests.service.conftest import Server
 from thoth.cli import exitcodes
 from thoth.cli.main import app
 from thoth.runtime import open_state
+from thoth.schedule.scheduler import Scheduler
 from thoth.service.registry import add_caller
 from thoth.state.schedule import ScheduleQueue
 from thoth.workspace import Workspace
@@ -67,15 +70,13 @@ def embeddings() -> Iterator[FakeEmbeddingServer]:
         yield server
 
 
-@pytest.fixture
-def served(
-    tmp_path: Path,
-    make_workspace: Callable[..., Workspace],
-    embeddings: FakeEmbeddingServer,
-) -> Iterator[tuple[Server, Forge, Workspace]]:
+def start(
+    tmp_path: Path, make_workspace: Callable[..., Workspace], url: str, extra: str = ""
+) -> tuple[Server, Forge, Workspace]:
     forge = Forge(tmp_path)
     ws = make_workspace()
-    write_config(ws.root, embeddings.url, extra=CONFIG.replace("../served", str(forge.served)))
+    config = CONFIG.replace("../served", str(forge.served)) + extra
+    write_config(ws.root, url, extra=config)
     commit_all(ws.root, "config")
     result = runner.invoke(app, ["docs", "sync", "-w", str(ws.root), "--json"])
     assert result.exit_code == exitcodes.OK, result.output
@@ -86,8 +87,18 @@ def served(
         tmp_path / "serve.log",
         env={SECRET_ENV: SECRET, TOKEN_ENV: TOKEN},
     )
+    return server, forge, Workspace.open(ws.root)
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path,
+    make_workspace: Callable[..., Workspace],
+    embeddings: FakeEmbeddingServer,
+) -> Iterator[tuple[Server, Forge, Workspace]]:
+    server, forge, ws = start(tmp_path, make_workspace, embeddings.url)
     try:
-        yield server, forge, Workspace.open(ws.root)
+        yield server, forge, ws
     finally:
         server.stop()
 
@@ -153,6 +164,11 @@ def test_a_refused_push_changes_nothing_and_a_signed_one_syncs_the_commit_it_nam
     assert ignored.status_code == 200 and ignored.json()["queued"] == []
     assert "no served source follows branch draft" in ignored.json()["ignored"]
     assert scheduled_runs(ws) == queued and sync_runs(ws) == 1
+    with open_state(ws) as state:  # still waiting two hours later: no worker runs it
+        later = datetime.now(UTC) + timedelta(hours=2)
+        (waiting,) = Scheduler(ws, state, clock=lambda: later).status()
+    assert waiting.name == "hook:wiki" and waiting.late
+    assert waiting.due_run is not None and waiting.due_run.status == "queued"
 
     result = runner.invoke(app, ["schedule", "run-due", "-w", str(ws.root), "--json"])
     assert result.exit_code == exitcodes.OK, result.output
@@ -189,3 +205,28 @@ def test_a_gitlab_push_with_its_token_is_queued_and_a_bad_payload_is_422(
     bad = hook(server, b'{"ref": 1}', signed(b'{"ref": 1}'))
     assert bad.status_code == 422 and bad.json()["code"] == "hook_bad_payload"
     assert len(scheduled_runs(ws)) == 1
+
+
+def test_with_run_in_service_the_serving_process_runs_the_push_s_sync_itself(
+    tmp_path: Path, make_workspace: Callable[..., Workspace], embeddings: FakeEmbeddingServer
+) -> None:
+    extra = "\n[schedule]\nrun_in_service = true\npoll_seconds = 0.2\n"
+    server, forge, ws = start(tmp_path, make_workspace, embeddings.url, extra)
+    try:
+        commit = forge.write("wiki/nuova.md", PAGE.replace("urgenti", "programmati"))
+        body = json.dumps(forge.push_payload(commit)).encode()
+        assert hook(server, body, signed(body)).status_code == 202
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open_state(ws) as state:
+                runs = state.list_sync_runs(ws.settings.workspace)
+            if len(runs) == 2 and runs[0].status != "running":
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"no sync of the push: {(tmp_path / 'serve.log').read_text()}")
+    finally:
+        server.stop()
+    assert runs[0].status == "succeeded" and runs[0].revisions["wiki"] == commit
+    assert commit in runs[0].run_by
+    assert "schedule worker" in (tmp_path / "serve.log").read_text("utf-8")

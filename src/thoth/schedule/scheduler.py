@@ -37,6 +37,7 @@ log = logging.getLogger("thoth.schedule")
 
 Clock = Callable[[], datetime]
 HOOK_PREFIX = "hook:"  # the routine name of a webhook's runs: hook:<source>
+HOOK_LATE = timedelta(minutes=60)  # a push's sync still waiting after this is late
 
 
 def system_clock() -> datetime:
@@ -314,17 +315,20 @@ class Scheduler:
             )
         for name in self.queue.routine_names(self.name, HOOK_PREFIX):
             last = self.queue.last_finished(self.name, name)
+            # A push's sync is late when it waits longer than HOOK_LATE (no worker runs it).
+            waiting = self.queue.oldest_waiting(self.name, name)
+            stale = waiting is not None and at - waiting.due_at > HOOK_LATE
             found.append(
                 RoutineStatus(
                     name=name,
                     kind="docs_sync",
                     when="webhook",
-                    latest_due=None,
+                    latest_due=None if waiting is None else waiting.due_at,
                     next_due=None,
-                    due_run=None,
+                    due_run=waiting,
                     last_finished=last,
                     last_success=self.queue.last_succeeded(self.name, name),
-                    late_since=None,
+                    late_since=waiting.due_at if stale and waiting else None,
                     failed=last is not None and last.status == "failed",
                 )
             )
@@ -374,3 +378,35 @@ class _Heartbeat(threading.Thread):
         self._stop_event.set()
         if self.is_alive():
             self.join()
+
+
+class SchedulerThread(threading.Thread):
+    """`tht schedule worker` inside another process (`[schedule] run_in_service`): its own
+    state store, `Scheduler.serve` until stopped."""
+
+    def __init__(self, ws: Workspace) -> None:
+        super().__init__(name="thoth-schedule", daemon=True)
+        self._ws = ws
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        from thoth.runtime import open_state
+
+        try:
+            with open_state(self._ws) as state:
+                scheduler = Scheduler(self._ws, state)
+                log.info("schedule worker %s runs in this process", scheduler.id)
+                scheduler.serve(self._stop_event)
+        except ThothError as exc:  # the state store could not be opened: said, not swallowed
+            log.error("the schedule worker of this process stopped [%s]: %s", exc.code, exc)
+
+    def stop(self, wait_seconds: float = 10.0) -> None:
+        """Ask it to stop after the run in progress; a run still going when the process exits
+        is left to its lease (the next tick of any scheduler queues it again)."""
+        self._stop_event.set()
+        self.join(wait_seconds)
+        if self.is_alive():
+            log.warning(
+                "the schedule worker is still running a routine; if this process exits now, "
+                "the run's lease expires and another scheduler runs it again"
+            )

@@ -47,6 +47,7 @@ from thoth.memory.index import MemoryEmbeddingFailed
 from thoth.memory.promotion import PromotionIncomplete
 from thoth.memory.registry import MemoryRefused
 from thoth.schedule.hooks import HookBadPayload, HookBadSignature, HookNotConfigured, HookUnsigned
+from thoth.schedule.scheduler import SchedulerThread
 from thoth.search.service import UnitNotFound
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
@@ -294,12 +295,17 @@ def create_app(workspace_root: Path) -> FastAPI:
         app.state.thoth = state = _State(ws, operations)
         log.info("thoth service for workspace %s at %s", ws.settings.workspace, ws.root)
         await run_in_threadpool(operations.watch_schedule)  # late or failed routines, logged
+        runner = SchedulerThread(ws) if ws.settings.schedule.run_in_service else None
+        if runner is not None:
+            runner.start()
         try:
             async with AsyncExitStack() as stack:
                 for manager in state.mcp.values():
                     await stack.enter_async_context(manager.run())
                 yield
         finally:
+            if runner is not None:
+                await run_in_threadpool(runner.stop)
             await run_in_threadpool(operations.close)
 
     app = FastAPI(

@@ -185,6 +185,22 @@ class ScheduleQueue(StoreCore):
             row = conn.execute(query).first()
         return None if row is None else _run(row)
 
+    def oldest_waiting(self, workspace: str, routine: str) -> ScheduleRun | None:
+        """The routine's queued or running run due first."""
+        query = (
+            select(schedule_runs)
+            .where(
+                schedule_runs.c.workspace == workspace,
+                schedule_runs.c.routine == routine,
+                schedule_runs.c.status.in_(("queued", "running")),
+            )
+            .order_by(schedule_runs.c.due_at, schedule_runs.c.id)
+            .limit(1)
+        )
+        with self._read(f"schedule_runs: waiting run of {routine!r}") as conn:
+            row = conn.execute(query).first()
+        return None if row is None else _run(row)
+
     def last_finished(self, workspace: str, routine: str) -> ScheduleRun | None:
         """The routine's run that ended last (succeeded or failed)."""
         query = (
