@@ -17,6 +17,8 @@ Layout, one module per concern:
 - `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.
 
 - `jobs`: the deep-analysis agent's queue (`JobQueue`, over the store's engine).
+- `schedule`: the runs of the `[schedule]` routines, queued once per key and claimed under a
+  lease as jobs are (`ScheduleQueue`, over the store's engine).
 
 A new concern follows the same pattern: its tables in `schema`, a
 migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head (and
