@@ -120,7 +120,7 @@ def _stopper(stop: threading.Event) -> Any:
 
 def _run_line(run: ScheduleRun) -> str:
     if run.status == "failed":
-        return f"[red]failed[/] {escape(run.id)} [{run.error_code}]: {escape(run.error or '')}"
+        return f"[red]failed[/] {escape(run.id)} \\[{run.error_code}]: {escape(run.error or '')}"
     return f"[green]{run.status}[/] {escape(run.id)}"
 
 
