@@ -358,7 +358,7 @@ class AnalyticsRefreshSettings(_Strict):
     """`tht analytics refresh` (`[analytics.refresh]`): the store rebuilt from its source into a
     staging copy, checked, then swapped in atomically (docs/analytics.md, "Refreshing the
     store"). One source: a reachable PostgreSQL database (`source_url_env`), a pg_dump
-    custom-format backup restored into a scratch database (`source_backup`), both for a
+    backup restored into a scratch database (`source_backup`), both for a
     PostgreSQL store; or a SQLite file (`source_file`) for a SQLite store."""
 
     source_url_env: str | None = Field(
@@ -368,8 +368,9 @@ class AnalyticsRefreshSettings(_Strict):
     )
     source_backup: str | None = Field(
         default=None,
-        description="PostgreSQL store: a pg_dump custom-format backup of the source, relative "
-        "to the workspace root; restored into a scratch database, dropped afterwards.",
+        description="PostgreSQL store: a pg_dump backup of the source (custom format, or plain "
+        "SQL ending with pg_dump's closing line), relative to the workspace root; restored "
+        "into a scratch database, dropped afterwards.",
     )
     source_file: str | None = Field(
         default=None,

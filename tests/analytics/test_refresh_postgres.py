@@ -312,3 +312,28 @@ def test_catalog_queries_during_a_refresh_come_from_one_copy_with_its_date(pg: P
     assert all(expected[day] == figure for figure, day in seen), seen
     days = [day for _, day in seen]
     assert days[0] == OLD and days[-1] == NEW and days == sorted(days)
+
+
+def test_a_plain_dump_is_restored_and_one_cut_short_refused(pg: PgStore, pg_user: str) -> None:
+    backup = pg.root / "backup" / "gestionale.sql"
+    backup.parent.mkdir()
+    subprocess.run(
+        ["pg_dump", "-Fp", "-n", pg.source, "-h", PG_HOST, "-p", str(PG_PORT), "-U", pg_user,
+         "-f", str(backup), "test"],
+        check=True,
+    )  # fmt: skip
+    toml = pg.root / "thoth.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'source_url_env = "REFRESH_SOURCE_URL"', 'source_backup = "backup/gestionale.sql"'
+        )
+    )
+    whole = backup.read_bytes()
+    # Cut at a statement boundary: every statement left runs, only the end is missing.
+    cut = whole[: whole.index(b"\n", len(whole) * 2 // 3) + 1]
+    backup.write_bytes(cut)
+    error = assert_refused(pg, "refresh_backup_unreadable", "source")
+    assert "cut short" in str(error)
+    backup.write_bytes(whole)
+    report = pg.run()
+    assert report.data_date == NEW and report.tables == {"reparto": 2, "ricovero": 3}

@@ -9,8 +9,9 @@ role granted its views, and every catalog query run as that role (SET ROLE, read
 the statement timeout) through the same layer answers use. COMMIT is the swap: readers see the
 old schema until then (PostgreSQL's MVCC catalog), the new one after; any failure is a
 ROLLBACK, and the served schema never changed. A session advisory lock keeps a second refresh
-out. A pg_dump custom-format backup is first restored (pg_restore) into a scratch database,
-dropped afterwards."""
+out. A pg_dump backup is first restored into a scratch database, dropped afterwards: a
+custom-format one by pg_restore, a plain one by psql in one transaction (refused when pg_dump's
+closing line is missing: cut short)."""
 
 from __future__ import annotations
 
@@ -282,6 +283,7 @@ class PostgresRefresh:
                 code=SOURCE_UNREACHABLE,
                 step="source",
             )
+        _restore_command(path, "", what)  # a plain dump cut short is refused before anything
         scratch = f"thoth_refresh_src_{secrets.token_hex(4)}"
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch)))
         try:
@@ -296,18 +298,15 @@ class PostgresRefresh:
             params["dbname"] = scratch
             target = make_conninfo("", **params)
             env = dict(os.environ) | ({"PGPASSWORD": password} if password else {})
+            program, command = _restore_command(path, target, what)
             try:
                 done = subprocess.run(
-                    [
-                        "pg_restore", "--no-owner", "--no-privileges", "--exit-on-error",
-                        "--dbname", target, str(path),
-                    ],
-                    capture_output=True, text=True, env=env, timeout=_RESTORE_TIMEOUT_S,
-                    check=False,
+                    command, capture_output=True, text=True, env=env,
+                    timeout=_RESTORE_TIMEOUT_S, check=False,
                 )  # fmt: skip
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise RefreshError(
-                    f"{what}: pg_restore could not run ({exc}) -> install the PostgreSQL client "
+                    f"{what}: {program} could not run ({exc}) -> install the PostgreSQL client "
                     "tools of the server's version",
                     code=BACKUP_UNREADABLE,
                     step="source",
@@ -315,8 +314,8 @@ class PostgresRefresh:
             if done.returncode != 0:
                 said = " ".join(done.stderr.split())[-400:] or f"exit {done.returncode}"
                 raise RefreshError(
-                    f"{what}: pg_restore refused it ({said}) -> a truncated or damaged backup, or "
-                    "not a pg_dump custom-format file (pg_dump -Fc)",
+                    f"{what}: {program} refused it ({said}) -> a truncated or damaged backup, "
+                    "or not a pg_dump file (custom -Fc, or plain SQL)",
                     code=BACKUP_UNREADABLE,
                     step="source",
                 )
@@ -603,6 +602,37 @@ class PostgresRefresh:
             return None
         finally:
             store.close()
+
+
+# pg_dump's plain format ends with this line: a dump without it was cut short.
+_PLAIN_END = b"-- PostgreSQL database dump complete"
+
+
+def _restore_command(path: Path, target: str, what: str) -> tuple[str, list[str]]:
+    """pg_restore for a custom-format backup (`PGDMP` header: it checks its own table of
+    contents), psql in one transaction stopping at the first error for a plain one, which
+    must end with pg_dump's closing line."""
+    with path.open("rb") as handle:
+        head = handle.read(5)
+        handle.seek(max(0, path.stat().st_size - 4096))
+        tail = handle.read()
+    if head == b"PGDMP":
+        return "pg_restore", [
+            "pg_restore", "--no-owner", "--no-privileges", "--exit-on-error",
+            "--dbname", target, str(path),
+        ]  # fmt: skip
+    if _PLAIN_END not in tail:
+        raise RefreshError(
+            f"{what}: neither a pg_dump custom-format file nor a complete plain dump (its "
+            f"closing line {_PLAIN_END.decode()!r} is missing: cut short?) -> take the backup "
+            "again",
+            code=BACKUP_UNREADABLE,
+            step="source",
+        )
+    return "psql", [
+        "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
+        "--dbname", target, "--file", str(path),
+    ]  # fmt: skip
 
 
 class _Uncommitted(PostgresDatabase):
