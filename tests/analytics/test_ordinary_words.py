@@ -255,3 +255,14 @@ def test_a_word_naming_a_column_of_the_counted_rows_refuses(verb: str) -> None:
     assert computed(decision) is None
     best = next(f for f in decision.fits if f.query_id == "accessi-pronto-soccorso")
     assert best.refused is not None and best.refused.startswith("unread column"), best.refused
+
+
+@pytest.mark.parametrize("noun", ["fatturato", "ricavo", "margine", "utile"])
+def test_an_unknown_word_next_to_the_measure_is_what_is_measured(noun: str) -> None:
+    """"il fatturato medio": the noun a measure word applies to is the figure asked; one no
+    query speaks of is a figure the catalog does not compute (seen on BIRD: "the highest
+    amount of revenue" answered with a count of gas stations)."""
+    question = f"Qual è stato il {noun} medio per reparto nel 2024?"
+    decision = decided(question, "degenza-media-per-reparto")
+    assert computed(decision) is None
+    assert decision.reason is not None and noun in decision.reason

@@ -48,7 +48,12 @@ from typing import Any, Final, Literal
 
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import Extraction, Matcher, extract, validate, without_values
-from thoth.analytics.measure import agrees, measure_groups, without_measure_words
+from thoth.analytics.measure import (
+    agrees,
+    measure_groups,
+    measure_spans,
+    without_measure_words,
+)
 
 # Score weights (see the module docstring). Small against the bundled embedder's compressed
 # similarities (covered 0.93-1.0, not covered 0.80-0.93), so similarity still orders the
@@ -119,6 +124,11 @@ _WORD: Final = re.compile(r"[^\W\d_]{3,}")
 # numbers, and punctuation (a break: "Pediatria, quanti" are not attached).
 _TOKEN: Final = re.compile(r"[^\W_]+|[^\w\s'’]")
 _SENTENCE_END: Final = frozenset(".?!:;")
+# Words that join a measured noun to its complement ("tempo medio di attesa", "the highest
+# amount of revenue").
+_LINKS: Final = frozenset(
+    ["di", "del", "della", "dello", "dei", "degli", "delle", "dell", "d", "of"]
+)
 
 
 @dataclass(frozen=True)
@@ -208,6 +218,8 @@ class Reading:
     # capitalised inside a sentence (a name).
     tokens: tuple[str, ...] = ()
     capitalised: frozenset[str] = frozenset()
+    # The words next to a measure word, or joined to it by di/of: what is measured or counted.
+    measured: frozenset[str] = frozenset()
 
     @property
     def asked(self) -> frozenset[str]:
@@ -328,9 +340,11 @@ class Vocabulary:
         groups = measure_groups(question)
         tokens: list[str] = []
         capitalised: set[str] = set()
+        spans: list[tuple[int, int]] = []
         start = True  # at a sentence's first word, whose capital marks no name
         for m in _TOKEN.finditer(question):
             token = m[0]
+            spans.append(m.span())
             if not token[0].isalnum():
                 tokens.append("")
                 start = start or token in _SENTENCE_END
@@ -339,6 +353,19 @@ class Vocabulary:
                 capitalised.add(token.casefold())
             start = False
             tokens.append(token.casefold())
+        measured: set[str] = set()
+        for begin, end in measure_spans(question):
+            before = [i for i, (_, e) in enumerate(spans) if e <= begin]
+            after = [i for i, (b, _) in enumerate(spans) if b >= end]
+            if before:
+                measured.add(tokens[before[-1]])
+            # the next word, then across di/of ("picco di consumo", "amount of revenue")
+            for i in after[:4]:
+                if tokens[i] in _LINKS:
+                    continue
+                measured.add(tokens[i])
+                if i + 1 >= len(tokens) or tokens[i + 1] not in _LINKS:
+                    break
         return Reading(
             question,
             asked,
@@ -348,6 +375,7 @@ class Vocabulary:
             tuple(v for v in self.values if self.matcher.within(v[0], asked)),
             tuple(tokens),
             frozenset(capitalised),
+            frozenset(measured - {""}),
         )
 
     def substantive(self, reading: Reading, word: str, query_id: str) -> str | None:
@@ -355,6 +383,8 @@ class Vocabulary:
         it is ordinary language (see the module docstring)."""
         if word in reading.capitalised:
             return "a name"
+        if word in reading.measured:
+            return "what is measured"
         stems, words = self.unread_anywhere.get(query_id, (frozenset(), frozenset()))
         if _explained(word, stems, words, self.matcher):
             return "a word of the store's views"

@@ -47,7 +47,7 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
         # "più di 30" and "meno di 30" compare; "di più", "più pazienti" rank
         r"massim[oaie]|pi[uù] alt[oa]|pi[uù] lung[oa]|maggior[ei]|di pi[uù]|"
         r"pi[uù](?! di\b| del\w*\b| dei\b| che\b| bass| brev)|maximum|"
-        r"highest|largest|longest|most|biggest|peak",
+        r"highest|largest|longest|most|biggest|peak|picco",
     ),
     (("ratio",), r"rapporto|per mille|ogni \d+|ratio|per capita|per \d+"),
     (("list",), r"elenc\w*|lista|list|show me the|mostra\w*|show"),
@@ -111,6 +111,11 @@ def measure_groups(question: str, units: Iterable[str] = ()) -> tuple[frozenset[
         if len(named) > 1 and weak in named:
             named.remove(weak)
     return tuple(frozenset(measures) for measures in named)
+
+
+def measure_spans(question: str) -> list[tuple[int, int]]:
+    """Where the question's measure words are (start, end), in order."""
+    return sorted(m.span() for _, pattern in _PATTERNS for m in pattern.finditer(question))
 
 
 def without_measure_words(question: str) -> str:
