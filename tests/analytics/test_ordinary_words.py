@@ -248,7 +248,7 @@ def test_part_of_a_value_is_no_filter_left_empty() -> None:
 
 @pytest.mark.parametrize("verb", ["si sono chiusi", "sono finiti", "sono terminati"])
 def test_a_word_naming_a_column_of_the_counted_rows_refuses(verb: str) -> None:
-    """"con un ricovero": another query speaks of admissions, and the emergency room's rows
+    """A question "con un ricovero": another query speaks of admissions, and the emergency room's rows
     hold a `ricoverato` flag the count does not read: all visits would be a wrong number."""
     question = f"Quanti accessi al pronto soccorso {verb} con un ricovero nel 2024?"
     decision = decided(question, "accessi-pronto-soccorso")
@@ -259,7 +259,7 @@ def test_a_word_naming_a_column_of_the_counted_rows_refuses(verb: str) -> None:
 
 @pytest.mark.parametrize("noun", ["fatturato", "ricavo", "margine", "utile"])
 def test_an_unknown_word_next_to_the_measure_is_what_is_measured(noun: str) -> None:
-    """"il fatturato medio": the noun a measure word applies to is the figure asked; one no
+    """A question on "il fatturato medio": the noun a measure word applies to is the figure asked; one no
     query speaks of is a figure the catalog does not compute (seen on BIRD: "the highest
     amount of revenue" answered with a count of gas stations)."""
     question = f"Qual è stato il {noun} medio per reparto nel 2024?"
