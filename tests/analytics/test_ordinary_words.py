@@ -266,3 +266,19 @@ def test_an_unknown_word_next_to_the_measure_is_what_is_measured(noun: str) -> N
     decision = decided(question, "degenza-media-per-reparto")
     assert computed(decision) is None
     assert decision.reason is not None and noun in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "target"),
+    [
+        ("Quale turno ha avuto l'attesa media per codice di triage nel 2024?", "turno"),
+        ("Quale fornitore ha la spesa per farmaci del 2024?", "fornitore"),
+    ],
+)
+def test_the_row_asked_for_must_be_the_query_s_own(question: str, target: str) -> None:
+    """A question asking "quale turno" asks for a row of something the query does not return
+    (seen on BIRD: "in quale mese ... il picco" answered with the top customer)."""
+    qid = "attesa-media-per-triage" if "attesa" in question else "spesa-farmaci"
+    decision = decided(question, qid)
+    assert computed(decision) is None
+    assert decision.reason is not None and target in decision.reason

@@ -41,6 +41,7 @@ chosen one missing a required value is `needs_parameter`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -126,6 +127,7 @@ _TOKEN: Final = re.compile(r"[^\W_]+|[^\w\s'’]")
 _SENTENCE_END: Final = frozenset(".?!:;")
 # Words that join a measured noun to its complement ("tempo medio di attesa", "the highest
 # amount of revenue").
+_TARGET_WORDS: Final = frozenset(["which", "quale", "quali", "what"])
 _LINKS: Final = frozenset(
     ["di", "del", "della", "dello", "dei", "degli", "delle", "dell", "d", "of"]
 )
@@ -220,6 +222,8 @@ class Reading:
     capitalised: frozenset[str] = frozenset()
     # The words next to a measure word, or joined to it by di/of: what is measured or counted.
     measured: frozenset[str] = frozenset()
+    # The word after which/quale/quali: the row the question asks for ("in quale mese").
+    targets: frozenset[str] = frozenset()
 
     @property
     def asked(self) -> frozenset[str]:
@@ -366,16 +370,20 @@ class Vocabulary:
                 measured.add(tokens[i])
                 if i + 1 >= len(tokens) or tokens[i + 1] not in _LINKS:
                     break
+        words = content_words(question, self.matcher)
         return Reading(
             question,
             asked,
             groups,
             self.grouping(question, averaged=any("average" in g for g in groups)),
-            content_words(question, self.matcher),
+            words,
             tuple(v for v in self.values if self.matcher.within(v[0], asked)),
             tuple(tokens),
             frozenset(capitalised),
             frozenset(measured - {""}),
+            frozenset(
+                b for a, b in itertools.pairwise(tokens) if a in _TARGET_WORDS and b and b in words
+            ),
         )
 
     def substantive(self, reading: Reading, word: str, query_id: str) -> str | None:
@@ -385,6 +393,8 @@ class Vocabulary:
             return "a name"
         if word in reading.measured:
             return "what is measured"
+        if word in reading.targets:
+            return "what is asked for"
         stems, words = self.unread_anywhere.get(query_id, (frozenset(), frozenset()))
         if _explained(word, stems, words, self.matcher):
             return "a word of the store's views"
@@ -562,7 +572,9 @@ def fit(
     neighbour: tuple[str, ...] = ()
     if proposed is None:
         neighbour = tuple(
-            w for w in unexplained if w not in foreign and vocab.unread_word(w, query.id)
+            w
+            for w in unexplained
+            if w not in foreign and (vocab.unread_word(w, query.id) or w in reading.targets)
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -639,7 +651,7 @@ def fit(
         refused = (
             f"unread column: the question speaks of {', '.join(neighbour)}, which {query.id} "
             "does not explain and which names a view or a column of its rows it does not read "
-            "(another figure or another population)"
+            "(another figure or another population), or the row the question asks for"
         )
     elif unstated:
         refused = (
