@@ -266,6 +266,24 @@ class AnalyticsStore:
 
         return self._with_db(f"reading the values of {values_from}", read)
 
+    def schema_names(self) -> dict[str, list[str]]:
+        """The store's views (`schema.view`) and their columns' names (no values: names only,
+        what any reviewer of the catalog sees). The decision reads a question's word among
+        them as one that could change what a query computes."""
+
+        def read(db: ReadOnlyDatabase) -> dict[str, list[str]]:
+            snapshot = db.introspect(sample_values=0, may_sample=lambda *_: False)
+            # The data date's view is the refresh's bookkeeping, not a source of figures.
+            bookkeeping = self.settings.data_date_sql.casefold()
+            return {
+                f"{t.schema}.{t.name}": [c.name for c in t.columns]
+                for t in snapshot.tables
+                if t.kind == "view"
+                and not re.search(rf"\b{re.escape(t.name.casefold())}\b", bookkeeping)
+            }
+
+        return self._with_db("reading the names of the store's views", read)
+
     def _bindable(self, value: object) -> object:
         # SQLite binds neither dates nor decimals: ISO text and floats compare as the views'
         # columns store them. PostgreSQL binds both natively.
