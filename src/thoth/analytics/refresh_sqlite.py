@@ -49,6 +49,7 @@ from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.config import AnalyticsRefreshSettings, AnalyticsSettings
 from thoth.database import DatabaseUnavailable, StatementRefused
 from thoth.errors import Problem
+from thoth.storage import fsync_dir, fsync_path
 
 Columns = dict[str, dict[str, str]]
 
@@ -115,7 +116,7 @@ class SqliteRefresh:
                 self._views(conn, plan, report.data_date)
         finally:
             conn.close()
-        _fsync(staging)
+        fsync_path(staging)
         with steps.step("grant") as timing:
             timing.detail = "SQLite: no role; the views-only authorizer confines readers"
         with steps.step("check"):
@@ -296,7 +297,7 @@ class SqliteRefresh:
             if had:
                 previous.unlink(missing_ok=True)
             raise
-        _fsync_dir(self.served.parent)
+        fsync_dir(self.served.parent)
 
     def _copies(self, kind: str) -> list[Path]:
         """The `kind` copies (prev, undone) beside the served file, the newest first."""
@@ -326,7 +327,7 @@ class SqliteRefresh:
             if self.served.is_file():
                 os.link(self.served, aside)
             os.replace(newest, self.served)
-            _fsync_dir(self.served.parent)
+            fsync_dir(self.served.parent)
             self._prune("undone")
         finally:
             lock.close()
@@ -337,15 +338,3 @@ class SqliteRefresh:
             set_aside=aside.name,
             data_date=self._served_data_date(),
         )
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    _fsync(path)
