@@ -20,7 +20,6 @@ The queue shares the engine of the `StateStore` it was made from (`JobQueue.on(s
 from __future__ import annotations
 
 import builtins
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,7 +31,6 @@ from sqlalchemy.engine import Connection
 from thoth.state import lease
 from thoth.state.core import (
     StateError,
-    StoreCore,
     dump_json,
     load_json,
     now,
@@ -40,7 +38,13 @@ from thoth.state.core import (
     require,
     ts,
 )
-from thoth.state.lease import Leased, optional_ts
+from thoth.state.lease import (
+    Leased,
+    LeasedQueue,
+    optional_result,
+    optional_stamp,
+    optional_ts,
+)
 from thoth.state.schema import agent_job_steps, agent_jobs
 
 JobStatus = Literal["queued", "running", "completed", "partial", "failed", "cancelled"]
@@ -48,7 +52,6 @@ FinalStatus = Literal["completed", "partial", "failed", "cancelled"]
 StepKind = Literal["model", "tool"]
 
 FINISHED: Final = ("completed", "partial", "failed", "cancelled")
-MAX_LIMIT: Final = 500
 
 
 class JobNotFound(StateError):
@@ -101,9 +104,6 @@ class Job:
     def as_dict(self) -> dict[str, Any]:
         """The job as JSON: timestamps in ISO-8601 UTC, None where unset."""
 
-        def stamp(moment: datetime | None) -> str | None:
-            return None if moment is None else ts(moment)
-
         return {
             "id": self.id,
             "workspace": self.workspace,
@@ -111,12 +111,12 @@ class Job:
             "question": self.question,
             "request": self.request,
             "status": self.status,
-            "created_at": stamp(self.created_at),
-            "started_at": stamp(self.started_at),
-            "finished_at": stamp(self.finished_at),
+            "created_at": optional_stamp(self.created_at),
+            "started_at": optional_stamp(self.started_at),
+            "finished_at": optional_stamp(self.finished_at),
             "claimed_by": self.claimed_by,
-            "lease_until": stamp(self.lease_until),
-            "heartbeat_at": stamp(self.heartbeat_at),
+            "lease_until": optional_stamp(self.lease_until),
+            "heartbeat_at": optional_stamp(self.heartbeat_at),
             "attempts": self.attempts,
             "cancel_requested": self.cancel_requested,
             "result": self.result,
@@ -164,13 +164,8 @@ LEASED: Final = Leased(
 )
 
 
-class JobQueue(StoreCore):
+class JobQueue(LeasedQueue):
     """The queue of deep-analysis jobs in the state database (thread-safe)."""
-
-    @classmethod
-    def on(cls, store: StoreCore) -> JobQueue:
-        """The queue over `store`'s engine: closing either closes both."""
-        return cls(store._engine, store.url)
 
     # ------------------------------------------------------------------ callers' side
 
@@ -204,8 +199,7 @@ class JobQueue(StoreCore):
 
     def list(self, workspace: str, caller: str | None = None, limit: int = 50) -> list[Job]:
         """The workspace's newest jobs first; only `caller`'s when given."""
-        if not 1 <= limit <= MAX_LIMIT:
-            raise StateError(f"agent_jobs: limit must be 1 to {MAX_LIMIT}, got {limit}")
+        LEASED.check_limit(limit)
         query = select(agent_jobs).where(agent_jobs.c.workspace == workspace)
         if caller is not None:
             query = query.where(agent_jobs.c.caller == caller)
@@ -446,7 +440,7 @@ def _job(row: Row[Any]) -> Job:
         heartbeat_at=optional_ts(row.heartbeat_at),
         attempts=int(row.attempts),
         cancel_requested=bool(row.cancel_requested),
-        result=None if row.result is None else cast(dict[str, Any], json.loads(row.result)),
+        result=optional_result(row.result),
         error_code=row.error_code,
         error=row.error,
         usage=load_json(row.usage),

@@ -15,15 +15,18 @@ errors carry stay the queue's own); `Leased` says which table and how its messag
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final, Self, cast
 
 from sqlalchemy import ColumnElement, Row, Table, select, update
 from sqlalchemy.engine import Connection
 
-from thoth.state.core import StateError, now, parse_ts, require, ts
+from thoth.state.core import StateError, StoreCore, now, parse_ts, require, ts
+
+MAX_LIMIT: Final = 500  # the most rows a listing returns
 
 
 class JobLeaseLost(StateError):
@@ -56,9 +59,22 @@ class Leased:
         if not lease_seconds > 0:
             raise StateError(f"{self.name}: lease_seconds must be positive, got {lease_seconds}")
 
+    def check_limit(self, limit: int) -> None:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise StateError(f"{self.name}: limit must be 1 to {MAX_LIMIT}, got {limit}")
+
     def check_attempts(self, max_attempts: int) -> None:
         if max_attempts < 1:
             raise StateError(f"{self.name}: max_attempts must be at least 1, got {max_attempts}")
+
+
+class LeasedQueue(StoreCore):
+    """A queue of leased rows over a state store's engine (thread-safe)."""
+
+    @classmethod
+    def on(cls, store: StoreCore) -> Self:
+        """The queue over `store`'s engine: closing either closes both."""
+        return cls(store._engine, store.url)
 
 
 def claim(
@@ -173,3 +189,11 @@ def recover(
 
 def optional_ts(stored: str | None) -> datetime | None:
     return None if stored is None else parse_ts(stored)
+
+
+def optional_stamp(moment: datetime | None) -> str | None:
+    return None if moment is None else ts(moment)
+
+
+def optional_result(stored: str | None) -> dict[str, Any] | None:
+    return None if stored is None else cast(dict[str, Any], json.loads(stored))

@@ -16,7 +16,6 @@ scheduler passes its clock's, and tests pass a clock they control.
 from __future__ import annotations
 
 import builtins
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, cast
@@ -26,14 +25,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from thoth.state import lease
-from thoth.state.core import StateError, StoreCore, dump_json, load_json, parse_ts, require, ts
-from thoth.state.lease import Leased, optional_ts
+from thoth.state.core import StateError, dump_json, load_json, parse_ts, require, ts
+from thoth.state.lease import (
+    Leased,
+    LeasedQueue,
+    optional_result,
+    optional_stamp,
+    optional_ts,
+)
 from thoth.state.schema import schedule_runs
 
 ScheduleStatus = Literal["queued", "running", "succeeded", "failed"]
 Outcome = Literal["succeeded", "failed"]
-
-MAX_LIMIT: Final = 500
 
 
 class ScheduleRunNotFound(StateError):
@@ -67,21 +70,18 @@ class ScheduleRun:
     error: str | None
 
     def as_dict(self) -> dict[str, Any]:
-        def stamp(moment: datetime | None) -> str | None:
-            return None if moment is None else ts(moment)
-
         return {
             "id": self.id,
             "routine": self.routine,
             "kind": self.kind,
-            "due_at": stamp(self.due_at),
+            "due_at": optional_stamp(self.due_at),
             "status": self.status,
-            "created_at": stamp(self.created_at),
+            "created_at": optional_stamp(self.created_at),
             "enqueued_by": self.enqueued_by,
-            "started_at": stamp(self.started_at),
-            "finished_at": stamp(self.finished_at),
+            "started_at": optional_stamp(self.started_at),
+            "finished_at": optional_stamp(self.finished_at),
             "claimed_by": self.claimed_by,
-            "lease_until": stamp(self.lease_until),
+            "lease_until": optional_stamp(self.lease_until),
             "attempts": self.attempts,
             "request": self.request,
             "result": self.result,
@@ -110,13 +110,8 @@ LEASED: Final = Leased(
 )
 
 
-class ScheduleQueue(StoreCore):
+class ScheduleQueue(LeasedQueue):
     """The scheduled runs of the state database (thread-safe)."""
-
-    @classmethod
-    def on(cls, store: StoreCore) -> ScheduleQueue:
-        """The queue over `store`'s engine: closing either closes both."""
-        return cls(store._engine, store.url)
 
     def enqueue(
         self,
@@ -176,8 +171,7 @@ class ScheduleQueue(StoreCore):
         self, workspace: str, routine: str | None = None, limit: int = 50
     ) -> builtins.list[ScheduleRun]:
         """The workspace's runs, the latest due first; only `routine`'s when given."""
-        if not 1 <= limit <= MAX_LIMIT:
-            raise StateError(f"schedule_runs: limit must be 1 to {MAX_LIMIT}, got {limit}")
+        LEASED.check_limit(limit)
         query = select(schedule_runs).where(schedule_runs.c.workspace == workspace)
         if routine is not None:
             query = query.where(schedule_runs.c.routine == routine)
@@ -363,7 +357,7 @@ def _run(row: Row[Any]) -> ScheduleRun:
         lease_until=optional_ts(row.lease_until),
         attempts=int(row.attempts),
         request=load_json(row.request),
-        result=None if row.result is None else cast(dict[str, Any], json.loads(row.result)),
+        result=optional_result(row.result),
         error_code=row.error_code,
         error=row.error,
     )
