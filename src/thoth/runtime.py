@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from thoth.answer.service import AnswerService
     from thoth.database import ReadOnlyDatabase
     from thoth.embed.base import Embedder
+    from thoth.evaluation.answers import AnswerCase, AnswerEvalReport
     from thoth.index.reader import GenerationReader
     from thoth.privacy import Pseudonymizer, Registry
     from thoth.search.service import EvidenceSearch
@@ -277,6 +278,21 @@ class StoreReference:
 def open_reference(ws: Workspace) -> StoreReference | None:
     """The store's figures, or None when the workspace declares no [analytics] store."""
     return StoreReference(ws) if ws.settings.analytics is not None else None
+
+
+def evaluate_answers(ws: Workspace, cases: Sequence[AnswerCase], k: int) -> AnswerEvalReport:
+    """The answer evaluation of `tht eval run` and the eval_run routine: every case asked of
+    the workspace's answer service, numeric ones checked against the store's figures."""
+    from thoth.evaluation.answers import run_answer_evaluation
+
+    service = open_answer_service(ws)
+    reference = open_reference(ws)
+    try:
+        return run_answer_evaluation(service, cases, k, reference.figure if reference else None)
+    finally:
+        service.close()
+        if reference is not None:
+            reference.close()
 
 
 REGISTRY_ROW_LIMIT = 1_000_000

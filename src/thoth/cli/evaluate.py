@@ -50,23 +50,14 @@ def eval_run_cmd(
     """Ask every reference question; judge retrieval and answer separately.
 
     Exit 0 all pass, 1 any case fails."""
-    from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
-    from thoth.runtime import open_answer_service, open_reference
+    from thoth.evaluation.answers import load_answer_cases
+    from thoth.runtime import evaluate_answers
 
     with errors(as_json):
         ws = Workspace.open(workspace)
         rel = file or Path(ws.settings.answers.evaluation)
         cases = load_answer_cases(ws.root / rel, str(rel))
-        service = open_answer_service(ws)
-        reference = open_reference(ws)
-        try:
-            report = run_answer_evaluation(
-                service, cases, k, reference.figure if reference else None
-            )
-        finally:
-            service.close()
-            if reference is not None:
-                reference.close()
+        report = evaluate_answers(ws, cases, k)
     if as_json:
         emit_json(report.as_dict())
     else:

@@ -105,21 +105,12 @@ def metrics_page(ctx: RoutineContext) -> dict[str, Any]:
 
 def eval_run(ctx: RoutineContext) -> dict[str, Any]:
     """`tht eval run` on `[answers].evaluation`: a failing case fails the run."""
-    from thoth.evaluation.answers import DEFAULT_K, load_answer_cases, run_answer_evaluation
-    from thoth.runtime import open_answer_service, open_reference
+    from thoth.evaluation.answers import DEFAULT_K, load_answer_cases
+    from thoth.runtime import evaluate_answers
 
     rel = ctx.ws.settings.answers.evaluation
     cases = load_answer_cases(ctx.ws.root / rel, rel)
-    service = open_answer_service(ctx.ws)
-    reference = open_reference(ctx.ws)
-    try:
-        report = run_answer_evaluation(
-            service, cases, DEFAULT_K, reference.figure if reference else None
-        )
-    finally:
-        service.close()
-        if reference is not None:
-            reference.close()
+    report = evaluate_answers(ctx.ws, cases, DEFAULT_K)
     summary = report.summary()
     if not report.passed:
         raise RoutineFailed(
