@@ -248,20 +248,27 @@ def test_a_data_date_older_than_the_served_one_is_refused_unless_forced(pg: PgSt
     assert pg.run(force=True).data_date == "2025-01-31"
 
 
-def test_a_backup_is_restored_and_a_truncated_one_refused(pg: PgStore, pg_user: str) -> None:
-    backup = pg.root / "backup" / "gestionale.dump"
+def backed_up(pg: PgStore, pg_user: str, name: str, form: str) -> Path:
+    """The source schema dumped by pg_dump (`form`: -Fc custom, -Fp plain) to backup/`name`,
+    which the refresh then reads instead of the source database."""
+    backup = pg.root / "backup" / name
     backup.parent.mkdir()
     subprocess.run(
-        ["pg_dump", "-Fc", "-n", pg.source, "-h", PG_HOST, "-p", str(PG_PORT), "-U", pg_user,
+        ["pg_dump", form, "-n", pg.source, "-h", PG_HOST, "-p", str(PG_PORT), "-U", pg_user,
          "-f", str(backup), "test"],
         check=True,
     )  # fmt: skip
     toml = pg.root / "thoth.toml"
     toml.write_text(
         toml.read_text().replace(
-            'source_url_env = "REFRESH_SOURCE_URL"', 'source_backup = "backup/gestionale.dump"'
+            'source_url_env = "REFRESH_SOURCE_URL"', f'source_backup = "backup/{name}"'
         )
     )
+    return backup
+
+
+def test_a_backup_is_restored_and_a_truncated_one_refused(pg: PgStore, pg_user: str) -> None:
+    backup = backed_up(pg, pg_user, "gestionale.dump", "-Fc")
     whole = backup.read_bytes()
     backup.write_bytes(whole[: len(whole) // 2])
     assert_refused(pg, "refresh_backup_unreadable", "source")
@@ -315,19 +322,7 @@ def test_catalog_queries_during_a_refresh_come_from_one_copy_with_its_date(pg: P
 
 
 def test_a_plain_dump_is_restored_and_one_cut_short_refused(pg: PgStore, pg_user: str) -> None:
-    backup = pg.root / "backup" / "gestionale.sql"
-    backup.parent.mkdir()
-    subprocess.run(
-        ["pg_dump", "-Fp", "-n", pg.source, "-h", PG_HOST, "-p", str(PG_PORT), "-U", pg_user,
-         "-f", str(backup), "test"],
-        check=True,
-    )  # fmt: skip
-    toml = pg.root / "thoth.toml"
-    toml.write_text(
-        toml.read_text().replace(
-            'source_url_env = "REFRESH_SOURCE_URL"', 'source_backup = "backup/gestionale.sql"'
-        )
-    )
+    backup = backed_up(pg, pg_user, "gestionale.sql", "-Fp")
     whole = backup.read_bytes()
     # Cut at a statement boundary: every statement left runs, only the end is missing.
     cut = whole[: whole.index(b"\n", len(whole) * 2 // 3) + 1]

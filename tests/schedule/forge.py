@@ -3,10 +3,13 @@ and the clone a workspace serves (which follows the forge's `main`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import commit_all, git
+from tests.publishing import write_config
+from thoth.workspace import Workspace
 
 PAGE = """---
 title: Ricoveri urgenti
@@ -14,6 +17,25 @@ title: Ricoveri urgenti
 # Ricoveri urgenti
 
 I ricoveri urgenti sono registrati entro 24 ore.
+"""
+
+# The workspace's side: one wiki source, the clone the forge serves (`{served}`).
+WIKI_CONFIG = """
+[answers]
+labels = ["public"]
+default_labels = ["public"]
+
+[[channels]]
+name = "clinica"
+examples = ["Come si registra un ricovero?"]
+
+[[sources]]
+name = "wiki"
+kind = "wiki"
+repo = "{served}"
+include = ["wiki/**/*.md"]
+channel = "clinica"
+labels = ["public"]
 """
 
 
@@ -49,3 +71,15 @@ class Forge:
             },
             "commits": [{"id": commit, "message": "edit"}],
         }
+
+
+def following_workspace(
+    base: Path, make_workspace: Callable[..., Workspace], embeddings_url: str, extra: str
+) -> tuple[Workspace, Forge]:
+    """A forge under `base` and a workspace whose wiki source is the forge's served clone, its
+    config (WIKI_CONFIG, then `extra`) committed."""
+    forge = Forge(base)
+    ws = make_workspace()
+    write_config(ws.root, embeddings_url, extra=WIKI_CONFIG.format(served=forge.served) + extra)
+    commit_all(ws.root, "config")
+    return ws, forge

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import commit_all, git
+from tests.conftest import git
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import write_config
-from tests.schedule.forge import PAGE, Forge
+from tests.schedule.forge import PAGE, Forge, following_workspace
 from tests.service.conftest import Server
 from thoth.cli import exitcodes
 from thoth.cli.main import app
@@ -25,23 +24,7 @@ from thoth.schedule.scheduler import Scheduler
 from thoth.service.registry import add_caller
 from thoth.workspace import Workspace
 
-CONFIG = """
-[answers]
-labels = ["public"]
-default_labels = ["public"]
-
-[[channels]]
-name = "clinica"
-examples = ["Come si registra un ricovero?"]
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-repo = "{served}"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
-
+SCHEDULE = """
 [schedule]
 timezone = "Europe/Rome"
 
@@ -74,10 +57,7 @@ def embeddings() -> Iterator[FakeEmbeddingServer]:
 def scheduled(
     tmp_path: Path, make_workspace: Callable[..., Workspace], embeddings: FakeEmbeddingServer
 ) -> tuple[Workspace, Forge]:
-    forge = Forge(tmp_path)
-    ws = make_workspace()
-    write_config(ws.root, embeddings.url, extra=CONFIG.format(served=forge.served))
-    commit_all(ws.root, "config")
+    ws, forge = following_workspace(tmp_path, make_workspace, embeddings.url, SCHEDULE)
     return Workspace.open(ws.root), forge
 
 

@@ -20,10 +20,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import commit_all, git
+from tests.conftest import git
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.publishing import write_config
-from tests.schedule.forge import PAGE, Forge
+from tests.schedule.forge import PAGE, Forge, following_workspace
 from tests.service.conftest import Server
 from thoth.cli import exitcodes
 from thoth.cli.main import app
@@ -38,23 +37,7 @@ TOKEN = "gitlab-token-of-the-forge"
 SECRET_ENV = "THOTH_TEST_GITHUB_HOOK_SECRET"
 TOKEN_ENV = "THOTH_TEST_GITLAB_HOOK_TOKEN"
 
-CONFIG = f"""
-[answers]
-labels = ["public"]
-default_labels = ["public"]
-
-[[channels]]
-name = "clinica"
-examples = ["Come si registra un ricovero?"]
-
-[[sources]]
-name = "wiki"
-kind = "wiki"
-repo = "../served"
-include = ["wiki/**/*.md"]
-channel = "clinica"
-labels = ["public"]
-
+HOOK = f"""
 [schedule.hook]
 github_secret_env = "{SECRET_ENV}"
 gitlab_token_env = "{TOKEN_ENV}"
@@ -73,11 +56,7 @@ def embeddings() -> Iterator[FakeEmbeddingServer]:
 def start(
     tmp_path: Path, make_workspace: Callable[..., Workspace], url: str, extra: str = ""
 ) -> tuple[Server, Forge, Workspace]:
-    forge = Forge(tmp_path)
-    ws = make_workspace()
-    config = CONFIG.replace("../served", str(forge.served)) + extra
-    write_config(ws.root, url, extra=config)
-    commit_all(ws.root, "config")
+    ws, forge = following_workspace(tmp_path, make_workspace, url, HOOK + extra)
     result = runner.invoke(app, ["docs", "sync", "-w", str(ws.root), "--json"])
     assert result.exit_code == exitcodes.OK, result.output
     _, key = add_caller(ws.root, "ops", ["public"])

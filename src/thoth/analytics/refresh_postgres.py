@@ -34,8 +34,6 @@ from thoth.analytics.grants import schema_grants
 from thoth.analytics.refresh_plan import (
     DATA_DATE_TABLE,
     ViewPlan,
-    read_plan,
-    reserved_relations,
 )
 from thoth.analytics.refresh_steps import (
     BACKUP_UNREADABLE,
@@ -55,14 +53,14 @@ from thoth.analytics.refresh_steps import (
     check_failed,
     instant,
     iso_data_date,
+    plan_copy,
+    queried_data_date,
     refuse_older,
-    scrub_targets,
+    served_data_date,
     stamp,
-    views_text,
 )
-from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.config import AnalyticsRefreshSettings, AnalyticsSettings
-from thoth.database import DatabaseUnavailable, QueryResult, StatementRefused
+from thoth.database import DatabaseUnavailable, StatementRefused
 from thoth.database.postgres import Cursor, PostgresDatabase
 from thoth.errors import Problem
 
@@ -205,16 +203,9 @@ class PostgresRefresh:
                     columns = self._source_columns(source)
                     report.data_date = self._source_data_date(source)
                 with steps.step("plan", VIEWS_INVALID):
-                    plan = read_plan(
-                        views_text(self.root, self.cfg),
-                        self.cfg.views,
-                        "postgresql",
-                        columns,
-                        reserved_relations(self.cfg.data_date_view),
+                    plan, scrub = plan_copy(
+                        self.root, self.cfg, "postgresql", self.cfg.source_schema, columns, report
                     )
-                    scrub = scrub_targets(self.cfg, self.cfg.source_schema, columns)
-                    report.scrubbed = list(self.cfg.scrub)
-                    report.views = list(plan.views)
                 with steps.step("data_date"):
                     report.previous_data_date = self._served_data_date(admin)
                     refuse_older(report.data_date, report.previous_data_date, force)
@@ -361,11 +352,7 @@ class PostgresRefresh:
                 code=DATA_DATE_INVALID,
                 step="source",
             ) from exc
-        result = QueryResult(columns=names, rows=tuple(rows), truncated=False, duration_ms=0.0)
-        try:
-            return iso_data_date(data_date_of(result), what)
-        except NotADataDate as exc:
-            raise RefreshError(f"{what}: {exc}", code=DATA_DATE_INVALID, step="source") from exc
+        return queried_data_date(names, rows, what)
 
     def _exists(self, admin: Conn, schema: str) -> bool:
         row = admin.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
@@ -374,13 +361,7 @@ class PostgresRefresh:
     def _served_data_date(self, admin: Conn) -> str | None:
         if not self._exists(admin, self.schema):
             return None
-        store = AnalyticsStore(self.settings, self.root, environ=self.environ)
-        try:
-            return store.data_date()
-        except AnalyticsError:
-            return None  # a broken served copy is what a refresh repairs
-        finally:
-            store.close()
+        return served_data_date(self.settings, self.root, self.environ)
 
     def _copy(
         self,
@@ -520,14 +501,18 @@ class PostgresRefresh:
             raise check_failed(problems, f"(schema {self.schema}, uncommitted)")
         return list(report.queries)
 
-    def _prune(self, admin: Conn, kind: str) -> tuple[list[str], list[str]]:
-        names = [
+    def _copies(self, admin: Conn, kind: str) -> list[str]:
+        """The `kind` copies (prev, undone) of the served schema, the newest first."""
+        return [
             str(r[0])
             for r in admin.execute(
                 "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s ORDER BY nspname DESC",
                 (f"{self.base}\\_{kind}\\_%",),
             )
         ]
+
+    def _prune(self, admin: Conn, kind: str) -> tuple[list[str], list[str]]:
+        names = self._copies(admin, kind)
         kept, dropped = names[: self.cfg.keep], names[self.cfg.keep :]
         for name in dropped:
             admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
@@ -539,7 +524,7 @@ class PostgresRefresh:
         admin = self._admin("lock")
         try:
             self._lock(admin)
-            kept, _ = self._prune_list(admin)
+            kept = self._copies(admin, "prev")
             if not kept:
                 raise RefreshError(
                     f"no previous copy of schema {self.schema} is kept -> nothing to roll back to",
@@ -581,27 +566,8 @@ class PostgresRefresh:
             served=self.schema,
             restored=newest,
             set_aside=aside,
-            data_date=self._served_data_date_fresh(),
+            data_date=served_data_date(self.settings, self.root, self.environ),
         )
-
-    def _prune_list(self, admin: Conn) -> tuple[list[str], None]:
-        names = [
-            str(r[0])
-            for r in admin.execute(
-                "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s ORDER BY nspname DESC",
-                (f"{self.base}\\_prev\\_%",),
-            )
-        ]
-        return names, None
-
-    def _served_data_date_fresh(self) -> str | None:
-        store = AnalyticsStore(self.settings, self.root, environ=self.environ)
-        try:
-            return store.data_date()
-        except AnalyticsError:
-            return None
-        finally:
-            store.close()
 
 
 # pg_dump's plain format ends with this line: a dump without it was cut short.

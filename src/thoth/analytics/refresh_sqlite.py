@@ -18,13 +18,10 @@ from urllib.parse import quote
 
 from thoth.analytics.catalog import Catalog
 from thoth.analytics.check import check_catalog
-from thoth.analytics.datadate import NotADataDate, data_date_of
 from thoth.analytics.refresh_plan import (
     DATA_DATE_TABLE,
     PlanError,
     ViewPlan,
-    read_plan,
-    reserved_relations,
 )
 from thoth.analytics.refresh_steps import (
     COPY_FAILED,
@@ -42,16 +39,17 @@ from thoth.analytics.refresh_steps import (
     Steps,
     check_failed,
     instant,
-    iso_data_date,
+    plan_copy,
+    queried_data_date,
     refuse_older,
-    scrub_targets,
+    served_data_date,
     stamp,
-    views_text,
 )
 from thoth.analytics.store import AnalyticsError, AnalyticsStore
 from thoth.config import AnalyticsRefreshSettings, AnalyticsSettings
-from thoth.database import DatabaseUnavailable, QueryResult, StatementRefused
+from thoth.database import DatabaseUnavailable, StatementRefused
 from thoth.errors import Problem
+from thoth.storage import fsync_dir, fsync_path
 
 Columns = dict[str, dict[str, str]]
 
@@ -104,16 +102,7 @@ class SqliteRefresh:
                 columns = self._source_columns(source)
                 report.data_date = self._source_data_date(source)
             with steps.step("plan", VIEWS_INVALID):
-                plan = read_plan(
-                    views_text(self.root, self.cfg),
-                    self.cfg.views,
-                    "sqlite",
-                    columns,
-                    reserved_relations(self.cfg.data_date_view),
-                )
-                scrub = scrub_targets(self.cfg, "main", columns)
-                report.scrubbed = list(self.cfg.scrub)
-                report.views = list(plan.views)
+                plan, scrub = plan_copy(self.root, self.cfg, "sqlite", "main", columns, report)
             with steps.step("data_date"):
                 report.previous_data_date = self._served_data_date()
                 refuse_older(report.data_date, report.previous_data_date, force)
@@ -127,7 +116,7 @@ class SqliteRefresh:
                 self._views(conn, plan, report.data_date)
         finally:
             conn.close()
-        _fsync(staging)
+        fsync_path(staging)
         with steps.step("grant") as timing:
             timing.detail = "SQLite: no role; the views-only authorizer confines readers"
         with steps.step("check"):
@@ -195,24 +184,14 @@ class SqliteRefresh:
             raise RefreshError(
                 f"{what}: the source refused it ({exc})", code=DATA_DATE_INVALID, step="source"
             ) from exc
-        result = QueryResult(columns=names, rows=tuple(rows), truncated=False, duration_ms=0.0)
-        try:
-            return iso_data_date(data_date_of(result), what)
-        except NotADataDate as exc:
-            raise RefreshError(f"{what}: {exc}", code=DATA_DATE_INVALID, step="source") from exc
+        return queried_data_date(names, rows, what)
 
     def _served_data_date(self) -> str | None:
         """The served copy's data date, read as answers read it; None when there is no served
         copy yet or its date cannot be read (a broken copy is what a refresh repairs)."""
         if not self.served.is_file():
             return None
-        store = AnalyticsStore(self.settings, self.root)
-        try:
-            return store.data_date()
-        except AnalyticsError:
-            return None
-        finally:
-            store.close()
+        return served_data_date(self.settings, self.root)
 
     def _copy(
         self,
@@ -318,10 +297,14 @@ class SqliteRefresh:
             if had:
                 previous.unlink(missing_ok=True)
             raise
-        _fsync_dir(self.served.parent)
+        fsync_dir(self.served.parent)
+
+    def _copies(self, kind: str) -> list[Path]:
+        """The `kind` copies (prev, undone) beside the served file, the newest first."""
+        return sorted(self.served.parent.glob(f"{self.served.name}.{kind}-*"), reverse=True)
 
     def _prune(self, kind: str) -> tuple[list[str], list[str]]:
-        copies = sorted(self.served.parent.glob(f"{self.served.name}.{kind}-*"), reverse=True)
+        copies = self._copies(kind)
         kept, dropped = copies[: self.cfg.keep], copies[self.cfg.keep :]
         for path in dropped:
             path.unlink()
@@ -332,7 +315,7 @@ class SqliteRefresh:
     def rollback(self) -> RollbackReport:
         lock = self._lock()
         try:
-            copies = sorted(self.served.parent.glob(f"{self.served.name}.prev-*"), reverse=True)
+            copies = self._copies("prev")
             if not copies:
                 raise RefreshError(
                     f"no previous copy of {self.rel} is kept -> nothing to roll back to",
@@ -344,7 +327,7 @@ class SqliteRefresh:
             if self.served.is_file():
                 os.link(self.served, aside)
             os.replace(newest, self.served)
-            _fsync_dir(self.served.parent)
+            fsync_dir(self.served.parent)
             self._prune("undone")
         finally:
             lock.close()
@@ -355,15 +338,3 @@ class SqliteRefresh:
             set_aside=aside.name,
             data_date=self._served_data_date(),
         )
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    _fsync(path)

@@ -1,20 +1,23 @@
 """What both dialects of `tht analytics refresh` share (thoth.analytics.refresh): the steps,
-their codes, the error naming the step, the report, and the rules on data dates, scrub rules
-and the views file."""
+their codes, the error naming the step, the report, the rules on data dates, scrub rules and
+the views file, and the `plan` step and the data date reads both make the same way."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from thoth.analytics.datadate import NotADataDate, parse_data_date
-from thoth.config import AnalyticsRefreshSettings
+from thoth.analytics.datadate import NotADataDate, data_date_of, parse_data_date
+from thoth.analytics.refresh_plan import ViewPlan, read_plan, reserved_relations
+from thoth.analytics.store import AnalyticsError, AnalyticsStore
+from thoth.config import AnalyticsRefreshSettings, AnalyticsSettings
+from thoth.database import Dialect, QueryResult
 from thoth.errors import Problem, ThothError
 
 STEPS: Final = (
@@ -242,3 +245,50 @@ def check_failed(problems: list[Problem], where: str) -> RefreshError:
         step="check",
         problems=problems,
     )
+
+
+def plan_copy(
+    root: Path,
+    refresh_cfg: AnalyticsRefreshSettings,
+    dialect: Dialect,
+    schema: str,
+    columns: Mapping[str, Mapping[str, str]],
+    report: RefreshReport,
+) -> tuple[ViewPlan, dict[str, set[str]]]:
+    """The `plan` step: the views file read against the source's `columns` (in `schema`) and
+    the scrub rules checked; the plan and table -> scrubbed columns."""
+    plan = read_plan(
+        views_text(root, refresh_cfg),
+        refresh_cfg.views,
+        dialect,
+        columns,
+        reserved_relations(refresh_cfg.data_date_view),
+    )
+    scrub = scrub_targets(refresh_cfg, schema, columns)
+    report.scrubbed = list(refresh_cfg.scrub)
+    report.views = list(plan.views)
+    return plan, scrub
+
+
+def queried_data_date(names: Sequence[str], rows: Sequence[Any], what: str) -> str:
+    """The data date `source_data_date_sql` returned (`names`, `rows`: at most two rows) as ISO
+    text, or RefreshError naming `what`."""
+    result = QueryResult(columns=tuple(names), rows=tuple(rows), truncated=False, duration_ms=0.0)
+    try:
+        return iso_data_date(data_date_of(result), what)
+    except NotADataDate as exc:
+        raise RefreshError(f"{what}: {exc}", code=DATA_DATE_INVALID, step="source") from exc
+
+
+def served_data_date(
+    settings: AnalyticsSettings, root: Path, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """The served copy's data date, read as answers read it; None when it cannot be read (a
+    broken served copy is what a refresh repairs)."""
+    store = AnalyticsStore(settings, root, environ=environ)
+    try:
+        return store.data_date()
+    except AnalyticsError:
+        return None
+    finally:
+        store.close()

@@ -105,21 +105,12 @@ def metrics_page(ctx: RoutineContext) -> dict[str, Any]:
 
 def eval_run(ctx: RoutineContext) -> dict[str, Any]:
     """`tht eval run` on `[answers].evaluation`: a failing case fails the run."""
-    from thoth.evaluation.answers import DEFAULT_K, load_answer_cases, run_answer_evaluation
-    from thoth.runtime import open_answer_service
+    from thoth.evaluation.answers import DEFAULT_K, load_answer_cases
+    from thoth.runtime import evaluate_answers
 
     rel = ctx.ws.settings.answers.evaluation
     cases = load_answer_cases(ctx.ws.root / rel, rel)
-    service = open_answer_service(ctx.ws)
-    reference = _Reference(ctx.ws) if ctx.ws.settings.analytics is not None else None
-    try:
-        report = run_answer_evaluation(
-            service, cases, DEFAULT_K, reference.figure if reference else None
-        )
-    finally:
-        service.close()
-        if reference is not None:
-            reference.close()
+    report = evaluate_answers(ctx.ws, cases, DEFAULT_K)
     summary = report.summary()
     if not report.passed:
         raise RoutineFailed(
@@ -146,26 +137,6 @@ def analytics_refresh(ctx: RoutineContext) -> dict[str, Any]:
         "checked": len(report.checked),
         "previous": list(report.previous),
     }
-
-
-class _Reference:
-    """The store's first figure for a query, what a numeric case without a written value is
-    checked against (as `tht eval run` does)."""
-
-    def __init__(self, ws: Workspace) -> None:
-        from thoth.runtime import make_analytics, open_runtime
-
-        self._rt = open_runtime(ws)
-        self._service = make_analytics(self._rt)
-
-    def figure(self, query_id: str, parameters: Mapping[str, Any]) -> object:
-        from thoth.evaluation.answers import first_figure
-
-        return first_figure(self._service.compute(query_id, parameters).rows)
-
-    def close(self) -> None:
-        self._service.close()
-        self._rt.close()
 
 
 BUILTIN: Final[Mapping[str, Routine]] = {

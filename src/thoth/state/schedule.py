@@ -16,23 +16,27 @@ scheduler passes its clock's, and tests pass a clock they control.
 from __future__ import annotations
 
 import builtins
-import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final, Literal, cast
 
 from sqlalchemy import Row, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from thoth.state.core import StateError, StoreCore, dump_json, load_json, parse_ts, require, ts
-from thoth.state.jobs import JobLeaseLost
+from thoth.state import lease
+from thoth.state.core import StateError, dump_json, load_json, parse_ts, require, ts
+from thoth.state.lease import (
+    Leased,
+    LeasedQueue,
+    optional_result,
+    optional_stamp,
+    optional_ts,
+)
 from thoth.state.schema import schedule_runs
 
 ScheduleStatus = Literal["queued", "running", "succeeded", "failed"]
 Outcome = Literal["succeeded", "failed"]
-
-MAX_LIMIT: Final = 500
 
 
 class ScheduleRunNotFound(StateError):
@@ -66,21 +70,18 @@ class ScheduleRun:
     error: str | None
 
     def as_dict(self) -> dict[str, Any]:
-        def stamp(moment: datetime | None) -> str | None:
-            return None if moment is None else ts(moment)
-
         return {
             "id": self.id,
             "routine": self.routine,
             "kind": self.kind,
-            "due_at": stamp(self.due_at),
+            "due_at": optional_stamp(self.due_at),
             "status": self.status,
-            "created_at": stamp(self.created_at),
+            "created_at": optional_stamp(self.created_at),
             "enqueued_by": self.enqueued_by,
-            "started_at": stamp(self.started_at),
-            "finished_at": stamp(self.finished_at),
+            "started_at": optional_stamp(self.started_at),
+            "finished_at": optional_stamp(self.finished_at),
             "claimed_by": self.claimed_by,
-            "lease_until": stamp(self.lease_until),
+            "lease_until": optional_stamp(self.lease_until),
             "attempts": self.attempts,
             "request": self.request,
             "result": self.result,
@@ -94,13 +95,23 @@ def run_key(workspace: str, routine: str, occurrence: str) -> str:
     return f"{workspace}/{routine}@{occurrence}"
 
 
-class ScheduleQueue(StoreCore):
-    """The scheduled runs of the state database (thread-safe)."""
+def _missing(key: str) -> StateError:
+    return ScheduleRunNotFound(f"scheduled run {key!r} not found -> pass claim()'s id")
 
-    @classmethod
-    def on(cls, store: StoreCore) -> ScheduleQueue:
-        """The queue over `store`'s engine: closing either closes both."""
-        return cls(store._engine, store.url)
+
+# The lease of a run is the agent job queue's (thoth.state.lease), as issue 50 asks.
+LEASED: Final = Leased(
+    table=schedule_runs,
+    noun="scheduled run",
+    recovered="it was recovered",
+    missing=_missing,
+    exhausted="read the worker's log for why it stopped; the next due run of the routine "
+    "runs as usual",
+)
+
+
+class ScheduleQueue(LeasedQueue):
+    """The scheduled runs of the state database (thread-safe)."""
 
     def enqueue(
         self,
@@ -160,8 +171,7 @@ class ScheduleQueue(StoreCore):
         self, workspace: str, routine: str | None = None, limit: int = 50
     ) -> builtins.list[ScheduleRun]:
         """The workspace's runs, the latest due first; only `routine`'s when given."""
-        if not 1 <= limit <= MAX_LIMIT:
-            raise StateError(f"schedule_runs: limit must be 1 to {MAX_LIMIT}, got {limit}")
+        LEASED.check_limit(limit)
         query = select(schedule_runs).where(schedule_runs.c.workspace == workspace)
         if routine is not None:
             query = query.where(schedule_runs.c.routine == routine)
@@ -247,52 +257,27 @@ class ScheduleQueue(StoreCore):
     ) -> ScheduleRun | None:
         """Take the workspace's queued run due first, for `worker_id` under a lease of
         `lease_seconds` from `at`; None when none is queued. One run, one worker."""
-        require("worker id", worker_id)
-        _positive("lease_seconds", lease_seconds)
+        LEASED.check_claim(worker_id, lease_seconds)
         with self._write(f"schedule_runs: claiming a run for {worker_id}") as conn:
-            picked = conn.execute(
-                select(schedule_runs.c.id)
-                .where(
-                    schedule_runs.c.workspace == workspace,
-                    schedule_runs.c.status == "queued",
-                )
-                .order_by(schedule_runs.c.due_at, schedule_runs.c.id)
-                .limit(1)
-                .with_for_update(skip_locked=True)
-            ).first()
-            if picked is None:
-                return None
-            taken = conn.execute(
-                update(schedule_runs)
-                .where(schedule_runs.c.id == picked.id, schedule_runs.c.status == "queued")
-                .values(
-                    status="running",
-                    claimed_by=worker_id,
-                    started_at=ts(at),
-                    heartbeat_at=ts(at),
-                    lease_until=ts(at + timedelta(seconds=lease_seconds)),
-                    attempts=schedule_runs.c.attempts + 1,
-                )
+            taken = lease.claim(
+                conn,
+                LEASED,
+                worker_id,
+                lease_seconds,
+                where=(schedule_runs.c.workspace == workspace,),
+                order_by=(schedule_runs.c.due_at, schedule_runs.c.id),
+                at=at,
             )
-            if taken.rowcount != 1:  # pragma: no cover - the lock makes this unreachable
-                return None
-            return self._get(conn, picked.id)
+            return None if taken is None else self._get(conn, taken)
 
     def heartbeat(
         self, key: str, worker_id: str, lease_seconds: float, at: datetime
     ) -> ScheduleRun:
         """Extend `worker_id`'s lease; JobLeaseLost when the run is no longer its own."""
-        _positive("lease_seconds", lease_seconds)
+        LEASED.check_lease(lease_seconds)
         with self._write(f"schedule_runs: heartbeat of {key} by {worker_id}") as conn:
-            self._holding(conn, key, worker_id)
-            conn.execute(
-                update(schedule_runs)
-                .where(schedule_runs.c.id == key)
-                .values(
-                    heartbeat_at=ts(at),
-                    lease_until=ts(at + timedelta(seconds=lease_seconds)),
-                )
-            )
+            lease.holding(conn, LEASED, key, worker_id)
+            lease.extend(conn, LEASED, key, lease_seconds, at)
             return self._get(conn, key)
 
     def finish(
@@ -324,7 +309,7 @@ class ScheduleQueue(StoreCore):
         if status == "failed":  # a succeeded run keeps the note of an attempt lost before
             values["error"] = error
         with self._write(f"schedule_runs: finishing {key} by {worker_id}") as conn:
-            self._holding(conn, key, worker_id)
+            lease.holding(conn, LEASED, key, worker_id)
             conn.execute(update(schedule_runs).where(schedule_runs.c.id == key).values(**values))
             return self._get(conn, key)
 
@@ -333,43 +318,17 @@ class ScheduleQueue(StoreCore):
     ) -> builtins.list[ScheduleRun]:
         """Running runs whose lease expired by `at` (their worker died or hung): back to
         `queued`, or `failed` (`attempts_exhausted`) after `max_attempts` claims."""
-        if max_attempts < 1:
-            raise StateError(f"schedule_runs: max_attempts must be at least 1, got {max_attempts}")
+        LEASED.check_attempts(max_attempts)
         stamp = ts(at)
         with self._write("schedule_runs: recovering orphaned runs") as conn:
-            rows = conn.execute(
-                select(schedule_runs)
-                .where(
-                    schedule_runs.c.workspace == workspace,
-                    schedule_runs.c.status == "running",
-                    schedule_runs.c.lease_until < stamp,
-                )
-                .with_for_update(skip_locked=True)
-            ).all()
-            for row in rows:
-                lost = f"worker {row.claimed_by} lost its lease (until {row.lease_until})"
-                values: dict[str, Any]
-                if int(row.attempts) >= max_attempts:
-                    values = {
-                        "status": "failed",
-                        "finished_at": stamp,
-                        "error_code": "attempts_exhausted",
-                        "error": f"{lost} on attempt {row.attempts} of {max_attempts}; no "
-                        "attempt left -> read the worker's log for why it stopped; the next "
-                        "due run of the routine runs as usual",
-                    }
-                else:
-                    values = {"status": "queued", "claimed_by": None, "error": f"requeued: {lost}"}
-                conn.execute(
-                    update(schedule_runs)
-                    .where(
-                        schedule_runs.c.id == row.id,
-                        schedule_runs.c.status == "running",
-                        schedule_runs.c.lease_until == row.lease_until,
-                    )
-                    .values(lease_until=None, **values)
-                )
-            return [self._get(conn, row.id) for row in rows]
+            keys = lease.recover(
+                conn,
+                LEASED,
+                max_attempts,
+                stamp,
+                where=(schedule_runs.c.workspace == workspace,),
+            )
+            return [self._get(conn, key) for key in keys]
 
     # ------------------------------------------------------------------ helpers
 
@@ -380,28 +339,6 @@ class ScheduleQueue(StoreCore):
                 f"scheduled run {key!r} not found -> `tht schedule list --json` lists the runs"
             )
         return _run(row)
-
-    def _holding(self, conn: Connection, key: str, worker_id: str) -> None:
-        row = conn.execute(
-            select(schedule_runs).where(schedule_runs.c.id == key).with_for_update()
-        ).first()
-        if row is None:
-            raise ScheduleRunNotFound(f"scheduled run {key!r} not found -> pass claim()'s id")
-        if row.status != "running" or row.claimed_by != worker_id:
-            holder = f"held by {row.claimed_by}" if row.claimed_by else "held by no worker"
-            raise JobLeaseLost(
-                f"scheduled run {key} is {row.status} and {holder}, not by {worker_id} -> this "
-                "worker lost it (its lease expired and it was recovered): stop working on it"
-            )
-
-
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise StateError(f"schedule_runs: {name} must be positive, got {value}")
-
-
-def _optional(stored: str | None) -> datetime | None:
-    return None if stored is None else parse_ts(stored)
 
 
 def _run(row: Row[Any]) -> ScheduleRun:
@@ -414,13 +351,13 @@ def _run(row: Row[Any]) -> ScheduleRun:
         status=cast(ScheduleStatus, row.status),
         created_at=parse_ts(row.created_at),
         enqueued_by=row.enqueued_by,
-        started_at=_optional(row.started_at),
-        finished_at=_optional(row.finished_at),
+        started_at=optional_ts(row.started_at),
+        finished_at=optional_ts(row.finished_at),
         claimed_by=row.claimed_by,
-        lease_until=_optional(row.lease_until),
+        lease_until=optional_ts(row.lease_until),
         attempts=int(row.attempts),
         request=load_json(row.request),
-        result=None if row.result is None else cast(dict[str, Any], json.loads(row.result)),
+        result=optional_result(row.result),
         error_code=row.error_code,
         error=row.error,
     )
