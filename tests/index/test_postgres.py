@@ -157,6 +157,23 @@ def test_bm25_and_dense_scores_equal_qdrant_edge(pg: PostgresBackend, tmp_path: 
         s.close()  # type: ignore[attr-defined]
 
 
+def test_scroll_returns_what_qdrant_edge_returns(pg: PostgresBackend, tmp_path: Path) -> None:
+    """The same records in the same order, as stored (float32; dense vectors scaled to length
+    1, as Qdrant's cosine collections store them): what a migration or a build carrying
+    records forward copies."""
+    records = corpus(60, 8)
+    edge = EdgeBackend(tmp_path / "edge")
+    stores = [sealed(edge, records, 8), sealed(pg, records, 8)]
+    edge_records, pg_records = (list(s.scroll()) for s in stores)  # type: ignore[attr-defined]
+    for e, p in zip(edge_records, pg_records, strict=True):
+        # To the last float32 bit or so: the two engines round the norm their own way.
+        assert np.allclose(e.dense, p.dense, rtol=0, atol=1e-6), e.id
+        assert (e.id, e.sparse, e.payload) == (p.id, p.sparse, p.payload)
+    assert [r.id for r in pg_records] == sorted(r.id for r in records)
+    for s in stores:
+        s.close()  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("payload_index", [False, True])
 def test_a_filtered_dense_query_is_never_short(pg: PostgresBackend, payload_index: bool) -> None:
     """pgvector 0.6 filters HNSW candidates after the scan. Half the records ("far") point away

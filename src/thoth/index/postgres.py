@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
+import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -119,6 +120,20 @@ def _version(text: str) -> tuple[int, ...]:
 
 def _vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def _unit(values: Sequence[float]) -> list[float]:
+    """The vector as a cosine collection of Qdrant stores it: scaled to length 1 in float32,
+    kept as it is when its length is 0 or already 1 within 1e-6 (Qdrant's rule: a copy of
+    stored vectors stays bit for bit). Scores do not change; scroll returns what Qdrant's
+    does."""
+    v = np.asarray(values, dtype=np.float32)
+    norm = np.float32(np.sqrt(np.sum(v * v)))
+    if norm < np.finfo(np.float32).eps or abs(float(norm) - 1.0) <= 1e-6:
+        kept: list[float] = v.tolist()
+        return kept
+    unit: list[float] = (v / norm).tolist()
+    return unit
 
 
 def _cause(exc: BaseException) -> str:
@@ -341,6 +356,12 @@ def where_sql(where: Where | None) -> sql.Composable:
 # ---------------------------------------------------------------------- the store
 
 
+def _sorted_sparse(indices: Sequence[int], values: Sequence[float]) -> SparseVec:
+    """A stored sparse vector as Qdrant returns one: sorted by index, float32 values."""
+    pairs = sorted(zip(indices, np.asarray(values, dtype=np.float32).tolist(), strict=True))
+    return SparseVec([int(i) for i, _ in pairs], [float(v) for _, v in pairs])
+
+
 def _hit(row: Sequence[Any]) -> Hit:
     return Hit(id=str(row[0]), score=float(row[1]), payload=dict(row[2] or {}))
 
@@ -465,7 +486,7 @@ class PostgresStore:
                     copy.write_row(
                         (
                             r.id,
-                            _vector_text(r.dense),
+                            _vector_text(_unit(r.dense)),
                             json.dumps(r.payload),
                             None if r.sparse is None else list(r.sparse.indices),
                             None if r.sparse is None else [float(v) for v in r.sparse.values],
@@ -592,10 +613,11 @@ class PostgresStore:
         return [
             IndexRecord(
                 id=str(row[0]),
-                dense=[float(x) for x in json.loads(row[1])],
-                sparse=None
-                if row[3] is None
-                else SparseVec([int(i) for i in row[3]], [float(v) for v in row[4]]),
+                # pgvector and float4[] print a float4 in its shortest form: read back as
+                # float32, it is the stored value exactly (what Qdrant returns, what a copy
+                # compares).
+                dense=np.asarray(json.loads(row[1]), dtype=np.float32).tolist(),
+                sparse=None if row[3] is None else _sorted_sparse(row[3], row[4]),
                 payload=dict(row[2] or {}),
             )
             for row in rows
