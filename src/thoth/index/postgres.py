@@ -406,30 +406,33 @@ class PostgresStore:
     def create_search_indexes(self) -> None:
         """The HNSW index (cosine) and the postings' indexes; idempotent. Built after a
         generation's bulk load (faster than growing them row by row)."""
-        p = self.prefix
         with self.db.tx("creating the search indexes") as conn:
-            conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (dense vector_cosine_ops) "
-                    "WITH (m = {}, ef_construction = {})"
-                ).format(
-                    sql.Identifier(f"{p}_hnsw"),
-                    self.points,
-                    sql.Literal(HNSW_M),
-                    sql.Literal(HNSW_EF_CONSTRUCTION),
-                )
+            self.search_indexes(conn, self.db, self.prefix)
+
+    @staticmethod
+    def search_indexes(conn: psycopg.Connection[Any], db: Database, prefix: str) -> None:
+        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (dense vector_cosine_ops) "
+                "WITH (m = {}, ef_construction = {})"
+            ).format(
+                sql.Identifier(f"{prefix}_hnsw"),
+                db.table(f"{prefix}_points"),
+                sql.Literal(HNSW_M),
+                sql.Literal(HNSW_EF_CONSTRUCTION),
             )
-            conn.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (term, id) INCLUDE (weight)").format(
-                    sql.Identifier(f"{p}_bm25_term"), self.bm25
-                )
+        )
+        conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (term, id) INCLUDE (weight)").format(
+                sql.Identifier(f"{prefix}_bm25_term"), db.table(f"{prefix}_bm25")
             )
-            conn.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (id)").format(
-                    sql.Identifier(f"{p}_bm25_id"), self.bm25
-                )
+        )
+        conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (id)").format(
+                sql.Identifier(f"{prefix}_bm25_id"), db.table(f"{prefix}_bm25")
             )
+        )
 
     def analyze(self) -> None:
         with self.db.tx("analysing the tables") as conn:
@@ -444,11 +447,15 @@ class PostgresStore:
             return
         self._require_writable("create payload indexes")
         with self.db.tx("creating the payload index") as conn:
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {} ON {} USING gin (payload jsonb_path_ops)"
-                ).format(sql.Identifier(f"{self.prefix}_payload"), self.points)
-            )
+            self.payload_index(conn, self.db, self.prefix)
+
+    @staticmethod
+    def payload_index(conn: psycopg.Connection[Any], db: Database, prefix: str) -> None:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON {} USING gin (payload jsonb_path_ops)"
+            ).format(sql.Identifier(f"{prefix}_payload"), db.table(f"{prefix}_points"))
+        )
 
     def _require_writable(self, what: str) -> None:
         if not self._writable:
@@ -471,12 +478,21 @@ class PostgresStore:
         last = {r.id: r for r in records}  # a repeated id: the last one wins, as in Qdrant
         ids = list(last)
         with self.db.tx(f"writing {len(ids)} records") as conn:
-            conn.execute(
-                sql.SQL("DELETE FROM {} WHERE id = ANY(%s::uuid[])").format(self.bm25), [ids]
-            )
-            conn.execute(
-                sql.SQL("DELETE FROM {} WHERE id = ANY(%s::uuid[])").format(self.points), [ids]
-            )
+            # Replaced points: found by primary key, so that a generation being built (whose
+            # postings get their indexes when sealed) is never scanned for new ids.
+            present = [
+                str(row[0])
+                for row in conn.execute(
+                    sql.SQL("SELECT id FROM {} WHERE id = ANY(%s::uuid[])").format(self.points),
+                    [ids],
+                )
+            ]
+            if present:
+                for table in (self.bm25, self.points):
+                    conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE id = ANY(%s::uuid[])").format(table),
+                        [present],
+                    )
             with conn.cursor().copy(
                 sql.SQL(
                     "COPY {} (id, dense, payload, sparse_indices, sparse_values) FROM STDIN"
@@ -871,10 +887,11 @@ class PostgresLiveCollection:
             if row is None:
                 return  # another host created it meanwhile; meta() checks what it holds
             prefix = f"l{row[0]}"
+            # Tables and indexes with the row, in one transaction: complete or absent.
             PostgresStore.create_tables(conn, self.db, prefix, dim)
-        store = PostgresLiveStore(self.db, prefix, dim, writable=True, owns_db=False)
-        store.create_search_indexes()
-        store.create_payload_indexes(payload_indexes)
+            PostgresStore.search_indexes(conn, self.db, prefix)
+            if payload_indexes:
+                PostgresStore.payload_index(conn, self.db, prefix)
 
     def meta(self) -> dict[str, Any]:
         row = self._row()
