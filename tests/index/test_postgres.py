@@ -474,3 +474,14 @@ def test_runtime_opens_the_postgres_backend_from_the_environment(
     )
     with pytest.raises(IndexSchemaForeign):
         make_backend(other)
+
+
+def test_a_replaced_point_leaves_no_postings_behind(pg: PostgresBackend) -> None:
+    store = pg.create("g1", 4)
+    first = IndexRecord(uid(1), [1.0, 0, 0, 0], BM.document("triage pronto soccorso"), {"v": 1})
+    store.upsert([first, IndexRecord(uid(2), [0, 1.0, 0, 0], BM.document("reparto"), {})])
+    store.upsert([IndexRecord(uid(1), [1.0, 0, 0, 0], BM.document("dimissione"), {"v": 2})])
+    assert store.count() == 2
+    assert store.query_sparse(BM.query("triage"), {}, 5) == []
+    assert [h.payload["v"] for h in store.query_sparse(BM.query("dimissione"), {}, 5)] == [2]
+    store.close()

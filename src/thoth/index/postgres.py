@@ -307,6 +307,11 @@ class Database:
             raise IndexUnavailable(f"{self.where}: cannot open the schema ({_cause(exc)})") from exc
 
     @contextmanager
+    def locked(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    @contextmanager
     def tx(self, what: str) -> Iterator[psycopg.Connection[Any]]:
         """One transaction under the lock; a database fault is IndexUnavailable naming `what`."""
         with self._lock:
@@ -381,6 +386,7 @@ class PostgresStore:
         self.dim = dim
         self.points = db.table(f"{prefix}_points")
         self.bm25 = db.table(f"{prefix}_bm25")
+        self.df = db.table(f"{prefix}_df")  # a sealed generation's document frequencies
         self.prefix = prefix
         self.where = f"{db.where} table {prefix}_points"
         self._writable = writable
@@ -434,10 +440,26 @@ class PostgresStore:
             )
         )
 
-    def analyze(self) -> None:
-        with self.db.tx("analysing the tables") as conn:
-            conn.execute(sql.SQL("ANALYZE {}").format(self.points))
-            conn.execute(sql.SQL("ANALYZE {}").format(self.bm25))
+    def finish(self) -> None:
+        """Before sealing: each term's document frequency in `<prefix>_df` (a sealed
+        generation never changes: a query reads df there instead of counting postings), then
+        VACUUM ANALYZE, so the planner knows the tables and postings are read from the index
+        alone."""
+        with self.db.tx("counting the BM25 document frequencies") as conn:
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE {} AS SELECT term, count(*)::int4 AS df FROM {} GROUP BY term"
+                ).format(self.df, self.bm25)
+            )
+            conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (term)").format(self.df))
+        with self.db.locked():  # VACUUM runs outside a transaction
+            for table in (self.points, self.bm25, self.df):
+                try:
+                    self.db.conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
+                except psycopg.Error as exc:
+                    raise IndexUnavailable(
+                        f"{self.where}: VACUUM ANALYZE failed ({_cause(exc)})"
+                    ) from exc
 
     # ------------------------------------------------------------ IndexStore
 
@@ -589,14 +611,14 @@ class PostgresStore:
         cond = where_sql(where)
         with self.db.tx("a BM25 query") as conn:
             n = self._n_sparse(conn)
-            df = dict(
-                conn.execute(
-                    sql.SQL(
-                        "SELECT term, count(*) FROM {} WHERE term = ANY(%s::int4[]) GROUP BY term"
-                    ).format(self.bm25),
-                    [list(sparse.indices)],
-                ).fetchall()
+            counted = (
+                sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s::int4[])").format(self.df)
+                if not self._writable
+                else sql.SQL(
+                    "SELECT term, count(*) FROM {} WHERE term = ANY(%s::int4[]) GROUP BY term"
+                ).format(self.bm25)
             )
+            df = dict(conn.execute(counted, [list(sparse.indices)]).fetchall())
             terms, weights = [], []
             for term, value in zip(sparse.indices, sparse.values, strict=True):
                 d = int(df.get(term, 0))
@@ -608,11 +630,16 @@ class PostgresStore:
                 return []
             rows = conn.execute(
                 sql.SQL(
+                    # Scores from the postings alone, best first; then each candidate's point,
+                    # by primary key and in that order, until `limit` pass the filter: the
+                    # filter reads a payload only while the answer is still short.
                     "WITH q AS (SELECT * FROM unnest(%(terms)s::int4[], %(weights)s::float8[]) "
                     "AS q(term, w)), s AS (SELECT b.id, sum(q.w * b.weight) AS score FROM {bm25} b "
                     "JOIN q ON q.term = b.term GROUP BY b.id) "
-                    "SELECT p.id, s.score, p.payload FROM s JOIN {points} p ON p.id = s.id "
-                    "WHERE s.score <> 0 AND {cond} ORDER BY s.score DESC, p.id LIMIT %(limit)s"
+                    "SELECT c.id, c.score, p.payload FROM (SELECT id, score FROM s "
+                    "WHERE score <> 0 ORDER BY score DESC, id) AS c CROSS JOIN LATERAL "
+                    "(SELECT payload FROM {points} WHERE id = c.id AND {cond}) AS p "
+                    "ORDER BY c.score DESC, c.id LIMIT %(limit)s"
                 ).format(bm25=self.bm25, points=self.points, cond=cond),
                 {"terms": terms, "weights": weights, "limit": limit},
             ).fetchall()
@@ -756,7 +783,7 @@ class PostgresBackend:
         if not isinstance(store, PostgresStore):
             raise TypeError(f"not a PostgreSQL store: {store!r}")
         store.create_search_indexes()
-        store.analyze()
+        store.finish()
         store.close()
         with self.db.tx(f"sealing generation {gen_id}") as conn:
             done = conn.execute(
@@ -795,7 +822,7 @@ class PostgresBackend:
                 [gen_id],
             ).fetchone()
             if row is not None:
-                for suffix in ("points", "bm25"):
+                for suffix in ("points", "bm25", "df"):
                     conn.execute(
                         sql.SQL("DROP TABLE IF EXISTS {}").format(
                             self.db.table(f"g{row[0]}_{suffix}")
@@ -914,7 +941,7 @@ class PostgresLiveCollection:
             ).fetchone()
             if row is None:
                 return False
-            for suffix in ("points", "bm25"):
+            for suffix in ("points", "bm25", "df"):
                 conn.execute(
                     sql.SQL("DROP TABLE IF EXISTS {}").format(self.db.table(f"l{row[0]}_{suffix}"))
                 )
