@@ -53,7 +53,7 @@ PAYLOAD_INDEXES = [*FILTER, "doc_id"]
 def records(n: int, seed: int, bm: Bm25Encoder, vocab: list[str]) -> list[IndexRecord]:
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(64, DIM))
-    vectors = centres[rng.integers(0, 64, n)] + 0.6 * rng.normal(size=(n, DIM))
+    vectors = centres[rng.integers(0, 64, n)] + 0.25 * rng.normal(size=(n, DIM))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     weights = 1.0 / np.arange(1, len(vocab) + 1)
     words = rng.choice(len(vocab), size=(n, 40), p=weights / weights.sum())

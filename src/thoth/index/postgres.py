@@ -7,6 +7,7 @@ Layout in the schema `[index].schema`:
     thoth_generations     gen_id, status ('building' | 'sealed'), dim, tag (the tables' number)
     g<tag>_points         id uuid, dense vector(dim), payload jsonb, the sparse vector's arrays
     g<tag>_bm25           term, id, weight: the BM25 postings
+    g<tag>_df             term, df: each term's document frequency, counted when sealed
     thoth_live            name, tag, dim, meta: the live collections (e.g. memory)
     l<tag>_points/_bm25   a live collection's tables
 
@@ -22,7 +23,8 @@ until the shard is reopened; a sealed generation has none). Points whose BM25 sc
 not returned, as in Qdrant.
 
 pgvector before 0.8 filters an HNSW scan's candidates after the scan (no iterative scan), so a
-filtered query can come back short: `hnsw.ef_search` is raised to the limit, and when the index
+filtered query can come back short: `hnsw.ef_search` is at least Qdrant's default search ef
+(100) and at least the limit, and when the index
 still returns fewer than `limit` rows while more match the filter, the query runs again exactly
 with index scans off. Never a silently short answer.
 """
@@ -60,7 +62,7 @@ FORMAT: Final = 1  # the layout's version, recorded in thoth_meta
 MIN_PGVECTOR: Final = (0, 5, 0)  # HNSW indexes arrived in pgvector 0.5.0
 MAX_HNSW_DIM: Final = 2000  # pgvector's HNSW limit for `vector`
 EF_SEARCH_MAX: Final = 1000  # pgvector's upper bound of hnsw.ef_search
-EF_SEARCH_MIN: Final = 40  # pgvector's default
+EF_SEARCH_MIN: Final = 100  # Qdrant's default search ef (its ef_construct); pgvector's is 40
 HNSW_M: Final = 16  # Qdrant's defaults: m = 16, ef_construct = 100
 HNSW_EF_CONSTRUCTION: Final = 100
 PAGE: Final = 256  # points per scroll page
