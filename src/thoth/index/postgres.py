@@ -159,9 +159,16 @@ class Database:
         self.schema = schema
         self.workspace = workspace
         self.where = f"PostgreSQL {redact(url)} schema {schema!r}"
+        self._url = url
+        self._read_only = read_only
         self._lock = threading.RLock()
+        self._closed = False
+        self.conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new checked connection (at open, and after the previous one broke)."""
         try:
-            self.conn = psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=10)
+            self.conn = psycopg.connect(libpq_url(self._url), autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise IndexUnavailable(
                 f"{self.where}: cannot connect ({_cause(exc)}) -> check [index].url (or the "
@@ -173,16 +180,17 @@ class Database:
                 "SELECT set_config('search_path', %s, false)",
                 [
                     sql.SQL(", ")
-                    .join([sql.Identifier(schema), sql.Identifier(ext_schema)])
+                    .join([sql.Identifier(self.schema), sql.Identifier(ext_schema)])
                     .as_string(self.conn)
                 ],
             )
             self._claim_schema()
-            if read_only:
+            if self._read_only:
                 self.conn.execute("SET default_transaction_read_only = on")
         except BaseException:
             self.conn.close()
             raise
+        return self.conn
 
     def _check_pgvector(self) -> str:
         """The schema pgvector lives in, after creating it if this role may; a coded refusal
@@ -311,12 +319,20 @@ class Database:
     @contextmanager
     def locked(self) -> Iterator[None]:
         with self._lock:
+            self._alive()
             yield
+
+    def _alive(self) -> None:
+        """A connection that broke (server restarted, failover, connection killed) failed the
+        call that found it broken, as IndexUnavailable; the next call reconnects."""
+        if self.conn.closed and not self._closed:
+            self._connect()
 
     @contextmanager
     def tx(self, what: str) -> Iterator[psycopg.Connection[Any]]:
         """One transaction under the lock; a database fault is IndexUnavailable naming `what`."""
         with self._lock:
+            self._alive()
             try:
                 with self.conn.transaction():
                     yield self.conn
@@ -328,6 +344,7 @@ class Database:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self.conn.close()
 
 
