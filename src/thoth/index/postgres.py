@@ -34,12 +34,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
-import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -129,6 +129,8 @@ def _unit(values: Sequence[float]) -> list[float]:
     kept as it is when its length is 0 or already 1 within 1e-6 (Qdrant's rule: a copy of
     stored vectors stays bit for bit). Scores do not change; scroll returns what Qdrant's
     does."""
+    import numpy as np  # only where vectors are written: reading an index does not load it
+
     v = np.asarray(values, dtype=np.float32)
     norm = np.float32(np.sqrt(np.sum(v * v)))
     if norm < np.finfo(np.float32).eps or abs(float(norm) - 1.0) <= 1e-6:
@@ -380,9 +382,15 @@ def where_sql(where: Where | None) -> sql.Composable:
 # ---------------------------------------------------------------------- the store
 
 
+def _float32(values: Sequence[float]) -> list[float]:
+    """Each value rounded to the float32 PostgreSQL stored (its text form is the shortest
+    decimal that reads back to it)."""
+    return list(struct.unpack(f"{len(values)}f", struct.pack(f"{len(values)}f", *values)))
+
+
 def _sorted_sparse(indices: Sequence[int], values: Sequence[float]) -> SparseVec:
     """A stored sparse vector as Qdrant returns one: sorted by index, float32 values."""
-    pairs = sorted(zip(indices, np.asarray(values, dtype=np.float32).tolist(), strict=True))
+    pairs = sorted(zip(indices, _float32(values), strict=True))
     return SparseVec([int(i) for i, _ in pairs], [float(v) for _, v in pairs])
 
 
@@ -678,7 +686,7 @@ class PostgresStore:
                 # pgvector and float4[] print a float4 in its shortest form: read back as
                 # float32, it is the stored value exactly (what Qdrant returns, what a copy
                 # compares).
-                dense=np.asarray(json.loads(row[1]), dtype=np.float32).tolist(),
+                dense=_float32(json.loads(row[1])),
                 sparse=None if row[3] is None else _sorted_sparse(row[3], row[4]),
                 payload=dict(row[2] or {}),
             )
