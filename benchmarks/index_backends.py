@@ -51,8 +51,9 @@ PAYLOAD_INDEXES = [*FILTER, "doc_id"]
 
 
 def records(n: int, seed: int, bm: Bm25Encoder, vocab: list[str]) -> list[IndexRecord]:
+    """`n` records; the same 64 centres whatever the seed (queries are drawn like records)."""
+    centres = np.random.default_rng(0).normal(size=(64, DIM))
     rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(64, DIM))
     vectors = centres[rng.integers(0, 64, n)] + 0.25 * rng.normal(size=(n, DIM))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     weights = 1.0 / np.arange(1, len(vocab) + 1)

@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import ValidationError
 
+import thoth.index.postgres as postgres_module
 from tests.conftest import PG_HOST, PG_PORT
 from thoth.config import IndexSettings
 from thoth.errors import ConfigError
@@ -27,6 +28,7 @@ from thoth.index.bm25 import Bm25Encoder
 from thoth.index.build import GenerationBuild, GenerationBuilder
 from thoth.index.generations import EdgeBackend
 from thoth.index.postgres import (
+    EXACT_BELOW,
     IndexDimensionMismatch,
     IndexSchemaForeign,
     PgvectorMissing,
@@ -175,11 +177,15 @@ def test_scroll_returns_what_qdrant_edge_returns(pg: PostgresBackend, tmp_path: 
 
 
 @pytest.mark.parametrize("payload_index", [False, True])
-def test_a_filtered_dense_query_is_never_short(pg: PostgresBackend, payload_index: bool) -> None:
+def test_a_filtered_dense_query_is_never_short(
+    pg: PostgresBackend, payload_index: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """pgvector 0.6 filters HNSW candidates after the scan. Half the records ("far") point away
     from the query: the planner expects half the rows to pass and scans the HNSW index, whose
     candidates are all "near" — filtered to nothing. The adapter sees the short answer, finds
-    more matching rows, and answers exactly: the true top 10 of "far"."""
+    more matching rows, and answers exactly: the true top 10 of "far". (The HNSW path at 3,000
+    points: the exact threshold lowered to 0.)"""
+    monkeypatch.setattr(postgres_module, "EXACT_BELOW", 0)
     rng = np.random.default_rng(5)
     dim = 16
     vectors = rng.normal(size=(3000, dim))
@@ -502,4 +508,29 @@ def test_a_broken_connection_fails_one_call_and_the_next_reconnects(
     with pytest.raises(IndexUnavailable, match="failed"):
         store.count()
     assert pg.sealed() == ["g1"] and store.count() == 10
+    store.close()
+
+
+def test_dense_search_is_exact_up_to_the_exact_threshold(pg: PostgresBackend) -> None:
+    """Below EXACT_BELOW points the dense branch is exact, as Qdrant Edge's (whose shards are
+    never HNSW-indexed): the same top 10 as brute force, for queries an HNSW graph finds hard
+    (directions away from every cluster of the corpus)."""
+    rng = np.random.default_rng(11)
+    n, dim = 8000, 384
+    centres = rng.normal(size=(64, dim))
+    vectors = centres[rng.integers(0, 64, n)] + 0.25 * rng.normal(size=(n, dim))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert n < EXACT_BELOW
+    store = pg.create("g1", dim)
+    store.upsert([IndexRecord(uid(i), vectors[i].tolist(), None, {"k": "x"}) for i in range(n)])
+    store.create_payload_indexes(["k"])
+    pg.seal("g1", store)
+    store = pg.open("g1")
+    missed = 0
+    for q in rng.normal(size=(30, dim)):
+        q = q / np.linalg.norm(q)
+        truth = {uid(i) for i in np.argsort(-(vectors @ q))[:10]}
+        for where in ({}, {"k": "x"}):
+            missed += len(truth - {h.id for h in store.query_dense(q.tolist(), where, 10)})
+    assert missed == 0
     store.close()

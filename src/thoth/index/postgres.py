@@ -22,7 +22,9 @@ sparse vector and df those holding the term, counted live (Qdrant Edge counts a 
 until the shard is reopened; a sealed generation has none). Points whose BM25 score is 0 are
 not returned, as in Qdrant.
 
-pgvector before 0.8 filters an HNSW scan's candidates after the scan (no iterative scan), so a
+The dense branch is exact up to EXACT_BELOW points (as Qdrant Edge, which never HNSW-indexes a
+shard), through the HNSW index above. pgvector before 0.8 filters an HNSW scan's candidates
+after the scan (no iterative scan), so a
 filtered query can come back short: `hnsw.ef_search` is at least Qdrant's default search ef
 (100) and at least the limit, and when the index
 still returns fewer than `limit` rows while more match the filter, the query runs again exactly
@@ -62,6 +64,7 @@ FORMAT: Final = 1  # the layout's version, recorded in thoth_meta
 MIN_PGVECTOR: Final = (0, 5, 0)  # HNSW indexes arrived in pgvector 0.5.0
 MAX_HNSW_DIM: Final = 2000  # pgvector's HNSW limit for `vector`
 EF_SEARCH_MAX: Final = 1000  # pgvector's upper bound of hnsw.ef_search
+EXACT_BELOW: Final = 20_000  # points: below, the dense branch is exact (see query_dense)
 EF_SEARCH_MIN: Final = 100  # Qdrant's default search ef (its ef_construct); pgvector's is 40
 HNSW_M: Final = 16  # Qdrant's defaults: m = 16, ef_construct = 100
 HNSW_EF_CONSTRUCTION: Final = 100
@@ -419,6 +422,7 @@ class PostgresStore:
         self._writable = writable
         self._owns_db = owns_db
         self._sparse_n: int | None = None  # cached for a sealed generation only
+        self._points_n: int | None = None  # idem
 
     # ------------------------------------------------------------ tables
 
@@ -596,7 +600,9 @@ class PostgresStore:
         ).format(self.points, cond)
         params = {"q": q, "limit": limit}
         with self.db.tx("a dense query") as conn:
-            exact = limit > EF_SEARCH_MAX
+            # Up to EXACT_BELOW points, exact: the same ranks as Qdrant Edge (which never
+            # HNSW-indexes a shard) for the workspaces most run, at a few milliseconds.
+            exact = limit > EF_SEARCH_MAX or self._size(conn) < EXACT_BELOW
             if exact:
                 conn.execute("SET LOCAL enable_indexscan = off")
             else:
@@ -618,6 +624,16 @@ class PostgresStore:
                     conn.execute("SET LOCAL enable_indexscan = off")
                     rows = conn.execute(nearest, params).fetchall()
         return _ordered([_hit(r) for r in rows])
+
+    def _size(self, conn: psycopg.Connection[Any]) -> int:
+        """The points held: counted once for a sealed generation, at each query else."""
+        if self._points_n is not None:
+            return self._points_n
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self.points)).fetchone()
+        n = int(row[0]) if row else 0
+        if not self._writable:
+            self._points_n = n
+        return n
 
     def _n_sparse(self, conn: psycopg.Connection[Any]) -> int:
         if self._sparse_n is not None:
