@@ -1,0 +1,353 @@
+"""Issue 49, point 4: a multi-host deployment proven on one machine (docs/deployment.md).
+
+One workspace whose state store and agent queue live in a PostgreSQL database of its own, the
+index shared by every process; two `tht serve` hosts and two `tht agent worker` processes. A
+client loop asks both hosts over real HTTP and submits agent jobs to both while a `tht docs
+sync` and an Evidence publication (`tht workspace activate`, `tht workspace preprocess
+evidence`) each activate a new generation, and one host is SIGKILLed and restarted. Then:
+
+- no failed answer but the killed host's: requests cut by the kill or sent while it was down,
+  seen as connection errors on that host only, within that window;
+- every answer was served from a generation that was active while it was being answered (the
+  answer's `diagnostics.generation` against the state store's activation times);
+- every job ran once: completed, one attempt, claimed by one of the two workers, its steps one
+  unbroken sequence, two model calls (read, answer); the workers' own counts add up to the jobs;
+- the restarted host answers from the newest generation with no manual step.
+
+The index backend is one parameter: the Qdrant Edge directory shared by the processes (the
+file system every host mounts), until the PostgreSQL adapter (`[index] backend = "postgres"`)
+joins the list.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import WorkspaceFactory, commit_all
+from tests.deployment.cluster import (
+    AGENT_ANSWER,
+    AGENT_PAGE,
+    AgentModel,
+    AgentWorker,
+    Host,
+    create_database,
+    database_url,
+    drop_database,
+    poll,
+    tht,
+)
+from tests.fake_embeddings import FakeEmbeddingServer
+from tests.publishing import (
+    CLINICA_ANSWERS,
+    CLINICA_WIKI,
+    MANUAL,
+    PAGE,
+    prepared_workspace,
+    synced_workspace,
+)
+from tests.service.conftest import free_port
+from thoth.runtime import open_state
+from thoth.service.registry import add_caller
+from thoth.state import Generation, JobQueue
+from thoth.workspace import Workspace
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+KEY_ENV = "THOTH_TEST_AGENT_KEY"
+QUESTIONS = (
+    "Entro quando si registra il ricovero ordinario?",
+    "Di quanto sono cresciuti i ricoveri urgenti nel 2024?",
+    "Chi firma la scheda di accettazione del ricovero?",
+)
+SERVED = ("found", "nothing_found", "truncated")  # a served answer; "failed" is a failure
+JOBS_BEFORE_KILL = 4
+JOBS_AFTER_RESTART = 2
+CLIENTS = 3  # concurrent client loops
+BACK_OFF_S = 0.2  # after a connection error
+
+
+def config(index_backend: str, state_url: str, llm_url: str) -> str:
+    """What thoth.toml adds to the published corpus: the index backend (the one parameter),
+    the shared state store, the agent's model and quick polls."""
+    index = {"edge": ""}[index_backend]
+    return (
+        index
+        + f'\n[state]\nurl = "{state_url}"\n'
+        + f'\n[llm]\nprovider = "openai"\nbase_url = "{llm_url}/v1"\nmodel = "fake-model"\n'
+        f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 20\n'
+        + '\n[agent]\nwiki = "wiki"\npoll_seconds = 0.2\nlease_seconds = 30\n'
+        + "\n[service]\nmax_concurrent = 8\n"
+        + CLINICA_ANSWERS
+        + CLINICA_WIKI
+    )
+
+
+@dataclass
+class Asked:
+    host: int
+    started: float  # time.time() when sent
+    ended: float  # when the reply (or the error) came
+    outcome: str  # "served", "failed_answer", "http_<status>", "connection_error"
+    answer: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
+class Deployment:
+    root: Path
+    hosts: list[Host]
+    keys: dict[str, str]
+    env: dict[str, str]
+    model: AgentModel
+    asked: list[Asked] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys['portal']}"}
+
+    def ask(self, host: int, question: str) -> Asked:
+        started = time.time()
+        try:
+            response = httpx.post(
+                f"{self.hosts[host].url}/v1/ask",
+                json={"question": question},
+                headers=self.headers(),
+                timeout=60,
+            )
+        except httpx.TransportError as exc:
+            time.sleep(BACK_OFF_S)  # as a balancer would, before trying that host again
+            return Asked(host, started, time.time(), "connection_error", error=repr(exc))
+        ended = time.time()
+        if response.status_code != 200:
+            return Asked(host, started, ended, f"http_{response.status_code}", error=response.text)
+        answer = response.json()
+        outcome = "served" if answer["status"] in SERVED else "failed_answer"
+        return Asked(host, started, ended, outcome, answer=answer)
+
+    def submit(self, host: int, question: str) -> str:
+        response = httpx.post(
+            f"{self.hosts[host].url}/v1/jobs",
+            json={"question": question},
+            headers=self.headers(),
+            timeout=30,
+        )
+        assert response.status_code == 202, response.text
+        return str(response.json()["id"])
+
+    def served_since(self, moment: float, host: int, generation: str) -> bool:
+        with self.lock:
+            return any(
+                a.host == host
+                and a.started >= moment
+                and a.outcome == "served"
+                and a.answer["diagnostics"]["generation"] == generation
+                for a in self.asked
+            )
+
+
+def clients(deployment: Deployment, stop: threading.Event) -> list[threading.Thread]:
+    """Client loops, each alternating between the hosts (a round-robin balancer)."""
+
+    def loop(offset: int) -> None:
+        for n in itertools.count(offset):
+            if stop.is_set():
+                return
+            asked = deployment.ask(n % 2, QUESTIONS[n % len(QUESTIONS)])
+            with deployment.lock:
+                deployment.asked.append(asked)
+
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def active_intervals(generations: list[Generation]) -> dict[str, tuple[float, float]]:
+    """When each generation was active: from its activation to the next one's (no rollback
+    happens in this test, so activations are in order)."""
+    activated = sorted(
+        (g for g in generations if g.activated_at is not None),
+        key=lambda g: _seconds(g.activated_at),
+    )
+    ends = [_seconds(g.activated_at) for g in activated[1:]] + [float("inf")]
+    return {g.id: (_seconds(g.activated_at), end) for g, end in zip(activated, ends, strict=True)}
+
+
+def _seconds(moment: datetime | None) -> float:
+    assert moment is not None
+    return moment.timestamp()
+
+
+@pytest.fixture
+def state_url(pg_user: str) -> Iterator[str]:
+    name = create_database(pg_user, "multihost")
+    try:
+        yield database_url(pg_user, name)
+    finally:
+        drop_database(pg_user, name)
+
+
+@pytest.fixture(params=["edge"])
+def index_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, state_url: str, index_backend: str) -> Iterator[Deployment]:
+    with FakeEmbeddingServer(dim=8) as embeddings, AgentModel() as model:
+        ws = prepared_workspace(WorkspaceFactory(tmp_path), embeddings.url)
+        files = {
+            "documents/manuali/ricovero.md": MANUAL,
+            f"wiki/{AGENT_PAGE}": PAGE,
+        }
+        ws = synced_workspace(
+            ws, embeddings.url, config(index_backend, state_url, model.url), files
+        )
+        keys = {"portal": add_caller(ws.root, "portal", ["public"])[1]}
+        commit_all(ws.root, "the portal's key")  # activation refuses an uncommitted thoth.toml
+        env = {KEY_ENV: "test-key"}
+        hosts = [Host(ws.root, free_port(), tmp_path / f"host{i}.log", env) for i in range(2)]
+        deployed = Deployment(ws.root, hosts, keys, env, model)
+        try:
+            yield deployed
+        finally:
+            for host in hosts:
+                host.stop()
+
+
+def test_two_hosts_two_workers_one_database_through_sync_publish_and_a_kill(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    d = deployment
+    ws = Workspace.open(d.root)
+    for host in d.hosts:
+        host.start()
+    workers = [AgentWorker(d.root, f"w{i}", tmp_path / f"w{i}.log", d.env) for i in (1, 2)]
+    stop = threading.Event()
+    threads = clients(d, stop)
+    jobs: list[str] = []
+    questions: dict[str, str] = {}
+    try:
+        with open_state(ws) as state:
+            first = state.active_generation(ws.settings.workspace)
+        assert first is not None
+        begun = time.time()
+        poll(lambda: d.served_since(begun, 0, first.id), 60, "host 0 answers")
+        poll(lambda: d.served_since(begun, 1, first.id), 60, "host 1 answers")
+        for n in range(JOBS_BEFORE_KILL):
+            questions[f"job-{n}"] = f"Domanda {n}: come si registra un ricovero urgente?"
+            jobs.append(d.submit(n % 2, questions[f"job-{n}"]))
+
+        # A docs sync activates a second generation while both hosts answer.
+        manual = d.root / "documents/manuali/ricovero.md"
+        manual.write_text(MANUAL + "\nLa scheda è firmata anche dal caposala.\n", "utf-8")
+        commit_all(d.root, "the manual, amended")
+        synced = tht(d.root, d.env, "docs", "sync", "-w", str(d.root))
+        assert synced["outcome"] == "activated", synced
+
+        # Host 0 dies with requests in flight, and comes back on its own port.
+        poll(
+            lambda: d.served_since(time.time() - 1, 0, synced["generation"]),
+            60,
+            "host 0 serves the synced generation",
+        )
+        killed_at = time.time()
+        d.hosts[0].kill()
+        restart_s = d.hosts[0].start()
+        back_at = time.time()
+
+        # An Evidence publication activates a third generation, for the new revision.
+        tht(d.root, d.env, "workspace", "activate", str(d.root))
+        published = tht(d.root, d.env, "workspace", "preprocess", "evidence", str(d.root))
+        assert published["outcome"] == "activated", published
+        last = published["generation"]
+        for n in range(JOBS_BEFORE_KILL, JOBS_BEFORE_KILL + JOBS_AFTER_RESTART):
+            questions[f"job-{n}"] = f"Domanda {n}: come si registra un ricovero urgente?"
+            jobs.append(d.submit(n % 2, questions[f"job-{n}"]))
+        after = time.time()
+        poll(lambda: d.served_since(after, 0, last), 60, "host 0 serves the publication")
+        poll(lambda: d.served_since(after, 1, last), 60, "host 1 serves the publication")
+
+        with open_state(ws) as state:
+            queue = JobQueue.on(state)
+            poll(
+                lambda: all(queue.get(j).status not in ("queued", "running") for j in jobs),
+                120,
+                "every job finished",
+            )
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(90)
+    ran = {w.name: w.stop()["jobs"] for w in workers}
+
+    # Answers: every failure is a connection error on the killed host, inside its window.
+    failures = [a for a in d.asked if a.outcome != "served"]
+    assert failures, "the clients never met the killed host: the kill window was not exercised"
+    for failure in failures:
+        assert failure.outcome == "connection_error", failure
+        assert failure.host == 0 and failure.ended >= killed_at and failure.started <= back_at, (
+            failure,
+            killed_at,
+            back_at,
+        )
+    assert len([a for a in d.asked if a.outcome == "served"]) >= 20
+
+    # Every answer came from a generation active while it was answered.
+    with open_state(ws) as state:
+        generations = state.list_generations(ws.settings.workspace)
+        logged = {row.id for row in state.list_answers(ws.settings.workspace, 10_000, None)}
+        queue = JobQueue.on(state)
+        finished = [queue.get(j) for j in jobs]
+        steps = {j: queue.steps(j) for j in jobs}
+    intervals = active_intervals(generations)
+    assert {first.id, synced["generation"], last} <= set(intervals)
+    served = [a for a in d.asked if a.outcome == "served"]
+    for asked in served:
+        generation = asked.answer["diagnostics"]["generation"]
+        since, until = intervals[generation]
+        assert since <= asked.ended and asked.started <= until, (asked, intervals)
+        assert asked.answer["id"] in logged  # the shared answer log has it
+    assert {a.answer["diagnostics"]["generation"] for a in served} >= {
+        first.id,
+        synced["generation"],
+        last,
+    }
+
+    # Jobs: each ran once, by one worker, none lost.
+    for job in finished:
+        assert (job.status, job.attempts) == ("completed", 1), job
+        assert job.claimed_by in ("w1", "w2"), job
+        assert job.result is not None and job.result["answer"] == AGENT_ANSWER
+        seqs = [(s.attempt, s.seq) for s in steps[job.id]]
+        assert seqs == [(1, n) for n in range(1, len(seqs) + 1)], seqs
+        assert [s.kind for s in steps[job.id]] == ["model", "tool", "model"]
+    for name, question in questions.items():
+        assert d.model.calls_about(question) == 2, name
+    assert sum(ran.values()) == len(jobs), ran
+    print(summary(d, failures, ran, intervals), f"restart {restart_s:.1f}s")
+
+
+def summary(
+    d: Deployment, failures: list[Asked], ran: dict[str, int], intervals: dict[str, Any]
+) -> str:
+    """One line for the log (`pytest -s`): what the run did."""
+    per_host = [sum(1 for a in d.asked if a.host == h and a.outcome == "served") for h in (0, 1)]
+    per_generation = {
+        g: sum(1 for a in d.asked if a.answer.get("diagnostics", {}).get("generation") == g)
+        for g in intervals
+    }
+    return (
+        f"multihost: served {per_host} per host, {len(failures)} connection error(s) on the "
+        f"killed host, answers per generation {per_generation}, jobs per worker {ran}"
+    )
