@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from tests.pgvector import PgvectorServer, start_pgvector_server
 from thoth.evidence.layout import init_workspace
 from thoth.workspace import Workspace
 
@@ -187,7 +188,7 @@ def pg_url(pg_user: str) -> Iterator[str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`postgres` is derived, never written by hand: a test that asks for `pg_user` or
+    """`postgres` and `pgvector` are derived, never written by hand: a test that asks for `pg_user` or
     `pg_url`, or is the "postgresql" half of a parametrised database URL, is marked, so
     `-m postgres` selects what needs the server."""
     for item in items:
@@ -195,3 +196,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = getattr(item, "fixturenames", ())
         if "postgresql" in params.values() or {"pg_user", "pg_url"} & set(names):
             item.add_marker(pytest.mark.postgres)
+        if "postgres" in params.values() or "pgvector_server" in names:
+            item.add_marker(pytest.mark.pgvector)
+
+
+# ---------------------------------------------------------------------- pgvector
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[PgvectorServer]:
+    """PostgreSQL with pgvector (tests/pgvector.py): skip when none, fail under CI."""
+    yield from start_pgvector_server()
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: PgvectorServer) -> str:
+    return pgvector_server.url
+
+
+@pytest.fixture
+def pgvector_schema(pgvector_server: PgvectorServer) -> Iterator[str]:
+    """A fresh schema name for one test's index, dropped afterwards."""
+    schema = pgvector_server.new_schema()
+    yield schema
+    pgvector_server.drop_schema(schema)

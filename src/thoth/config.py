@@ -122,12 +122,32 @@ class StateSettings(_Strict):
 
 class IndexSettings(_Strict):
     """Where index generations live. "edge": Qdrant Edge shards under `.thoth/index/` (or
-    `path`); "server": a Qdrant server at `url`, or qdrant-client's local mode at `path`."""
+    `path`); "server": a Qdrant server at `url`, or qdrant-client's local mode at `path`;
+    "postgres": PostgreSQL with pgvector >= 0.5.0 at `url` (or the URL in `url_env`), the
+    workspace's tables in `schema`."""
 
-    backend: Literal["edge", "server"] = Field(
-        default="edge", description="edge: Qdrant Edge in-process; server: a Qdrant server."
+    backend: Literal["edge", "server", "postgres"] = Field(
+        default="edge",
+        description="edge: Qdrant Edge in-process; server: a Qdrant server; postgres: "
+        "PostgreSQL with pgvector.",
     )
-    url: str | None = Field(default=None, description="server: the Qdrant server's URL.")
+    url: str | None = Field(
+        default=None,
+        description="server: the Qdrant server's URL; postgres: the PostgreSQL URL "
+        "(postgresql://user@host:5432/db; a password belongs in url_env).",
+    )
+    url_env: str | None = Field(
+        default=None,
+        description="postgres: the environment variable holding the PostgreSQL URL, instead "
+        "of url (credentials never go in thoth.toml).",
+    )
+    schema_name: str | None = Field(
+        default=None,
+        alias="schema",
+        pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        description="postgres: the schema of the workspace's index tables, owned by this "
+        "workspace alone; unset: thoth_<workspace> (- as _).",
+    )
     path: str | None = Field(
         default=None,
         description="edge: the generations' directory; server without url: qdrant-client's "
@@ -172,6 +192,20 @@ class IndexSettings(_Strict):
         le=10.0,
         description="Weight of the BM25 branch (of each BM25 branch) in the fusion.",
     )
+
+    @model_validator(mode="after")
+    def _postgres(self) -> IndexSettings:
+        if self.backend == "postgres":
+            if bool(self.url) == bool(self.url_env):
+                raise ValueError(
+                    'index: backend = "postgres" needs exactly one of url or url_env (the '
+                    "environment variable holding the URL, when it carries a password)"
+                )
+            if self.path or self.api_key_env:
+                raise ValueError("index: path and api_key_env are Qdrant settings")
+        elif self.url_env or self.schema_name:
+            raise ValueError('index: url_env and schema are settings of backend = "postgres" only')
+        return self
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -1317,6 +1351,7 @@ timeout_seconds = 30
 [index]
 # "edge": Qdrant Edge in-process, generations under .thoth/index/ (no server to run).
 # "server": a Qdrant server or cluster: set url (and api_key_env if it needs a key).
+# "postgres": PostgreSQL with pgvector >= 0.5.0: set url or url_env, and schema.
 backend = "edge"
 # url = "http://qdrant.example:6333"
 # Previous generations kept for `tht evidence activate --generation` (rollback).

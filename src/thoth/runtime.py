@@ -103,6 +103,28 @@ def qdrant_client(ws: Workspace) -> QdrantClient:
     )
 
 
+def postgres_index(ws: Workspace) -> tuple[str, str]:
+    """The PostgreSQL URL and schema `[index]` names for the postgres backend."""
+    cfg = ws.settings.index
+    url = cfg.url
+    if cfg.url_env:
+        url = os.environ.get(cfg.url_env)
+        if not url:
+            raise ConfigError(
+                f"[index].url_env names the environment variable {cfg.url_env}, which is unset "
+                "or empty -> export it with the PostgreSQL URL of the index"
+            )
+    if not url:
+        raise ConfigError('[index].backend = "postgres" needs [index].url or [index].url_env')
+    schema = cfg.schema_name or index_prefix(ws).lower()
+    if len(schema) > 63:
+        raise ConfigError(
+            f"[index]: the default schema {schema!r} is longer than PostgreSQL's 63 "
+            "characters -> set [index].schema"
+        )
+    return url, schema
+
+
 def make_backend(ws: Workspace, client: QdrantClient | None = None) -> IndexBackend:
     """`client`: a server client to use (and close with the backend) instead of a new one."""
     cfg = ws.settings.index
@@ -110,6 +132,10 @@ def make_backend(ws: Workspace, client: QdrantClient | None = None) -> IndexBack
         from thoth.index.server import ServerBackend
 
         return ServerBackend(client or qdrant_client(ws), index_prefix(ws))
+    if cfg.backend == "postgres":
+        from thoth.index.postgres import PostgresBackend
+
+        return PostgresBackend(*postgres_index(ws), ws.settings.workspace)
     root = ws.root / cfg.path if cfg.path else state_dir(ws) / "index" / ws.settings.workspace
     return EdgeBackend(root)
 
@@ -118,7 +144,8 @@ def make_live_collection(
     ws: Workspace, name: str, client: QdrantClient | None = None
 ) -> LiveCollection:
     """The workspace's live collection `name` on the configured backend: a shard beside the
-    generations (Edge) or the collection `<prefix>__<name>` (server). `client`: a server
+    generations (Edge), the collection `<prefix>__<name>` (server) or its tables in the
+    index schema (postgres). `client`: a server
     client shared with the caller, who closes it (qdrant-client's local mode allows one per
     path); without it the collection opens and closes its own."""
     if ws.settings.index.backend == "server":
@@ -127,6 +154,10 @@ def make_live_collection(
         if client is not None:
             return ServerLiveCollection(client, index_prefix(ws), name)
         return ServerLiveCollection(qdrant_client(ws), index_prefix(ws), name, owns_client=True)
+    if ws.settings.index.backend == "postgres":
+        from thoth.index.postgres import PostgresLiveCollection
+
+        return PostgresLiveCollection(*postgres_index(ws), ws.settings.workspace, name)
     return EdgeLiveCollection(live_collection_path(ws, name), name)
 
 

@@ -111,8 +111,9 @@ def _table(lines: list[str], path: str, model: type[BaseModel]) -> None:
             nested.append((f"{path}.{name}" if path else name, sub, many, optional))
             continue
         meaning = _cell(info.description or "")
+        key = info.alias or name  # the key thoth.toml spells (`schema`, not `schema_name`)
         rows.append(
-            f"| `{name}` | {_type(info.annotation)}{_constraints(info)} | {_default(info)} "
+            f"| `{key}` | {_type(info.annotation)}{_constraints(info)} | {_default(info)} "
             f"| {meaning} |"
         )
     if rows:

@@ -1,5 +1,6 @@
-"""One contract, two adapters: Qdrant Edge (embedded) and qdrant-client (local mode standing
-in for a server). Kept small: local mode is slow."""
+"""One contract, three adapters: Qdrant Edge (embedded), qdrant-client (local mode standing
+in for a server) and PostgreSQL + pgvector (a real server, tests/pgvector.py). Kept small: local
+mode is slow."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from thoth.index.base import (
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.edge import EdgeStore
 from thoth.index.generations import EdgeBackend, IndexBackend
+from thoth.index.postgres import PostgresBackend
 from thoth.index.server import ServerBackend
 
 DIM = 4
@@ -54,13 +56,21 @@ def records(kind: str = "evidence") -> list[IndexRecord]:
     ]
 
 
-@pytest.fixture(params=["edge", "server"])
+ADAPTERS = ["edge", "server", "postgres"]
+
+
+def make(adapter: str, request: pytest.FixtureRequest, tmp_path: Path) -> IndexBackend:
+    if adapter == "edge":
+        return EdgeBackend(tmp_path / "index")
+    if adapter == "server":
+        return ServerBackend(QdrantClient(path=str(tmp_path / "qdrant")), "thoth_test")
+    url = request.getfixturevalue("pgvector_url")
+    return PostgresBackend(url, request.getfixturevalue("pgvector_schema"), "ws")
+
+
+@pytest.fixture(params=ADAPTERS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IndexBackend]:
-    made: IndexBackend
-    if request.param == "edge":
-        made = EdgeBackend(tmp_path / "index")
-    else:
-        made = ServerBackend(QdrantClient(path=str(tmp_path / "qdrant")), "thoth_test")
+    made = make(request.param, request, tmp_path)
     yield made
     made.close()
 
@@ -151,12 +161,13 @@ def test_exclude_keeps_records_without_the_field(backend: IndexBackend) -> None:
     store.close()
 
 
-def test_same_fusion_on_both_adapters(tmp_path: Path) -> None:
-    """Same vectors, same RRF k: the two adapters rank identically."""
-    edge = EdgeBackend(tmp_path / "e")
-    server = ServerBackend(QdrantClient(path=str(tmp_path / "s")), "t")
+def test_same_fusion_on_every_adapter(
+    pgvector_server: object, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Same vectors, same RRF k: the adapters rank identically."""
+    backends = [make(a, request, tmp_path / a) for a in ADAPTERS]
     rankings = []
-    for b in (edge, server):
+    for b in backends:
         store = b.create("g", DIM)
         store.upsert(records())
         b.seal("g", store)
@@ -166,8 +177,8 @@ def test_same_fusion_on_both_adapters(tmp_path: Path) -> None:
         )
         rankings.append([h.payload["key"] for h in hits])
         store.close()
-    server.close()
-    assert rankings[0] == rankings[1]
+        b.close()
+    assert rankings[0] == rankings[1] == rankings[2]
 
 
 def test_unsealed_generation_is_invisible_and_discarded(backend: IndexBackend) -> None:
@@ -248,13 +259,11 @@ def _mirror_pairs() -> list[IndexRecord]:
     return list(reversed(records))  # inserted worst first
 
 
-@pytest.mark.parametrize("adapter", ["edge", "server"])
-def test_fused_ranking_breaks_ties_by_id(adapter: str, tmp_path: Path) -> None:
-    backend: IndexBackend = (
-        EdgeBackend(tmp_path / "e")
-        if adapter == "edge"
-        else ServerBackend(QdrantClient(path=str(tmp_path / "s")), "t")
-    )
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_fused_ranking_breaks_ties_by_id(
+    adapter: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    backend = make(adapter, request, tmp_path)
     store = backend.create("g", DIM)
     store.upsert(_mirror_pairs())
     backend.seal("g", store)

@@ -325,16 +325,17 @@ def migrate_cmd(
     workspace: WsOpt = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Copy the local memory shard into the server collection (`[index] backend = "server"`);
-    the local shard is left in place."""
+    """Copy the local memory shard into the shared memory index (`[index] backend = "server"`
+    or "postgres"); the local shard is left in place."""
     from thoth.memory.migrate import migrate
 
     with errors(as_json), _stores(workspace) as st:
-        if st.ws.settings.index.backend != "server":
+        if st.ws.settings.index.backend == "edge":
             raise PreconditionError(
                 f'[index] backend is "{st.ws.settings.index.backend}": the memory index is '
                 f"already the local shard {st.local_shard().where}; nothing to migrate -> set "
-                '[index] backend = "server" (with url or path) in thoth.toml first'
+                '[index] backend = "server" (with url or path) or "postgres" (with url) in '
+                "thoth.toml first"
             )
         report = migrate(
             registry=st.registry, source=st.local_shard(), target=st.index, embedder=st.embedder
