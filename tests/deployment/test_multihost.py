@@ -14,9 +14,10 @@ evidence`) each activate a new generation, and one host is SIGKILLed and restart
   unbroken sequence, two model calls (read, answer); the workers' own counts add up to the jobs;
 - the restarted host answers from the newest generation with no manual step.
 
-The index backend is one parameter: the Qdrant Edge directory shared by the processes (the
-file system every host mounts), until the PostgreSQL adapter (`[index] backend = "postgres"`)
-joins the list.
+Twice: with the index on Qdrant Edge in the workspace directory every process reads (the file
+system every host mounts) and the state in a database of its own on the machine's PostgreSQL;
+and with state, queue and index on one PostgreSQL with pgvector (`[index] backend =
+"postgres"`, tests/pgvector.py's server).
 """
 
 from __future__ import annotations
@@ -25,13 +26,17 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
+from psycopg import sql
+from sqlalchemy.engine import make_url
 
 from tests.conftest import WorkspaceFactory, commit_all
 from tests.deployment.cluster import (
@@ -47,6 +52,7 @@ from tests.deployment.cluster import (
     tht,
 )
 from tests.fake_embeddings import FakeEmbeddingServer
+from tests.pgvector import PgvectorServer
 from tests.publishing import (
     CLINICA_ANSWERS,
     CLINICA_WIKI,
@@ -56,6 +62,7 @@ from tests.publishing import (
     synced_workspace,
 )
 from tests.service.conftest import free_port
+from thoth.index.postgres import libpq_url
 from thoth.runtime import open_state
 from thoth.service.registry import add_caller
 from thoth.state import Generation, JobQueue
@@ -76,13 +83,20 @@ CLIENTS = 3  # concurrent client loops
 BACK_OFF_S = 0.2  # after a connection error
 
 
-def config(index_backend: str, state_url: str, llm_url: str) -> str:
-    """What thoth.toml adds to the published corpus: the index backend (the one parameter),
-    the shared state store, the agent's model and quick polls."""
-    index = {"edge": ""}[index_backend]
+@dataclass(frozen=True)
+class Stores:
+    """Where the deployment keeps its state and queue, and what `[index]` adds."""
+
+    state_url: str
+    index: str
+
+
+def config(stores: Stores, llm_url: str) -> str:
+    """What thoth.toml adds to the published corpus (after `[index] retain`): the index
+    backend, the shared state store, the agent's model and quick polls."""
     return (
-        index
-        + f'\n[state]\nurl = "{state_url}"\n'
+        stores.index
+        + f'\n[state]\nurl = "{stores.state_url}"\n'
         + f'\n[llm]\nprovider = "openai"\nbase_url = "{llm_url}/v1"\nmodel = "fake-model"\n'
         f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 20\n'
         + '\n[agent]\nwiki = "wiki"\npoll_seconds = 0.2\nlease_seconds = 30\n'
@@ -188,47 +202,76 @@ def _seconds(moment: datetime | None) -> float:
     return moment.timestamp()
 
 
-@pytest.fixture
-def state_url(pg_user: str) -> Iterator[str]:
+@contextmanager
+def edge_stores(pg_user: str) -> Iterator[Stores]:
+    """State and queue in a database of their own on the machine's PostgreSQL; the index on
+    Qdrant Edge in the workspace's directory, which every process reads (a shared mount)."""
     name = create_database(pg_user, "multihost")
     try:
-        yield database_url(pg_user, name)
+        yield Stores(database_url(pg_user, name), "")
     finally:
         drop_database(pg_user, name)
 
 
-@pytest.fixture(params=["edge"])
-def index_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@contextmanager
+def postgres_stores(server: PgvectorServer) -> Iterator[Stores]:
+    """State, queue and index on one PostgreSQL with pgvector, each in a schema of its own."""
+    state, index = server.new_schema("multihost_state"), server.new_schema("multihost_index")
+    with psycopg.connect(libpq_url(server.url), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(state)))
+    url = make_url(server.url).set(drivername="postgresql+psycopg")
+    state_url = url.update_query_dict({"options": f"-csearch_path={state}"})
+    try:
+        yield Stores(
+            state_url.render_as_string(hide_password=False),
+            f'backend = "postgres"\nurl = "{server.url}"\nschema = "{index}"\n',
+        )
+    finally:
+        server.drop_schema(state)
+        server.drop_schema(index)
 
 
-@pytest.fixture
-def deployment(tmp_path: Path, state_url: str, index_backend: str) -> Iterator[Deployment]:
+@contextmanager
+def deployed(tmp_path: Path, stores: Stores) -> Iterator[Deployment]:
+    """The published corpus on `stores`, two hosts (not started) and the agent's model."""
     with FakeEmbeddingServer(dim=8) as embeddings, AgentModel() as model:
         ws = prepared_workspace(WorkspaceFactory(tmp_path), embeddings.url)
         files = {
             "documents/manuali/ricovero.md": MANUAL,
             f"wiki/{AGENT_PAGE}": PAGE,
         }
-        ws = synced_workspace(
-            ws, embeddings.url, config(index_backend, state_url, model.url), files
-        )
+        ws = synced_workspace(ws, embeddings.url, config(stores, model.url), files)
         keys = {"portal": add_caller(ws.root, "portal", ["public"])[1]}
         commit_all(ws.root, "the portal's key")  # activation refuses an uncommitted thoth.toml
         env = {KEY_ENV: "test-key"}
         hosts = [Host(ws.root, free_port(), tmp_path / f"host{i}.log", env) for i in range(2)]
-        deployed = Deployment(ws.root, hosts, keys, env, model)
+        deployment = Deployment(ws.root, hosts, keys, env, model)
         try:
-            yield deployed
+            yield deployment
         finally:
             for host in hosts:
                 host.stop()
 
 
-def test_two_hosts_two_workers_one_database_through_sync_publish_and_a_kill(
-    deployment: Deployment, tmp_path: Path
+def test_two_hosts_and_two_workers_with_the_index_on_qdrant_edge(
+    tmp_path: Path, pg_user: str
 ) -> None:
-    d = deployment
+    with edge_stores(pg_user) as stores, deployed(tmp_path, stores) as deployment:
+        exercise(deployment, tmp_path)
+
+
+def test_two_hosts_and_two_workers_on_one_postgresql_with_pgvector(
+    tmp_path: Path, pgvector_server: PgvectorServer
+) -> None:
+    with postgres_stores(pgvector_server) as stores, deployed(tmp_path, stores) as deployment:
+        exercise(deployment, tmp_path)
+        # The index was PostgreSQL's: no process wrote a Qdrant Edge generation.
+        assert not (deployment.root / ".thoth" / "index").exists()
+
+
+def exercise(d: Deployment, tmp_path: Path) -> None:
+    """Asks and jobs over both hosts through a docs sync, a publication and a kill; then the
+    checks of the module's docstring."""
     ws = Workspace.open(d.root)
     for host in d.hosts:
         host.start()
