@@ -10,6 +10,7 @@ import json
 import secrets
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,14 +27,23 @@ from tests.service.conftest import STARTUP_S, THT, base_env
 # check has nothing to hold against it).
 AGENT_PAGE = "ricoveri-urgenti.md"
 AGENT_ANSWER = f"I ricoveri urgenti sono descritti nella pagina del reparto ({AGENT_PAGE})."
+GATE_S = 60.0  # below [llm].timeout_seconds of the test's workspace
 
 
 class AgentModel(FakeLLMServer):
     """A model that reads the page first and answers once it has read it: the reply is decided
-    by the conversation sent, never by the order requests arrive in."""
+    by the conversation sent, never by the order requests arrive in. While `gate` is clear,
+    every call waits (up to GATE_S): a job stays running, so the next is left to another
+    worker."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
 
     def _record(self, request: RecordedRequest) -> tuple[int, Reply | None]:
         n, _ = super()._record(request)
+        self.gate.wait(GATE_S)
         messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
         if any(isinstance(m, dict) and m.get("role") == "tool" for m in messages):
             return n, Reply(text=AGENT_ANSWER)
@@ -159,17 +169,27 @@ class AgentWorker:
         self._err.close()
 
 
-def tht(root: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
-    """One `tht ... --json` command in its own process, in `root`; its JSON (exit 0 required)."""
-    done = subprocess.run(
+def tht_started(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    """One `tht ... --json` command started in its own process, in `root`."""
+    return subprocess.Popen(
         [*THT, *args, "--json"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env={**base_env(), **env},
         cwd=root,
-        timeout=300,
     )
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return dict(json.loads(done.stdout))
+
+
+def tht_result(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """The JSON of a command started by `tht_started` (exit 0 required)."""
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, (process.args, out, err)
+    return dict(json.loads(out))
+
+
+def tht(root: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
+    """One `tht ... --json` command run to its end; its JSON."""
+    return tht_result(tht_started(root, env, *args))
 
 
 def poll(condition: Any, seconds: float, what: str) -> None:

@@ -1,17 +1,19 @@
 """Issue 49, point 4: a multi-host deployment proven on one machine (docs/deployment.md).
 
 One workspace whose state store and agent queue live in a PostgreSQL database of its own, the
-index shared by every process; two `tht serve` hosts and two `tht agent worker` processes. A
-client loop asks both hosts over real HTTP and submits agent jobs to both while a `tht docs
-sync` and an Evidence publication (`tht workspace activate`, `tht workspace preprocess
-evidence`) each activate a new generation, and one host is SIGKILLed and restarted. Then:
+index shared by every process; two `tht serve` hosts and two `tht agent worker` processes.
+Client loops ask both hosts over real HTTP, and agent jobs are submitted to both (the first two
+held by the model until each worker has claimed one), while a `tht docs sync` and then an
+Evidence publication (`tht workspace activate`, `tht workspace preprocess evidence`) each
+activate a new generation; during the publication one host is SIGKILLed and restarted. Then:
 
 - no failed answer but the killed host's: requests cut by the kill or sent while it was down,
   seen as connection errors on that host only, within that window;
 - every answer was served from a generation that was active while it was being answered (the
   answer's `diagnostics.generation` against the state store's activation times);
 - every job ran once: completed, one attempt, claimed by one of the two workers, its steps one
-  unbroken sequence, two model calls (read, answer); the workers' own counts add up to the jobs;
+  unbroken sequence, two model calls (read, answer); the workers' own counts add up to the
+  jobs, and each worker ran some;
 - the restarted host answers from the newest generation with no manual step.
 
 Twice: with the index on Qdrant Edge in the workspace directory every process reads (the file
@@ -22,6 +24,7 @@ and with state, queue and index on one PostgreSQL with pgvector (`[index] backen
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -50,6 +53,8 @@ from tests.deployment.cluster import (
     drop_database,
     poll,
     tht,
+    tht_result,
+    tht_started,
 )
 from tests.fake_embeddings import FakeEmbeddingServer
 from tests.pgvector import PgvectorServer
@@ -98,7 +103,7 @@ def config(stores: Stores, llm_url: str) -> str:
         stores.index
         + f'\n[state]\nurl = "{stores.state_url}"\n'
         + f'\n[llm]\nprovider = "openai"\nbase_url = "{llm_url}/v1"\nmodel = "fake-model"\n'
-        f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 20\n'
+        f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 90\n'
         + '\n[agent]\nwiki = "wiki"\npoll_seconds = 0.2\nlease_seconds = 30\n'
         + "\n[service]\nmax_concurrent = 8\n"
         + CLINICA_ANSWERS
@@ -273,23 +278,67 @@ def exercise(d: Deployment, tmp_path: Path) -> None:
     """Asks and jobs over both hosts through a docs sync, a publication and a kill; then the
     checks of the module's docstring."""
     ws = Workspace.open(d.root)
-    for host in d.hosts:
-        host.start()
-    workers = [AgentWorker(d.root, f"w{i}", tmp_path / f"w{i}.log", d.env) for i in (1, 2)]
-    stop = threading.Event()
-    threads = clients(d, stop)
-    jobs: list[str] = []
-    questions: dict[str, str] = {}
-    try:
-        with open_state(ws) as state:
-            first = state.active_generation(ws.settings.workspace)
+    with contextlib.ExitStack() as cleanup:
+        workers = []
+        for i in (1, 2):
+            workers.append(AgentWorker(d.root, f"w{i}", tmp_path / f"w{i}.log", d.env))
+            cleanup.callback(workers[-1].kill)  # a failed test leaves no worker behind
+        for host in d.hosts:
+            host.start()
+        stop = threading.Event()
+        threads = clients(d, stop)
+        try:
+            moments, last = run_through(d, ws)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(90)
+        ran = {w.name: w.stop()["jobs"] for w in workers}
+    check(d, ws, moments, last, ran)
+
+
+@dataclass(frozen=True)
+class Moments:
+    """What the run did when, for the checks."""
+
+    first: str  # the generation active at the start
+    synced: str  # the one the docs sync activated
+    killed_at: float
+    back_at: float  # host 0 answers /v1/health again
+    restart_s: float
+    jobs: dict[str, str]  # job id -> its question
+
+
+def run_through(d: Deployment, ws: Workspace) -> tuple[Moments, str]:
+    """The scenario: jobs to both workers, a docs sync, a kill during a publication, more jobs;
+    returns when both hosts serve the publication and every job has finished."""
+    jobs: dict[str, str] = {}
+
+    def submit(n: int) -> str:
+        question = f"Domanda {n}: come si registra un ricovero urgente?"
+        job = d.submit(n % 2, question)
+        jobs[job] = question
+        return job
+
+    with open_state(ws) as state:
+        first = state.active_generation(ws.settings.workspace)
+        queue = JobQueue.on(state)
         assert first is not None
         begun = time.time()
         poll(lambda: d.served_since(begun, 0, first.id), 60, "host 0 answers")
         poll(lambda: d.served_since(begun, 1, first.id), 60, "host 1 answers")
-        for n in range(JOBS_BEFORE_KILL):
-            questions[f"job-{n}"] = f"Domanda {n}: come si registra un ricovero urgente?"
-            jobs.append(d.submit(n % 2, questions[f"job-{n}"]))
+
+        # Two jobs held by the model until each worker has claimed one: both take part.
+        d.model.gate.clear()
+        held = [submit(0), submit(1)]
+        poll(
+            lambda: {queue.get(j).claimed_by for j in held} == {"w1", "w2"},
+            60,
+            "each worker claims one job",
+        )
+        d.model.gate.set()
+        for n in range(2, JOBS_BEFORE_KILL):
+            submit(n)
 
         # A docs sync activates a second generation while both hosts answer.
         manual = d.root / "documents/manuali/ricovero.md"
@@ -297,52 +346,50 @@ def exercise(d: Deployment, tmp_path: Path) -> None:
         commit_all(d.root, "the manual, amended")
         synced = tht(d.root, d.env, "docs", "sync", "-w", str(d.root))
         assert synced["outcome"] == "activated", synced
-
-        # Host 0 dies with requests in flight, and comes back on its own port.
         poll(
             lambda: d.served_since(time.time() - 1, 0, synced["generation"]),
             60,
             "host 0 serves the synced generation",
         )
+
+        # An Evidence publication for the new revision runs while host 0 dies with requests
+        # in flight and comes back on its own port.
+        tht(d.root, d.env, "workspace", "activate", str(d.root))
+        publishing = tht_started(d.root, d.env, "workspace", "preprocess", "evidence", str(d.root))
         killed_at = time.time()
         d.hosts[0].kill()
         restart_s = d.hosts[0].start()
         back_at = time.time()
-
-        # An Evidence publication activates a third generation, for the new revision.
-        tht(d.root, d.env, "workspace", "activate", str(d.root))
-        published = tht(d.root, d.env, "workspace", "preprocess", "evidence", str(d.root))
+        published = tht_result(publishing)
         assert published["outcome"] == "activated", published
-        last = published["generation"]
+        last = str(published["generation"])
         for n in range(JOBS_BEFORE_KILL, JOBS_BEFORE_KILL + JOBS_AFTER_RESTART):
-            questions[f"job-{n}"] = f"Domanda {n}: come si registra un ricovero urgente?"
-            jobs.append(d.submit(n % 2, questions[f"job-{n}"]))
+            submit(n)
         after = time.time()
         poll(lambda: d.served_since(after, 0, last), 60, "host 0 serves the publication")
         poll(lambda: d.served_since(after, 1, last), 60, "host 1 serves the publication")
+        poll(
+            lambda: all(queue.get(j).status not in ("queued", "running") for j in jobs),
+            120,
+            "every job finished",
+        )
+    moments = Moments(first.id, str(synced["generation"]), killed_at, back_at, restart_s, jobs)
+    return moments, last
 
-        with open_state(ws) as state:
-            queue = JobQueue.on(state)
-            poll(
-                lambda: all(queue.get(j).status not in ("queued", "running") for j in jobs),
-                120,
-                "every job finished",
-            )
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(90)
-    ran = {w.name: w.stop()["jobs"] for w in workers}
 
+def check(d: Deployment, ws: Workspace, m: Moments, last: str, ran: dict[str, int]) -> None:
+    """The assertions of the module's docstring."""
     # Answers: every failure is a connection error on the killed host, inside its window.
     failures = [a for a in d.asked if a.outcome != "served"]
     assert failures, "the clients never met the killed host: the kill window was not exercised"
     for failure in failures:
         assert failure.outcome == "connection_error", failure
-        assert failure.host == 0 and failure.ended >= killed_at and failure.started <= back_at, (
+        assert (
+            failure.host == 0 and failure.ended >= m.killed_at and failure.started <= m.back_at
+        ), (
             failure,
-            killed_at,
-            back_at,
+            m.killed_at,
+            m.back_at,
         )
     assert len([a for a in d.asked if a.outcome == "served"]) >= 20
 
@@ -351,21 +398,17 @@ def exercise(d: Deployment, tmp_path: Path) -> None:
         generations = state.list_generations(ws.settings.workspace)
         logged = {row.id for row in state.list_answers(ws.settings.workspace, 10_000, None)}
         queue = JobQueue.on(state)
-        finished = [queue.get(j) for j in jobs]
-        steps = {j: queue.steps(j) for j in jobs}
+        finished = [queue.get(j) for j in m.jobs]
+        steps = {j: queue.steps(j) for j in m.jobs}
     intervals = active_intervals(generations)
-    assert {first.id, synced["generation"], last} <= set(intervals)
+    assert {m.first, m.synced, last} <= set(intervals)
     served = [a for a in d.asked if a.outcome == "served"]
     for asked in served:
         generation = asked.answer["diagnostics"]["generation"]
         since, until = intervals[generation]
         assert since <= asked.ended and asked.started <= until, (asked, intervals)
         assert asked.answer["id"] in logged  # the shared answer log has it
-    assert {a.answer["diagnostics"]["generation"] for a in served} >= {
-        first.id,
-        synced["generation"],
-        last,
-    }
+    assert {a.answer["diagnostics"]["generation"] for a in served} >= {m.first, m.synced, last}
 
     # Jobs: each ran once, by one worker, none lost.
     for job in finished:
@@ -375,10 +418,10 @@ def exercise(d: Deployment, tmp_path: Path) -> None:
         seqs = [(s.attempt, s.seq) for s in steps[job.id]]
         assert seqs == [(1, n) for n in range(1, len(seqs) + 1)], seqs
         assert [s.kind for s in steps[job.id]] == ["model", "tool", "model"]
-    for name, question in questions.items():
-        assert d.model.calls_about(question) == 2, name
-    assert sum(ran.values()) == len(jobs), ran
-    print(summary(d, failures, ran, intervals), f"restart {restart_s:.1f}s")
+    for job_id, question in m.jobs.items():
+        assert d.model.calls_about(question) == 2, job_id
+    assert sum(ran.values()) == len(m.jobs) and all(ran.values()), ran
+    print(summary(d, failures, ran, intervals), f"restart {m.restart_s:.1f}s")
 
 
 def summary(
