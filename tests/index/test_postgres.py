@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,8 +17,11 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pydantic import ValidationError
 
 from tests.conftest import PG_HOST, PG_PORT
+from thoth.config import IndexSettings
+from thoth.errors import ConfigError
 from thoth.index.base import Hit, IndexRecord, IndexUnavailable, SparseVec
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.build import GenerationBuild, GenerationBuilder
@@ -34,7 +37,9 @@ from thoth.index.postgres import (
     PostgresStore,
     libpq_url,
 )
+from thoth.runtime import make_backend, make_live_collection
 from thoth.state import StateError, StateStore
+from thoth.workspace import Workspace
 
 WS = "ws"
 BM = Bm25Encoder("it", avg_len=8.0)
@@ -148,6 +153,23 @@ def test_bm25_and_dense_scores_equal_qdrant_edge(pg: PostgresBackend, tmp_path: 
         edge_hits, pg_hits = (s.query_dense(q, {}, 20) for s in stores)  # type: ignore[attr-defined]
         same_ranking(edge_hits, pg_hits)
     assert checked > 300
+    for s in stores:
+        s.close()  # type: ignore[attr-defined]
+
+
+def test_scroll_returns_what_qdrant_edge_returns(pg: PostgresBackend, tmp_path: Path) -> None:
+    """The same records in the same order, as stored (float32; dense vectors scaled to length
+    1, as Qdrant's cosine collections store them): what a migration or a build carrying
+    records forward copies."""
+    records = corpus(60, 8)
+    edge = EdgeBackend(tmp_path / "edge")
+    stores = [sealed(edge, records, 8), sealed(pg, records, 8)]
+    edge_records, pg_records = (list(s.scroll()) for s in stores)  # type: ignore[attr-defined]
+    for e, p in zip(edge_records, pg_records, strict=True):
+        # To the last float32 bit or so: the two engines round the norm their own way.
+        assert np.allclose(e.dense, p.dense, rtol=0, atol=1e-6), e.id
+        assert (e.id, e.sparse, e.payload) == (p.id, p.sparse, p.payload)
+    assert [r.id for r in pg_records] == sorted(r.id for r in records)
     for s in stores:
         s.close()  # type: ignore[attr-defined]
 
@@ -396,3 +418,59 @@ def test_two_racing_activations_leave_one_active(
         assert active is not None and active.id == winner.gen_id
         assert loser.gen_id not in pg.sealed() and winner.gen_id in pg.sealed()
         assert pg.open(winner.gen_id).count() == (4 if winner is left else 5)
+
+
+# ---------------------------------------------------------------------- settings
+
+
+def _with_index(ws: Workspace, index: str) -> Workspace:
+    """The workspace with its `[index]` section replaced by `index`."""
+    config = ws.root / "thoth.toml"
+    text = config.read_text("utf-8")
+    start = text.index("[index]")
+    end = text.index("\n[", start + 1)
+    config.write_text(text[:start] + "[index]\n" + index + "\n" + text[end:], encoding="utf-8")
+    return Workspace.open(ws.root)
+
+
+def test_the_settings_ask_for_one_url_and_keep_postgres_keys_to_postgres() -> None:
+    ok = IndexSettings.model_validate({"backend": "postgres", "url_env": "X", "schema": "idx"})
+    assert ok.schema_name == "idx" and ok.url is None
+    for bad, said in (
+        ({"backend": "postgres"}, "exactly one of url or url_env"),
+        ({"backend": "postgres", "url": "postgresql://h/d", "url_env": "X"}, "exactly one"),
+        ({"backend": "postgres", "url_env": "X", "schema": "Bad-Name"}, "schema"),
+        ({"backend": "edge", "schema": "idx"}, 'backend = "postgres" only'),
+        ({"backend": "postgres", "url_env": "X", "path": "p"}, "Qdrant settings"),
+    ):
+        with pytest.raises(ValidationError, match=said):
+            IndexSettings.model_validate(bad)
+
+
+def test_runtime_opens_the_postgres_backend_from_the_environment(
+    make_workspace: Callable[..., Workspace],
+    pgvector_url: str,
+    pgvector_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ws = _with_index(
+        make_workspace(),
+        f'backend = "postgres"\nurl_env = "THOTH_TEST_INDEX_URL"\nschema = "{pgvector_schema}"',
+    )
+    monkeypatch.delenv("THOTH_TEST_INDEX_URL", raising=False)
+    with pytest.raises(ConfigError, match="THOTH_TEST_INDEX_URL"):
+        make_backend(ws)
+    monkeypatch.setenv("THOTH_TEST_INDEX_URL", pgvector_url)
+    backend = make_backend(ws)
+    assert isinstance(backend, PostgresBackend) and backend.schema == pgvector_schema
+    backend.close()
+    live = make_live_collection(ws, "memory")
+    assert isinstance(live, PostgresLiveCollection) and not live.exists()
+    live.close()
+    # Another workspace pointed at the same schema is refused.
+    other = _with_index(
+        make_workspace(),
+        f'backend = "postgres"\nurl_env = "THOTH_TEST_INDEX_URL"\nschema = "{pgvector_schema}"',
+    )
+    with pytest.raises(IndexSchemaForeign):
+        make_backend(other)

@@ -6,6 +6,7 @@ question is asked through POST /v1/ask, then it stops. The same question then go
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -135,6 +136,9 @@ def demo_mcp(console: Console, ws: Workspace, question: str) -> str:
     params = StdioServerParameters(
         command=launcher[0],
         args=[*launcher[1:], "mcp", "-w", str(ws.root), "--caller", DEMO_CALLER],
+        # The child is our own `tht`: it needs the variables the workspace's settings name
+        # ([index].url_env, api_key_env ...), which the SDK's default environment leaves out.
+        env=dict(os.environ),
     )
     log_path = ws.root / ".thoth" / "demo-mcp.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)

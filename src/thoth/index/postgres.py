@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
+import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -119,6 +120,20 @@ def _version(text: str) -> tuple[int, ...]:
 
 def _vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def _unit(values: Sequence[float]) -> list[float]:
+    """The vector as a cosine collection of Qdrant stores it: scaled to length 1 in float32,
+    kept as it is when its length is 0 or already 1 within 1e-6 (Qdrant's rule: a copy of
+    stored vectors stays bit for bit). Scores do not change; scroll returns what Qdrant's
+    does."""
+    v = np.asarray(values, dtype=np.float32)
+    norm = np.float32(np.sqrt(np.sum(v * v)))
+    if norm < np.finfo(np.float32).eps or abs(float(norm) - 1.0) <= 1e-6:
+        kept: list[float] = v.tolist()
+        return kept
+    unit: list[float] = (v / norm).tolist()
+    return unit
 
 
 def _cause(exc: BaseException) -> str:
@@ -341,6 +356,12 @@ def where_sql(where: Where | None) -> sql.Composable:
 # ---------------------------------------------------------------------- the store
 
 
+def _sorted_sparse(indices: Sequence[int], values: Sequence[float]) -> SparseVec:
+    """A stored sparse vector as Qdrant returns one: sorted by index, float32 values."""
+    pairs = sorted(zip(indices, np.asarray(values, dtype=np.float32).tolist(), strict=True))
+    return SparseVec([int(i) for i, _ in pairs], [float(v) for _, v in pairs])
+
+
 def _hit(row: Sequence[Any]) -> Hit:
     return Hit(id=str(row[0]), score=float(row[1]), payload=dict(row[2] or {}))
 
@@ -385,30 +406,33 @@ class PostgresStore:
     def create_search_indexes(self) -> None:
         """The HNSW index (cosine) and the postings' indexes; idempotent. Built after a
         generation's bulk load (faster than growing them row by row)."""
-        p = self.prefix
         with self.db.tx("creating the search indexes") as conn:
-            conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (dense vector_cosine_ops) "
-                    "WITH (m = {}, ef_construction = {})"
-                ).format(
-                    sql.Identifier(f"{p}_hnsw"),
-                    self.points,
-                    sql.Literal(HNSW_M),
-                    sql.Literal(HNSW_EF_CONSTRUCTION),
-                )
+            self.search_indexes(conn, self.db, self.prefix)
+
+    @staticmethod
+    def search_indexes(conn: psycopg.Connection[Any], db: Database, prefix: str) -> None:
+        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (dense vector_cosine_ops) "
+                "WITH (m = {}, ef_construction = {})"
+            ).format(
+                sql.Identifier(f"{prefix}_hnsw"),
+                db.table(f"{prefix}_points"),
+                sql.Literal(HNSW_M),
+                sql.Literal(HNSW_EF_CONSTRUCTION),
             )
-            conn.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (term, id) INCLUDE (weight)").format(
-                    sql.Identifier(f"{p}_bm25_term"), self.bm25
-                )
+        )
+        conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (term, id) INCLUDE (weight)").format(
+                sql.Identifier(f"{prefix}_bm25_term"), db.table(f"{prefix}_bm25")
             )
-            conn.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (id)").format(
-                    sql.Identifier(f"{p}_bm25_id"), self.bm25
-                )
+        )
+        conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (id)").format(
+                sql.Identifier(f"{prefix}_bm25_id"), db.table(f"{prefix}_bm25")
             )
+        )
 
     def analyze(self) -> None:
         with self.db.tx("analysing the tables") as conn:
@@ -423,11 +447,15 @@ class PostgresStore:
             return
         self._require_writable("create payload indexes")
         with self.db.tx("creating the payload index") as conn:
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {} ON {} USING gin (payload jsonb_path_ops)"
-                ).format(sql.Identifier(f"{self.prefix}_payload"), self.points)
-            )
+            self.payload_index(conn, self.db, self.prefix)
+
+    @staticmethod
+    def payload_index(conn: psycopg.Connection[Any], db: Database, prefix: str) -> None:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON {} USING gin (payload jsonb_path_ops)"
+            ).format(sql.Identifier(f"{prefix}_payload"), db.table(f"{prefix}_points"))
+        )
 
     def _require_writable(self, what: str) -> None:
         if not self._writable:
@@ -450,12 +478,21 @@ class PostgresStore:
         last = {r.id: r for r in records}  # a repeated id: the last one wins, as in Qdrant
         ids = list(last)
         with self.db.tx(f"writing {len(ids)} records") as conn:
-            conn.execute(
-                sql.SQL("DELETE FROM {} WHERE id = ANY(%s::uuid[])").format(self.bm25), [ids]
-            )
-            conn.execute(
-                sql.SQL("DELETE FROM {} WHERE id = ANY(%s::uuid[])").format(self.points), [ids]
-            )
+            # Replaced points: found by primary key, so that a generation being built (whose
+            # postings get their indexes when sealed) is never scanned for new ids.
+            present = [
+                str(row[0])
+                for row in conn.execute(
+                    sql.SQL("SELECT id FROM {} WHERE id = ANY(%s::uuid[])").format(self.points),
+                    [ids],
+                )
+            ]
+            if present:
+                for table in (self.bm25, self.points):
+                    conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE id = ANY(%s::uuid[])").format(table),
+                        [present],
+                    )
             with conn.cursor().copy(
                 sql.SQL(
                     "COPY {} (id, dense, payload, sparse_indices, sparse_values) FROM STDIN"
@@ -465,7 +502,7 @@ class PostgresStore:
                     copy.write_row(
                         (
                             r.id,
-                            _vector_text(r.dense),
+                            _vector_text(_unit(r.dense)),
                             json.dumps(r.payload),
                             None if r.sparse is None else list(r.sparse.indices),
                             None if r.sparse is None else [float(v) for v in r.sparse.values],
@@ -592,10 +629,11 @@ class PostgresStore:
         return [
             IndexRecord(
                 id=str(row[0]),
-                dense=[float(x) for x in json.loads(row[1])],
-                sparse=None
-                if row[3] is None
-                else SparseVec([int(i) for i in row[3]], [float(v) for v in row[4]]),
+                # pgvector and float4[] print a float4 in its shortest form: read back as
+                # float32, it is the stored value exactly (what Qdrant returns, what a copy
+                # compares).
+                dense=np.asarray(json.loads(row[1]), dtype=np.float32).tolist(),
+                sparse=None if row[3] is None else _sorted_sparse(row[3], row[4]),
                 payload=dict(row[2] or {}),
             )
             for row in rows
@@ -849,10 +887,11 @@ class PostgresLiveCollection:
             if row is None:
                 return  # another host created it meanwhile; meta() checks what it holds
             prefix = f"l{row[0]}"
+            # Tables and indexes with the row, in one transaction: complete or absent.
             PostgresStore.create_tables(conn, self.db, prefix, dim)
-        store = PostgresLiveStore(self.db, prefix, dim, writable=True, owns_db=False)
-        store.create_search_indexes()
-        store.create_payload_indexes(payload_indexes)
+            PostgresStore.search_indexes(conn, self.db, prefix)
+            if payload_indexes:
+                PostgresStore.payload_index(conn, self.db, prefix)
 
     def meta(self) -> dict[str, Any]:
         row = self._row()
