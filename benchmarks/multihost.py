@@ -13,7 +13,8 @@ bundled model loaded in every host. Then:
   start to its first `/v1/health` 200, and to its first answered `/v1/ask`;
 - memory: each host's resident set (VmRSS) after the warm-up, and after the load;
 - throughput: `--requests` asks from `--clients` concurrent clients, against one host, then
-  round-robin over both; requests/s, p50/p95 and errors (any non-200, any `failed` answer).
+  round-robin over both; requests/s, p50/p95 and errors (any non-200, any `failed` answer);
+- an agent worker: its resident set once it has run one job submitted over HTTP.
 
 Usage:
     .venv/bin/python benchmarks/multihost.py [--clients 4] [--requests 200]
@@ -42,11 +43,15 @@ sys.path.insert(0, str(ROOT))
 
 from tests.conftest import PG_USERS, WorkspaceFactory, commit_all  # noqa: E402
 from tests.deployment.cluster import (  # noqa: E402
+    AGENT_PAGE,
     AgentModel,
+    AgentWorker,
     Host,
     create_database,
     database_url,
     drop_database,
+    poll,
+    rss_kib,
 )
 from tests.deployment.test_multihost import (  # noqa: E402
     KEY_ENV,
@@ -105,7 +110,7 @@ def build(base: Path, chosen: Stores, embedder: str, llm_url: str, embed_url: st
         + config(chosen, llm_url),
         "utf-8",
     )
-    for rel, text in {"documents/manuali/ricovero.md": MANUAL, "wiki/pagina.md": PAGE}.items():
+    for rel, text in {"documents/manuali/ricovero.md": MANUAL, f"wiki/{AGENT_PAGE}": PAGE}.items():
         (ws.root / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws.root / rel).write_text(text, "utf-8")
     commit_all(ws.root, "answers corpus")
@@ -204,6 +209,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 load(hosts, secret, args.clients, args.requests),
             ]
             after = [round(h.rss_kib() / 1024, 1) for h in hosts]
+            worker = worker_after_a_job(root, hosts[0], secret, env, base)
         finally:
             for host in hosts:
                 host.stop()
@@ -214,7 +220,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "startup": startup,
         "rss_mib_after_load": after,
         "levels": levels,
+        "worker": worker,
     }
+
+
+def worker_after_a_job(root: Path, host: Host, key: str, env: dict[str, str], base: Path) -> Any:
+    """One `tht agent worker`: its resident memory once it has run a job submitted over HTTP
+    (the test's model: read a page, answer)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    began = time.monotonic()
+    worker = AgentWorker(root, "bench-worker", base / "worker.log", env)
+    try:
+        response = httpx.post(
+            f"{host.url}/v1/jobs", json={"question": "Ricoveri urgenti?"}, headers=headers
+        )
+        assert response.status_code == 202, response.text
+        job = response.json()["id"]
+
+        def done() -> bool:
+            seen = httpx.get(f"{host.url}/v1/jobs/{job}", headers=headers).json()
+            assert seen["status"] in ("queued", "running", "completed"), seen
+            return bool(seen["status"] == "completed")
+
+        poll(done, 300, "the worker runs the job")
+        took = time.monotonic() - began
+        rss = round(rss_kib(worker.process.pid) / 1024, 1)
+        worker.stop()
+    finally:
+        worker.kill()
+    return {"rss_mib": rss, "first_job_s": round(took, 2)}
 
 
 def report(result: dict[str, Any]) -> None:
@@ -232,6 +266,12 @@ def report(result: dict[str, Any]) -> None:
             f"| {lv['hosts']} | {lv['clients']} | {lv['requests']} | {lv['errors']} | "
             f"{lv['req_per_s']} | {lv['p50_ms']} | {lv['p95_ms']} |"
         )
+    worker = result["worker"]
+    print()
+    print(
+        f"agent worker: {worker['rss_mib']} MiB resident after its first job, "
+        f"{worker['first_job_s']} s from its start to that job completed"
+    )
 
 
 def main() -> int:

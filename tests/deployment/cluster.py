@@ -131,12 +131,17 @@ class Host:
             self.process.wait()
 
     def rss_kib(self) -> int:
-        """The resident memory of the serving process (Linux /proc)."""
+        """The resident memory of the serving process."""
         assert self.process is not None
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS line")
+        return rss_kib(self.process.pid)
+
+
+def rss_kib(pid: int) -> int:
+    """The resident memory of process `pid` (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS line for process {pid}")
 
 
 class AgentWorker:
