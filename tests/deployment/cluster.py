@@ -27,7 +27,7 @@ from tests.service.conftest import STARTUP_S, THT, base_env
 # check has nothing to hold against it).
 AGENT_PAGE = "ricoveri-urgenti.md"
 AGENT_ANSWER = f"I ricoveri urgenti sono descritti nella pagina del reparto ({AGENT_PAGE})."
-GATE_S = 60.0  # below [llm].timeout_seconds of the test's workspace
+GATE_S = 180.0  # below [llm].timeout_seconds of the test's workspace
 
 
 class AgentModel(FakeLLMServer):
@@ -87,9 +87,14 @@ class Host:
         self.starts = 0
 
     def start(self) -> float:
-        """Start and wait until /v1/ready says every component is usable; the seconds it took."""
-        self.starts += 1
+        """Start, and wait until it serves; the seconds it took."""
         began = time.monotonic()
+        self.spawn()
+        self.wait_ready()
+        return time.monotonic() - began
+
+    def spawn(self) -> None:
+        self.starts += 1
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [*THT, "serve", "--port", str(self.port), "-w", str(self.root)],
@@ -97,10 +102,9 @@ class Host:
                 stderr=subprocess.STDOUT,
                 env={**base_env(), "PYTHONUNBUFFERED": "1", **self.env},
             )
-        self.wait_ready()
-        return time.monotonic() - began
 
-    def wait_ready(self, key: str | None = None) -> None:
+    def wait_ready(self) -> None:
+        """Until /v1/health answers: uvicorn listens once the engine is open (lifespan)."""
         assert self.process is not None
         deadline = time.monotonic() + STARTUP_S
         while time.monotonic() < deadline:

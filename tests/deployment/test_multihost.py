@@ -90,6 +90,7 @@ BACK_OFF_S = 0.2  # after a connection error
 # that started in between read the previous generation, rightly. A host serving a stale
 # generation is late by far more (the next request reads the state store again).
 COMMIT_SLACK_S = 0.5
+POLL_S = 180.0  # the most a readiness poll waits (a machine shared with other jobs is slow)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def config(stores: Stores, llm_url: str) -> str:
         stores.index
         + f'\n[state]\nurl = "{stores.state_url}"\n'
         + f'\n[llm]\nprovider = "openai"\nbase_url = "{llm_url}/v1"\nmodel = "fake-model"\n'
-        f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 90\n'
+        f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 240\n'
         + '\n[agent]\nwiki = "wiki"\npoll_seconds = 0.2\nlease_seconds = 30\n'
         + "\n[service]\nmax_concurrent = 8\n"
         + CLINICA_ANSWERS
@@ -287,8 +288,10 @@ def exercise(d: Deployment, tmp_path: Path) -> None:
         for i in (1, 2):
             workers.append(AgentWorker(d.root, f"w{i}", tmp_path / f"w{i}.log", d.env))
             cleanup.callback(workers[-1].kill)  # a failed test leaves no worker behind
+        for host in d.hosts:  # started side by side, as a deployment starts them
+            host.spawn()
         for host in d.hosts:
-            host.start()
+            host.wait_ready()
         stop = threading.Event()
         threads = clients(d, stop)
         try:
@@ -329,15 +332,15 @@ def run_through(d: Deployment, ws: Workspace) -> tuple[Moments, str]:
         queue = JobQueue.on(state)
         assert first is not None
         begun = time.time()
-        poll(lambda: d.served_since(begun, 0, first.id), 60, "host 0 answers")
-        poll(lambda: d.served_since(begun, 1, first.id), 60, "host 1 answers")
+        poll(lambda: d.served_since(begun, 0, first.id), POLL_S, "host 0 answers")
+        poll(lambda: d.served_since(begun, 1, first.id), POLL_S, "host 1 answers")
 
         # Two jobs held by the model until each worker has claimed one: both take part.
         d.model.gate.clear()
         held = [submit(0), submit(1)]
         poll(
             lambda: {queue.get(j).claimed_by for j in held} == {"w1", "w2"},
-            60,
+            POLL_S,
             "each worker claims one job",
         )
         d.model.gate.set()
@@ -352,7 +355,7 @@ def run_through(d: Deployment, ws: Workspace) -> tuple[Moments, str]:
         assert synced["outcome"] == "activated", synced
         poll(
             lambda: d.served_since(time.time() - 1, 0, synced["generation"]),
-            60,
+            POLL_S,
             "host 0 serves the synced generation",
         )
 
@@ -370,11 +373,11 @@ def run_through(d: Deployment, ws: Workspace) -> tuple[Moments, str]:
         for n in range(JOBS_BEFORE_KILL, JOBS_BEFORE_KILL + JOBS_AFTER_RESTART):
             submit(n)
         after = time.time()
-        poll(lambda: d.served_since(after, 0, last), 60, "host 0 serves the publication")
-        poll(lambda: d.served_since(after, 1, last), 60, "host 1 serves the publication")
+        poll(lambda: d.served_since(after, 0, last), POLL_S, "host 0 serves the publication")
+        poll(lambda: d.served_since(after, 1, last), POLL_S, "host 1 serves the publication")
         poll(
             lambda: all(queue.get(j).status not in ("queued", "running") for j in jobs),
-            120,
+            POLL_S,
             "every job finished",
         )
     moments = Moments(first.id, str(synced["generation"]), killed_at, back_at, restart_s, jobs)
