@@ -474,3 +474,32 @@ def test_runtime_opens_the_postgres_backend_from_the_environment(
     )
     with pytest.raises(IndexSchemaForeign):
         make_backend(other)
+
+
+def test_a_replaced_point_leaves_no_postings_behind(pg: PostgresBackend) -> None:
+    store = pg.create("g1", 4)
+    first = IndexRecord(uid(1), [1.0, 0, 0, 0], BM.document("triage pronto soccorso"), {"v": 1})
+    store.upsert([first, IndexRecord(uid(2), [0, 1.0, 0, 0], BM.document("reparto"), {})])
+    store.upsert([IndexRecord(uid(1), [1.0, 0, 0, 0], BM.document("dimissione"), {"v": 2})])
+    assert store.count() == 2
+    assert store.query_sparse(BM.query("triage"), {}, 5) == []
+    assert [h.payload["v"] for h in store.query_sparse(BM.query("dimissione"), {}, 5)] == [2]
+    store.close()
+
+
+def test_a_broken_connection_fails_one_call_and_the_next_reconnects(
+    pg: PostgresBackend, pgvector_url: str
+) -> None:
+    """A server restart or failover: the call that meets the dead connection is unavailable
+    (never an empty answer), the next one opens a new connection."""
+    store = sealed(pg, corpus(10, 4), 4)
+    assert isinstance(store, PostgresStore)
+    with psycopg.connect(libpq_url(pgvector_url), autocommit=True) as admin:
+        for db in (pg.db, store.db):
+            admin.execute("SELECT pg_terminate_backend(%s)", [db.conn.info.backend_pid])
+    with pytest.raises(IndexUnavailable, match="failed"):
+        pg.sealed()
+    with pytest.raises(IndexUnavailable, match="failed"):
+        store.count()
+    assert pg.sealed() == ["g1"] and store.count() == 10
+    store.close()

@@ -7,6 +7,7 @@ Layout in the schema `[index].schema`:
     thoth_generations     gen_id, status ('building' | 'sealed'), dim, tag (the tables' number)
     g<tag>_points         id uuid, dense vector(dim), payload jsonb, the sparse vector's arrays
     g<tag>_bm25           term, id, weight: the BM25 postings
+    g<tag>_df             term, df: each term's document frequency, counted when sealed
     thoth_live            name, tag, dim, meta: the live collections (e.g. memory)
     l<tag>_points/_bm25   a live collection's tables
 
@@ -22,7 +23,8 @@ until the shard is reopened; a sealed generation has none). Points whose BM25 sc
 not returned, as in Qdrant.
 
 pgvector before 0.8 filters an HNSW scan's candidates after the scan (no iterative scan), so a
-filtered query can come back short: `hnsw.ef_search` is raised to the limit, and when the index
+filtered query can come back short: `hnsw.ef_search` is at least Qdrant's default search ef
+(100) and at least the limit, and when the index
 still returns fewer than `limit` rows while more match the filter, the query runs again exactly
 with index scans off. Never a silently short answer.
 """
@@ -32,12 +34,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
-import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -60,7 +62,7 @@ FORMAT: Final = 1  # the layout's version, recorded in thoth_meta
 MIN_PGVECTOR: Final = (0, 5, 0)  # HNSW indexes arrived in pgvector 0.5.0
 MAX_HNSW_DIM: Final = 2000  # pgvector's HNSW limit for `vector`
 EF_SEARCH_MAX: Final = 1000  # pgvector's upper bound of hnsw.ef_search
-EF_SEARCH_MIN: Final = 40  # pgvector's default
+EF_SEARCH_MIN: Final = 100  # Qdrant's default search ef (its ef_construct); pgvector's is 40
 HNSW_M: Final = 16  # Qdrant's defaults: m = 16, ef_construct = 100
 HNSW_EF_CONSTRUCTION: Final = 100
 PAGE: Final = 256  # points per scroll page
@@ -127,6 +129,8 @@ def _unit(values: Sequence[float]) -> list[float]:
     kept as it is when its length is 0 or already 1 within 1e-6 (Qdrant's rule: a copy of
     stored vectors stays bit for bit). Scores do not change; scroll returns what Qdrant's
     does."""
+    import numpy as np  # only where vectors are written: reading an index does not load it
+
     v = np.asarray(values, dtype=np.float32)
     norm = np.float32(np.sqrt(np.sum(v * v)))
     if norm < np.finfo(np.float32).eps or abs(float(norm) - 1.0) <= 1e-6:
@@ -157,9 +161,16 @@ class Database:
         self.schema = schema
         self.workspace = workspace
         self.where = f"PostgreSQL {redact(url)} schema {schema!r}"
+        self._url = url
+        self._read_only = read_only
         self._lock = threading.RLock()
+        self._closed = False
+        self.conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new checked connection (at open, and after the previous one broke)."""
         try:
-            self.conn = psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=10)
+            self.conn = psycopg.connect(libpq_url(self._url), autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise IndexUnavailable(
                 f"{self.where}: cannot connect ({_cause(exc)}) -> check [index].url (or the "
@@ -171,16 +182,17 @@ class Database:
                 "SELECT set_config('search_path', %s, false)",
                 [
                     sql.SQL(", ")
-                    .join([sql.Identifier(schema), sql.Identifier(ext_schema)])
+                    .join([sql.Identifier(self.schema), sql.Identifier(ext_schema)])
                     .as_string(self.conn)
                 ],
             )
             self._claim_schema()
-            if read_only:
+            if self._read_only:
                 self.conn.execute("SET default_transaction_read_only = on")
         except BaseException:
             self.conn.close()
             raise
+        return self.conn
 
     def _check_pgvector(self) -> str:
         """The schema pgvector lives in, after creating it if this role may; a coded refusal
@@ -307,9 +319,22 @@ class Database:
             raise IndexUnavailable(f"{self.where}: cannot open the schema ({_cause(exc)})") from exc
 
     @contextmanager
+    def locked(self) -> Iterator[None]:
+        with self._lock:
+            self._alive()
+            yield
+
+    def _alive(self) -> None:
+        """A connection that broke (server restarted, failover, connection killed) failed the
+        call that found it broken, as IndexUnavailable; the next call reconnects."""
+        if self.conn.closed and not self._closed:
+            self._connect()
+
+    @contextmanager
     def tx(self, what: str) -> Iterator[psycopg.Connection[Any]]:
         """One transaction under the lock; a database fault is IndexUnavailable naming `what`."""
         with self._lock:
+            self._alive()
             try:
                 with self.conn.transaction():
                     yield self.conn
@@ -321,6 +346,7 @@ class Database:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self.conn.close()
 
 
@@ -356,9 +382,15 @@ def where_sql(where: Where | None) -> sql.Composable:
 # ---------------------------------------------------------------------- the store
 
 
+def _float32(values: Sequence[float]) -> list[float]:
+    """Each value rounded to the float32 PostgreSQL stored (its text form is the shortest
+    decimal that reads back to it)."""
+    return list(struct.unpack(f"{len(values)}f", struct.pack(f"{len(values)}f", *values)))
+
+
 def _sorted_sparse(indices: Sequence[int], values: Sequence[float]) -> SparseVec:
     """A stored sparse vector as Qdrant returns one: sorted by index, float32 values."""
-    pairs = sorted(zip(indices, np.asarray(values, dtype=np.float32).tolist(), strict=True))
+    pairs = sorted(zip(indices, _float32(values), strict=True))
     return SparseVec([int(i) for i, _ in pairs], [float(v) for _, v in pairs])
 
 
@@ -381,6 +413,7 @@ class PostgresStore:
         self.dim = dim
         self.points = db.table(f"{prefix}_points")
         self.bm25 = db.table(f"{prefix}_bm25")
+        self.df = db.table(f"{prefix}_df")  # a sealed generation's document frequencies
         self.prefix = prefix
         self.where = f"{db.where} table {prefix}_points"
         self._writable = writable
@@ -434,10 +467,26 @@ class PostgresStore:
             )
         )
 
-    def analyze(self) -> None:
-        with self.db.tx("analysing the tables") as conn:
-            conn.execute(sql.SQL("ANALYZE {}").format(self.points))
-            conn.execute(sql.SQL("ANALYZE {}").format(self.bm25))
+    def finish(self) -> None:
+        """Before sealing: each term's document frequency in `<prefix>_df` (a sealed
+        generation never changes: a query reads df there instead of counting postings), then
+        VACUUM ANALYZE, so the planner knows the tables and postings are read from the index
+        alone."""
+        with self.db.tx("counting the BM25 document frequencies") as conn:
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE {} AS SELECT term, count(*)::int4 AS df FROM {} GROUP BY term"
+                ).format(self.df, self.bm25)
+            )
+            conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (term)").format(self.df))
+        with self.db.locked():  # VACUUM runs outside a transaction
+            for table in (self.points, self.bm25, self.df):
+                try:
+                    self.db.conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
+                except psycopg.Error as exc:
+                    raise IndexUnavailable(
+                        f"{self.where}: VACUUM ANALYZE failed ({_cause(exc)})"
+                    ) from exc
 
     # ------------------------------------------------------------ IndexStore
 
@@ -589,14 +638,14 @@ class PostgresStore:
         cond = where_sql(where)
         with self.db.tx("a BM25 query") as conn:
             n = self._n_sparse(conn)
-            df = dict(
-                conn.execute(
-                    sql.SQL(
-                        "SELECT term, count(*) FROM {} WHERE term = ANY(%s::int4[]) GROUP BY term"
-                    ).format(self.bm25),
-                    [list(sparse.indices)],
-                ).fetchall()
+            counted = (
+                sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s::int4[])").format(self.df)
+                if not self._writable
+                else sql.SQL(
+                    "SELECT term, count(*) FROM {} WHERE term = ANY(%s::int4[]) GROUP BY term"
+                ).format(self.bm25)
             )
+            df = dict(conn.execute(counted, [list(sparse.indices)]).fetchall())
             terms, weights = [], []
             for term, value in zip(sparse.indices, sparse.values, strict=True):
                 d = int(df.get(term, 0))
@@ -608,11 +657,16 @@ class PostgresStore:
                 return []
             rows = conn.execute(
                 sql.SQL(
+                    # Scores from the postings alone, best first; then each candidate's point,
+                    # by primary key and in that order, until `limit` pass the filter: the
+                    # filter reads a payload only while the answer is still short.
                     "WITH q AS (SELECT * FROM unnest(%(terms)s::int4[], %(weights)s::float8[]) "
                     "AS q(term, w)), s AS (SELECT b.id, sum(q.w * b.weight) AS score FROM {bm25} b "
                     "JOIN q ON q.term = b.term GROUP BY b.id) "
-                    "SELECT p.id, s.score, p.payload FROM s JOIN {points} p ON p.id = s.id "
-                    "WHERE s.score <> 0 AND {cond} ORDER BY s.score DESC, p.id LIMIT %(limit)s"
+                    "SELECT c.id, c.score, p.payload FROM (SELECT id, score FROM s "
+                    "WHERE score <> 0 ORDER BY score DESC, id) AS c CROSS JOIN LATERAL "
+                    "(SELECT payload FROM {points} WHERE id = c.id AND {cond}) AS p "
+                    "ORDER BY c.score DESC, c.id LIMIT %(limit)s"
                 ).format(bm25=self.bm25, points=self.points, cond=cond),
                 {"terms": terms, "weights": weights, "limit": limit},
             ).fetchall()
@@ -632,7 +686,7 @@ class PostgresStore:
                 # pgvector and float4[] print a float4 in its shortest form: read back as
                 # float32, it is the stored value exactly (what Qdrant returns, what a copy
                 # compares).
-                dense=np.asarray(json.loads(row[1]), dtype=np.float32).tolist(),
+                dense=_float32(json.loads(row[1])),
                 sparse=None if row[3] is None else _sorted_sparse(row[3], row[4]),
                 payload=dict(row[2] or {}),
             )
@@ -756,7 +810,7 @@ class PostgresBackend:
         if not isinstance(store, PostgresStore):
             raise TypeError(f"not a PostgreSQL store: {store!r}")
         store.create_search_indexes()
-        store.analyze()
+        store.finish()
         store.close()
         with self.db.tx(f"sealing generation {gen_id}") as conn:
             done = conn.execute(
@@ -795,7 +849,7 @@ class PostgresBackend:
                 [gen_id],
             ).fetchone()
             if row is not None:
-                for suffix in ("points", "bm25"):
+                for suffix in ("points", "bm25", "df"):
                     conn.execute(
                         sql.SQL("DROP TABLE IF EXISTS {}").format(
                             self.db.table(f"g{row[0]}_{suffix}")
@@ -914,7 +968,7 @@ class PostgresLiveCollection:
             ).fetchone()
             if row is None:
                 return False
-            for suffix in ("points", "bm25"):
+            for suffix in ("points", "bm25", "df"):
                 conn.execute(
                     sql.SQL("DROP TABLE IF EXISTS {}").format(self.db.table(f"l{row[0]}_{suffix}"))
                 )
