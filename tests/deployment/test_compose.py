@@ -1,0 +1,129 @@
+"""deploy/compose.yaml (docs/deployment.md) says only what Thoth accepts: the YAML parses, every
+Thoth service runs a `tht` command the CLI knows with options it has, the workspace it names is
+the one mounted, every environment variable is one that deploy/thoth.toml names (`*_env`) or
+libpq reads, every variable thoth.toml names is given, and thoth.toml itself is valid settings.
+With a `docker compose` on the machine, Compose's own check runs too."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.test_docs_commands import resolve
+from thoth.cli.main import app
+from thoth.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+COMPOSE = DEPLOY / "compose.yaml"
+WORKSPACE = "/srv/workspace"
+LIBPQ = {"PGPASSWORD"}  # read by libpq itself, for [state].url and the index
+
+
+def compose() -> dict[str, Any]:
+    return dict(yaml.safe_load(COMPOSE.read_text("utf-8")))
+
+
+def thoth_services() -> dict[str, dict[str, Any]]:
+    """The services that run the Thoth image."""
+    return {
+        name: service
+        for name, service in compose()["services"].items()
+        if service.get("image") == "thoth:local"
+    }
+
+
+def settings() -> tuple[dict[str, Any], Settings]:
+    raw = tomllib.loads((DEPLOY / "thoth.toml").read_text("utf-8"))
+    return raw, Settings.model_validate(raw)
+
+
+def named_env(value: Any) -> set[str]:
+    """Every environment variable a settings document names (`*_env` keys)."""
+    if isinstance(value, dict):
+        found = {str(v) for k, v in value.items() if k.endswith("_env") and v}
+        return found.union(*(named_env(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(named_env(v) for v in value))
+    return set()
+
+
+def test_the_services_are_the_documented_topology() -> None:
+    services = compose()["services"]
+    thoth = thoth_services()
+    commands = [tuple(s["command"][:3]) for s in thoth.values()]
+    assert commands.count(("tht", "serve", "--host")) == 2
+    assert sum(c[:3] == ("tht", "agent", "worker") for c in commands) == 2
+    assert "pgvector" in services["postgres"]["image"]
+    assert "text-embeddings-inference" in services["embed"]["image"]
+    published = [p for s in services.values() for p in s.get("ports", [])]
+    assert len(published) == len(set(published)), "two services publish one host port"
+    ids = [
+        s["command"][s["command"].index("--id") + 1]
+        for s in thoth.values()
+        if "--id" in s["command"]
+    ]
+    assert len(ids) == len(set(ids)) == 2, "each worker names itself"
+
+
+@pytest.mark.parametrize("name", sorted(thoth_services()))
+def test_every_command_is_one_the_cli_accepts(name: str) -> None:
+    command = thoth_services()[name]["command"]
+    assert command[0] == "tht"
+    path, cli = resolve(command[1:])
+    assert path, f"{name}: {command} is no tht command"
+    args = command[1 + len(path) :]
+    accepted = {opt for param in cli.params for opt in (*param.opts, *param.secondary_opts)}
+    flags = [a for a in args if a.startswith("-")]
+    assert set(flags) <= accepted, (name, set(flags) - accepted)
+    assert args[args.index("-w") + 1] == WORKSPACE
+    result = CliRunner().invoke(app, [*command[1:], "--help"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("name", sorted(thoth_services()))
+def test_every_variable_is_read_by_the_settings_or_libpq(name: str) -> None:
+    service = thoth_services()[name]
+    raw, _ = settings()
+    named = named_env(raw)
+    given = set(service["environment"])
+    assert given - LIBPQ == named, (name, given - LIBPQ ^ named)
+    assert any(volume.endswith(f":{WORKSPACE}") for volume in service["volumes"])
+
+
+def test_the_settings_it_expects_are_valid_and_name_the_compose_services() -> None:
+    _, parsed = settings()
+    assert parsed.embedding.provider == "openai" and parsed.embedding.base_url
+    assert parsed.embedding.base_url.startswith("http://embed:")
+    assert parsed.state.url and "@postgres:" in parsed.state.url
+    assert parsed.index.backend == "postgres" and parsed.index.url_env
+    index_url = thoth_services()["api-1"]["environment"][parsed.index.url_env]
+    assert "@postgres:" in index_url
+    assert ":" not in index_url.split("://", 1)[1].split("@", 1)[0], "a password in a URL"
+
+
+def test_compose_itself_accepts_the_file() -> None:
+    docker = shutil.which("docker")
+    probe = (
+        subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30)
+        if docker
+        else None
+    )
+    if probe is None or probe.returncode != 0:
+        pytest.skip("no `docker compose` on this machine: the checks above stand for it")
+    assert docker is not None
+    done = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE), "config", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "THOTH_WORKSPACE": "/tmp", "PGPASSWORD": "x"},
+    )
+    assert done.returncode == 0, done.stderr
