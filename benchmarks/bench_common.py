@@ -15,7 +15,8 @@ import resource
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -297,3 +298,20 @@ def use_glossary(root: Path, glossary: Path | None) -> None:
         shutil.copy2(glossary, root / "glossary.yaml")
         text = 'glossary = "glossary.yaml"\n' + text  # a top-level key: before any [section]
     toml.write_text(text, "utf-8")
+
+
+@contextmanager
+def throwaway_pgvector(pgdata: Path) -> Iterator[str]:
+    """The URL of a throw-away PostgreSQL 16 + pgvector server from the `pgserver` wheel (a dev
+    dependency), its data under `pgdata`, removed on exit."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset in containers
+        import pgserver
+
+        server = pgserver.get_server(pgdata, cleanup_mode="delete")  # type: ignore[attr-defined]
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()

@@ -24,7 +24,7 @@ import statistics
 import tempfile
 import time
 import uuid
-import warnings
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from bench_common import emit, header_line, latency_stats, machine_facts
+from bench_common import emit, header_line, latency_stats, machine_facts, throwaway_pgvector
 from thoth.index.base import Hit, IndexRecord, IndexStore, Where
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import EdgeBackend, IndexBackend
@@ -180,22 +180,11 @@ def main() -> int:
     parser.add_argument("--url", default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    server = None
-    url = args.url
-    if url is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import pgserver
-
-            server = pgserver.get_server(  # type: ignore[attr-defined]
-                tempfile.mkdtemp(prefix="thoth-bench-pg-"), cleanup_mode="delete"
-            )
-        url = server.get_uri()
-    try:
+    with ExitStack() as stack:
+        url = args.url or stack.enter_context(
+            throwaway_pgvector(Path(tempfile.mkdtemp(prefix="thoth-bench-pg-")))
+        )
         runs = [run(int(s), args.queries, url) for s in args.sizes.split(",")]
-    finally:
-        if server is not None:
-            server.cleanup()
     return emit({"machine": machine_facts(), "runs": runs}, args.json, report)
 
 

