@@ -16,8 +16,11 @@ Reported for the calibration set and the held-out set side by side:
 - wrong numbers: a number computed with another query or other parameters, or for a question
   no query covers (the goal: 0).
 
+`--set heldout2` decides heldout2.yaml instead: a second held-out set written before any change
+to the decision's gates, once heldout.yaml had been seen.
+
 Usage:
-    .venv/bin/python benchmarks/analytics_heldout.py [--json] [--threshold X]
+    .venv/bin/python benchmarks/analytics_heldout.py [--json] [--threshold X] [--set heldout2]
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ def _labelled(path: Path) -> list[tuple[str, str | None, bool]]:
     return [(e["question"], e.get("query"), bool(e.get("figure"))) for e in data]
 
 
-def _heldout() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    data = yaml.safe_load((DATA / "heldout.yaml").read_text("utf-8"))
+def _heldout(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    data = yaml.safe_load((DATA / f"{name}.yaml").read_text("utf-8"))
     return list(data["covered"]), list(data["not_covered"])
 
 
@@ -82,7 +85,7 @@ def _same(expected: dict[str, Any], got: dict[str, Any]) -> bool:
     )
 
 
-def run(threshold_override: float | None) -> dict[str, Any]:
+def run(threshold_override: float | None, held_set: str = "heldout") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="thoth-heldout-") as tmp:
         ws = build(Path(tmp) / "ws")
         store = open_analytics_store(ws)
@@ -120,7 +123,7 @@ def run(threshold_override: float | None) -> dict[str, Any]:
                     seen["reason"] = d.reason
                 return seen
 
-            covered, uncovered = _heldout()
+            covered, uncovered = _heldout(held_set)
             held = []
             for case in covered:
                 seen = ask(case["question"])
@@ -152,6 +155,7 @@ def run(threshold_override: float | None) -> dict[str, Any]:
             "estimate": calibration.as_dict().get("expected_computed"),
         },
         "heldout": {
+            "set": held_set,
             "covered_right": sum(c["right"] for c in held),
             "covered": len(held),
             "wrong_numbers": sum(c["wrong_number"] for c in held)
@@ -171,8 +175,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--threshold", type=float, help="decide at this threshold instead")
+    parser.add_argument(
+        "--set",
+        default="heldout",
+        choices=["heldout", "heldout2"],
+        help="the held-out file of benchmarks/data/analytics_heldout/ (heldout2: never tuned on)",
+    )
     args = parser.parse_args()
-    result = run(args.threshold)
+    result = run(args.threshold, args.set)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
         return
@@ -188,7 +198,7 @@ def main() -> None:
     print("|---|---|---|")
     print(f"| calibration | {cal['covered_right']}/{cal['covered']} | - |")
     print(
-        f"| held out | {held['covered_right']}/{held['covered']} | {held['wrong_numbers']} "
+        f"| {held['set']} | {held['covered_right']}/{held['covered']} | {held['wrong_numbers']} "
         f"(of {held['covered']} covered + {held['not_covered']} not covered) |"
     )
     for miss in held["misses"]:

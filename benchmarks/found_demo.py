@@ -8,8 +8,9 @@ the path `tht ask` takes, offline answerer), as an analyst (labels public and in
 - answerable ones: the share still answered (`found` or `truncated`);
 - `found` answers whose own text says that no passage holds the question's terms (must be 0).
 
-Two sets side by side: `tuning` (may be read while working on the relevance check) and
-`heldout` (never looked at while tuning: it says whether the rule generalises).
+Three sets side by side: `tuning` (may be read while working on the relevance check),
+`heldout` and `heldout2` (never looked at while tuning: they say whether the rule generalises;
+`heldout2` was written by someone else, before the general-language rule).
 
 Usage (from the project root, after `tht demo --keep /tmp/demo`):
     .venv/bin/python benchmarks/found_demo.py /tmp/demo [--json] [--show]
@@ -36,13 +37,17 @@ LABELS = ["public", "internal"]
 NO_TERMS = ("contiene i termini della domanda", "holds the question's terms")
 
 
+# `tuning` may be read while working on the rule; `heldout` and `heldout2` are run only to report.
+SETS = ("tuning", "heldout", "heldout2")
 Case = tuple[str, str | None]  # the question, and for an answerable one the fact's words
 
 
 def load(path: Path) -> dict[str, dict[str, list[Case]]]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     sets: dict[str, dict[str, list[Case]]] = {}
-    for name in ("tuning", "heldout"):
+    for name in SETS:
+        if name not in data:
+            continue
         part = data[name]
         sets[name] = {
             "unanswerable": [(str(q), None) for q in part["unanswerable"]],
@@ -149,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workspace", type=Path, help="a demo workspace (tht demo --keep DIR)")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
-    parser.add_argument("--set", choices=["tuning", "heldout"], help="only this set")
+    parser.add_argument("--set", choices=list(SETS), help="only this set")
     parser.add_argument("--show", action="store_true", help="list the questions judged wrongly")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

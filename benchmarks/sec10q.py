@@ -39,7 +39,8 @@ Usage (from the project root):
 the questions on such copies under the code being run (no sync: the sync wall time is the one
 its state store recorded).
 `--bare-sample N` times the bare embedder on the first N fragments only (on a busy machine the
-full pass takes as long as the sync's embedding).
+full pass takes as long as the sync's embedding); on kept workspaces (`--workspace`) it is not
+timed at all unless `--bare-sample` says on how many.
 
 `--model URL` answers with a model (`[answers] answerer = "llm"`, an OpenAI-compatible server's
 /v1: docs/models.md) instead of offline; `--limit N` asks only the first N questions of each
@@ -382,12 +383,14 @@ def index_facts(root: Path, bare_sample: int | None, texts: Sequence[str] = ()) 
         rt.close()
     per_doc = Counter(str(r.payload.get("doc_id", "?")) for r in records)
     embedded = list(texts) or [str(r.payload.get("text", "")) for r in records]
-    sample = embedded[:bare_sample] if bare_sample else embedded
-    bare = make_embedder(ws.settings.embedding, None)  # no cache: every text embedded
-    t0 = time.perf_counter()
-    for start in range(0, len(sample), EMBED_BATCH):
-        bare.embed_passages(sample[start : start + EMBED_BATCH])
-    bare_s = time.perf_counter() - t0
+    sample = embedded if bare_sample is None else embedded[:bare_sample]
+    bare_s: float | None = None
+    if sample:
+        bare = make_embedder(ws.settings.embedding, None)  # no cache: every text embedded
+        t0 = time.perf_counter()
+        for start in range(0, len(sample), EMBED_BATCH):
+            bare.embed_passages(sample[start : start + EMBED_BATCH])
+        bare_s = time.perf_counter() - t0
     run_s = None
     if runs and runs[0].finished_at is not None:
         run_s = (runs[0].finished_at - runs[0].started_at).total_seconds()
@@ -396,7 +399,7 @@ def index_facts(root: Path, bare_sample: int | None, texts: Sequence[str] = ()) 
         "fragments_per_filing": dict(sorted(per_doc.items())),
         "state_sync_s": None if run_s is None else round(run_s, 2),
         "bare_texts": len(sample),
-        "bare_embed_s": round(bare_s, 2),
+        "bare_embed_s": None if bare_s is None else round(bare_s, 2),
         "bare_fragments_per_s": round(len(sample) / bare_s, 2) if bare_s else None,
     }
 
@@ -528,7 +531,10 @@ def run_set(
                 shutil.copytree(root, keep)
         else:
             root = workspace
-            facts = index_facts(root, bare_sample)
+            # No sync is measured here, so no embedder either unless asked (`--bare-sample`):
+            # timing it on every fragment of both sets took over ten minutes on two shared
+            # cores, where asking takes half a minute.
+            facts = index_facts(root, 0 if bare_sample is None else bare_sample)
             n, run_s = facts["fragments"], facts["state_sync_s"]
             result["sync"] = {
                 **facts,
@@ -679,8 +685,13 @@ def report_set(console: Console, result: dict[str, Any]) -> None:
         table.add_row("sync wall time (s)", f"{s['sync_s']}")
         table.add_row("  of which embedding (s)", f"{s.get('sync_embed_s', '-')}")
         table.add_row("sync fragments/s", f"{s['sync_fragments_per_s']}")
-        table.add_row(f"bare embedder on {s['bare_texts']} fragments (s)", f"{s['bare_embed_s']}")
-        table.add_row("bare embedder fragments/s", f"{s['bare_fragments_per_s']}")
+        if s["bare_texts"]:
+            table.add_row(
+                f"bare embedder on {s['bare_texts']} fragments (s)", f"{s['bare_embed_s']}"
+            )
+            table.add_row("bare embedder fragments/s", f"{s['bare_fragments_per_s']}")
+        else:
+            table.add_row("bare embedder: not timed", "(--bare-sample N)")
         console.print(table)
         for note in s["notes"]:
             console.print(f"  note: {note}", highlight=False, markup=False)
@@ -740,7 +751,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workspace", type=Path, help="ask on kept workspaces, DIR/<data directory name> (no sync)"
     )
     parser.add_argument(
-        "--bare-sample", type=int, help="time the bare embedder on the first N fragments only"
+        "--bare-sample",
+        type=int,
+        help="time the bare embedder on the first N fragments only (kept workspaces: not timed "
+        "unless given)",
     )
     parser.add_argument(
         "--workspace-language", default="en", help='thoth.toml\'s `language` (default "en")'

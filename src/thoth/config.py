@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -387,6 +388,98 @@ class MetricSettings(_Strict):
     )
 
 
+class AnalyticsRefreshSettings(_Strict):
+    """`tht analytics refresh` (`[analytics.refresh]`): the store rebuilt from its source into a
+    staging copy, checked, then swapped in atomically (docs/analytics.md, "Refreshing the
+    store"). One source: a reachable PostgreSQL database (`source_url_env`), a pg_dump
+    backup restored into a scratch database (`source_backup`), both for a
+    PostgreSQL store; or a SQLite file (`source_file`) for a SQLite store."""
+
+    source_url_env: str | None = Field(
+        default=None,
+        description="PostgreSQL store: the environment variable holding the URL of the source "
+        "database (a role that may read its tables).",
+    )
+    source_backup: str | None = Field(
+        default=None,
+        description="PostgreSQL store: a pg_dump backup of the source (custom format, or plain "
+        "SQL ending with pg_dump's closing line), relative to the workspace root; restored "
+        "into a scratch database, dropped afterwards.",
+    )
+    source_file: str | None = Field(
+        default=None,
+        description="SQLite store: the source SQLite file, relative to the workspace root, "
+        "opened read-only.",
+    )
+    source_schema: str = Field(
+        default="public",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$",
+        description="PostgreSQL: the source schema holding the tables the views read (SQLite: "
+        "main, always).",
+    )
+    views: str = Field(
+        default="analytics/views.sql",
+        description="The store's views, one `CREATE VIEW name AS SELECT ...` each, names "
+        "unqualified, relative to the workspace root: only the tables and columns they read "
+        "are copied.",
+    )
+    scrub: list[str] = Field(
+        default=[],
+        description="Columns replaced while copying (credentials, secrets), each "
+        "`schema.table.column` of the source (SQLite: main.table.column); a column that does "
+        "not exist is refused.",
+    )
+    scrub_mark: str | None = Field(
+        default=None,
+        description="What a scrubbed column holds: this text, or NULL when unset.",
+    )
+    source_data_date_sql: str | None = Field(
+        default=None,
+        description="A query on the source returning the date its data are current to; unset: "
+        "the source's clock when read (PostgreSQL now(), the SQLite file's or the backup's "
+        "modification time).",
+    )
+    data_date_view: str = Field(
+        default="v_data_date",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$",
+        description="The view the refresh writes in the copy, column data_date (ISO text): "
+        "point [analytics] data_date_sql at it.",
+    )
+    admin_url_env: str | None = Field(
+        default=None,
+        description="PostgreSQL store: the environment variable holding the URL of a role "
+        "that may create schemas in the store's database and SET ROLE to the store's role.",
+    )
+    keep: int = Field(
+        default=2,
+        ge=1,
+        le=30,
+        description="Previous copies kept for `tht analytics rollback`; older ones are "
+        "dropped after a refresh.",
+    )
+
+    @field_validator("scrub")
+    @classmethod
+    def _scrub_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){2}", name):
+                raise ValueError(
+                    f"analytics.refresh.scrub: {name!r} is not schema.table.column "
+                    "(letters, digits and _)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AnalyticsRefreshSettings:
+        given = [n for n in ("source_url_env", "source_backup", "source_file") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError(
+                "analytics.refresh: name exactly one source (source_url_env, source_backup "
+                f"or source_file); given: {', '.join(given) or 'none'}"
+            )
+        return self
+
+
 class AnalyticsSettings(_Strict):
     """The analytics store (level 3, `[analytics]`): numbers are computed by reviewed catalog
     queries on views, read-only and through views only (thoth.database). The store is declared
@@ -495,13 +588,39 @@ class AnalyticsSettings(_Strict):
     metrics: list[MetricSettings] = Field(
         default=[], description="The figures of the metrics page, in order."
     )
+    refresh: AnalyticsRefreshSettings | None = Field(
+        default=None,
+        description="`tht analytics refresh`: how the store is rebuilt from its source; unset: "
+        "the store is built by someone else.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyticsSettings:
         self.store()  # the same rules as [database]
         if self.uncovered_threshold is not None and self.uncovered_threshold > self.threshold:
             raise ValueError("analytics.uncovered_threshold must not exceed analytics.threshold")
+        if self.refresh is not None:
+            self._refreshable(self.refresh)
         return self
+
+    def _refreshable(self, refresh: AnalyticsRefreshSettings) -> None:
+        if self.dialect == "sqlite":
+            if len(self.files) != 1 or not refresh.source_file:
+                raise ValueError(
+                    "analytics.refresh: a SQLite store is refreshed from a SQLite source_file "
+                    "into its one file (files must name exactly one)"
+                )
+        else:
+            if len(self.schemas) != 1 or refresh.source_file:
+                raise ValueError(
+                    "analytics.refresh: a PostgreSQL store is refreshed from source_url_env or "
+                    "source_backup into its one schema (schemas must name exactly one)"
+                )
+            if not refresh.admin_url_env:
+                raise ValueError(
+                    "analytics.refresh.admin_url_env: name the environment variable holding "
+                    "the URL of a role that may create schemas in the store's database"
+                )
 
     def store(self) -> DatabaseSettings:
         """The store as thoth.database opens it: read-only, through views only."""
@@ -1099,6 +1218,125 @@ class AgentSettings(_Strict):
     )
 
 
+_AT = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+_EVERY = r"^[1-9][0-9]{0,5}[mhd]$"
+
+
+class RoutineSettings(_Strict):
+    """One routine of the schedule (`[[schedule.routines]]`): what runs, and when — `at` a
+    time of day in `[schedule].timezone`, or `every` an interval counted from
+    1970-01-01T00:00Z (so every host finds the same instants)."""
+
+    name: str = Field(pattern=_NAME, description="The routine's name, unique in the schedule.")
+    routine: Literal["docs_sync", "poll", "metrics_page", "eval_run", "analytics_refresh"] = Field(
+        description="docs_sync: `tht docs sync`; poll: fetch each source's upstream and sync "
+        "when one moved; metrics_page: `tht analytics metrics-page`; eval_run: `tht eval run`; "
+        "analytics_refresh: `tht analytics refresh`."
+    )
+    at: str | None = Field(
+        default=None,
+        pattern=_AT,
+        description='"HH:MM", every day in [schedule].timezone; a time a clock change skips '
+        "runs an hour later, a time it repeats runs the first time.",
+    )
+    every: str | None = Field(
+        default=None,
+        pattern=_EVERY,
+        description='An interval: a number and m, h or d ("15m", "6h", "1d"), at its '
+        "multiples since 1970-01-01T00:00Z.",
+    )
+    full: bool = Field(
+        default=False, description="docs_sync and poll: rebuild everything, as `--full`."
+    )
+    late_after_minutes: int = Field(
+        default=60,
+        ge=1,
+        description="Minutes after a due instant without a succeeded run before the routine "
+        "is reported late.",
+    )
+
+    @model_validator(mode="after")
+    def _one_time(self) -> RoutineSettings:
+        if (self.at is None) == (self.every is None):
+            raise ValueError(
+                f"schedule.routines.{self.name}: give exactly one of at (a time of day) or "
+                "every (an interval)"
+            )
+        return self
+
+
+class HookSettings(_Strict):
+    """`POST /v1/hooks/git`: a forge's push webhook realigns the source it names. Enabled when
+    a secret is named; the secrets themselves are read from the environment."""
+
+    github_secret_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the GitHub webhook secret "
+        "(X-Hub-Signature-256, HMAC-SHA256 of the body); unset: GitHub pushes are refused.",
+    )
+    gitlab_token_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the GitLab webhook token (X-Gitlab-Token); "
+        "unset: GitLab pushes are refused.",
+    )
+
+
+class ScheduleSettings(_Strict):
+    """The routines that run by themselves (`tht schedule`, docs/operations.md): when, under
+    which lease, and the webhook that realigns a source on a push."""
+
+    timezone: str = Field(
+        default="UTC", description="The IANA time zone of the routines' `at` times."
+    )
+    lease_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds a worker holds a run without renewing it (it renews every "
+        "lease_seconds / 3); after it expires the run is queued again.",
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, le=100, description="How many workers may take a run before it fails."
+    )
+    poll_seconds: float = Field(
+        default=30.0, gt=0, description="Seconds `tht schedule worker` waits between ticks."
+    )
+    clock_skew_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="Seconds a clock may be behind the latest run queued before a tick is "
+        "refused as clock_went_back (nothing is queued or run).",
+    )
+    run_in_service: bool = Field(
+        default=False,
+        description="true: each `tht serve` process also runs what is due, as `tht schedule "
+        "worker` does, in a thread of its own (each run still runs once: its key and the "
+        "queue's lease); false: run `tht schedule worker` beside it.",
+    )
+    routines: list[RoutineSettings] = Field(default=[], description="The routines.")
+    hook: HookSettings = Field(
+        default=HookSettings(), description="The forge webhook (POST /v1/hooks/git)."
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {value!r} -> use an IANA name such as Europe/Rome or UTC"
+            ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> ScheduleSettings:
+        names = [r.name for r in self.routines]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"schedule.routines names must be unique: {', '.join(dupes)}")
+        return self
+
+
 class Settings(_Strict):
     """The whole `thoth.toml`; `load_settings` reads it."""
 
@@ -1140,6 +1378,9 @@ class Settings(_Strict):
         default=ServiceSettings(), description="`tht serve`: request limits and callers."
     )
     agent: AgentSettings = Field(default=AgentSettings(), description="The deep-analysis agent.")
+    schedule: ScheduleSettings = Field(
+        default=ScheduleSettings(), description="The routines that run by themselves."
+    )
     reranker: RerankerSettings | None = Field(
         default=None,
         description="A reranking model that reorders the top candidates; unset: none.",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from thoth.config import AnalyticsSettings
 from thoth.errors import ConfigError
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from thoth.answer.service import AnswerService
     from thoth.database import ReadOnlyDatabase
     from thoth.embed.base import Embedder
+    from thoth.evaluation.answers import AnswerCase, AnswerEvalReport
     from thoth.index.reader import GenerationReader
     from thoth.privacy import Pseudonymizer, Registry
     from thoth.search.service import EvidenceSearch
@@ -283,6 +285,45 @@ def make_analytics(rt: Runtime) -> AnalyticsService:
         language=ws.settings.language,
         model_router=model,
     )
+
+
+class StoreReference:
+    """The first figure the analytics store computes for a query and its parameters: what a
+    numeric evaluation case without a written value is checked against (`tht eval run` and
+    the eval_run routine alike)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self._rt = open_runtime(ws)
+        self._service = make_analytics(self._rt)
+
+    def figure(self, query_id: str, parameters: Mapping[str, Any]) -> object:
+        from thoth.evaluation.answers import first_figure
+
+        return first_figure(self._service.compute(query_id, parameters).rows)
+
+    def close(self) -> None:
+        self._service.close()
+        self._rt.close()
+
+
+def open_reference(ws: Workspace) -> StoreReference | None:
+    """The store's figures, or None when the workspace declares no [analytics] store."""
+    return StoreReference(ws) if ws.settings.analytics is not None else None
+
+
+def evaluate_answers(ws: Workspace, cases: Sequence[AnswerCase], k: int) -> AnswerEvalReport:
+    """The answer evaluation of `tht eval run` and the eval_run routine: every case asked of
+    the workspace's answer service, numeric ones checked against the store's figures."""
+    from thoth.evaluation.answers import run_answer_evaluation
+
+    service = open_answer_service(ws)
+    reference = open_reference(ws)
+    try:
+        return run_answer_evaluation(service, cases, k, reference.figure if reference else None)
+    finally:
+        service.close()
+        if reference is not None:
+            reference.close()
 
 
 REGISTRY_ROW_LIMIT = 1_000_000

@@ -74,3 +74,33 @@ def test_both_sets_are_printed_and_a_refused_filing_is_reported(
     table = capsys.readouterr().out
     assert "tuning" in table and "validation" in table
     assert "2023 Q1 BOLT.pdf" in table
+
+
+def test_asking_again_on_a_kept_workspace_does_not_embed_every_fragment_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--workspace` re-asks without syncing; without `--bare-sample` it used to time the bare
+    embedder on every fragment of every set (about 1,400 fragments for the two 10-Q sets:
+    over ten minutes on two shared cores, where the questions take half a minute). A kept
+    workspace's sync is not measured again, so neither is the embedder, unless asked for."""
+    tuning = filing_set(
+        tmp_path / "tuning",
+        {"2023 Q2 ACME": ["ACME Corp quarterly report.", "Total revenue was $1,234 million."]},
+        [("What was ACME's total revenue in Q2 2023?", "2023 Q2 ACME", "$1,234 million")],
+    )
+    kept = tmp_path / "kept"
+    assert sec10q.main([str(tuning), "--json", "--keep", str(kept), "--bare-sample", "1"]) == 0
+    capsys.readouterr()
+    assert sec10q.main([str(tuning), "--json", "--workspace", str(kept)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    [again] = result["sets"]
+    assert again["sync"]["fragments"] >= 1
+    assert again["sync"]["bare_texts"] == 0 and again["sync"]["bare_embed_s"] is None
+    assert again["en"]["figures_in_context"] == 1  # the questions were still asked
+    sec10q.report(result)
+    assert "bare embedder: not timed" in capsys.readouterr().out
+
+    # Asked for, the bare embedder is timed on the kept workspace too.
+    assert sec10q.main([str(tuning), "--json", "--workspace", str(kept), "--bare-sample", "1"]) == 0
+    [timed] = json.loads(capsys.readouterr().out)["sets"]
+    assert timed["sync"]["bare_texts"] == 1 and timed["sync"]["bare_embed_s"] is not None

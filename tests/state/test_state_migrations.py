@@ -33,7 +33,7 @@ from thoth.state.schema import HEAD_REVISION, SCHEMA_VERSION, metadata
 from thoth.state.upgrade import head_revision, known_revisions
 
 WS = "ws"
-HEAD = "0011"
+HEAD = "0012"
 
 DDL_EFCEC13_SQLITE = """\
 CREATE TABLE generations (
@@ -759,6 +759,7 @@ def test_new_database_is_created_at_head_matching_the_schema_module(url: str, ra
         "0008",
         "0009",
         "0010",
+        "0011",
         HEAD,
     ]
     with StateStore.open(url):

@@ -49,13 +49,15 @@ class ServedCatalog:
     catalog: Catalog
     queries: dict[str, CatalogQuery]
     choices: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
+    # The store's views (`schema.view`) and their columns' names.
+    schema_names: dict[str, list[str]] = field(default_factory=dict)
     _source_kinds: dict[str, ColumnKind] | None = field(default=None, repr=False)
     _vocabulary: Vocabulary | None = field(default=None, repr=False)
 
     def vocabulary(self, matcher: Matcher) -> Vocabulary:
         """The stems the queries are written with (what the decision reads questions against)."""
         if self._vocabulary is None:
-            self._vocabulary = Vocabulary.of(self.queries, self.choices, matcher)
+            self._vocabulary = Vocabulary.of(self.queries, self.choices, matcher, self.schema_names)
         return self._vocabulary
 
     def source_kinds(self, dialect: str) -> dict[str, ColumnKind]:
@@ -420,8 +422,9 @@ def serve(
     catalog: Catalog, store: AnalyticsStore, synonyms: Mapping[str, list[str]]
 ) -> ServedCatalog:
     """The catalog as it is served: each enum parameter's values (its own list, or read from
-    the store's value source) with their synonyms (the query's own, then the glossary's)."""
-    served = ServedCatalog(catalog, catalog.queries)
+    the store's value source) with their synonyms (the query's own, then the glossary's), and
+    the names of the store's views and columns."""
+    served = ServedCatalog(catalog, catalog.queries, schema_names=store.schema_names())
     for qid, query in served.queries.items():
         for name, param in query.parameters.items():
             if param.type != "enum":

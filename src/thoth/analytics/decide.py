@@ -16,9 +16,21 @@ catalog query, beside the similarity of the question with its description and ex
   ("blue" beside the values brown and green) counts against it, and a word no query explains
   refuses them all.
 
-A word that no query of the catalog explains names something the catalog does not know
-("età", "boarding"): the question is never computed, and the diagnostics name the word (a
-curator who finds it means a query adds it to that query's examples or synonyms). The score is
+A word that no query of the catalog explains may name something the catalog does not know
+("età", "boarding", "codice giallo"), or may be ordinary language ("quante persone sono
+arrivate", "quanto è costata"). It refuses when it could change *what* is computed
+(`substantive`): a name (capitalised inside the question), a word of the store's views and
+columns the query does not read (a measure or a filter the store holds), or a word attached to
+another content word (a modifier, "ricoveri urgenti", "pediatric visits", or a term of several
+unknown words, "parti cesarei"). Otherwise it is ordinary — it lowers the score, is named in the
+diagnostics (`ordinary`) and does not refuse on its own — but only when the question asks a
+figure (a measure word, or a year, date or number the query's parameters take): a question
+asking none may be one for the documents. A model's choice has no similarity to vouch for it:
+there every unknown word refuses. A word another query explains refuses when it names a column
+of the query's own rows that the query does not read ("con un ricovero" beside the emergency
+room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of "Psichiatria (SPDC)")
+refuses: the filter it means would be left empty. A curator who finds a refused word means a
+query adds it to that query's examples or synonyms. The score is
 the similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the
 share of the question's content words that only other queries explain. `tht analytics calibrate`
 sets the threshold on this score, not on the similarity. A query refused by a gate is never
@@ -29,6 +41,7 @@ chosen one missing a required value is `needs_parameter`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,7 +49,12 @@ from typing import Any, Final, Literal
 
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import Extraction, Matcher, extract, validate, without_values
-from thoth.analytics.measure import agrees, measure_groups, without_measure_words
+from thoth.analytics.measure import (
+    agrees,
+    measure_groups,
+    measure_spans,
+    without_measure_words,
+)
 
 # Score weights (see the module docstring). Small against the bundled embedder's compressed
 # similarities (covered 0.93-1.0, not covered 0.80-0.93), so similarity still orders the
@@ -103,6 +121,16 @@ _WHICH: Final = re.compile(
 )
 
 _WORD: Final = re.compile(r"[^\W\d_]{3,}")
+# The question's tokens in order, for adjacency: words (elisions split at the apostrophe),
+# numbers, and punctuation (a break: "Pediatria, quanti" are not attached).
+_TOKEN: Final = re.compile(r"[^\W_]+|[^\w\s'’]")
+_SENTENCE_END: Final = frozenset(".?!:;")
+# Words that join a measured noun to its complement ("tempo medio di attesa", "the highest
+# amount of revenue").
+_TARGET_WORDS: Final = frozenset(["which", "quale", "quali", "what"])
+_LINKS: Final = frozenset(
+    ["di", "del", "della", "dello", "dei", "degli", "delle", "dell", "d", "of"]
+)
 
 
 @dataclass(frozen=True)
@@ -115,11 +143,14 @@ class Fit:
     extraction: Extraction
     evidence: int  # enumerated values of the question this query's parameters take
     unexplained: tuple[str, ...]  # the question's words its vocabulary does not explain
-    foreign: tuple[str, ...]  # of those, the ones no query of the catalog explains
+    foreign: tuple[str, ...]  # of those, the ones no query explains that could change the figure
     refused: str | None  # why it cannot answer (a gate), None when it can
     # Result columns that break the figure down by something the question does not name
     # (per month, when it asked the year's total): between equal fits, fewer is closer.
     unasked: tuple[str, ...] = ()
+    # Words no query explains that are ordinary language (`substantive`): they lower the
+    # score and do not refuse.
+    ordinary: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +160,7 @@ class Fit:
             "evidence": self.evidence,
             "unexplained": list(self.unexplained),
             "foreign": list(self.foreign),
+            "ordinary": list(self.ordinary),
             "refused": self.refused,
             "unasked": list(self.unasked),
         }
@@ -184,6 +216,14 @@ class Reading:
     grouping: tuple[str, ...]
     words: tuple[str, ...]
     named: tuple[tuple[str, str, str, str], ...]  # as Vocabulary.values
+    # The question's tokens in order (folded; "" for punctuation) and whether each was
+    # capitalised inside a sentence (a name).
+    tokens: tuple[str, ...] = ()
+    capitalised: frozenset[str] = frozenset()
+    # The words next to a measure word, or joined to it by di/of: what is measured or counted.
+    measured: frozenset[str] = frozenset()
+    # The word after which/quale/quali: the row the question asks for ("in quale mese").
+    targets: frozenset[str] = frozenset()
 
     @property
     def asked(self) -> frozenset[str]:
@@ -208,6 +248,17 @@ class Vocabulary:
     definitions: dict[str, frozenset[int]] = field(default_factory=dict)  # query -> description
     all_stems: frozenset[int] = frozenset()
     all_words: frozenset[str] = frozenset()
+    # Stems found only inside enumerated values and synonyms ("psichiatria" of "Psichiatria
+    # (SPDC)"): a question naming one without the whole value names part of a value.
+    value_only: frozenset[int] = frozenset()
+    # Per query, the store's words it does not read: the names of the store's views and of
+    # the columns of its own views ("permanenza_minuti" beside "attesa_minuti"), less the
+    # names its SQL reads ("costo_euro" names what it sums). Another population or another
+    # figure of the rows it counts.
+    unread: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
+    # ... and every name of the store it does not read (for a word no query explains: a
+    # figure the store holds and the catalog does not compute).
+    unread_anywhere: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -215,13 +266,19 @@ class Vocabulary:
         queries: Mapping[str, CatalogQuery],
         choices: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
         matcher: Matcher,
+        schema_names: Mapping[str, Sequence[str]] | None = None,
     ) -> Vocabulary:
+        """`schema_names`: the store's views (`schema.view`) and their columns' names
+        (snake_case is read as words), whose words could change what a query computes."""
         vocab = cls(matcher)
         enum: set[int] = set()
+        said: set[int] = set()  # every stem outside values and synonyms
         for qid, query in queries.items():
             texts = [*query.routing_texts()]
+            said |= frozenset().union(*(matcher.stems(t) for t in texts))
             for name, param in query.parameters.items():
                 texts += [name.replace("_", " "), param.description]
+                said |= matcher.stems(f"{name.replace('_', ' ')} {param.description}")
                 for value, words in choices.get(qid, {}).get(name, {}).items():
                     texts += [value, *words]
                     for text in (value, *words):
@@ -232,11 +289,12 @@ class Vocabulary:
             grouped: set[int] = set()
             grouped_words: set[str] = set()
             for name, column in query.result.columns.items():
-                said = f"{name.replace('_', ' ')} {column.label}"
-                texts.append(f"{said} {column.unit or ''}")
+                named = f"{name.replace('_', ' ')} {column.label}"
+                texts.append(f"{named} {column.unit or ''}")
+                said |= matcher.stems(f"{named} {column.unit or ''}")
                 if column.kind != "quantity":
-                    grouped |= matcher.stems(said)
-                    grouped_words |= set(_WORD.findall(said.casefold()))
+                    grouped |= matcher.stems(named)
+                    grouped_words |= set(_WORD.findall(named.casefold()))
             vocab.per_query[qid] = frozenset().union(*(matcher.stems(t) for t in texts))
             vocab.words[qid] = frozenset(_WORD.findall(" ".join(texts).casefold()))
             vocab.columns[qid] = frozenset(grouped)
@@ -261,18 +319,109 @@ class Vocabulary:
         )
         vocab.all_stems = frozenset().union(*vocab.per_query.values())
         vocab.all_words = frozenset().union(*vocab.words.values())
+        vocab.value_only = frozenset(enum - said)
+        views = schema_names or {}
+        for qid, query in queries.items():
+
+            def reads(name: str, sql: str = query.sql) -> bool:
+                return re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE) is not None
+
+            own = [v for v in views if reads(v.rsplit(".", 1)[-1])]
+            names = [v.rsplit(".", 1)[-1] for v in views if v not in own]
+            names += [c for v in own for c in views[v] if not reads(c)]
+            elsewhere = [c for v in views if v not in own for c in views[v]]
+            said_by_sql = " ".join(
+                re.sub(r"_+", " ", n)
+                for n in [*(v.rsplit(".", 1)[-1] for v in own), *(c for v in own for c in views[v])]
+                if reads(n)
+            )
+            vocab.unread[qid] = _pool(names, said_by_sql, matcher)
+            vocab.unread_anywhere[qid] = _pool([*names, *elsewhere], said_by_sql, matcher)
         return vocab
 
     def read(self, question: str) -> Reading:
         asked = self.matcher.stems(question)
         groups = measure_groups(question)
+        tokens: list[str] = []
+        capitalised: set[str] = set()
+        spans: list[tuple[int, int]] = []
+        start = True  # at a sentence's first word, whose capital marks no name
+        for m in _TOKEN.finditer(question):
+            token = m[0]
+            spans.append(m.span())
+            if not token[0].isalnum():
+                tokens.append("")
+                start = start or token in _SENTENCE_END
+                continue
+            if token[0].isupper() and not start:
+                capitalised.add(token.casefold())
+            start = False
+            tokens.append(token.casefold())
+        measured: set[str] = set()
+        for begin, end in measure_spans(question):
+            before = [i for i, (_, e) in enumerate(spans) if e <= begin]
+            after = [i for i, (b, _) in enumerate(spans) if b >= end]
+            if before:
+                measured.add(tokens[before[-1]])
+            # the next word, then across di/of ("picco di consumo", "amount of revenue")
+            for i in after[:4]:
+                if tokens[i] in _LINKS:
+                    continue
+                measured.add(tokens[i])
+                if i + 1 >= len(tokens) or tokens[i + 1] not in _LINKS:
+                    break
+        words = content_words(question, self.matcher)
         return Reading(
             question,
             asked,
             groups,
             self.grouping(question, averaged=any("average" in g for g in groups)),
-            content_words(question, self.matcher),
+            words,
             tuple(v for v in self.values if self.matcher.within(v[0], asked)),
+            tuple(tokens),
+            frozenset(capitalised),
+            frozenset(measured - {""}),
+            frozenset(
+                b for a, b in itertools.pairwise(tokens) if a in _TARGET_WORDS and b and b in words
+            ),
+        )
+
+    def substantive(self, reading: Reading, word: str, query_id: str) -> str | None:
+        """Why a word no query explains could change what `query_id` computes, or None when
+        it is ordinary language (see the module docstring)."""
+        if word in reading.capitalised:
+            return "a name"
+        if word in reading.measured:
+            return "what is measured"
+        if word in reading.targets:
+            return "what is asked for"
+        stems, words = self.unread_anywhere.get(query_id, (frozenset(), frozenset()))
+        if _explained(word, stems, words, self.matcher):
+            return "a word of the store's views"
+        content = set(reading.words)
+        for i, token in enumerate(reading.tokens):
+            if token != word:
+                continue
+            neighbours = reading.tokens[max(0, i - 1) : i] + reading.tokens[i + 1 : i + 2]
+            if any(n in content for n in neighbours):
+                return "attached to another content word"
+        return None
+
+    def unread_word(self, word: str, query_id: str) -> bool:
+        """Whether the word names a view of the store or a column of the query's own views
+        that the query does not read."""
+        stems, words = self.unread.get(query_id, (frozenset(), frozenset()))
+        return _explained(word, stems, words, self.matcher)
+
+    def partial_values(self, reading: Reading) -> tuple[str, ...]:
+        """The question's words found only inside enumerated values, none of whose values the
+        question names whole ("Psichiatria" for "Psichiatria (SPDC)"): the filter it means
+        would be left unapplied, and an optional one would answer for everything."""
+        named = frozenset().union(*(self.matcher.stems(text) for text, *_ in reading.named))
+        return tuple(
+            w
+            for w in reading.words
+            if self.matcher.within(w, self.value_only) and not self.matcher.within(w, named)
         )
 
     def unapplied(self, reading: Reading, query_id: str, extraction: Extraction) -> tuple[str, ...]:
@@ -338,6 +487,17 @@ class Vocabulary:
         )
 
 
+def _pool(
+    names: Sequence[str], read: str, matcher: Matcher
+) -> tuple[frozenset[int], frozenset[str]]:
+    """The stems and words of snake_case `names`, less those of the names a query reads (a
+    word of a name the query reads, "costo" of costo_euro, is its own)."""
+    words = " ".join(re.sub(r"_+", " ", n) for n in names)
+    read_stems = matcher.stems(read)
+    stems = frozenset(s for s in matcher.stems(words) if s not in read_stems)
+    return stems, frozenset(set(_WORD.findall(words.casefold())) - set(_WORD.findall(read)))
+
+
 def content_words(question: str, matcher: Matcher) -> tuple[str, ...]:
     """The question's words that carry meaning: no measure word, no stopword or function
     word, no number, date, month or quarter (those are the parameters' business)."""
@@ -394,6 +554,33 @@ def fit(
     )
     unexplained = _unexplained(reading.words, query.id, vocab)
     foreign = vocab.foreign(unexplained)
+    ordinary: tuple[str, ...] = ()
+    groups = reading.groups
+    if "count" not in query.measures:
+        # "Quanti euro" on a query whose figure is in euro asks that figure, not a count.
+        units = [c.unit for c in query.result.columns.values() if c.unit and c.kind != "category"]
+        groups = measure_groups(reading.question, units) if units else groups
+    # A figure is asked: a measure named, or a year, date or number its parameters take. A
+    # question asking none may be one for the documents ("come funziona il triage?").
+    figure = bool(groups) or any(
+        origin == "question" and query.parameters[name].type != "enum"
+        for name, origin in extraction.origin.items()
+    )
+    # A word this query does not explain though another query does, naming a column of the
+    # rows it counts that it does not read ("un ricovero" beside the emergency room's visits:
+    # the `ricoverato` flag), asks another figure of the same rows.
+    neighbour: tuple[str, ...] = ()
+    if proposed is None:
+        neighbour = tuple(
+            w
+            for w in unexplained
+            if w not in foreign and (vocab.unread_word(w, query.id) or w in reading.targets)
+        )
+    if proposed is None and figure:
+        # Offline, the similarity to the query's own examples must also reach the threshold:
+        # an ordinary word lowers the score and does not refuse on its own.
+        ordinary = tuple(w for w in foreign if vocab.substantive(reading, w, query.id) is None)
+        foreign = tuple(w for w in foreign if w not in ordinary)
     elsewhere: tuple[str, ...] = ()
     unstated: tuple[str, ...] = ()
     if proposed is not None:
@@ -422,8 +609,9 @@ def fit(
         - UNEXPLAINED * len(unexplained) / max(1, len(reading.words))
     )
     refused: str | None = None
-    if not agrees(reading.groups, query.measures):
-        said = " and ".join("/".join(sorted(g)) for g in reading.groups)
+    partial = vocab.partial_values(reading)
+    if not agrees(groups, query.measures):
+        said = " and ".join("/".join(sorted(g)) for g in groups)
         refused = (
             f"measure mismatch: the question asks {said}; "
             f"{query.id} computes {', '.join(sorted(query.measures))}"
@@ -431,7 +619,7 @@ def fit(
     elif reading.grouping and not vocab.groups_as_asked(query.id, reading.grouping):
         by = " ".join(reading.grouping)
         refused = f"grouping mismatch: {query.id} does not group its result by {by}"
-    elif _names_a_winner(query, reading.groups) and not (
+    elif _names_a_winner(query, groups) and not (
         _WHICH.search(reading.question) or reading.grouping
     ):
         first = next(iter(query.result.columns.values()))
@@ -449,10 +637,21 @@ def fit(
             f"unapplied value: the question names {', '.join(unapplied)}, which {query.id} "
             "does not apply"
         )
+    elif partial:
+        refused = (
+            f"partial value: the question names {', '.join(partial)}, part of a value but no "
+            "whole value (name the value as the catalog has it, or add a synonym)"
+        )
     elif foreign:
         refused = (
             f"unknown words: no catalog query speaks of {', '.join(foreign)} (add it to the "
             "examples or synonyms of the query that computes it)"
+        )
+    elif neighbour:
+        refused = (
+            f"unread column: the question speaks of {', '.join(neighbour)}, which {query.id} "
+            "does not explain and which names a view or a column of its rows it does not read "
+            "(another figure or another population), or the row the question asks for"
         )
     elif unstated:
         refused = (
@@ -472,7 +671,16 @@ def fit(
         and not vocab.named(reading, f"{name.replace('_', ' ')} {column.label}")
     )
     return Fit(
-        query.id, similarity, score, extraction, evidence, unexplained, foreign, refused, unasked
+        query.id,
+        similarity,
+        score,
+        extraction,
+        evidence,
+        unexplained,
+        foreign,
+        refused,
+        unasked,
+        ordinary,
     )
 
 

@@ -33,34 +33,38 @@ def grant_sql(role: str, schemas: Sequence[str], database: str, password: str = 
         f"ALTER ROLE {r} SET statement_timeout = '30s';",
     ]
     for schema in schemas:
-        s = _ident(schema)
-        lines += [
-            f"-- {schema}: USAGE, and SELECT on its views only (never on a table, even one",
-            "-- kept in the same schema); a view reads its tables with its owner's rights.",
-            f"GRANT USAGE ON SCHEMA {s} TO {r};",
-            "DO $$ DECLARE v record; BEGIN",
-            "  FOR v IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = "
-            "c.relnamespace",
-            f"           WHERE n.nspname = {_literal(schema)} AND c.relkind IN ('v', 'm') LOOP",
-            f"    EXECUTE format('GRANT SELECT ON %I.%I TO %I', {_literal(schema)}, v.relname, "
-            f"{_literal(role)});",
-            "  END LOOP;",
-            "END $$;",
-            "-- A SECURITY DEFINER function runs with its owner's rights, past every grant",
-            "-- above: nobody but its owner may call one (PostgreSQL grants EXECUTE to PUBLIC).",
-            "DO $$ DECLARE f record; BEGIN",
-            "  FOR f IN SELECT p.oid::regprocedure AS sig FROM pg_proc p JOIN pg_namespace n "
-            "ON n.oid = p.pronamespace",
-            f"           WHERE n.nspname = {_literal(schema)} AND p.prosecdef LOOP",
-            "    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f.sig);",
-            "    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', f.sig, "
-            f"{_literal(role)});",
-            "  END LOOP;",
-            "END $$;",
-        ]
+        lines += schema_grants(role, schema)
     lines += [
         "-- Thoth refuses to connect if the role can read any base table or any relation",
         "-- outside these schemas. Tables granted to PUBLIC count: revoke them, e.g.",
         "--   REVOKE SELECT ON ALL TABLES IN SCHEMA public FROM PUBLIC;",
     ]
     return "\n".join(lines) + "\n"
+
+
+def schema_grants(role: str, schema: str) -> list[str]:
+    """USAGE on `schema` and SELECT on its views only, for `role`; SECURITY DEFINER functions
+    closed to it. Also run by `tht analytics refresh` on each new copy, before the swap."""
+    r, s = _ident(role), _ident(schema)
+    return [
+        f"-- {schema}: USAGE, and SELECT on its views only (never on a table, even one",
+        "-- kept in the same schema); a view reads its tables with its owner's rights.",
+        f"GRANT USAGE ON SCHEMA {s} TO {r};",
+        "DO $$ DECLARE v record; BEGIN",
+        "  FOR v IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
+        f"           WHERE n.nspname = {_literal(schema)} AND c.relkind IN ('v', 'm') LOOP",
+        f"    EXECUTE format('GRANT SELECT ON %I.%I TO %I', {_literal(schema)}, v.relname, "
+        f"{_literal(role)});",
+        "  END LOOP;",
+        "END $$;",
+        "-- A SECURITY DEFINER function runs with its owner's rights, past every grant",
+        "-- above: nobody but its owner may call one (PostgreSQL grants EXECUTE to PUBLIC).",
+        "DO $$ DECLARE f record; BEGIN",
+        "  FOR f IN SELECT p.oid::regprocedure AS sig FROM pg_proc p JOIN pg_namespace n "
+        "ON n.oid = p.pronamespace",
+        f"           WHERE n.nspname = {_literal(schema)} AND p.prosecdef LOOP",
+        "    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f.sig);",
+        f"    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', f.sig, {_literal(role)});",
+        "  END LOOP;",
+        "END $$;",
+    ]

@@ -47,7 +47,7 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
         # "più di 30" and "meno di 30" compare; "di più", "più pazienti" rank
         r"massim[oaie]|pi[uù] alt[oa]|pi[uù] lung[oa]|maggior[ei]|di pi[uù]|"
         r"pi[uù](?! di\b| del\w*\b| dei\b| che\b| bass| brev)|maximum|"
-        r"highest|largest|longest|most|biggest|peak",
+        r"highest|largest|longest|most|biggest|peak|picco",
     ),
     (("ratio",), r"rapporto|per mille|ogni \d+|ratio|per capita|per \d+"),
     (("list",), r"elenc\w*|lista|list|show me the|mostra\w*|show"),
@@ -56,25 +56,66 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
         r"andamento|trend|nel tempo|mese per mese|over time|month by month",
     ),
 )
+# Measures Thoth knows but a catalog cannot declare (not in `Measure`): a question naming one
+# ("la mediana dell'attesa", "how many distinct drugs") asks something no query computes, and
+# the nearest query's average or count would be the wrong number.
+_BEYOND: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (("median",), r"median[aeio]?|medians?"),
+    (("percentile",), r"percentil[ei]|percentiles?|quartil[ei]|quartiles?"),
+    (("distinct",), r"distint[aeio]|distinct|univoc\w*|unique"),
+    (("variance",), r"varianz[ae]|variances?|deviazion[ei]|deviations?|scarto quadratico"),
+    # a change between periods is one number, not the values over time (`trend`)
+    (
+        ("change",),
+        r"cresci\w*|cresciut\w*|crescit[ae]|aumentat\w*|aument[oi]|diminuit\w*|diminuzion[ei]|"
+        r"calat[aeio]|calo|salit[aeio]|sces[aeio]|variazion[ei]|increased?|increases|decreased?|"
+        r"decreases|grew|grown|growth|rose|risen|fell|fallen|drop(?:ped)?",
+    ),
+)
 _TOTAL: Final = ("sum", "count")
 _COUNT: Final = ("count",)
 _HOW_MUCH: Final = ("sum",)
-_PATTERNS: Final = tuple(
+_PATTERNS: Final[tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]] = tuple(
     (measures, re.compile(rf"(?<![\w%])(?:{words})(?![\w])", re.IGNORECASE))
-    for measures, words in _WORDS
+    for measures, words in (*_WORDS, *_BEYOND)
 )
+# "Quanti euro", "how many minutes": a count word before the unit of the figure asks that
+# figure in that unit, not a count of something.
+_COUNT_WORD: Final = r"quant[ie]|how\s+many"
 
 
-def measure_groups(question: str) -> tuple[frozenset[str], ...]:
+def _unit_words(units: Iterable[str]) -> str | None:
+    """A pattern for the words of the units (a plural or another last vowel for words of 4+
+    letters: giorni/giorno, minutes/minute)."""
+    forms = []
+    for unit in units:
+        for word in re.findall(r"[^\W\d_]{2,}", unit.casefold()):
+            forms.append(re.escape(word[:-1]) + r"\w{0,2}" if len(word) >= 4 else re.escape(word))
+    return "|".join(sorted(set(forms))) or None
+
+
+def measure_groups(question: str, units: Iterable[str] = ()) -> tuple[frozenset[str], ...]:
     """The measures the question names, one group per measure word ("tasso": share or ratio).
     "Total" beside another measure word is an adjective ("the average total price"); "how
     many" names the unit ("quanti giorni in media", "how many percent"); "how much" asks a sum
-    unless another measure word says which ("how much on average")."""
+    unless another measure word says which ("how much on average"). `units`: the units of a
+    query's figures ("euro"): "quanti euro" then names the unit, and counts nothing."""
+    unit = _unit_words(units)
+    if unit is not None:
+        question = re.sub(
+            rf"\b(?:{_COUNT_WORD})\s+(?=(?:{unit})\b)", " ", question, flags=re.IGNORECASE
+        )
     named = [measures for measures, pattern in _PATTERNS if pattern.search(question)]
+    weak: tuple[str, ...]
     for weak in (_TOTAL, _COUNT, _HOW_MUCH):
         if len(named) > 1 and weak in named:
             named.remove(weak)
     return tuple(frozenset(measures) for measures in named)
+
+
+def measure_spans(question: str) -> list[tuple[int, int]]:
+    """Where the question's measure words are (start, end), in order."""
+    return sorted(m.span() for _, pattern in _PATTERNS for m in pattern.finditer(question))
 
 
 def without_measure_words(question: str) -> str:

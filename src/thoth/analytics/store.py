@@ -101,16 +101,36 @@ class AnalyticsStore:
         self._root = root
         self._environ = environ
         self._db: ReadOnlyDatabase | None = None
+        self._opened: tuple[tuple[int, int], ...] = ()
         self._lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
         return self.settings.dialect
 
+    def _files(self) -> tuple[tuple[int, int], ...]:
+        """SQLite: which files the store's paths name now (device, inode). `tht analytics
+        refresh` replaces a file by another (os.replace): an open connection keeps reading the
+        old one, so it is reopened when the path names another file."""
+        if self.settings.dialect != "sqlite":
+            return ()
+        found = []
+        for rel in self.settings.files.values():
+            try:
+                st = (self._root / rel).stat()
+            except OSError:
+                return ()
+            found.append((st.st_dev, st.st_ino))
+        return tuple(found)
+
     def _with_db(self, what: str, work: Callable[[ReadOnlyDatabase], T]) -> T:
         with self._lock:
             try:
+                files = self._files()
+                if self._db is not None and files != self._opened:
+                    self._drop()
                 if self._db is None:
+                    self._opened = files
                     self._db = open_database(
                         self.settings.store(), self._root, environ=self._environ
                     )
@@ -171,8 +191,28 @@ class AnalyticsStore:
     def execute(
         self, query: CatalogQuery, values: Mapping[str, object], revision: str | None
     ) -> Computation:
-        """Run one catalog query with its bound parameters, after reading the data date."""
-        data_date = self.data_date()
+        """Run one catalog query with its bound parameters, between two reads of the data date:
+        a refresh swapped in between them (the figure from one copy, the date from the other)
+        is seen, and the query runs again on the copy now served."""
+        for _ in range(3):
+            data_date = self.data_date()
+            computed = self._execute(query, values, revision, data_date)
+            if self.data_date() == data_date:
+                return computed
+        raise AnalyticsError(
+            f"catalog query {query.id}: the store's data date changed during each of 3 runs "
+            "(refreshes back to back?) -> ask again",
+            code=DATA_DATE_UNREADABLE,
+            where=query.id,
+        )
+
+    def _execute(
+        self,
+        query: CatalogQuery,
+        values: Mapping[str, object],
+        revision: str | None,
+        data_date: str,
+    ) -> Computation:
         params = {name: self._bindable(v) for name, v in values.items()}
 
         def run(db: ReadOnlyDatabase) -> Computation:
@@ -225,6 +265,24 @@ class AnalyticsStore:
             return [str(r[0]) for r in result.rows]
 
         return self._with_db(f"reading the values of {values_from}", read)
+
+    def schema_names(self) -> dict[str, list[str]]:
+        """The store's views (`schema.view`) and their columns' names (no values: names only,
+        what any reviewer of the catalog sees). The decision reads a question's word among
+        them as one that could change what a query computes."""
+
+        def read(db: ReadOnlyDatabase) -> dict[str, list[str]]:
+            snapshot = db.introspect(sample_values=0, may_sample=lambda *_: False)
+            # The data date's view is the refresh's bookkeeping, not a source of figures.
+            bookkeeping = self.settings.data_date_sql.casefold()
+            return {
+                f"{t.schema}.{t.name}": [c.name for c in t.columns]
+                for t in snapshot.tables
+                if t.kind == "view"
+                and not re.search(rf"\b{re.escape(t.name.casefold())}\b", bookkeeping)
+            }
+
+        return self._with_db("reading the names of the store's views", read)
 
     def _bindable(self, value: object) -> object:
         # SQLite binds neither dates nor decimals: ISO text and floats compare as the views'

@@ -1,8 +1,11 @@
-"""`tht analytics check | calibrate | grant-sql | metrics-page`: the analytics store (level 3).
+"""`tht analytics check | calibrate | grant-sql | metrics-page | refresh | rollback`: the
+analytics store (level 3).
 
 Exit codes: check 0 every entry passes, 1 problems (each names the file and the field),
 4 the store cannot be opened or no [analytics]; calibrate 0 done, 1 bad set or embedder
-down; metrics-page 0 written, 1 a figure failed (nothing written)."""
+down; metrics-page 0 written, 1 a figure failed (nothing written); refresh 0 swapped in, 1 a
+step failed (the served copy untouched), 4 another refresh running or no [analytics.refresh];
+rollback 0 done, 4 no previous copy."""
 
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ def register(app: typer.Typer) -> None:
     analytics_app.command("calibrate")(calibrate_cmd)
     analytics_app.command("grant-sql")(grant_sql_cmd)
     analytics_app.command("metrics-page")(metrics_page_cmd)
+    analytics_app.command("refresh")(refresh_cmd)
+    analytics_app.command("rollback")(rollback_cmd)
 
 
 def check_cmd(
@@ -270,4 +275,68 @@ def metrics_page_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> 
     out.print(
         f"Wrote {page.path.relative_to(ws.root)} ({len(page.figures)} figures, "
         "`knowledge: false`: docs sync never indexes it). Commit it for the curators."
+    )
+
+
+def refresh_cmd(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Serve a data date older than the served copy's."),
+    ] = False,
+    workspace: WsOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuild the store from its source, check every catalog query on it, swap it in.
+    Exit 0 swapped, 1 a step failed (served copy untouched), 4 another refresh running."""
+    from thoth.analytics.refresh import RefreshError, refresh, served_catalog
+    from thoth.cli.common import report_error
+    from thoth.runtime import open_state
+
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        state = open_state(ws)
+        try:
+            revision = state.active_revision(ws.settings.workspace)
+        finally:
+            state.close()
+        catalog = served_catalog(ws, revision)
+        try:
+            report = refresh(ws, catalog, force=force)
+        except RefreshError as exc:
+            raise typer.Exit(report_error(exc, as_json, extra={"step": exc.step})) from exc
+    if as_json:
+        emit_json({"catalog_revision": catalog.revision, **report.as_dict()})
+        return
+    for step in report.steps:
+        detail = f" ({step.detail})" if step.detail else ""
+        out.print(f"  {step.name:<10} {step.seconds:8.3f} s{escape(detail)}", highlight=False)
+    rows = sum(report.tables.values())
+    out.print(
+        f"Refreshed {report.served}: {len(report.tables)} tables, {rows} rows, "
+        f"{len(report.checked)} catalog queries checked; data date {report.data_date} "
+        f"(was {report.previous_data_date or 'none'}). Previous copies kept: "
+        f"{', '.join(report.previous) or 'none'}.",
+        highlight=False,
+    )
+
+
+def rollback_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """Serve the newest previous copy again (the current one is set aside, not dropped).
+    Exit 0 done, 4 no previous copy."""
+    from thoth.analytics.refresh import RefreshError, rollback
+    from thoth.cli.common import report_error
+
+    with errors(as_json):
+        ws = Workspace.open(workspace)
+        try:
+            report = rollback(ws)
+        except RefreshError as exc:
+            raise typer.Exit(report_error(exc, as_json, extra={"step": exc.step})) from exc
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    out.print(
+        f"Rolled back {report.served} to {report.restored} (data date {report.data_date}); "
+        f"the copy served until now is kept as {report.set_aside}.",
+        highlight=False,
     )

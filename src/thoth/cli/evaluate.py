@@ -3,9 +3,8 @@ checking the data it serves."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.markup import escape
@@ -51,53 +50,19 @@ def eval_run_cmd(
     """Ask every reference question; judge retrieval and answer separately.
 
     Exit 0 all pass, 1 any case fails."""
-    from thoth.evaluation.answers import load_answer_cases, run_answer_evaluation
-    from thoth.runtime import open_answer_service
+    from thoth.evaluation.answers import load_answer_cases
+    from thoth.runtime import evaluate_answers
 
     with errors(as_json):
         ws = Workspace.open(workspace)
         rel = file or Path(ws.settings.answers.evaluation)
         cases = load_answer_cases(ws.root / rel, str(rel))
-        service = open_answer_service(ws)
-        reference = open_reference(ws)
-        try:
-            report = run_answer_evaluation(
-                service, cases, k, reference.figure if reference else None
-            )
-        finally:
-            service.close()
-            if reference is not None:
-                reference.close()
+        report = evaluate_answers(ws, cases, k)
     if as_json:
         emit_json(report.as_dict())
     else:
         _render_eval(report)
     raise typer.Exit(exitcodes.OK if report.passed else exitcodes.FAILED)
-
-
-class _StoreReference:
-    """The first figure the analytics store computes for a query and its parameters: what a
-    numeric case without a written value is checked against."""
-
-    def __init__(self, ws: Workspace) -> None:
-        from thoth.runtime import make_analytics, open_runtime
-
-        self._rt = open_runtime(ws)
-        self._service = make_analytics(self._rt)
-
-    def figure(self, query_id: str, parameters: Mapping[str, Any]) -> object:
-        from thoth.evaluation.answers import first_figure
-
-        rows = self._service.compute(query_id, parameters).rows
-        return first_figure(rows)
-
-    def close(self) -> None:
-        self._service.close()
-        self._rt.close()
-
-
-def open_reference(ws: Workspace) -> _StoreReference | None:
-    return _StoreReference(ws) if ws.settings.analytics is not None else None
 
 
 def _render_eval(report: AnswerEvalReport) -> None:
@@ -276,6 +241,7 @@ def verify_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
         report = _verify_with_index(ws)
         _verify_catalog(ws, report)
         _verify_rates(ws, report)
+        _verify_schedule(ws, report)
     if as_json:
         emit_json(report.as_dict())
     else:
@@ -328,6 +294,27 @@ def _verify_rates(ws: Workspace, report: VerifyReport) -> None:
             "`tht answers stats` shows them by day; `tht answers log` lists them "
             f"([answers.alerts] {alert.rate} sets the threshold)",
         )
+
+
+def _verify_schedule(ws: Workspace, report: VerifyReport) -> None:
+    """A routine of `[schedule]` that is late or whose last run failed: a warning (what was
+    served is not wrong; it is not being kept current)."""
+    from thoth.runtime import open_state
+    from thoth.schedule.scheduler import Scheduler
+
+    if not ws.settings.schedule.routines:
+        return
+    with open_state(ws) as state:
+        statuses = Scheduler(ws, state).status()
+    for status in statuses:
+        for code, message in status.warnings():
+            report.add(
+                "warning",
+                code,
+                f"[schedule] routine {status.name}",
+                message,
+                "`tht schedule list` shows every routine; docs/operations.md says what to do",
+            )
 
 
 def _verify_with_index(ws: Workspace) -> VerifyReport:

@@ -16,6 +16,7 @@ from thoth.cli import docs as docs_cli
 from thoth.cli import evaluate as evaluate_cli
 from thoth.cli import index as index_cli
 from thoth.cli import mcp as mcp_cli
+from thoth.cli import schedule as schedule_cli
 from thoth.cli import schema as schema_cli
 from thoth.cli import service as service_cli
 from thoth.cli import state as state_cli
@@ -69,6 +70,7 @@ service_cli.register(app)
 agent_cli.register(app)
 mcp_cli.register(app)
 state_cli.register(app)
+schedule_cli.register(app)
 wiki_cli.register(app)
 
 

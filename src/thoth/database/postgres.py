@@ -322,7 +322,13 @@ class PostgresDatabase(ReadOnlyDatabase):
                 close = getattr(stream, "close", None)
                 if close is not None:
                     close()  # cancels what the server still sends
-            columns = tuple(d.name for d in cur.description or ())
+            description = cur.description
+            if description is None and not rows:
+                # psycopg's stream keeps no description when no row came: the statement is
+                # described again, with no row to fetch (an empty result costs it twice).
+                cur.execute(query, args)
+                description = cur.description
+            columns = tuple(d.name for d in description or ())
             return QueryResult(
                 columns=columns,
                 rows=tuple(rows),

@@ -46,6 +46,8 @@ from thoth.memory.curation import CurationIncomplete
 from thoth.memory.index import MemoryEmbeddingFailed
 from thoth.memory.promotion import PromotionIncomplete
 from thoth.memory.registry import MemoryRefused
+from thoth.schedule.hooks import HookBadPayload, HookBadSignature, HookNotConfigured, HookUnsigned
+from thoth.schedule.scheduler import SchedulerThread
 from thoth.search.service import UnitNotFound
 from thoth.service.callers import authenticate
 from thoth.service.errors import (
@@ -110,6 +112,11 @@ R = TypeVar("R", bound=Response)
 # The one mapping of errors to HTTP statuses: the first class an error is an instance of wins.
 STATUSES: Final[tuple[tuple[type[ThothError], int], ...]] = (
     (Unauthorized, 401),
+    # POST /v1/hooks/git (thoth.schedule.hooks)
+    (HookUnsigned, 401),
+    (HookBadSignature, 403),
+    (HookNotConfigured, 404),
+    (HookBadPayload, 422),
     (LabelAboveCeiling, 403),
     (NotACurator, 403),
     (BodyTooLarge, 413),
@@ -287,12 +294,18 @@ def create_app(workspace_root: Path) -> FastAPI:
         operations = await run_in_threadpool(Operations, ws)
         app.state.thoth = state = _State(ws, operations)
         log.info("thoth service for workspace %s at %s", ws.settings.workspace, ws.root)
+        await run_in_threadpool(operations.watch_schedule)  # late or failed routines, logged
+        runner = SchedulerThread(ws) if ws.settings.schedule.run_in_service else None
+        if runner is not None:
+            runner.start()
         try:
             async with AsyncExitStack() as stack:
                 for manager in state.mcp.values():
                     await stack.enter_async_context(manager.run())
                 yield
         finally:
+            if runner is not None:
+                await run_in_threadpool(runner.stop)
             await run_in_threadpool(operations.close)
 
     app = FastAPI(
@@ -308,6 +321,7 @@ def create_app(workspace_root: Path) -> FastAPI:
     _session_routes(app)
     _gap_routes(app)
     _memory_routes(app)
+    _hook_routes(app)
     # MCP over HTTP (outside the API document: its own protocol, docs/mcp.md)
     app.router.routes.append(
         Route("/mcp", endpoint=McpEndpoint(app), methods=["GET", "POST", "DELETE"])
@@ -638,6 +652,66 @@ def _gap_routes(app: FastAPI) -> None:
         return await _session(request, None, lambda d, _b, _k: d.gaps())
 
 
+_HOOK_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
+    202: {"description": "A push of a served source's branch: a docs sync is queued."},
+    **{
+        status: {
+            "description": description,
+            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/ProblemBody"}}},
+        }
+        for status, description in (
+            (401, "Neither X-Hub-Signature-256 nor X-Gitlab-Token (`hook_unsigned`)."),
+            (403, "The signature or token does not match the secret (`hook_bad_signature`)."),
+            (404, "No secret for that forge in [schedule.hook] (`hook_not_configured`)."),
+            (413, "The body is larger than [service].max_body_bytes (`body_too_large`)."),
+            (422, "A signed body that is not a push payload (`hook_bad_payload`)."),
+            (500, "An unexpected failure (`internal`), logged with the request id."),
+            (503, "The process is full (`busy`), or the state store cannot be used."),
+        )
+    },
+}
+
+
+def _hook_routes(app: FastAPI) -> None:
+    """Realign on publish (issue 50, point 3): a forge's push webhook, authenticated by its
+    signature rather than an API key (a forge sends no Authorization header)."""
+
+    @app.post("/v1/hooks/git", tags=["service"], responses=_HOOK_RESPONSES)
+    async def git_hook(request: Request) -> JSONResponse:
+        """A GitHub (X-Hub-Signature-256) or GitLab (X-Gitlab-Token) push webhook: when its
+        signature matches the secret of [schedule.hook] and it names the repository and
+        branch a source's served clone follows, a docs sync is queued (202, the run's key;
+        `tht schedule worker` runs it, its sync run names the commit). A push no source
+        follows, or another event, is 200 and queues nothing; a refused one changes nothing."""
+        request_id = f"req-{secrets.token_hex(6)}"
+        state: _State = request.app.state.thoth
+        try:
+            async with asyncio.timeout(state.service.body_timeout_seconds):
+                body = await read_body(request, state.service.max_body_bytes)
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            state.admission.enter()
+            try:
+                outcome = await run_in_threadpool(state.operations.git_hook, headers, body)
+            finally:
+                state.admission.leave()
+        except TimeoutError:
+            exc = RequestTimeout(
+                f"the body did not arrive within {state.service.body_timeout_seconds:g} s"
+            )
+            return problem_response(exc, request_id, state.redactor)
+        except ThothError as exc:
+            log.warning(
+                "request %s %s refused [%s]: %s", request_id, request.url.path, exc.code, exc
+            )
+            return problem_response(exc, request_id, state.redactor)
+        except Exception:  # the last resort, as in _guarded: logged, 500 with the request id
+            log.exception("request %s %s: unexpected failure", request_id, request.url.path)
+            return problem_response(_internal(request_id), request_id)
+        response = JSONResponse(outcome.as_dict(), status_code=202 if outcome.queued else 200)
+        response.headers[REQUEST_ID] = request_id
+        return response
+
+
 async def _session(
     request: Request,
     model: type[BaseModel] | None,
@@ -927,19 +1001,7 @@ async def read_json(request: Request, limit: int) -> Any:
     charset = _charset(parameters)
     if charset not in (None, "utf-8", "utf8"):
         raise _not_utf8(f"Content-Type declares charset={charset}")
-    declared = request.headers.getlist("content-length")
-    if len(declared) > 1:
-        raise RequestError("more than one Content-Length header")
-    if declared and declared[0].isdigit() and int(declared[0]) > limit:
-        raise _too_large(int(declared[0]), limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(size, limit, streamed=True)
-        chunks.append(chunk)
-    raw = b"".join(chunks)
+    raw = await read_body(request, limit)
     if raw.startswith(_BOMS):
         raise _not_utf8("it starts with a byte-order mark (UTF-8, UTF-16 or UTF-32)")
     if b"\x00" in raw:  # never in JSON text (a NUL is escaped): UTF-16 or UTF-32 without BOM
@@ -962,6 +1024,24 @@ async def read_json(request: Request, limit: int) -> Any:
     if not isinstance(data, dict):
         raise RequestError(f"the body must be a JSON object, not {type(data).__name__}")
     return data
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body's bytes, at most `limit` (declared by Content-Length or counted while
+    streaming, so a chunked body is bounded too)."""
+    declared = request.headers.getlist("content-length")
+    if len(declared) > 1:
+        raise RequestError("more than one Content-Length header")
+    if declared and declared[0].isdigit() and int(declared[0]) > limit:
+        raise _too_large(int(declared[0]), limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(size, limit, streamed=True)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 _BOMS: Final = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")  # UTF-32's start as UTF-16's

@@ -1,10 +1,10 @@
-"""GET /metrics: the answers served, the failures by code, the readers' reports and the open
-knowledge gaps of sessions, in the Prometheus text format (written by prometheus_client, never
-by hand).
+"""GET /metrics: the answers served, the failures by code, the readers' reports, the open
+knowledge gaps of sessions and the routines of `[schedule]` (late, failed, runs), in the
+Prometheus text format (written by prometheus_client, never by hand).
 
-Every figure is counted in SQL from the shared answer log at scrape time, so each process of
-`tht serve` reports the same totals, whichever a scraper reaches; the counters only grow while
-the log is kept. Caller "(local)" is the CLI and Python.
+Every figure is counted in SQL from the shared answer log and run tables at scrape time, so
+each process of `tht serve` reports the same totals, whichever a scraper reaches; the counters
+only grow while the log is kept. Caller "(local)" is the CLI and Python.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from thoth.schedule.scheduler import Scheduler
 from thoth.session.gaps import GapQueue
 from thoth.state import StateStore
 from thoth.state.stats import LOCAL_CALLER
@@ -109,11 +110,49 @@ class GapCollector(Collector):
         yield open_gaps
 
 
-def exposition(state: StateStore, workspace: str, gaps: GapQueue | None = None) -> bytes:
+class ScheduleCollector(Collector):
+    """The routines of `[schedule]`, read at each collection from the shared table of runs:
+    whether each is late or its last run failed (gauges, 1 or 0), and its runs by status."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def collect(self) -> Iterator[Metric]:
+        late = GaugeMetricFamily(
+            "thoth_schedule_late",
+            "1 when the routine's latest due run has not succeeded within its late_after.",
+            labels=["routine"],
+        )
+        failed = GaugeMetricFamily(
+            "thoth_schedule_failed",
+            "1 when the routine's last finished run failed.",
+            labels=["routine"],
+        )
+        runs = CounterMetricFamily(
+            "thoth_schedule_runs",
+            "Runs of the routines, by routine and status.",
+            labels=["routine", "status"],
+        )
+        for status in self._scheduler.status():
+            late.add_metric([status.name], int(status.late))
+            failed.add_metric([status.name], int(status.failed))
+        for routine, state, n in self._scheduler.queue.totals(self._scheduler.name):
+            runs.add_metric([routine, state], n)
+        yield from (late, failed, runs)
+
+
+def exposition(
+    state: StateStore,
+    workspace: str,
+    gaps: GapQueue | None = None,
+    schedule: Scheduler | None = None,
+) -> bytes:
     """The metrics page: one registry per scrape, holding the answer log's collector and,
-    given the queue, the knowledge gaps'."""
+    given them, the knowledge gaps' and the schedule's."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(AnswerLogCollector(state, workspace))
     if gaps is not None:
         registry.register(GapCollector(gaps))
+    if schedule is not None:
+        registry.register(ScheduleCollector(schedule))
     return generate_latest(registry)

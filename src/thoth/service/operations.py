@@ -40,6 +40,8 @@ from thoth.runtime import (
     open_runtime,
     sessions_dir,
 )
+from thoth.schedule.hooks import HookOutcome, receive
+from thoth.schedule.scheduler import Scheduler, system_clock
 from thoth.search.outcome import EvidenceSearchContext
 from thoth.search.service import EvidenceSearch, read_unit_at
 from thoth.service.callers import ceiling_labels, require_evidence_within_ceiling
@@ -75,6 +77,7 @@ class Operations:
         # not meant to be shared between threads).
         self._engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thoth-engine")
         self._next_rate_check = 0.0  # time.monotonic() of the next alert check
+        self._next_schedule_check = 0.0  # ... and of the next look at the schedule
         try:
             self._engine.submit(self._open).result()
         except BaseException:
@@ -95,6 +98,8 @@ class Operations:
             # The agent's queue shares the state store's engine (closed with it). Job calls
             # are state-store calls only: they never wait for the engine thread.
             self._jobs = JobQueue.on(rt.state)
+            # Read only: the late and failed routines for /metrics and the log.
+            self._schedule = Scheduler(ws, rt.state)
             self._analytics = (
                 AnalyticsStore(ws.settings.analytics, ws.root) if ws.settings.analytics else None
             )
@@ -143,6 +148,7 @@ class Operations:
             )
         )
         self._watch_rates()
+        self._watch_schedule()
         return answer.as_dict(body.show_context)
 
     def knowledge_search(
@@ -258,7 +264,8 @@ class Operations:
         """The Prometheus text page of the answer log (a state-store call) and the open
         knowledge gaps of the sessions."""
         gaps = GapQueue(sessions_dir(self.ws), self.ws.evidence)
-        return exposition(self._rt.state, self.settings.workspace, gaps)
+        self._watch_schedule()
+        return exposition(self._rt.state, self.settings.workspace, gaps, self._schedule)
 
     def feedback(self, body: FeedbackBody, caller: CallerSettings | None) -> dict[str, Any]:
         """Record a reader's report on an answer the caller was given (another caller's
@@ -324,6 +331,33 @@ class Operations:
         return allowed_labels(
             self.settings, {"labels": ceiling_labels(self.settings, caller, labels)}
         )
+
+    def git_hook(self, headers: dict[str, str], body: bytes) -> HookOutcome:
+        """A forge's push webhook: verified, then a docs sync queued for each source it names
+        (thoth.schedule.hooks). A state-store call: it never waits for the engine."""
+        outcome = receive(self.ws, self._rt.state, headers, body, system_clock())
+        log.info("git hook (%s %s): %s", outcome.forge, outcome.event, outcome.as_dict())
+        return outcome
+
+    def watch_schedule(self) -> None:
+        """Warn in the log of each routine of `[schedule]` that is late or whose last run
+        failed (the same check as `tht verify` and `tht schedule list`)."""
+        try:
+            statuses = self._schedule.status()
+        except ThothError as exc:
+            log.warning("schedule: the routines could not be read [%s]: %s", exc.code, exc)
+            return
+        for status in statuses:
+            for code, message in status.warnings():
+                log.warning("schedule [%s]: %s -> `tht schedule list`", code, message)
+
+    def _watch_schedule(self) -> None:
+        """`watch_schedule` at most every ALERT_CHECK_SECONDS."""
+        now = time.monotonic()
+        if now < self._next_schedule_check:
+            return
+        self._next_schedule_check = now + ALERT_CHECK_SECONDS
+        self.watch_schedule()
 
     def _watch_rates(self) -> None:
         """At most every ALERT_CHECK_SECONDS, warn in the log of each rate of the answers

@@ -17,6 +17,9 @@ Layout, one module per concern:
 - `store`: `StateStore`, the composition of the concern classes, and `StateStore.open`.
 
 - `jobs`: the deep-analysis agent's queue (`JobQueue`, over the store's engine).
+- `schedule`: the runs of the `[schedule]` routines, queued once per key and claimed under a
+  lease as jobs are (`ScheduleQueue`, over the store's engine).
+- `lease`: the leased queue both are: claim, heartbeat, the holder's check, orphan recovery.
 
 A new concern follows the same pattern: its tables in `schema`, a
 migration `versions/rNNNN_<slug>.py` whose `down_revision` is the current head (and
@@ -31,12 +34,12 @@ from thoth.state.generations import Generation, GenerationStatus
 from thoth.state.jobs import (
     Job,
     JobFinished,
-    JobLeaseLost,
     JobNotFound,
     JobNotRetryable,
     JobQueue,
     JobStep,
 )
+from thoth.state.lease import JobLeaseLost
 from thoth.state.runs import Build, BuildOutcome, RunKind, SyncRun, SyncRunConflict, SyncStatus
 from thoth.state.schema import (
     ANSWER_STATUSES,

@@ -20,24 +20,30 @@ The queue shares the engine of the `StateStore` it was made from (`JobQueue.on(s
 from __future__ import annotations
 
 import builtins
-import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final, Literal, cast, get_args
 
 from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.engine import Connection
 
+from thoth.state import lease
 from thoth.state.core import (
     StateError,
-    StoreCore,
     dump_json,
     load_json,
     now,
     parse_ts,
     require,
     ts,
+)
+from thoth.state.lease import (
+    Leased,
+    LeasedQueue,
+    optional_result,
+    optional_stamp,
+    optional_ts,
 )
 from thoth.state.schema import agent_job_steps, agent_jobs
 
@@ -46,7 +52,6 @@ FinalStatus = Literal["completed", "partial", "failed", "cancelled"]
 StepKind = Literal["model", "tool"]
 
 FINISHED: Final = ("completed", "partial", "failed", "cancelled")
-MAX_LIMIT: Final = 500
 
 
 class JobNotFound(StateError):
@@ -65,13 +70,6 @@ class JobNotRetryable(StateError):
     """Only a job that ended partial or failed is run again."""
 
     code = "job_not_retryable"
-
-
-class JobLeaseLost(StateError):
-    """The worker no longer holds the job (its lease expired and it was recovered, or it was
-    never claimed by this worker): it must stop working on it."""
-
-    code = "job_lease_lost"
 
 
 @dataclass(frozen=True)
@@ -106,9 +104,6 @@ class Job:
     def as_dict(self) -> dict[str, Any]:
         """The job as JSON: timestamps in ISO-8601 UTC, None where unset."""
 
-        def stamp(moment: datetime | None) -> str | None:
-            return None if moment is None else ts(moment)
-
         return {
             "id": self.id,
             "workspace": self.workspace,
@@ -116,12 +111,12 @@ class Job:
             "question": self.question,
             "request": self.request,
             "status": self.status,
-            "created_at": stamp(self.created_at),
-            "started_at": stamp(self.started_at),
-            "finished_at": stamp(self.finished_at),
+            "created_at": optional_stamp(self.created_at),
+            "started_at": optional_stamp(self.started_at),
+            "finished_at": optional_stamp(self.finished_at),
             "claimed_by": self.claimed_by,
-            "lease_until": stamp(self.lease_until),
-            "heartbeat_at": stamp(self.heartbeat_at),
+            "lease_until": optional_stamp(self.lease_until),
+            "heartbeat_at": optional_stamp(self.heartbeat_at),
             "attempts": self.attempts,
             "cancel_requested": self.cancel_requested,
             "result": self.result,
@@ -155,13 +150,22 @@ def new_job_id() -> str:
     return f"job_{uuid.uuid4().hex[:24]}"
 
 
-class JobQueue(StoreCore):
-    """The queue of deep-analysis jobs in the state database (thread-safe)."""
+def _missing(job_id: str) -> StateError:
+    return JobNotFound(f"job {job_id!r} not found -> pass the id claim() returned")
 
-    @classmethod
-    def on(cls, store: StoreCore) -> JobQueue:
-        """The queue over `store`'s engine: closing either closes both."""
-        return cls(store._engine, store.url)
+
+# The lease of a job is the one of thoth.state.lease, as a scheduled run's is.
+LEASED: Final = Leased(
+    table=agent_jobs,
+    noun="job",
+    recovered="the job was recovered",
+    missing=_missing,
+    exhausted="look at the transcript for the step it stopped at, then submit the question again",
+)
+
+
+class JobQueue(LeasedQueue):
+    """The queue of deep-analysis jobs in the state database (thread-safe)."""
 
     # ------------------------------------------------------------------ callers' side
 
@@ -195,8 +199,7 @@ class JobQueue(StoreCore):
 
     def list(self, workspace: str, caller: str | None = None, limit: int = 50) -> list[Job]:
         """The workspace's newest jobs first; only `caller`'s when given."""
-        if not 1 <= limit <= MAX_LIMIT:
-            raise StateError(f"agent_jobs: limit must be 1 to {MAX_LIMIT}, got {limit}")
+        LEASED.check_limit(limit)
         query = select(agent_jobs).where(agent_jobs.c.workspace == workspace)
         if caller is not None:
             query = query.where(agent_jobs.c.caller == caller)
@@ -274,50 +277,26 @@ class JobQueue(StoreCore):
     def claim(self, worker_id: str, lease_seconds: float) -> Job | None:
         """Take the oldest queued job for `worker_id` under a lease of `lease_seconds`, or
         None when none is queued. Never gives one job to two workers (see the module)."""
-        require("worker id", worker_id)
-        _positive("lease_seconds", lease_seconds)
+        LEASED.check_claim(worker_id, lease_seconds)
         with self._write(f"agent_jobs: claiming a job for {worker_id}") as conn:
-            picked = conn.execute(
-                select(agent_jobs.c.id)
-                .where(agent_jobs.c.status == "queued")
-                .order_by(agent_jobs.c.created_at, agent_jobs.c.id)
-                .limit(1)
-                .with_for_update(skip_locked=True)
-            ).first()
-            if picked is None:
-                return None
-            moment = now()
-            taken = conn.execute(
-                update(agent_jobs)
-                .where(agent_jobs.c.id == picked.id, agent_jobs.c.status == "queued")
-                .values(
-                    status="running",
-                    claimed_by=worker_id,
-                    started_at=ts(moment),
-                    heartbeat_at=ts(moment),
-                    lease_until=ts(moment + timedelta(seconds=lease_seconds)),
-                    attempts=agent_jobs.c.attempts + 1,
-                )
+            taken = lease.claim(
+                conn,
+                LEASED,
+                worker_id,
+                lease_seconds,
+                where=(),
+                order_by=(agent_jobs.c.created_at, agent_jobs.c.id),
             )
-            if taken.rowcount != 1:  # pragma: no cover - the lock makes this unreachable
-                return None
-            return self._get(conn, picked.id)
+            return None if taken is None else self._get(conn, taken)
 
     def heartbeat(self, job_id: str, worker_id: str, lease_seconds: float) -> Job:
         """Extend `worker_id`'s lease on the job; JobLeaseLost when it is no longer its own.
         The job returned says whether a cancel was requested."""
-        _positive("lease_seconds", lease_seconds)
+        LEASED.check_lease(lease_seconds)
         moment = now()
         with self._write(f"agent_jobs: heartbeat of {job_id} by {worker_id}") as conn:
-            self._holding(conn, job_id, worker_id)
-            conn.execute(
-                update(agent_jobs)
-                .where(agent_jobs.c.id == job_id)
-                .values(
-                    heartbeat_at=ts(moment),
-                    lease_until=ts(moment + timedelta(seconds=lease_seconds)),
-                )
-            )
+            lease.holding(conn, LEASED, job_id, worker_id)
+            lease.extend(conn, LEASED, job_id, lease_seconds, moment)
             return self._get(conn, job_id)
 
     def add_step(
@@ -413,48 +392,22 @@ class JobQueue(StoreCore):
         or `failed` (error_code `attempts_exhausted`) when they were already claimed
         `max_attempts` times, or `cancelled` when a cancel was requested. Returns them as
         they are now."""
-        if max_attempts < 1:
-            raise StateError(f"agent_jobs: max_attempts must be at least 1, got {max_attempts}")
+        LEASED.check_attempts(max_attempts)
         stamp = ts(now())
+
+        def ended(row: Row[Any], lost: str) -> dict[str, Any] | None:
+            if not row.cancel_requested:
+                return None  # failed or queued again, as any leased row
+            return {
+                "status": "cancelled",
+                "finished_at": stamp,
+                "error_code": "cancelled",
+                "error": f"cancelled; {lost}",
+            }
+
         with self._write("agent_jobs: recovering orphaned jobs") as conn:
-            rows = conn.execute(
-                select(agent_jobs)
-                .where(agent_jobs.c.status == "running", agent_jobs.c.lease_until < stamp)
-                .with_for_update(skip_locked=True)
-            ).all()
-            for row in rows:
-                job = _job(row)
-                lost = f"worker {job.claimed_by} lost its lease (until {row.lease_until})"
-                cleared: dict[str, Any] = {"lease_until": None}
-                values: dict[str, Any]
-                if job.cancel_requested:
-                    values = {
-                        "status": "cancelled",
-                        "finished_at": stamp,
-                        "error_code": "cancelled",
-                        "error": f"cancelled; {lost}",
-                    }
-                elif job.attempts >= max_attempts:
-                    values = {
-                        "status": "failed",
-                        "finished_at": stamp,
-                        "error_code": "attempts_exhausted",
-                        "error": f"{lost} on attempt {job.attempts} of {max_attempts}; no "
-                        "attempt left -> look at the transcript for the step it stopped at, "
-                        "then submit the question again",
-                    }
-                else:
-                    values = {"status": "queued", "claimed_by": None, "error": f"requeued: {lost}"}
-                conn.execute(
-                    update(agent_jobs)
-                    .where(
-                        agent_jobs.c.id == job.id,
-                        agent_jobs.c.status == "running",
-                        agent_jobs.c.lease_until == row.lease_until,
-                    )
-                    .values(**cleared, **values)
-                )
-            return [self._get(conn, row.id) for row in rows]
+            ids = lease.recover(conn, LEASED, max_attempts, stamp, ended=ended)
+            return [self._get(conn, job_id) for job_id in ids]
 
     # ------------------------------------------------------------------ helpers
 
@@ -468,28 +421,7 @@ class JobQueue(StoreCore):
 
     def _holding(self, conn: Connection, job_id: str, worker_id: str) -> Job:
         """The job, locked for this transaction, when `worker_id` holds it; else JobLeaseLost."""
-        row = conn.execute(
-            select(agent_jobs).where(agent_jobs.c.id == job_id).with_for_update()
-        ).first()
-        if row is None:
-            raise JobNotFound(f"job {job_id!r} not found -> pass the id claim() returned")
-        if row.status != "running" or row.claimed_by != worker_id:
-            holder = f"held by {row.claimed_by}" if row.claimed_by else "held by no worker"
-            raise JobLeaseLost(
-                f"job {job_id} is {row.status} and {holder}, not by {worker_id} -> this "
-                "worker lost it (its lease expired and the job was recovered): stop working "
-                "on it"
-            )
-        return _job(row)
-
-
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise StateError(f"agent_jobs: {name} must be positive, got {value}")
-
-
-def _optional_ts(stored: str | None) -> datetime | None:
-    return None if stored is None else parse_ts(stored)
+        return _job(lease.holding(conn, LEASED, job_id, worker_id))
 
 
 def _job(row: Row[Any]) -> Job:
@@ -501,14 +433,14 @@ def _job(row: Row[Any]) -> Job:
         request=load_json(row.request),
         status=cast(JobStatus, row.status),
         created_at=parse_ts(row.created_at),
-        started_at=_optional_ts(row.started_at),
-        finished_at=_optional_ts(row.finished_at),
+        started_at=optional_ts(row.started_at),
+        finished_at=optional_ts(row.finished_at),
         claimed_by=row.claimed_by,
-        lease_until=_optional_ts(row.lease_until),
-        heartbeat_at=_optional_ts(row.heartbeat_at),
+        lease_until=optional_ts(row.lease_until),
+        heartbeat_at=optional_ts(row.heartbeat_at),
         attempts=int(row.attempts),
         cancel_requested=bool(row.cancel_requested),
-        result=None if row.result is None else cast(dict[str, Any], json.loads(row.result)),
+        result=optional_result(row.result),
         error_code=row.error_code,
         error=row.error,
         usage=load_json(row.usage),

@@ -35,7 +35,7 @@ SCHEMA_VERSION: Final = 2
 
 # The newest migration in migrations/versions/ (tests/test_state_migrations.py checks it): a
 # database already there opens without loading Alembic, which costs ~0.15 s of imports.
-HEAD_REVISION: Final = "0011"
+HEAD_REVISION: Final = "0012"
 
 GENERATION_STATUSES: Final = ("building", "candidate", "active", "retired", "failed", "abandoned")
 BUILD_OUTCOMES: Final = ("activated", "gate_failed", "failed", "interrupted")
@@ -276,4 +276,43 @@ answer_feedback = Table(
     Column("masked", Text, nullable=False),
     CheckConstraint(_in("kind", FEEDBACK_KINDS), name="kind"),
     Index("ix_answer_feedback_workspace_created", "workspace", "created_at"),
+)
+
+SCHEDULE_STATUSES: Final = ("queued", "running", "succeeded", "failed")
+
+# The runs of `[schedule]` routines (thoth.schedule), claimed under a lease as agent_jobs are,
+# in a table of their own so that an agent worker never takes a routine. The id is the run's
+# key, `<workspace>/<routine>@<due instant>`: two schedulers that find the same run due insert
+# one row (the second insert does nothing), so a run is queued once whoever finds it first.
+schedule_runs = Table(
+    "schedule_runs",
+    metadata,
+    Column("id", String(400), primary_key=True),
+    Column("workspace", String(200), nullable=False),
+    Column("routine", String(120), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("due_at", String(_TS), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", String(_TS), nullable=False),
+    Column("enqueued_by", String(200), nullable=False),
+    Column("started_at", String(_TS), nullable=True),
+    Column("finished_at", String(_TS), nullable=True),
+    Column("claimed_by", String(200), nullable=True),
+    Column("lease_until", String(_TS), nullable=True),
+    Column("heartbeat_at", String(_TS), nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("request", Text, nullable=False),
+    Column("result", Text, nullable=True),
+    Column("error_code", String(64), nullable=True),
+    Column("error", Text, nullable=True),
+    CheckConstraint(_in("status", SCHEDULE_STATUSES), name="status"),
+    CheckConstraint(
+        "status <> 'running' OR (claimed_by IS NOT NULL AND lease_until IS NOT NULL)",
+        name="running_is_claimed",
+    ),
+    CheckConstraint(
+        "(status IN ('queued', 'running')) = (finished_at IS NULL)", name="finished_has_time"
+    ),
+    Index("ix_schedule_runs_status_due", "status", "due_at"),
+    Index("ix_schedule_runs_workspace_routine_due", "workspace", "routine", "due_at"),
 )

@@ -1,7 +1,13 @@
 """Files on disk: append-only JSONL logs, advisory file locks and durable (fsynced, atomic)
 writes. Imports nothing from thoth but its errors."""
 
-from thoth.storage.files import append_durably, apply_changes, fsync_dir, write_durably
+from thoth.storage.files import (
+    append_durably,
+    apply_changes,
+    fsync_dir,
+    fsync_path,
+    write_durably,
+)
 from thoth.storage.jsonl import (
     JsonlLog,
     LineIssue,
@@ -23,6 +29,7 @@ __all__ = [
     "check_utc_timestamp",
     "file_lock",
     "fsync_dir",
+    "fsync_path",
     "utc_now",
     "validation_problems",
     "write_durably",

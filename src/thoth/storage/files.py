@@ -43,6 +43,11 @@ def write_durably(path: Path, text: str) -> None:
 
 def fsync_dir(path: Path) -> None:
     """Make a file creation or rename in `path` durable, not only the file's bytes."""
+    fsync_path(path)
+
+
+def fsync_path(path: Path) -> None:
+    """fsync the file or directory at `path` (a file written by another handle, a directory)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
