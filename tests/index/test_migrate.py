@@ -154,6 +154,25 @@ def test_edge_to_postgres_and_back(
     assert COMMENT in (root / "thoth.toml").read_text("utf-8")
 
 
+def test_edge_to_a_qdrant_server_and_back(make_workspace: Make, fake: FakeEmbeddingServer) -> None:
+    """The server backend in qdrant-client's local mode (no Qdrant server can run here)."""
+    root = _workspace(make_workspace, fake)
+    before = _answers(root)
+    gens = _generations(root)
+    done = _migrate(root, "--to", "server", "--path", "qdrant")
+    assert done["exit"] == 0 and done["live"] == {COLLECTION: {"memory": 4}}, done
+    assert 'backend = "server"' in (root / "thoth.toml").read_text("utf-8")
+    rt = open_runtime(Workspace.open(root))
+    try:
+        assert set(rt.backend.sealed()) == {g for g, _ in gens}
+    finally:
+        rt.close()
+    assert _answers(root) == before
+    back = _migrate(root, "--to", "edge")
+    assert back["exit"] == 0, back
+    assert _answers(root) == before
+
+
 def _refused(root: Path, code: str, *args: str) -> None:
     config = (root / "thoth.toml").read_text("utf-8")
     gens = _generations(root)

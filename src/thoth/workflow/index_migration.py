@@ -22,7 +22,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import tomlkit
 from pydantic import ValidationError
@@ -32,15 +32,19 @@ from thoth.config import CONFIG_FILE, Settings
 from thoth.errors import ConfigError, PreconditionError
 from thoth.index.base import IndexUnavailable
 from thoth.index.generations import IndexBackend
+from thoth.index.live import LiveCollection
 from thoth.index.migrate import Verified, copy_generation, copy_live, verify_copy
 from thoth.index.postgres import IndexDimensionMismatch, redact
 from thoth.index.records import GENERATION_INDEXES
 from thoth.index.shard import SHARD_FILES
 from thoth.memory.index import COLLECTION as MEMORY_COLLECTION
 from thoth.memory.index import PAYLOAD_INDEXES as MEMORY_PAYLOAD_INDEXES
-from thoth.runtime import make_backend, make_live_collection, open_state
+from thoth.runtime import make_backend, make_live_collection, open_state, qdrant_client
 from thoth.storage import fsync_dir, write_durably
 from thoth.workspace import Workspace
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
 
 Backend = Literal["edge", "server", "postgres"]
 # Live collections and the payload fields each indexes.
@@ -166,8 +170,10 @@ def migrate_index(ws: Workspace, target: Target) -> IndexMigrationReport:
     dim = ws.settings.embedding.dim
     report = IndexMigrationReport(describe(ws), describe(target_ws), str(ws.root / CONFIG_FILE))
     state = open_state(ws)
-    source = make_backend(ws)
+    source_client = _client(ws)
+    source = make_backend(ws, source_client)
     dest: IndexBackend | None = None
+    dest_client: QdrantClient | None = None
     try:
         active = state.active_generation(name)
         sealed_on_source = set(source.sealed())
@@ -177,9 +183,11 @@ def migrate_index(ws: Workspace, target: Target) -> IndexMigrationReport:
             if g.status in COPIED and g.id in sealed_on_source
         ]
         dims = {g.id: _checked_dim(source, g.id, g.counts, dim) for g in gens}
+        live_dims = {n: _live_dim(make_live_collection(ws, n, source_client), dim) for n in LIVE}
         try:
             # Opening the target checks it: reachable, pgvector, a schema of this workspace.
-            dest = make_backend(target_ws)
+            dest_client = _client(target_ws)
+            dest = make_backend(target_ws, dest_client)
             dest.discard_unsealed()
         except IndexUnavailable as exc:
             if type(exc) is not IndexUnavailable:
@@ -203,7 +211,21 @@ def migrate_index(ws: Workspace, target: Target) -> IndexMigrationReport:
                 )
             )
         for live_name, payload_indexes in LIVE.items():
-            report.live[live_name] = _migrate_live(ws, target_ws, live_name, payload_indexes, dim)
+            live_dim = live_dims[live_name]
+            if live_dim is None:  # never created: none on the target either
+                stale = make_live_collection(target_ws, live_name, dest_client)
+                try:
+                    with stale.locked(exclusive=True):
+                        stale.drop()
+                finally:
+                    stale.close()
+                continue
+            report.live[live_name] = _migrate_live(
+                make_live_collection(ws, live_name, source_client),
+                make_live_collection(target_ws, live_name, dest_client),
+                payload_indexes,
+                live_dim,
+            )
         # Nothing published meanwhile: else the copy would miss it.
         now_active = state.active_generation(name)
         if (now_active and now_active.id) != (active and active.id) or set(
@@ -262,27 +284,39 @@ def _verify(
         src.close()
 
 
-def _migrate_live(
-    ws: Workspace,
-    target_ws: Workspace,
-    live_name: str,
-    payload_indexes: tuple[str, ...] | list[str],
-    dim: int | None,
-) -> dict[str, int]:
-    source = make_live_collection(ws, live_name)
-    target = make_live_collection(target_ws, live_name)
+def _client(ws: Workspace) -> QdrantClient | None:
+    """The server backend's client, shared by its generations and live collections
+    (qdrant-client's local mode allows one per path)."""
+    return qdrant_client(ws) if ws.settings.index.backend == "server" else None
+
+
+def _live_dim(source: LiveCollection, dim: int | None) -> int | None:
+    """The live collection's dimension (None: never created), refused when it is not
+    `[embedding].dim`."""
     try:
         if not source.exists():
-            return {}
+            return None
         with source.locked(exclusive=False):
             store = source.open()
             live_dim = store.dim
             store.close()
-        if dim is not None and live_dim != dim:
-            raise IndexDimensionMismatch(
-                f"{source.where}: {live_dim}-dimensional vectors, [embedding].dim is {dim}; "
-                "nothing was changed -> run `tht memory reconcile --rebuild` first"
-            )
+    finally:
+        source.close()
+    if dim is not None and live_dim != dim:
+        raise IndexDimensionMismatch(
+            f"{source.where}: {live_dim}-dimensional vectors, [embedding].dim is {dim}; "
+            "nothing was changed -> run `tht memory reconcile --rebuild` first"
+        )
+    return live_dim
+
+
+def _migrate_live(
+    source: LiveCollection,
+    target: LiveCollection,
+    payload_indexes: tuple[str, ...] | list[str],
+    live_dim: int,
+) -> dict[str, int]:
+    try:
         kinds: Counter[str] = copy_live(source, target, live_dim, payload_indexes)
         with source.locked(exclusive=False), target.locked(exclusive=False):
             src, dst = source.open(), target.open()
