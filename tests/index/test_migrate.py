@@ -134,6 +134,7 @@ def test_edge_to_postgres_and_back(
         assert make_live_collection(rt.ws, COLLECTION).exists()
         checks = check_generations(rt.state.list_generations(rt.ws.settings.workspace), rt.backend)
         assert len(checks) == len(gens) and all(c.ok for c in checks)
+        assert not any(c.checked_files for c in checks)  # Edge's fingerprints removed
     finally:
         rt.close()
     assert _answers(root) == before
