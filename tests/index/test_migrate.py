@@ -241,10 +241,12 @@ main()
 """
 
 
-def _waiting_on_lock(url: str) -> bool:
+def _waiting_on_lock(url: str, table: str) -> bool:
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE %s",
+            [f"%{table}%"],
         ).fetchone()
     return bool(row and row[0])
 
@@ -282,7 +284,7 @@ def test_sigkill_half_way_leaves_the_old_backend_and_a_rerun_completes(
             stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 60
-        while not _waiting_on_lock(pgvector_url):
+        while not _waiting_on_lock(pgvector_url, f"g{tag[0]}_points"):
             assert child.poll() is None, child.communicate()
             assert time.monotonic() < deadline, "the migration never reached the lock"
             time.sleep(0.05)
