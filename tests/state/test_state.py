@@ -473,3 +473,15 @@ def test_default_config_has_a_state_section() -> None:
         "failed",
         "abandoned",
     }
+
+
+def test_replace_generation_counts_in_any_status(store: StateStore) -> None:
+    """What `tht index migrate` records after copying a generation to another backend."""
+    gen_id = candidate(store)
+    store.activate_generation(WS, gen_id)
+    store.replace_generation_counts(gen_id, {"points": {"fragment": 3}, "files": {"a": 1}})
+    gen = store.get_generation(gen_id)
+    assert gen is not None and gen.status == "active"
+    assert gen.counts == {"points": {"fragment": 3}, "files": {"a": 1}}
+    with pytest.raises(StateError, match="g-missing not found"):
+        store.replace_generation_counts("g-missing", {})

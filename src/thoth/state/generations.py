@@ -157,6 +157,20 @@ class Generations(StoreCore):
             f"{status!r} (only from {' or '.join(repr(s) for s in sources)})"
         )
 
+    def replace_generation_counts(self, gen_id: str, counts: dict[str, Any]) -> None:
+        """Replace the counts of a generation in any status: `tht index migrate` records there
+        what the new backend sealed (e.g. Edge's shard fingerprints), the records unchanged."""
+        values = {"counts": dump_json(f"counts of generation {gen_id}", counts)}
+        with self._write(f"generations: recording the counts of {gen_id}") as conn:
+            done = conn.execute(
+                update(generations).where(generations.c.id == gen_id).values(**values)
+            )
+        if done.rowcount != 1:
+            raise StateError(
+                f"state store {self.url}: generation {gen_id} not found in table generations "
+                "-> check the id (list_generations shows the existing ones)"
+            )
+
     def get_generation(self, gen_id: str) -> Generation | None:
         with self._read(f"generations: reading {gen_id}") as conn:
             row = conn.execute(select(generations).where(generations.c.id == gen_id)).first()
