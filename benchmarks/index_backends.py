@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 from rich.console import Console
 from rich.table import Table
 
@@ -36,7 +37,7 @@ from bench_common import emit, header_line, latency_stats, machine_facts, throwa
 from thoth.index.base import Hit, IndexRecord, IndexStore, Where
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.generations import EdgeBackend, IndexBackend
-from thoth.index.postgres import PostgresBackend
+from thoth.index.postgres import PostgresBackend, libpq_url
 
 DIM = 384
 BATCH = 1000  # as the builder's UPSERT_BATCH
@@ -94,6 +95,23 @@ def overlap(a: list[Hit], b: list[Hit]) -> float:
     return len({h.id for h in a} & {h.id for h in b}) / max(1, len(a))
 
 
+def disk_mib(name: str, edge_root: Path, url: str, schema: str) -> float:
+    """What the sealed generation takes on disk: the Edge shard's files, or every relation of
+    the PostgreSQL schema with its indexes and TOAST (pg_total_relation_size)."""
+    if name == "edge":
+        size = sum(p.stat().st_size for p in (edge_root / "g").rglob("*") if p.is_file())
+    else:
+        with psycopg.connect(libpq_url(url)) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+                [schema],
+            ).fetchone()
+        size = int(row[0]) if row else 0
+    return round(size / 2**20, 1)
+
+
 def run(size: int, n_queries: int, url: str) -> dict[str, Any]:
     vocab = [f"parola{i}" for i in range(400)]
     bm = Bm25Encoder("it", 24.0)
@@ -120,6 +138,7 @@ def run(size: int, n_queries: int, url: str) -> dict[str, Any]:
             hits[name]["dense"], hits[name]["sparse"] = dense, sparse
             result[name] = {
                 "build_s": round(seconds, 1),
+                "disk_mib": disk_mib(name, Path(tmp) / "edge", url, schema),
                 **{
                     f"{kind}_ms": {
                         k.removesuffix("_ms"): (None if v is None else round(v, 2))
@@ -153,7 +172,9 @@ def run(size: int, n_queries: int, url: str) -> dict[str, Any]:
 def report(result: dict[str, Any]) -> None:
     console = Console()
     console.print(header_line(result["machine"]))
-    table = Table("size", "backend", "build s", "hybrid p50/p95 ms", "selective p50/p95 ms")
+    table = Table(
+        "size", "backend", "build s", "disk MiB", "hybrid p50/p95 ms", "selective p50/p95 ms"
+    )
     for r in result["runs"]:
         for name in ("edge", "postgres"):
             m, s = r[name]["mandatory_ms"], r[name]["selective_ms"]
@@ -161,6 +182,7 @@ def report(result: dict[str, Any]) -> None:
                 f"{r['size']:,}",
                 name,
                 str(r[name]["build_s"]),
+                str(r[name]["disk_mib"]),
                 f"{m['p50']} / {m['p95']}",
                 f"{s['p50']} / {s['p95']}",
             )
