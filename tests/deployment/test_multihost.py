@@ -1,15 +1,22 @@
 """Issue 49, point 4: a multi-host deployment proven on one machine (docs/deployment.md).
 
 One workspace whose state store and agent queue live in a PostgreSQL database of its own, the
-index shared by every process; two `tht serve` hosts and two `tht agent worker` processes.
-Client loops ask both hosts over real HTTP, and agent jobs are submitted to both (the first two
-held by the model until each worker has claimed one), while a `tht docs sync` and then an
-Evidence publication (`tht workspace activate`, `tht workspace preprocess evidence`) each
-activate a new generation; during the publication one host is SIGKILLed and restarted. Then:
+index shared by every process, and one analytics store (a SQLite file in the shared directory,
+the reviewed catalog of tests/analytics/conftest.py, refreshed from the SQLite source of
+tests/analytics/refresh_source.py); two `tht serve` hosts and two `tht agent worker` processes.
+Client loops ask both hosts over real HTTP, text questions and one numeric question the catalog
+covers, and agent jobs are submitted to both (the first two held by the model until each
+worker has claimed one), while a `tht docs sync` and then an Evidence publication (`tht
+workspace activate`, `tht workspace preprocess evidence`) each activate a new generation;
+during the publication one host is SIGKILLed and restarted; then `tht analytics refresh` swaps
+in a new copy of the store while both hosts answer. Then:
 
 - no failed answer but the killed host's: requests cut by the kill or sent while it was down,
   seen as connection errors on that host only, within that window;
-- every answer was served from a generation that was active while it was being answered (the
+- every numeric answer, on both hosts, was computed: its figure is the query's result read
+  straight from the store file, with that copy's data date; the old copy's before the refresh,
+  the new copy's from the moment the refresh returned, each served by both hosts;
+- every text answer was served from a generation that was active while it was being answered (the
   answer's `diagnostics.generation` against the state store's activation times);
 - every job ran once: completed, one attempt, claimed by one of the two workers, its steps one
   unbroken sequence, two model calls (read, answer); the workers' own counts add up to the
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -41,6 +49,9 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
+from tests.analytics.conftest import CATALOG
+from tests.analytics.refresh_source import NEW_DATE, REFRESH, VIEWS, build_source
+from tests.analytics.store import STORE_FILE, build_store
 from tests.conftest import WorkspaceFactory, commit_all
 from tests.deployment.cluster import (
     AGENT_ANSWER,
@@ -80,8 +91,19 @@ QUESTIONS = (
     "Entro quando si registra il ricovero ordinario?",
     "Di quanto sono cresciuti i ricoveri urgenti nel 2024?",
     "Chi firma la scheda di accettazione del ricovero?",
+    # A numeric question: the catalog's ricoveri-reparto example, computed from the store.
+    "Quanti ricoveri ha avuto la Pediatria nel 2024?",
 )
-SERVED = ("found", "nothing_found", "truncated")  # a served answer; "failed" is a failure
+NUMERIC = QUESTIONS[-1]
+NUMERIC_QUERY = "ricoveri-reparto"
+# The same figure read straight from the store file, and the store's data date.
+NUMERIC_SQL = (
+    "SELECT count(*) FROM v_ricoveri WHERE reparto = 'Pediatria' AND anno = 2024 "
+    "AND regime = 'ordinario'"
+)
+DATA_DATE_SQL = "SELECT data_dato FROM v_data_dato"
+# A served answer; "failed" is a failure.
+SERVED = ("found", "nothing_found", "truncated", "computed")
 JOBS_BEFORE_KILL = 4
 JOBS_AFTER_RESTART = 2
 CLIENTS = 3  # concurrent client loops
@@ -111,14 +133,27 @@ def config(stores: Stores, llm_url: str) -> str:
         f'api_key_env = "{KEY_ENV}"\ntimeout_seconds = 240\n'
         + '\n[agent]\nwiki = "wiki"\npoll_seconds = 0.2\nlease_seconds = 30\n'
         + "\n[service]\nmax_concurrent = 8\n"
+        + ANALYTICS
         + CLINICA_ANSWERS
         + CLINICA_WIKI
     )
 
 
+# One analytics store for every host: a SQLite file in the shared workspace directory, the
+# reviewed catalog of tests/analytics/conftest.py, refreshed from the SQLite source of
+# tests/analytics/refresh_source.py.
+ANALYTICS = (
+    '\n[analytics]\ndialect = "sqlite"\n'
+    f'files = {{ analytics = "{STORE_FILE}" }}\n'
+    'data_date_sql = "SELECT data_dato FROM analytics.v_data_dato"\n'
+    'labels = ["public"]\nthreshold = 0.5\n' + REFRESH
+)
+
+
 @dataclass
 class Asked:
     host: int
+    question: str
     started: float  # time.time() when sent
     ended: float  # when the reply (or the error) came
     outcome: str  # "served", "failed_answer", "http_<status>", "connection_error"
@@ -150,13 +185,15 @@ class Deployment:
             )
         except httpx.TransportError as exc:
             time.sleep(BACK_OFF_S)  # as a balancer would, before trying that host again
-            return Asked(host, started, time.time(), "connection_error", error=repr(exc))
+            return Asked(host, question, started, time.time(), "connection_error", error=repr(exc))
         ended = time.time()
         if response.status_code != 200:
-            return Asked(host, started, ended, f"http_{response.status_code}", error=response.text)
+            return Asked(
+                host, question, started, ended, f"http_{response.status_code}", error=response.text
+            )
         answer = response.json()
         outcome = "served" if answer["status"] in SERVED else "failed_answer"
-        return Asked(host, started, ended, outcome, answer=answer)
+        return Asked(host, question, started, ended, outcome, answer=answer)
 
     def submit(self, host: int, question: str) -> str:
         response = httpx.post(
@@ -168,25 +205,36 @@ class Deployment:
         assert response.status_code == 202, response.text
         return str(response.json()["id"])
 
+    def computed_since(self, moment: float, host: int, data_date: str) -> bool:
+        with self.lock:
+            return any(
+                a.host == host
+                and a.started >= moment
+                and a.answer.get("status") == "computed"
+                and a.answer["provenance"]["data_date"] == data_date
+                for a in self.asked
+            )
+
     def served_since(self, moment: float, host: int, generation: str) -> bool:
         with self.lock:
             return any(
                 a.host == host
                 and a.started >= moment
                 and a.outcome == "served"
-                and a.answer["diagnostics"]["generation"] == generation
+                and a.answer["diagnostics"].get("generation") == generation
                 for a in self.asked
             )
 
 
 def clients(deployment: Deployment, stop: threading.Event) -> list[threading.Thread]:
-    """Client loops, each alternating between the hosts (a round-robin balancer)."""
+    """Client loops, each alternating between the hosts (a round-robin balancer); every
+    question goes to both hosts in turn."""
 
     def loop(offset: int) -> None:
         for n in itertools.count(offset):
             if stop.is_set():
                 return
-            asked = deployment.ask(n % 2, QUESTIONS[n % len(QUESTIONS)])
+            asked = deployment.ask(n % 2, QUESTIONS[n // 2 % len(QUESTIONS)])
             with deployment.lock:
                 deployment.asked.append(asked)
 
@@ -246,9 +294,13 @@ def deployed(tmp_path: Path, stores: Stores) -> Iterator[Deployment]:
     """The published corpus on `stores`, two hosts (not started) and the agent's model."""
     with FakeEmbeddingServer(dim=8) as embeddings, AgentModel() as model:
         ws = prepared_workspace(WorkspaceFactory(tmp_path), embeddings.url)
+        build_store(ws.root)
+        build_source(ws.root)
         files = {
+            "analytics/views.sql": VIEWS,
             "documents/manuali/ricovero.md": MANUAL,
             f"wiki/{AGENT_PAGE}": PAGE,
+            **CATALOG,
         }
         ws = synced_workspace(ws, embeddings.url, config(stores, model.url), files)
         keys = {"portal": add_caller(ws.root, "portal", ["public"])[1]}
@@ -314,6 +366,10 @@ class Moments:
     back_at: float  # host 0 answers /v1/health again
     restart_s: float
     jobs: dict[str, str]  # job id -> its question
+    before: tuple[int, str]  # the numeric figure and data date of the store before the refresh
+    after: tuple[int, str]  # and after it
+    refresh_began: float
+    refreshed_at: float  # `tht analytics refresh` returned
 
 
 def run_through(d: Deployment, ws: Workspace) -> tuple[Moments, str]:
@@ -375,12 +431,38 @@ def run_through(d: Deployment, ws: Workspace) -> tuple[Moments, str]:
         after = time.time()
         poll(lambda: d.served_since(after, 0, last), POLL_S, "host 0 serves the publication")
         poll(lambda: d.served_since(after, 1, last), POLL_S, "host 1 serves the publication")
+
+        # The analytics store is refreshed from its source while both hosts answer.
+        old_copy = from_store(d.root)
+        refresh_began = time.time()
+        refreshed = tht(d.root, d.env, "analytics", "refresh", "-w", str(d.root))
+        refreshed_at = time.time()
+        assert refreshed["data_date"] == NEW_DATE, refreshed
+        new_copy = from_store(d.root)
+        assert new_copy[1] == NEW_DATE and new_copy != old_copy, (old_copy, new_copy)
+        for host in (0, 1):
+            poll(
+                lambda h=host: d.computed_since(refreshed_at, h, NEW_DATE),
+                POLL_S,
+                f"host {host} computes from the refreshed store",
+            )
         poll(
             lambda: all(queue.get(j).status not in ("queued", "running") for j in jobs),
             POLL_S,
             "every job finished",
         )
-    moments = Moments(first.id, str(synced["generation"]), killed_at, back_at, restart_s, jobs)
+    moments = Moments(
+        first.id,
+        str(synced["generation"]),
+        killed_at,
+        back_at,
+        restart_s,
+        jobs,
+        old_copy,
+        new_copy,
+        refresh_began,
+        refreshed_at,
+    )
     return moments, last
 
 
@@ -400,7 +482,8 @@ def check(d: Deployment, ws: Workspace, m: Moments, last: str, ran: dict[str, in
         )
     assert len([a for a in d.asked if a.outcome == "served"]) >= 20
 
-    # Every answer came from a generation active while it was answered.
+    # Every text answer came from a generation active while it was answered (a numeric one
+    # from the store, checked below).
     with open_state(ws) as state:
         generations = state.list_generations(ws.settings.workspace)
         logged = {row.id for row in state.list_answers(ws.settings.workspace, 10_000, None)}
@@ -409,13 +492,35 @@ def check(d: Deployment, ws: Workspace, m: Moments, last: str, ran: dict[str, in
         steps = {j: queue.steps(j) for j in m.jobs}
     intervals = active_intervals(generations)
     assert {m.first, m.synced, last} <= set(intervals)
-    served = [a for a in d.asked if a.outcome == "served"]
+    served = [a for a in d.asked if a.outcome == "served" and a.question != NUMERIC]
     for asked in served:
         generation = asked.answer["diagnostics"]["generation"]
         since, until = intervals[generation]
         assert since <= asked.ended and asked.started <= until + COMMIT_SLACK_S, (asked, intervals)
         assert asked.answer["id"] in logged  # the shared answer log has it
     assert {a.answer["diagnostics"]["generation"] for a in served} >= {m.first, m.synced, last}
+
+    # Every numeric answer was computed from the one store, on both hosts, through the run:
+    # its figure is the one its copy of the store holds, with that copy's data date; the
+    # refreshed copy's from the moment the refresh returned.
+    numeric = [a for a in d.asked if a.outcome == "served" and a.question == NUMERIC]
+    assert {a.host for a in numeric} == {0, 1}, numeric
+    assert any(a.started > m.back_at for a in numeric if a.host == 0), "none after the restart"
+    for asked in numeric:
+        answer = asked.answer
+        assert answer["status"] == "computed", answer
+        assert answer["provenance"]["query_id"] == NUMERIC_QUERY, answer
+        computed = (answer["figures"]["rows"], answer["provenance"]["data_date"])
+        copies = [([[figure]], data_date) for figure, data_date in (m.before, m.after)]
+        assert computed in copies, (computed, copies)
+        if asked.started >= m.refreshed_at:
+            assert computed == copies[1], asked
+        if asked.ended <= m.refresh_began:
+            assert computed == copies[0], asked
+        assert answer["id"] in logged
+    for copy in (m.before, m.after):
+        hosts = {a.host for a in numeric if a.answer["provenance"]["data_date"] == copy[1]}
+        assert hosts == {0, 1}, (copy, hosts)
 
     # Jobs: each ran once, by one worker, none lost.
     for job in finished:
@@ -431,16 +536,29 @@ def check(d: Deployment, ws: Workspace, m: Moments, last: str, ran: dict[str, in
     print(summary(d, failures, ran, intervals), f"restart {m.restart_s:.1f}s")
 
 
+def from_store(root: Path) -> tuple[int, str]:
+    """The numeric question's figure and the data date, read straight from the store file."""
+    conn = sqlite3.connect(root / STORE_FILE)
+    try:
+        figure = conn.execute(NUMERIC_SQL).fetchone()[0]
+        data_date = conn.execute(DATA_DATE_SQL).fetchone()[0]
+    finally:
+        conn.close()
+    return int(figure), str(data_date)
+
+
 def summary(
     d: Deployment, failures: list[Asked], ran: dict[str, int], intervals: dict[str, Any]
 ) -> str:
     """One line for the log (`pytest -s`): what the run did."""
     per_host = [sum(1 for a in d.asked if a.host == h and a.outcome == "served") for h in (0, 1)]
+    computed = sum(1 for a in d.asked if a.answer.get("status") == "computed")
     per_generation = {
         g: sum(1 for a in d.asked if a.answer.get("diagnostics", {}).get("generation") == g)
         for g in intervals
     }
     return (
-        f"multihost: served {per_host} per host, {len(failures)} connection error(s) on the "
+        f"multihost: served {per_host} per host ({computed} computed), "
+        f"{len(failures)} connection error(s) on the "
         f"killed host, answers per generation {per_generation}, jobs per worker {ran}"
     )
