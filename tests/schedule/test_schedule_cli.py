@@ -152,3 +152,13 @@ def test_poll_syncs_only_when_the_forge_branch_moved_and_a_late_routine_is_flagg
         assert "no run has succeeded since (last success due" in late["nightly"].warnings()[0][1]
         assert late["metrics"].late and late["metrics"].last_success is None
         assert "it never succeeded" in late["metrics"].warnings()[0][1]
+
+
+def test_a_workspace_without_routines_is_told_where_to_declare_them(
+    make_workspace: Callable[..., Workspace],
+) -> None:
+    """The hint names the table literally: Rich markup would swallow `[schedule.routines]`."""
+    ws = make_workspace()
+    result = runner.invoke(app, ["schedule", "list", "-w", str(ws.root)])
+    assert result.exit_code == 0, result.output
+    assert "[[schedule.routines]] in thoth.toml" in " ".join(result.output.split())

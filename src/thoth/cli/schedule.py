@@ -126,7 +126,7 @@ def _run_line(run: ScheduleRun) -> str:
 
 def _render_list(statuses: list[RoutineStatus]) -> None:
     if not statuses:
-        out.print("No routine is declared ([[schedule.routines]] in thoth.toml).")
+        out.print(escape("No routine is declared ([[schedule.routines]] in thoth.toml)."))
         return
     table = Table(title="schedule")
     for column in ("routine", "when", "last run", "next due", "state"):
