@@ -18,7 +18,6 @@ import qdrant_edge as qe
 
 from thoth.index.base import (
     BM25,
-    Fusion,
     Hit,
     IndexConfigError,
     IndexRecord,
@@ -29,7 +28,7 @@ from thoth.index.base import (
     record_from_point,
     where_conditions,
 )
-from thoth.index.fusion import fuse
+from thoth.index.fusion import FusedBranches
 
 _CONFIG_FILE = "edge_config.json"
 
@@ -53,7 +52,7 @@ def _sparse(vec: SparseVec) -> qe.SparseVector:
     return qe.SparseVector(indices=list(vec.indices), values=list(vec.values))
 
 
-class EdgeStore:
+class EdgeStore(FusedBranches):
     def __init__(self, shard: Any, path: Path, dim: int, *, private: bool = False) -> None:
         self._shard = shard
         self.path = path
@@ -120,26 +119,6 @@ class EdgeStore:
             return hits_from_points(self._shard.query(request))
         except Exception as exc:
             raise IndexUnavailable(f"{self.path}: query failed: {exc}") from exc
-
-    def query_hybrid(
-        self,
-        dense: Sequence[float],
-        sparse: SparseVec,
-        where: Where,
-        limit: int,
-        prefetch_limit: int,
-        fusion: Fusion | None = None,
-    ) -> list[Hit]:
-        # Each branch alone, fused by the one client-side function every adapter uses: the
-        # engine's RRF takes no per-branch weights on every adapter and breaks ties at random.
-        return fuse(
-            [
-                self.query_dense(dense, where, prefetch_limit),
-                self.query_sparse(sparse, where, prefetch_limit) if sparse.indices else [],
-            ],
-            limit,
-            fusion,
-        )
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         return self._query(

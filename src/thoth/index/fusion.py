@@ -8,10 +8,11 @@ id (the engines break RRF ties differently from run to run).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from thoth.config import IndexSettings
-from thoth.index.base import Fusion, Hit, deterministic_top
+from thoth.index.base import Fusion, Hit, SparseVec, Where, deterministic_top
 
 
 def _dbsf(hits: Sequence[Hit]) -> list[float]:
@@ -65,3 +66,33 @@ def fusion_from(settings: IndexSettings, sparse_branches: int = 1) -> Fusion:
         settings.fusion_k,
         (settings.dense_weight, *(settings.bm25_weight,) * sparse_branches),
     )
+
+
+class FusedBranches(ABC):
+    """`query_hybrid` for every adapter: each branch queried alone under the same filter and
+    fused by `fuse` — the engines' RRF takes no per-branch weights everywhere and breaks ties
+    at random. An adapter inherits it and defines the two branches."""
+
+    @abstractmethod
+    def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]: ...
+
+    @abstractmethod
+    def query_sparse(self, sparse: SparseVec, where: Where, limit: int) -> list[Hit]: ...
+
+    def query_hybrid(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVec,
+        where: Where,
+        limit: int,
+        prefetch_limit: int,
+        fusion: Fusion | None = None,
+    ) -> list[Hit]:
+        return fuse(
+            [
+                self.query_dense(dense, where, prefetch_limit),
+                self.query_sparse(sparse, where, prefetch_limit) if sparse.indices else [],
+            ],
+            limit,
+            fusion,
+        )

@@ -48,7 +48,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from thoth.index.base import (
-    Fusion,
     Hit,
     IndexConfigError,
     IndexRecord,
@@ -58,7 +57,7 @@ from thoth.index.base import (
     Where,
     where_conditions,
 )
-from thoth.index.fusion import fuse
+from thoth.index.fusion import FusedBranches
 
 FORMAT: Final = 1  # the layout's version, recorded in thoth_meta
 MIN_PGVECTOR: Final = (0, 5, 0)  # HNSW indexes arrived in pgvector 0.5.0
@@ -405,7 +404,7 @@ def _ordered(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
-class PostgresStore:
+class PostgresStore(FusedBranches):
     """One collection: the tables `<prefix>_points` and `<prefix>_bm25` of `db`'s schema.
     `writable=False`: a sealed generation (its session is read-only, N is counted once)."""
 
@@ -569,24 +568,6 @@ class PostgresStore:
                         continue
                     for term, weight in zip(r.sparse.indices, r.sparse.values, strict=True):
                         copy.write_row((term, r.id, float(weight)))
-
-    def query_hybrid(
-        self,
-        dense: Sequence[float],
-        sparse: SparseVec,
-        where: Where,
-        limit: int,
-        prefetch_limit: int,
-        fusion: Fusion | None = None,
-    ) -> list[Hit]:
-        return fuse(
-            [
-                self.query_dense(dense, where, prefetch_limit),
-                self.query_sparse(sparse, where, prefetch_limit) if sparse.indices else [],
-            ],
-            limit,
-            fusion,
-        )
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         self._check_dim(dense, "the query vector")

@@ -12,7 +12,6 @@ from qdrant_client import QdrantClient, models
 
 from thoth.index.base import (
     BM25,
-    Fusion,
     Hit,
     IndexConfigError,
     IndexRecord,
@@ -24,7 +23,7 @@ from thoth.index.base import (
     record_from_point,
     where_conditions,
 )
-from thoth.index.fusion import fuse
+from thoth.index.fusion import FusedBranches
 
 
 def _condition(key: str, value: str | int | list[str]) -> models.FieldCondition:
@@ -47,7 +46,7 @@ def _sparse(vec: SparseVec) -> models.SparseVector:
     return models.SparseVector(indices=list(vec.indices), values=list(vec.values))
 
 
-class ServerStore:
+class ServerStore(FusedBranches):
     def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
         self._client = client
         self.collection = collection
@@ -113,26 +112,6 @@ class ServerStore:
         except Exception as exc:
             raise IndexUnavailable(f"Qdrant {self.collection!r}: query failed: {exc}") from exc
         return hits_from_points(result.points)
-
-    def query_hybrid(
-        self,
-        dense: Sequence[float],
-        sparse: SparseVec,
-        where: Where,
-        limit: int,
-        prefetch_limit: int,
-        fusion: Fusion | None = None,
-    ) -> list[Hit]:
-        # Each branch alone, fused by the one client-side function every adapter uses: the
-        # engine's RRF takes no per-branch weights on every adapter and breaks ties at random.
-        return fuse(
-            [
-                self.query_dense(dense, where, prefetch_limit),
-                self.query_sparse(sparse, where, prefetch_limit) if sparse.indices else [],
-            ],
-            limit,
-            fusion,
-        )
 
     def query_dense(self, dense: Sequence[float], where: Where, limit: int) -> list[Hit]:
         return self._query(query=list(dense), query_filter=_filter(where), limit=limit)
