@@ -2,12 +2,10 @@
 Thoth service runs a `tht` command the CLI knows with options it has, the workspace it names is
 the one mounted, every environment variable is one that deploy/thoth.toml names (`*_env`) or
 libpq reads, every variable thoth.toml names is given, and thoth.toml itself is valid settings.
-With a `docker compose` on the machine, Compose's own check runs too."""
+Compose's own `config` check is not run: neither this machine kind nor CI has Docker."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -107,23 +105,3 @@ def test_the_settings_it_expects_are_valid_and_name_the_compose_services() -> No
     index_url = thoth_services()["api-1"]["environment"][parsed.index.url_env]
     assert "@postgres:" in index_url
     assert ":" not in index_url.split("://", 1)[1].split("@", 1)[0], "a password in a URL"
-
-
-def test_compose_itself_accepts_the_file() -> None:
-    docker = shutil.which("docker")
-    probe = (
-        subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30)
-        if docker
-        else None
-    )
-    if probe is None or probe.returncode != 0:
-        pytest.skip("no `docker compose` on this machine: the checks above stand for it")
-    assert docker is not None
-    done = subprocess.run(
-        [docker, "compose", "-f", str(COMPOSE), "config", "-q"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "THOTH_WORKSPACE": "/tmp", "PGPASSWORD": "x"},
-    )
-    assert done.returncode == 0, done.stderr
