@@ -15,13 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 from psycopg import sql
 
 from tests.conftest import PG_HOST, PG_PORT
 from tests.fake_llm import FakeLLMServer, RecordedRequest, Reply, ToolCallScript
-from tests.service.conftest import STARTUP_S, THT, base_env
+from tests.service.conftest import THT, base_env, wait_healthy
 
 # The wiki page every agent job reads, and the answer that cites it (no figure: the figure
 # check has nothing to hold against it).
@@ -106,17 +105,7 @@ class Host:
     def wait_ready(self) -> None:
         """Until /v1/health answers: uvicorn listens once the engine is open (lifespan)."""
         assert self.process is not None
-        deadline = time.monotonic() + STARTUP_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"tht serve exited: {self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"tht serve did not start in {STARTUP_S}s: {self.log.read_text()}")
+        wait_healthy(self.process, self.url, self.log, poll_s=0.05)
 
     def kill(self) -> None:
         """SIGKILL: no shutdown handler runs, in-flight requests are cut."""

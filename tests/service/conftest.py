@@ -52,6 +52,24 @@ def base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != LLM_KEY_ENV}
 
 
+def wait_healthy(
+    process: subprocess.Popen[bytes], url: str, log: Path, poll_s: float = 0.1
+) -> None:
+    """Until `tht serve` at `url` answers /v1/health (uvicorn listens once the engine is open);
+    an AssertionError with its log when it exits or takes more than STARTUP_S."""
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"tht serve exited: {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(poll_s)
+    raise AssertionError(f"tht serve did not start in {STARTUP_S}s: {log.read_text()}")
+
+
 class Server:
     """One `tht serve` process; `keys` maps caller names to their API keys."""
 
@@ -78,18 +96,11 @@ class Server:
         self._wait()
 
     def _wait(self) -> None:
-        deadline = time.monotonic() + STARTUP_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"tht serve exited: {self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise AssertionError(f"tht serve did not start in {STARTUP_S}s: {self.log.read_text()}")
+        try:
+            wait_healthy(self.process, self.url, self.log)
+        except AssertionError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         self.process.terminate()
