@@ -121,7 +121,6 @@ _TEL: Final = re.compile(
 )
 _EXTENSION_TAIL: Final = re.compile(rf"{_EXTENSION}$", re.IGNORECASE)
 _THOUSANDS: Final = re.compile(r"\d{1,3}(?:\.\d{3})+|\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+")
-_DATE_LIKE: Final = re.compile(r"\d{1,4}[./\-]\d{1,2}[./\-]\d{1,4}")
 # A date at either end of a candidate's groups ("123 15/03/2024"), a year range at its end, or
 # a year followed by a dash or a slash at its start ("2019-2023 123", "2024/0012345": a year
 # range, a protocol or invoice number).
@@ -129,6 +128,13 @@ _DAY: Final = r"(?:0?[1-9]|[12]\d|3[01])"
 _MONTH: Final = r"(?:0?[1-9]|1[0-2])"
 _YEAR: Final = r"(?:1[89]|20)\d{2}"
 _YEAR_RANGE: Final = rf"{_YEAR}[ ]?[\-\u2013/][ ]?(?:{_YEAR}|\d{{2}})"
+# A date as people write one: the same separator twice, day 1-31, month 1-12, a year of 2 or
+# 4 digits; day-month-year, year-month-day or month/day/year. "0471/12-3456" (a Bolzano
+# landline) is none of them.
+_DATE: Final = re.compile(
+    rf"{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|\d{{4}})|\d{{4}}([./\-]){_MONTH}\2{_DAY}"
+    rf"|{_MONTH}([./\-]){_DAY}\3(?:\d{{2}}|\d{{4}})"
+)
 _DATE_INSIDE: Final = re.compile(
     rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\2{_DAY})(?!\d)"
     rf"|(?<!\d)(?:{_DAY}([./\-]){_MONTH}\3(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\4{_DAY}"
@@ -363,7 +369,7 @@ def _is_phone(candidate: str) -> bool:
         return digits >= 11
     if number.startswith("0") and digits < (9 if _NOT_DIGIT.search(number) else 10):
         return False  # a short number led by 0 is a code (AIC, NCES) more often than a phone
-    return not (_THOUSANDS.fullmatch(number) or _DATE_LIKE.fullmatch(number))
+    return not (_THOUSANDS.fullmatch(number) or _DATE.fullmatch(number))
 
 
 def _iban_prefix(candidate: str, offset: int) -> Found | None:
