@@ -165,11 +165,16 @@ def emails(seeds: Seeds) -> Iterator[Form]:
             yield Form("EMAIL", rule, cells)
 
 
+# An amount with thousands separators, which docs/privacy.md declares no phone number.
+_AMOUNT = re.compile(r"[1-9]\d{0,2}([ .,])\d{3}(?:\1\d{3})*")
+
+
 def phones(seeds: Seeds, sample: int = 160) -> Iterator[Form]:
     """A seeded sample of prefix x area form x separators x subscriber x extension per base
     number; the forms docs/privacy.md declares not phones are left out (a 0-led number of
-    fewer than 10 digits with no separator is a code; a North American number without its
-    prefix is taken in brackets or with dashes or dots only)."""
+    fewer than 10 digits with no separator is a code; an amount with thousands separators is
+    an amount; a North American number without its prefix is taken in brackets or with dashes
+    or dots only)."""
     rng = random.Random(seeds.seed)
     for country, area, number in seeds.phones:
         # At home a number is written with its trunk 0 (020 ..., 01 23 ...): Italy keeps the 0
@@ -200,6 +205,8 @@ def phones(seeds: Seeds, sample: int = 160) -> Iterator[Form]:
             body = written_area + asep + subscriber
             if not prefix and body.isdigit() and body.startswith("0") and len(body) < 10:
                 continue
+            if not prefix and _AMOUNT.fullmatch(body):
+                continue
             written = (f"{prefix}{psep}" if prefix else "") + body + ext
             yield _one("TEL", f"{prefix or 'national'} {area_form} {asep!r} {ext!r}", written)
 
@@ -209,7 +216,8 @@ def italian_phones(seeds: Seeds) -> Iterator[Form]:
     operator code (none included) crossed with every separator at every position of the
     subscriber number, and with the subscriber number in groups of 2, 3 and 4: what the rule
     says, not a sample of it. A 0-led number of fewer than 10 digits with no separator is a
-    code (docs/privacy.md) and is left out."""
+    code, and one written as an amount with thousands separators ("328 415 926") an amount
+    (docs/privacy.md): both are left out."""
     for country, area, number in seeds.phones:
         if country != "39":
             continue
@@ -224,6 +232,8 @@ def italian_phones(seeds: Seeds) -> Iterator[Form]:
             for subscriber, rule in subscribers.items():
                 written = area + asep + subscriber
                 if written.isdigit() and written.startswith("0") and len(written) < 10:
+                    continue
+                if _AMOUNT.fullmatch(written):
                     continue
                 yield _one("TEL", f"national {area} {asep!r}, subscriber {rule}", written)
 

@@ -110,7 +110,7 @@ _PREFIX: Final = r"(?:\((?:\+|00)[1-9]\d{0,2}\)|(?:\+|00)[1-9]\d{0,2})"
 _AREA: Final = r"(?:\(0\)[ ]?\d{1,4}|\(\d{1,5}\))"
 _EXTENSION: Final = r"(?:[ ]?,?[ ]*(?:int|interno|ext|extension|est|x)\.?[ ]?\d{1,5})?"
 _TEL: Final = re.compile(
-    r"(?<![\w+.,:/-])(?:"
+    r"(?<![\w+.,:/-])(?<!\d[ ])(?:"
     rf"{_PREFIX}{_PS}(?:{_AREA}{_PS})?\d(?:{_PS}\d){{4,12}}"
     rf"|{_AREA}{_PS}\d(?:{_PS}\d){{4,9}}"
     r"|\d{3}[.\-]\d{3}[.\-]\d{4}"
@@ -120,7 +120,10 @@ _TEL: Final = re.compile(
     re.IGNORECASE,
 )
 _EXTENSION_TAIL: Final = re.compile(rf"{_EXTENSION}$", re.IGNORECASE)
-_THOUSANDS: Final = re.compile(r"\d{1,3}(?:\.\d{3})+|\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+")
+# No figure's first group starts with 0: "089 254 163" is a Salerno landline.
+_THOUSANDS: Final = re.compile(
+    r"[1-9]\d{0,2}(?:\.\d{3})+|[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+"
+)
 # A date at either end of a candidate's groups ("123 15/03/2024"), a year range at its end, or
 # a year followed by a dash or a slash at its start ("2019-2023 123", "2024/0012345": a year
 # range, a protocol or invoice number).
@@ -136,7 +139,8 @@ _DATE: Final = re.compile(
     rf"|{_MONTH}([./\-]){_DAY}\3(?:\d{{2}}|\d{{4}})"
 )
 _DATE_INSIDE: Final = re.compile(
-    rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\2{_DAY})(?!\d)"
+    rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})(?!\1\d)"
+    rf"|{_YEAR}([./\-]){_MONTH}\2{_DAY}(?!\2\d))(?!\d)"
     rf"|(?<!\d)(?:{_DAY}([./\-]){_MONTH}\3(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\4{_DAY}"
     rf"|{_YEAR_RANGE})$"
 )
@@ -359,7 +363,7 @@ def _is_phone(candidate: str) -> bool:
     if not 6 <= digits <= 15:
         return False
     bare = number.strip("+()")
-    if _THOUSANDS.fullmatch(bare) or _THOUSANDS.fullmatch(number.lstrip("+(").replace(")", "")):
+    if _THOUSANDS.fullmatch(bare) or _THOUSANDS.fullmatch(number.lstrip("+(").rstrip(")")):
         return False
     if _DATE_INSIDE.search(bare):
         return False
