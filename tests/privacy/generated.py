@@ -360,6 +360,20 @@ def _reference(rng: random.Random) -> str:
     )
 
 
+def figures_beside_dates(seeds: Seeds = TUNING) -> list[Form]:
+    """A figure in brackets or with a sign (a negative amount, a count, a note's number) right
+    before a date, in every form `_date` makes: figures side by side, not a phone number with
+    a bracketed area code or an international prefix."""
+    rng = random.Random(seeds.seed + 1)
+    out = []
+    for digits in range(1, 6):
+        for _ in range(8):
+            n = rng.randrange(10 ** (digits - 1), 10**digits)
+            figure = rng.choice([f"({n})", f"+{n}", f"-{n}"])
+            out.append(Form("NONE", "a figure beside a date", (f"{figure} {_date(rng)}",)))
+    return out
+
+
 def negatives(seeds: Seeds = TUNING, count: int = 600) -> list[Form]:
     """Ordinary values alone, two side by side in a sentence, and rows of 2-5 of them as a
     financial table's cells (a label first, or figures only)."""
@@ -379,7 +393,7 @@ def negatives(seeds: Seeds = TUNING, count: int = 600) -> list[Form]:
             if rng.random() < 0.5:
                 cells.insert(0, rng.choice(["Ricavi", "Totale attivo", "Net income", "Q3"]))
             out.append(Form("NONE", "figures of a table row", tuple(cells)))
-    return out
+    return out + figures_beside_dates(seeds)
 
 
 # -- what reaches the model ----------------------------------------------------------------

@@ -124,7 +124,8 @@ _EXTENSION_TAIL: Final = re.compile(rf"{_EXTENSION}$", re.IGNORECASE)
 _THOUSANDS: Final = re.compile(
     r"[1-9]\d{0,2}(?:\.\d{3})+|[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+"
 )
-# A date at either end of a candidate's groups ("123 15/03/2024"), a year range at its end, or
+# A date at either end of a candidate's groups ("123 15/03/2024"), a month and year or a year
+# range at its end ("(104) 04/1963": a figure beside a date), or
 # a year followed by a dash or a slash at its start ("2019-2023 123", "2024/0012345": a year
 # range, a protocol or invoice number).
 _DAY: Final = r"(?:0?[1-9]|[12]\d|3[01])"
@@ -142,7 +143,7 @@ _DATE_INSIDE: Final = re.compile(
     rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})(?!\1\d)"
     rf"|{_YEAR}([./\-]){_MONTH}\2{_DAY}(?!\2\d))(?!\d)"
     rf"|(?<!\d)(?:{_DAY}([./\-]){_MONTH}\3(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\4{_DAY}"
-    rf"|{_YEAR_RANGE})$"
+    rf"|{_MONTH}[./\-]{_YEAR}|{_YEAR_RANGE})$"
 )
 _DATED_REFERENCE: Final = re.compile(r"(?:19|20)\d{2}[ \t]*[/\-\u2013][ \t]*\d")
 # A decimal number among groups apart by spaces: figures side by side ("70.7 224.5 128.6",
