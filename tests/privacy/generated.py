@@ -212,11 +212,12 @@ def phones(seeds: Seeds, sample: int = 160) -> Iterator[Form]:
 
 
 def italian_phones(seeds: Seeds) -> Iterator[Form]:
-    """Every Italian number in its national form with every separator after the area or
-    operator code (none included) crossed with every separator at every position of the
-    subscriber number, and with the subscriber number in groups of 2, 3 and 4: what the rule
-    says, not a sample of it. A 0-led number of fewer than 10 digits with no separator is a
-    code, and one written as an amount with thousands separators ("328 415 926") an amount
+    """Every Italian number with every separator after the area or operator code (none
+    included) crossed with every separator at every position of the subscriber number, and
+    with the subscriber number in groups of 2, 3 and 4; each in its national form and after
+    `+39` with every separator (none included): what the rule says, not a sample of it. A
+    0-led national number of fewer than 10 digits with no separator is a code, and one written
+    as an amount with thousands separators ("328 415 926", "+39.328.415.926") an amount
     (docs/privacy.md): both are left out."""
     for country, area, number in seeds.phones:
         if country != "39":
@@ -230,12 +231,14 @@ def italian_phones(seeds: Seeds) -> Iterator[Form]:
                 subscribers.setdefault(groups, f"groups of {size} by {sep!r}")
         for asep in ("", *SEPARATORS):
             for subscriber, rule in subscribers.items():
-                written = area + asep + subscriber
-                if written.isdigit() and written.startswith("0") and len(written) < 10:
-                    continue
-                if _AMOUNT.fullmatch(written):
-                    continue
-                yield _one("TEL", f"national {area} {asep!r}, subscriber {rule}", written)
+                national = area + asep + subscriber
+                code = national.isdigit() and national.startswith("0") and len(national) < 10
+                if not code and not _AMOUNT.fullmatch(national):
+                    yield _one("TEL", f"national {area} {asep!r}, subscriber {rule}", national)
+                for psep in ("", *SEPARATORS):
+                    if not _AMOUNT.fullmatch(f"39{psep}{national}"):
+                        written = f"+39{psep}{national}"
+                        yield _one("TEL", f"+39 {psep!r} {area} {asep!r}, {rule}", written)
 
 
 def _strip_diacritics(text: str) -> str:
