@@ -12,7 +12,10 @@ Positives, per kind:
   over 2 and 3 cells at every `@` and `.`;
 - phone numbers: international prefix forms x area code plain or in brackets x separators
   between the parts and at every position of the subscriber number x extensions (a seeded
-  sample of the product, every value of every rule present);
+  sample of the product, every value of every rule present); and for every Italian number
+  (area codes of 2, 3 and 4 digits, mobile codes, subscribers of 6 to 8 digits) the whole
+  product of the separator after the area code x the separator at every position of the
+  subscriber number or between its groups, national and after +39 with every separator;
 - names, derived from the registry: every word order, a comma after the surname, case,
   diacritics kept, dropped or written as an apostrophe, apostrophes and hyphens kept,
   typographic, dropped or turned into a space, the surname alone; split over 2 and 3 cells.
@@ -20,7 +23,7 @@ Positives, per kind:
 Negatives: amounts (Italian, English and spaced thousands, decimals, signs, brackets,
 currencies, percentages), dates and times, years and year ranges, protocol and invoice
 numbers, clinical and public-procurement codes, and rows of a financial table made of them,
-with the figures side by side.
+with the figures side by side; a figure in brackets or with a sign beside a date.
 """
 
 from __future__ import annotations
