@@ -12,7 +12,10 @@ Positives, per kind:
   over 2 and 3 cells at every `@` and `.`;
 - phone numbers: international prefix forms x area code plain or in brackets x separators
   between the parts and at every position of the subscriber number x extensions (a seeded
-  sample of the product, every value of every rule present);
+  sample of the product, every value of every rule present); and for every Italian number
+  (area codes of 2, 3 and 4 digits, mobile codes, subscribers of 6 to 8 digits) the whole
+  product of the separator after the area code x the separator at every position of the
+  subscriber number or between its groups, national and after +39 with every separator;
 - names, derived from the registry: every word order, a comma after the surname, case,
   diacritics kept, dropped or written as an apostrophe, apostrophes and hyphens kept,
   typographic, dropped or turned into a space, the surname alone; split over 2 and 3 cells.
@@ -20,7 +23,7 @@ Positives, per kind:
 Negatives: amounts (Italian, English and spaced thousands, decimals, signs, brackets,
 currencies, percentages), dates and times, years and year ranges, protocol and invoice
 numbers, clinical and public-procurement codes, and rows of a financial table made of them,
-with the figures side by side.
+with the figures side by side; a figure in brackets or with a sign beside a date.
 """
 
 from __future__ import annotations
@@ -65,12 +68,19 @@ TUNING = Seeds(
     piva=("12345678903", "00743110157"),
     iban=("IT60X0542811101000000123456", "GB82WEST12345698765432"),
     email=("mario.rossi@example.it", "j.smith+bills@example.co.uk", "uff-acquisti@alfa-spa.com"),
+    # The Italian numbering plan's shapes: mobile (3xx) with 7 and 6 digits, area codes of 2,
+    # 3 and 4 digits with subscriber numbers of 6 to 8 digits.
     phones=(
         ("39", "333", "1234567"),
         ("39", "06", "12345678"),
         ("39", "02", "1234567"),
         ("44", "20", "79460958"),
         ("1", "212", "5550123"),
+        ("39", "328", "415926"),
+        ("39", "081", "7642315"),
+        ("39", "089", "254163"),
+        ("39", "0541", "734219"),
+        ("39", "0583", "4719265"),
     ),
     registry=REGISTRY,
     seed=46,
@@ -158,11 +168,16 @@ def emails(seeds: Seeds) -> Iterator[Form]:
             yield Form("EMAIL", rule, cells)
 
 
+# An amount with thousands separators, which docs/privacy.md declares no phone number.
+_AMOUNT = re.compile(r"[1-9]\d{0,2}([ .,])\d{3}(?:\1\d{3})*")
+
+
 def phones(seeds: Seeds, sample: int = 160) -> Iterator[Form]:
     """A seeded sample of prefix x area form x separators x subscriber x extension per base
     number; the forms docs/privacy.md declares not phones are left out (a 0-led number of
-    fewer than 10 digits with no separator is a code; a North American number without its
-    prefix is taken in brackets or with dashes or dots only)."""
+    fewer than 10 digits with no separator is a code; an amount with thousands separators is
+    an amount; a North American number without its prefix is taken in brackets or with dashes
+    or dots only)."""
     rng = random.Random(seeds.seed)
     for country, area, number in seeds.phones:
         # At home a number is written with its trunk 0 (020 ..., 01 23 ...): Italy keeps the 0
@@ -193,8 +208,40 @@ def phones(seeds: Seeds, sample: int = 160) -> Iterator[Form]:
             body = written_area + asep + subscriber
             if not prefix and body.isdigit() and body.startswith("0") and len(body) < 10:
                 continue
+            if not prefix and _AMOUNT.fullmatch(body):
+                continue
             written = (f"{prefix}{psep}" if prefix else "") + body + ext
             yield _one("TEL", f"{prefix or 'national'} {area_form} {asep!r} {ext!r}", written)
+
+
+def italian_phones(seeds: Seeds) -> Iterator[Form]:
+    """Every Italian number with every separator after the area or operator code (none
+    included) crossed with every separator at every position of the subscriber number, and
+    with the subscriber number in groups of 2, 3 and 4; each in its national form and after
+    `+39` with every separator (none included): what the rule says, not a sample of it. A
+    0-led national number of fewer than 10 digits with no separator is a code, and one written
+    as an amount with thousands separators ("328 415 926", "+39.328.415.926") an amount
+    (docs/privacy.md): both are left out."""
+    for country, area, number in seeds.phones:
+        if country != "39":
+            continue
+        subscribers = {number: "plain"}
+        for sep in SEPARATORS:
+            for at in range(1, len(number)):
+                subscribers.setdefault(number[:at] + sep + number[at:], f"{sep!r} at {at}")
+            for size in (2, 3, 4):
+                groups = sep.join(number[i : i + size] for i in range(0, len(number), size))
+                subscribers.setdefault(groups, f"groups of {size} by {sep!r}")
+        for asep in ("", *SEPARATORS):
+            for subscriber, rule in subscribers.items():
+                national = area + asep + subscriber
+                code = national.isdigit() and national.startswith("0") and len(national) < 10
+                if not code and not _AMOUNT.fullmatch(national):
+                    yield _one("TEL", f"national {area} {asep!r}, subscriber {rule}", national)
+                for psep in ("", *SEPARATORS):
+                    if not _AMOUNT.fullmatch(f"39{psep}{national}"):
+                        written = f"+39{psep}{national}"
+                        yield _one("TEL", f"+39 {psep!r} {area} {asep!r}, {rule}", written)
 
 
 def _strip_diacritics(text: str) -> str:
@@ -241,7 +288,9 @@ def names(seeds: Seeds) -> Iterator[Form]:
 
 
 def positives(seeds: Seeds = TUNING) -> list[Form]:
-    return [*codes(seeds), *emails(seeds), *phones(seeds), *names(seeds)]
+    return [
+        *codes(seeds), *emails(seeds), *phones(seeds), *italian_phones(seeds), *names(seeds)
+    ]  # fmt: skip
 
 
 # -- negatives -----------------------------------------------------------------------------
@@ -317,6 +366,20 @@ def _reference(rng: random.Random) -> str:
     )
 
 
+def figures_beside_dates(seeds: Seeds = TUNING) -> list[Form]:
+    """A figure in brackets or with a sign (a negative amount, a count, a note's number) right
+    before a date, in every form `_date` makes: figures side by side, not a phone number with
+    a bracketed area code or an international prefix."""
+    rng = random.Random(seeds.seed + 1)
+    out = []
+    for digits in range(1, 6):
+        for _ in range(8):
+            n = rng.randrange(10 ** (digits - 1), 10**digits)
+            figure = rng.choice([f"({n})", f"+{n}", f"-{n}"])
+            out.append(Form("NONE", "a figure beside a date", (f"{figure} {_date(rng)}",)))
+    return out
+
+
 def negatives(seeds: Seeds = TUNING, count: int = 600) -> list[Form]:
     """Ordinary values alone, two side by side in a sentence, and rows of 2-5 of them as a
     financial table's cells (a label first, or figures only)."""
@@ -336,7 +399,7 @@ def negatives(seeds: Seeds = TUNING, count: int = 600) -> list[Form]:
             if rng.random() < 0.5:
                 cells.insert(0, rng.choice(["Ricavi", "Totale attivo", "Net income", "Q3"]))
             out.append(Form("NONE", "figures of a table row", tuple(cells)))
-    return out
+    return out + figures_beside_dates(seeds)
 
 
 # -- what reaches the model ----------------------------------------------------------------

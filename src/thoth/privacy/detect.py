@@ -110,7 +110,7 @@ _PREFIX: Final = r"(?:\((?:\+|00)[1-9]\d{0,2}\)|(?:\+|00)[1-9]\d{0,2})"
 _AREA: Final = r"(?:\(0\)[ ]?\d{1,4}|\(\d{1,5}\))"
 _EXTENSION: Final = r"(?:[ ]?,?[ ]*(?:int|interno|ext|extension|est|x)\.?[ ]?\d{1,5})?"
 _TEL: Final = re.compile(
-    r"(?<![\w+.,:/-])(?:"
+    r"(?<![\w+.,:/-])(?<!\d[ ])(?:"
     rf"{_PREFIX}{_PS}(?:{_AREA}{_PS})?\d(?:{_PS}\d){{4,12}}"
     rf"|{_AREA}{_PS}\d(?:{_PS}\d){{4,9}}"
     r"|\d{3}[.\-]\d{3}[.\-]\d{4}"
@@ -120,19 +120,30 @@ _TEL: Final = re.compile(
     re.IGNORECASE,
 )
 _EXTENSION_TAIL: Final = re.compile(rf"{_EXTENSION}$", re.IGNORECASE)
-_THOUSANDS: Final = re.compile(r"\d{1,3}(?:\.\d{3})+|\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+")
-_DATE_LIKE: Final = re.compile(r"\d{1,4}[./\-]\d{1,2}[./\-]\d{1,4}")
-# A date at either end of a candidate's groups ("123 15/03/2024"), a year range at its end, or
+# No figure's first group starts with 0: "089 254 163" is a Salerno landline.
+_THOUSANDS: Final = re.compile(
+    r"[1-9]\d{0,2}(?:\.\d{3})+|[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+"
+)
+# A date at either end of a candidate's groups ("123 15/03/2024"), a month and year or a year
+# range at its end ("(104) 04/1963": a figure beside a date), or
 # a year followed by a dash or a slash at its start ("2019-2023 123", "2024/0012345": a year
 # range, a protocol or invoice number).
 _DAY: Final = r"(?:0?[1-9]|[12]\d|3[01])"
 _MONTH: Final = r"(?:0?[1-9]|1[0-2])"
 _YEAR: Final = r"(?:1[89]|20)\d{2}"
 _YEAR_RANGE: Final = rf"{_YEAR}[ ]?[\-\u2013/][ ]?(?:{_YEAR}|\d{{2}})"
+# A date as people write one: the same separator twice, day 1-31, month 1-12, a year of 2 or
+# 4 digits; day-month-year, year-month-day or month/day/year. "0471/12-3456" (a Bolzano
+# landline) is none of them.
+_DATE: Final = re.compile(
+    rf"{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|\d{{4}})|\d{{4}}([./\-]){_MONTH}\2{_DAY}"
+    rf"|{_MONTH}([./\-]){_DAY}\3(?:\d{{2}}|\d{{4}})"
+)
 _DATE_INSIDE: Final = re.compile(
-    rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\2{_DAY})(?!\d)"
+    rf"^(?:{_DAY}([./\-]){_MONTH}\1(?:\d{{2}}|{_YEAR})(?!\1\d)"
+    rf"|{_YEAR}([./\-]){_MONTH}\2{_DAY}(?!\2\d))(?!\d)"
     rf"|(?<!\d)(?:{_DAY}([./\-]){_MONTH}\3(?:\d{{2}}|{_YEAR})|{_YEAR}([./\-]){_MONTH}\4{_DAY}"
-    rf"|{_YEAR_RANGE})$"
+    rf"|{_MONTH}[./\-]{_YEAR}|{_YEAR_RANGE})$"
 )
 _DATED_REFERENCE: Final = re.compile(r"(?:19|20)\d{2}[ \t]*[/\-\u2013][ \t]*\d")
 # A decimal number among groups apart by spaces: figures side by side ("70.7 224.5 128.6",
@@ -353,7 +364,7 @@ def _is_phone(candidate: str) -> bool:
     if not 6 <= digits <= 15:
         return False
     bare = number.strip("+()")
-    if _THOUSANDS.fullmatch(bare) or _THOUSANDS.fullmatch(number.lstrip("+(").replace(")", "")):
+    if _THOUSANDS.fullmatch(bare) or _THOUSANDS.fullmatch(number.lstrip("+(").rstrip(")")):
         return False
     if _DATE_INSIDE.search(bare):
         return False
@@ -363,7 +374,7 @@ def _is_phone(candidate: str) -> bool:
         return digits >= 11
     if number.startswith("0") and digits < (9 if _NOT_DIGIT.search(number) else 10):
         return False  # a short number led by 0 is a code (AIC, NCES) more often than a phone
-    return not (_THOUSANDS.fullmatch(number) or _DATE_LIKE.fullmatch(number))
+    return not (_THOUSANDS.fullmatch(number) or _DATE.fullmatch(number))
 
 
 def _iban_prefix(candidate: str, offset: int) -> Found | None:
