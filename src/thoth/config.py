@@ -904,6 +904,16 @@ class RoutingSettings(_Strict):
         description="Similarity to the closest channel's examples below which every channel is "
         "searched; calibrate it with `tht channels calibrate`.",
     )
+    # A lead over the runner-up smaller than this is no evidence of the channel: every channel
+    # is searched. 0.02 is under one spread of the bundled embedder's leads on the demo's
+    # labelled set (0.028); `tht channels calibrate` suggests a workspace's own.
+    channel_margin: float = Field(
+        default=0.02,
+        ge=0.0,
+        le=2.0,
+        description="Lead over the next channel the closest one needs to be searched alone; "
+        "a smaller lead searches every channel. Calibrate it with `tht channels calibrate`.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -448,3 +448,39 @@ def test_split_threshold_sits_in_the_gap_or_at_best_accuracy() -> None:
     overlapping = split_threshold([0.9, 0.72, 0.88], [0.7, 0.8])
     assert not overlapping.separated
     assert overlapping.accuracy == pytest.approx(0.8)  # one of five on the wrong side
+
+
+def test_channels_within_the_margin_are_searched_together_and_no_other(tmp_path: Path) -> None:
+    """A closest channel that leads the next by less than `channel_margin` is no evidence of
+    where the answer is: the close channels are searched together (the filter names them)
+    and a channel further away is not."""
+    corpus = [
+        *CORPUS,
+        Doc("le ferie del ricovero si richiedono al responsabile", channel="personale"),
+    ]
+    built = build(tmp_path, corpus, StemEmbedder())
+    try:
+        question = "come si registra un ricovero e la fattura al fornitore"
+        probe = search(built).router.scores(question)
+        top, second, third = sorted(probe, key=lambda n: -probe[n])
+        margin = (probe[top] - probe[second] + probe[top] - probe[third]) / 2
+        assert probe[top] - probe[second] < margin < probe[top] - probe[third], probe
+        result = search(built, top_k=10, verbatim_floor=0, routing={
+            "channel_threshold": 0.1, "channel_margin": margin
+        }).search(question, labels=["public", "internal"])  # fmt: skip
+        assert result.route.channel is None and result.route.channel_source == "tied"
+        assert result.route.tied == tuple(sorted((top, second)))
+        assert sorted(result.filters["channel"]) == sorted((top, second))
+        assert {f.record.channel for f in result.fragments} == {top, second}
+        plain = search(
+            built,
+            top_k=10,
+            verbatim_floor=0,
+            routing={"channel_threshold": 0.1, "channel_margin": 0},
+        )  # no margin: the closest channel alone, however small its lead
+        routed = plain.search(question, labels=["public", "internal"])
+        assert routed.route.channel_source == "similarity"
+        assert routed.route.channel in (top, second)
+        assert routed.filters["channel"] == routed.route.channel
+    finally:
+        built.state.close()

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -185,6 +186,7 @@ def test_cli_calibrate_prints_distributions_and_threshold(
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["configured_threshold"] == 0.45
+    assert data["configured_margin"] == 0.02 and data["margin"] == 0.0  # two leads: no spread
     assert data["in_domain"]["n"] == 2 and data["out_of_domain"]["n"] == 1
     assert data["out_of_domain"]["max"] < data["threshold"] < data["in_domain"]["min"]
     assert human.exit_code == 0, human.output
@@ -193,4 +195,39 @@ def test_cli_calibrate_prints_distributions_and_threshold(
     assert "under [answers.routing] in thoth.toml" in printed
     assert "in domain (routed right)" in printed and "out of domain" in printed
     assert "(separated), accuracy 100% on 3 questions." in printed
+    assert "Suggested margin: 0.000 (fewer than 3 questions routed right" in printed
+    assert "`channel_margin = 0.000`" in printed
     assert "No active index generation" in printed
+
+
+# -- a lead too small to choose ---------------------------------------------------------------
+
+
+def test_a_closest_channel_without_a_lead_widens_to_the_close_channels() -> None:
+    """Above the threshold but within `margin` of the runner-up, the closest channel is no
+    evidence of where the answer is (seed 004: when uncertain, widen instead of emptying):
+    the channels within the margin are searched together, and reported."""
+    question = "come si registra un ricovero e si richiedono le ferie"  # two channels' words
+    plain = ChannelRouter(CHANNELS, StemEmbedder(), threshold=0.1)
+    scores = plain.scores(question)
+    lead = scores["personale"] - scores["clinica"]
+    assert scores["clinica"] >= 0.1 and 0 < lead < 0.2, scores
+    assert plain.route(question, channels_with_documents=ALL).channel == "personale"
+    router = ChannelRouter(CHANNELS, StemEmbedder(), threshold=0.1, margin=lead + 0.01)
+    route = router.route(question, channels_with_documents=ALL)
+    assert (route.channel, route.channel_source) == (None, "tied")
+    assert route.tied == ("clinica", "personale") and route.margin == lead + 0.01
+    assert route.searched == ["clinica", "personale"]  # not amministrazione
+    clear = router.route("come si registra un ricovero in reparto", channels_with_documents=ALL)
+    assert clear.channel == "clinica"  # a clear lead still routes
+
+
+def test_calibration_suggests_a_margin_from_the_leads_of_the_routed_questions() -> None:
+    """The margin a new wording needs: one spread (standard deviation) of the leads the
+    in-domain questions routed right had over their runner-up; reported with every lead."""
+    result = calibrate(ChannelRouter(CHANNELS, StemEmbedder(), threshold=0.0), LABELLED)
+    leads = [q["lead"] for q in result.per_question if q["expected"] is not None]
+    assert len(leads) == 5 and all(lead > 0 for lead in leads)
+    assert result.margin == pytest.approx(float(np.std(leads, ddof=1)), abs=1e-4)
+    assert result.as_dict()["margin"] == round(result.margin, 4)
+    assert result.widened == sum(lead < result.margin for lead in leads)

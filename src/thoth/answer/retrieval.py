@@ -266,6 +266,7 @@ class KnowledgeSearch:
             settings.channels,
             embedder,
             answers.routing.channel_threshold,
+            margin=answers.routing.channel_margin,
             language=settings.language,
         )
         self._channel_counts: dict[tuple[str, str], set[str]] = {}
@@ -352,7 +353,7 @@ class KnowledgeSearch:
                 # How rare a word is, is counted under the request's condition before routing:
                 # a channel's few fragments are no measure of the domain's vocabulary.
                 corpus = scoped.where
-                scoped = scoped.with_channel(route.channel)
+                scoped = scoped.with_channel(route.searched)
                 bm25 = _bm25_queries(gen, text, vectors.sparse, expansion)
                 if entities is not None and len(entities.scope) > 1:
                     fragments, counts, relevance = self._retrieve_each(

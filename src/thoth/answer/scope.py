@@ -23,7 +23,9 @@ class Scope:
     where: dict[str, Any]  # the condition, as the index takes it
     readable: dict[str, Any]  # the same condition, for people and the answer log
 
-    def with_channel(self, channel: str | None) -> Scope:
+    def with_channel(self, channel: str | Sequence[str] | None) -> Scope:
+        """Only these channels' fragments: one channel, several (searched together), or
+        None (every channel)."""
         if channel is None:
             return self
         return Scope({**self.where, "channel": channel}, {**self.readable, "channel": channel})

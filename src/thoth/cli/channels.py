@@ -47,7 +47,12 @@ def calibrate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Score labelled questions against the channel examples and suggest the threshold."""
-    from thoth.answer.routing import ChannelRouter, calibrate, load_calibration_set
+    from thoth.answer.routing import (
+        MIN_POSITIVES,
+        ChannelRouter,
+        calibrate,
+        load_calibration_set,
+    )
     from thoth.embed.base import EmbedderError
     from thoth.runtime import open_embedder
 
@@ -72,6 +77,7 @@ def calibrate_cmd(
         "ok": True,
         "set": str(path),
         "configured_threshold": configured,
+        "configured_margin": ws.settings.answers.routing.channel_margin,
         **result.as_dict(),
         "configured_min_similarity": ws.settings.answers.min_similarity,
         "relevance": relevance.as_dict() if relevance else None,
@@ -105,6 +111,18 @@ def calibrate_cmd(
         f"`channel_threshold = {result.threshold:.2f}` under [answers.routing] in thoth.toml."
     )
     out.print(escape(hint), highlight=False)
+    spread = (
+        f"one spread of the leads of {len(result.in_domain)} questions routed right; "
+        f"{result.widened} of them lead by less and would search every channel"
+        if result.margin
+        else f"fewer than {MIN_POSITIVES} questions routed right: no spread to measure"
+    )
+    margin_hint = (
+        f"Suggested margin: {result.margin:.3f} ({spread}). Configured: "
+        f"{ws.settings.answers.routing.channel_margin:.3f}; set `channel_margin = "
+        f"{result.margin:.3f}` under [answers.routing] to use it."
+    )
+    out.print(escape(margin_hint), highlight=False)
     if relevance is None:
         out.print(
             "No active index generation: run `tht docs sync` to calibrate the relevance floor."
