@@ -50,6 +50,7 @@ from typing import Any, Final, Literal
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import Extraction, Matcher, extract, validate, without_values
 from thoth.analytics.measure import (
+    MONEY_WORDS,
     agrees,
     measure_groups,
     measure_spans,
@@ -259,6 +260,9 @@ class Vocabulary:
     # ... and every name of the store it does not read (for a word no query explains: a
     # figure the store holds and the catalog does not compute).
     unread_anywhere: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
+    # Per query, the words of its figures (the name, label and unit of each quantity or amount
+    # column; money words for an amount): "soldi", "euro", "giorni" name what it measures.
+    figures: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -288,10 +292,14 @@ class Vocabulary:
                             vocab.values.append((text, value, qid, name))
             grouped: set[int] = set()
             grouped_words: set[str] = set()
+            measured: list[str] = []
             for name, column in query.result.columns.items():
                 named = f"{name.replace('_', ' ')} {column.label}"
-                texts.append(f"{named} {column.unit or ''}")
-                said |= matcher.stems(f"{named} {column.unit or ''}")
+                money = " ".join(MONEY_WORDS) if column.kind == "amount" else ""
+                texts.append(f"{named} {column.unit or ''} {money}")
+                said |= matcher.stems(f"{named} {column.unit or ''} {money}")
+                if column.kind in ("quantity", "amount"):
+                    measured.append(f"{named} {column.unit or ''} {money}")
                 if column.kind != "quantity":
                     grouped |= matcher.stems(named)
                     grouped_words |= set(_WORD.findall(named.casefold()))
@@ -300,6 +308,11 @@ class Vocabulary:
             vocab.columns[qid] = frozenset(grouped)
             vocab.column_words[qid] = frozenset(grouped_words)
             vocab.definitions[qid] = matcher.stems(query.description)
+            figure_text = " ".join(measured)
+            vocab.figures[qid] = (
+                matcher.stems(figure_text),
+                frozenset(_WORD.findall(figure_text.casefold())),
+            )
         vocab.enum_stems = frozenset(enum)
         vocab.dimensions = frozenset().union(
             *vocab.columns.values(),
@@ -406,6 +419,17 @@ class Vocabulary:
             if any(n in content for n in neighbours):
                 return "attached to another content word"
         return None
+
+    def another_figure(self, word: str, query_id: str) -> bool:
+        """Whether the word names the figure of another query (its quantity's name, label or
+        unit), not one of `query_id`'s: "quanti soldi" of a count of visits."""
+        if _explained(word, *self.figures.get(query_id, (frozenset(), frozenset())), self.matcher):
+            return False
+        return any(
+            _explained(word, stems, words, self.matcher)
+            for qid, (stems, words) in self.figures.items()
+            if qid != query_id
+        )
 
     def unread_word(self, word: str, query_id: str) -> bool:
         """Whether the word names a view of the store or a column of the query's own views
@@ -559,6 +583,8 @@ def fit(
     if "count" not in query.measures:
         # "Quanti euro" on a query whose figure is in euro asks that figure, not a count.
         units = [c.unit for c in query.result.columns.values() if c.unit and c.kind != "category"]
+        if any(c.kind == "amount" for c in query.result.columns.values()):
+            units += MONEY_WORDS
         groups = measure_groups(reading.question, units) if units else groups
     # A figure is asked: a measure named, or a year, date or number its parameters take. A
     # question asking none may be one for the documents ("come funziona il triage?").
@@ -574,7 +600,13 @@ def fit(
         neighbour = tuple(
             w
             for w in unexplained
-            if w not in foreign and (vocab.unread_word(w, query.id) or w in reading.targets)
+            if w not in foreign
+            and (
+                vocab.unread_word(w, query.id)
+                or w in reading.targets
+                # what is measured, named as another query's figure
+                or (w in reading.measured and vocab.another_figure(w, query.id))
+            )
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -651,7 +683,8 @@ def fit(
         refused = (
             f"unread column: the question speaks of {', '.join(neighbour)}, which {query.id} "
             "does not explain and which names a view or a column of its rows it does not read "
-            "(another figure or another population), or the row the question asks for"
+            "(another figure or another population), the row the question asks for, or what "
+            "another query measures"
         )
     elif unstated:
         refused = (
