@@ -83,6 +83,10 @@ _FUNCTION_WORDS: Final = frozenset(
         # relative periods: the parameters' business too
         "scorso scorsa passato passata corrente precedente ultimo ultima ultimi ultime "
         "last previous current past this "
+        # the frame of a period ("nel corso del 2023", "nell'arco del 2024", "during 2024")
+        "corso arco durante during throughout course "
+        # courtesy
+        "favore cortesia kindly "
         # comparisons and number words: constraints the parameters read, not subjects
         "sopra sotto oltre entro almeno circa tra fra dopo prima fino above below over under "
         "more less than least after before within between since until about "
@@ -132,6 +136,24 @@ _TARGET_WORDS: Final = frozenset(["which", "quale", "quali", "what"])
 _LINKS: Final = frozenset(
     ["di", "del", "della", "dello", "dei", "degli", "delle", "dell", "d", "of"]
 )
+# Prepositions and articles: a word no query explains right after a preposition (an article
+# between them aside) is a complement — "di sera", "dei turisti", "per gli antibiotici", "at
+# night", "on statins" — that names a part of the rows or of the figure, not ordinary language.
+_PREPOSITIONS: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "di del della dello dei degli delle dell d da dal dalla dallo dai dagli dalle dall "
+        "per con col coi in nel nella nello nei negli nelle nell su sul sulla sullo sui sugli "
+        "sulle sull tra fra a al alla allo ai agli alle all senza verso presso "
+        "of for with on at in from among without per via",
+    )
+)
+# ... and so is one right after a form of to have: what the rows have ("hanno avuto
+# complicanze", "had infections") is a part of them.
+_HAVE: Final = frozenset(
+    re.findall(r"\w+", "ha hanno aveva avevano avuto avuta avuti avute has have had having")
+)
+_ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
 
 
 @dataclass(frozen=True)
@@ -415,6 +437,12 @@ class Vocabulary:
         for i, token in enumerate(reading.tokens):
             if token != word:
                 continue
+            before = [t for t in reading.tokens[:i] if t not in _ARTICLES or t in _PREPOSITIONS]
+            # "a" and "in" are both; "da parte dei": the preposition before the article counts
+            if i and before and before[-1] in _PREPOSITIONS:
+                return "a complement (after a preposition)"
+            if i and before and before[-1] in _HAVE:
+                return "what the rows have (after a form of to have)"
             neighbours = reading.tokens[max(0, i - 1) : i] + reading.tokens[i + 1 : i + 2]
             if any(n in content for n in neighbours):
                 return "attached to another content word"
@@ -635,6 +663,18 @@ def fit(
             and query.parameters[name].type != "enum"
             and (stated.origin.get(name) != "question" or stated.values.get(name) != value)
         )
+    # A dimension the question gives one value of ("per l'anno 2022", "nell'anno 2023") names
+    # that filter, not a breakdown by it.
+    given = [
+        vocab.matcher.stems(name.replace("_", " "))
+        for name, origin in extraction.origin.items()
+        if origin in ("question", "model")
+    ]
+    grouping = tuple(
+        w
+        for w in reading.grouping
+        if not any(vocab.matcher.within(w.split("'")[-1], s) for s in given)
+    )
     score = (
         similarity
         + EVIDENCE * evidence
@@ -648,12 +688,10 @@ def fit(
             f"measure mismatch: the question asks {said}; "
             f"{query.id} computes {', '.join(sorted(query.measures))}"
         )
-    elif reading.grouping and not vocab.groups_as_asked(query.id, reading.grouping):
-        by = " ".join(reading.grouping)
+    elif grouping and not vocab.groups_as_asked(query.id, grouping):
+        by = " ".join(grouping)
         refused = f"grouping mismatch: {query.id} does not group its result by {by}"
-    elif _names_a_winner(query, groups) and not (
-        _WHICH.search(reading.question) or reading.grouping
-    ):
+    elif _names_a_winner(query, groups) and not (_WHICH.search(reading.question) or grouping):
         first = next(iter(query.result.columns.values()))
         refused = (
             f"the question asks a value; {query.id} answers which {first.label.casefold()} "
