@@ -91,3 +91,35 @@ def test_show_me_before_an_average_asks_the_average(year: int) -> None:
     assert computed(decision) == {"query": "degenza-media-per-reparto", "anno": year}, (
         decision.reason
     )
+
+
+@pytest.mark.parametrize("year", YEARS)
+def test_a_generic_measure_noun_defers_to_the_figure_it_is_of(year: int) -> None:
+    """ "tempo medio d'attesa" is the average wait; "lunghezza media della degenza" the
+    average stay: the generic noun (time, length, amount) names the figure after di/of."""
+    wait = decided(
+        f"Tempo medio d'attesa per codice di triage in pronto soccorso, {year}",
+        "attesa-media-per-triage",
+    )
+    assert computed(wait) == {"query": "attesa-media-per-triage", "anno": year}, wait.reason
+    stay = decided(
+        f"Lunghezza media della degenza per reparto nel {year}", "degenza-media-per-reparto"
+    )
+    assert computed(stay) == {"query": "degenza-media-per-reparto", "anno": year}, stay.reason
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # the visit is a word of the query (the wait is before it), not its figure
+        "Tempo medio di visita per codice di triage nel 2024",
+        # no figure after it: the time of what?
+        "Tempo medio in pronto soccorso per codice di triage nel 2024",
+    ],
+)
+def test_a_generic_measure_noun_of_no_figure_of_the_query_is_still_what_is_measured(
+    question: str,
+) -> None:
+    decision = decided(question, "attesa-media-per-triage")
+    assert computed(decision) is None
+    assert decision.reason is not None and "tempo" in decision.reason

@@ -153,6 +153,13 @@ _PREPOSITIONS: Final = frozenset(
 _HAVE: Final = frozenset(
     re.findall(r"\w+", "ha hanno aveva avevano avuto avuta avuti avute has have had having")
 )
+# Nouns that name a measure generically: the figure is the word after them ("tempo medio
+# d'attesa", "the length of stay", "l'importo della spesa").
+_GENERIC_MEASURE_NOUNS: Final = frozenset(
+    re.findall(
+        r"\w+", "tempo tempi durata durate lunghezza importo ammontare time length duration amount"
+    )
+)
 _ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
 
 
@@ -426,7 +433,7 @@ class Vocabulary:
         it is ordinary language (see the module docstring)."""
         if word in reading.capitalised:
             return "a name"
-        if word in reading.measured:
+        if word in reading.measured and not self._generic_of_figure(reading, word, query_id):
             return "what is measured"
         if word in reading.targets:
             return "what is asked for"
@@ -458,6 +465,24 @@ class Vocabulary:
             for qid, (stems, words) in self.figures.items()
             if qid != query_id
         )
+
+    def _generic_of_figure(self, reading: Reading, word: str, query_id: str) -> bool:
+        """Whether `word` is a generic measure noun ("tempo", "length") whose complement, the
+        next content word after a measure word and di/of, names the query's own figure:
+        "tempo medio d'attesa" is the average wait, "tempo medio di visita" is not."""
+        if word not in _GENERIC_MEASURE_NOUNS:
+            return False
+        stems, words = self.figures.get(query_id, (frozenset(), frozenset()))
+        for i, token in enumerate(reading.tokens):
+            if token != word:
+                continue
+            for after in reading.tokens[i + 1 : i + 5]:
+                if after in _LINKS or after in _ARTICLES or measure_groups(after):
+                    continue
+                if after and _explained(after, stems, words, self.matcher):
+                    return True
+                break
+        return False
 
     def unread_word(self, word: str, query_id: str) -> bool:
         """Whether the word names a view of the store or a column of the query's own views
