@@ -123,3 +123,34 @@ def test_a_generic_measure_noun_of_no_figure_of_the_query_is_still_what_is_measu
     decision = decided(question, "attesa-media-per-triage")
     assert computed(decision) is None
     assert decision.reason is not None and "tempo" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "by",
+    ["a seconda del codice di triage", "in base al codice triage", "depending on the triage code"],
+)
+def test_grouping_idioms_group_like_per(by: str) -> None:
+    question = f"Attesa media in pronto soccorso {by} nel 2023"
+    decision = decided(question, "attesa-media-per-triage")
+    assert computed(decision) == {"query": "attesa-media-per-triage", "anno": 2023}, decision.reason
+    assert "triage" in decision.grouping
+
+
+def test_a_grouping_idiom_by_something_no_query_groups_by_refuses() -> None:
+    decision = decided(
+        "Attesa media in pronto soccorso in base al turno nel 2023", "attesa-media-per-triage"
+    )
+    assert computed(decision) is None
+
+
+@pytest.mark.parametrize(
+    "request_words", ["Mi sai dire", "Potresti dirmi", "Vorrei sapere", "Puoi calcolare"]
+)
+def test_the_words_of_a_request_are_function_words(request_words: str) -> None:
+    question = f"{request_words} quanti accessi in codice verde ci sono stati in PS nel 2024?"
+    decision = decided(question, "accessi-pronto-soccorso")
+    assert computed(decision) == {
+        "query": "accessi-pronto-soccorso",
+        "anno": 2024,
+        "triage": "verde",
+    }, decision.reason

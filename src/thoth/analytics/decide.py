@@ -78,6 +78,8 @@ _FUNCTION_WORDS: Final = frozenset(
         "occurred recorded registered quel quei quegli quelli quelle quello quella questo questa "
         "questi queste dammi dimmi "
         "indica fornisci registrato registrata registrati "
+        "sai sapete dire dirmi dirci dici dica puoi può potresti potrebbe vorrei voglio "
+        "sapere conoscere calcola calcolare could would like know "
         # grouping words: the grouping is read apart
         "per by for "
         # relative periods: the parameters' business too
@@ -103,6 +105,19 @@ _GROUPING: Final = re.compile(
     r"split\s+by|per|by|which|what|qual|quale|quali|peak|picco)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
     re.IGNORECASE,
 )
+
+# Idioms that group as "per" / "by" does ("a seconda del codice", "in base al reparto",
+# "depending on the ward"): read as it before the grouping and the content words are.
+_GROUPING_IDIOMS: Final = re.compile(
+    r"\b(?:in\s+base\s+a(?:l|llo|lla|i|gli|lle|ll)?|a\s+seconda\s+d(?:el|ello|ella|ei|egli|"
+    r"elle|ell|i)|depending\s+on(?:\s+the)?|according\s+to(?:\s+the)?)(?:\s+|['’])",
+    re.IGNORECASE,
+)
+
+
+def _grouping_idioms(question: str) -> str:
+    return _GROUPING_IDIOMS.sub(" per ", question)
+
 
 # A period said as an adjective groups by it as "per mese" does ("accessi mensili", "monthly
 # admissions"): the noun it stands for, in both languages, read like a grouping word — unless
@@ -412,12 +427,13 @@ class Vocabulary:
                 measured.add(tokens[i])
                 if i + 1 >= len(tokens) or tokens[i + 1] not in _LINKS:
                     break
-        words = content_words(question, self.matcher)
+        plain = _grouping_idioms(question)
+        words = content_words(plain, self.matcher)
         return Reading(
             question,
             asked,
             groups,
-            self.grouping(question, averaged=any("average" in g for g in groups)),
+            self.grouping(plain, averaged=any("average" in g for g in groups)),
             words,
             tuple(v for v in self.values if self.matcher.within(v[0], asked)),
             tuple(tokens),
