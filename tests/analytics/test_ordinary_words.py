@@ -282,3 +282,90 @@ def test_the_row_asked_for_must_be_the_query_s_own(question: str, target: str) -
     decision = decided(question, qid)
     assert computed(decision) is None
     assert decision.reason is not None and target in decision.reason
+
+
+@pytest.mark.parametrize(
+    "phrase", ["di sera", "dei turisti", "con l'elicottero", "da parte dei senzatetto"]
+)
+def test_an_unknown_noun_after_a_preposition_restricts_the_counted_rows(phrase: str) -> None:
+    """ "di sera", "dei turisti": a complement names a part of the rows (another population);
+    the year's whole count would be a wrong number. A verb after an auxiliary stays ordinary
+    (test_an_ordinary_verb_no_query_speaks_of_does_not_block_a_count)."""
+    question = f"Quanti accessi al pronto soccorso {phrase} ci sono stati nel 2024?"
+    decision = decided(question, "accessi-pronto-soccorso")
+    assert computed(decision) is None
+    assert decision.reason is not None and phrase.split()[-1].split("'")[-1] in decision.reason
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Quanto si è speso per gli antinfiammatori nel 2023?",
+        "Quanto ha speso la Geriatria per le insuline nel 2024?",
+        "How much was spent on statins in 2024?",
+        "How many emergency department visits at weekends were there in 2024?",
+    ],
+)
+def test_a_complement_no_query_speaks_of_refuses_a_sum_and_a_count(question: str) -> None:
+    target = "spesa-farmaci" if "spe" in question else "accessi-pronto-soccorso"
+    decision = decided(question, target)
+    assert computed(decision) is None, decision.best
+
+
+def test_a_known_word_after_a_preposition_is_the_query_s_own() -> None:
+    decision = decided(
+        "Quanti accessi in codice verde ha avuto il pronto soccorso nel 2023?",
+        "accessi-pronto-soccorso",
+    )
+    assert computed(decision) == {
+        "query": "accessi-pronto-soccorso",
+        "anno": 2023,
+        "triage": "verde",
+    }, decision.reason
+
+
+@pytest.mark.parametrize(
+    "frame", ["nel corso del 2023", "nell'arco del 2023", "durante il 2023", "nel 2023, per favore"]
+)
+def test_the_frame_of_a_period_and_courtesy_are_ordinary(frame: str) -> None:
+    decision = decided(
+        f"Quanti accessi ha avuto il pronto soccorso {frame}?", "accessi-pronto-soccorso"
+    )
+    assert computed(decision) == {
+        "query": "accessi-pronto-soccorso",
+        "anno": 2023,
+        "triage": None,
+    }, decision.reason
+
+
+@pytest.mark.parametrize("year", [2022, 2023, 2024])
+def test_a_dimension_the_question_gives_one_value_of_is_a_filter_not_a_grouping(year: int) -> None:
+    """ "per l'anno 2022" names the year asked, not a breakdown by year."""
+    decision = decided(
+        f"Tasso di abbandono del pronto soccorso per l'anno {year}", "abbandoni-pronto-soccorso"
+    )
+    assert computed(decision) == {"query": "abbandoni-pronto-soccorso", "anno": year}, (
+        decision.reason
+    )
+    spend = decided(f"Spesa per farmaci dell'ospedale nell'anno {year}", "spesa-farmaci")
+    assert computed(spend) == {"query": "spesa-farmaci", "anno": year, "reparto": None}, (
+        spend.reason
+    )
+
+
+def test_a_breakdown_by_a_dimension_without_its_value_is_still_a_grouping() -> None:
+    decision = decided(
+        "Tasso di abbandono del pronto soccorso per anno", "abbandoni-pronto-soccorso"
+    )
+    assert computed(decision) is None
+    assert decision.reason is not None and decision.reason.startswith("grouping mismatch")
+
+
+@pytest.mark.parametrize("attribute", ["infezioni", "recidive", "reazioni avverse", "cadute"])
+def test_an_unknown_noun_the_rows_have_restricts_them(attribute: str) -> None:
+    """ "hanno avuto infezioni": what the counted rows have is a part of them, not a verb."""
+    question = f"Quanti ricoveri ordinari hanno avuto {attribute} nel 2023?"
+    decision = decided(question, "ricoveri-anno")
+    assert computed(decision) is None
+    english = decided(f"How many inpatient admissions had {attribute} in 2023?", "ricoveri-anno")
+    assert computed(english) is None

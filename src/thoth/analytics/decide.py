@@ -50,6 +50,7 @@ from typing import Any, Final, Literal
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import Extraction, Matcher, extract, validate, without_values
 from thoth.analytics.measure import (
+    MONEY_WORDS,
     agrees,
     measure_groups,
     measure_spans,
@@ -77,11 +78,17 @@ _FUNCTION_WORDS: Final = frozenset(
         "occurred recorded registered quel quei quegli quelli quelle quello quella questo questa "
         "questi queste dammi dimmi "
         "indica fornisci registrato registrata registrati "
+        "sai sapete dire dirmi dirci dici dica puoi può potresti potrebbe vorrei voglio "
+        "sapere conoscere calcola calcolare could would like know "
         # grouping words: the grouping is read apart
         "per by for "
         # relative periods: the parameters' business too
         "scorso scorsa passato passata corrente precedente ultimo ultima ultimi ultime "
         "last previous current past this "
+        # the frame of a period ("nel corso del 2023", "nell'arco del 2024", "during 2024")
+        "corso arco durante during throughout course "
+        # courtesy
+        "favore cortesia kindly "
         # comparisons and number words: constraints the parameters read, not subjects
         "sopra sotto oltre entro almeno circa tra fra dopo prima fino above below over under "
         "more less than least after before within between since until about "
@@ -98,6 +105,19 @@ _GROUPING: Final = re.compile(
     r"split\s+by|per|by|which|what|qual|quale|quali|peak|picco)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
     re.IGNORECASE,
 )
+
+# Idioms that group as "per" / "by" does ("a seconda del codice", "in base al reparto",
+# "depending on the ward"): read as it before the grouping and the content words are.
+_GROUPING_IDIOMS: Final = re.compile(
+    r"\b(?:in\s+base\s+a(?:l|llo|lla|i|gli|lle|ll)?|a\s+seconda\s+d(?:el|ello|ella|ei|egli|"
+    r"elle|ell|i)|depending\s+on(?:\s+the)?|according\s+to(?:\s+the)?)(?:\s+|['’])",
+    re.IGNORECASE,
+)
+
+
+def _grouping_idioms(question: str) -> str:
+    return _GROUPING_IDIOMS.sub(" per ", question)
+
 
 # A period said as an adjective groups by it as "per mese" does ("accessi mensili", "monthly
 # admissions"): the noun it stands for, in both languages, read like a grouping word — unless
@@ -131,6 +151,31 @@ _TARGET_WORDS: Final = frozenset(["which", "quale", "quali", "what"])
 _LINKS: Final = frozenset(
     ["di", "del", "della", "dello", "dei", "degli", "delle", "dell", "d", "of"]
 )
+# Prepositions and articles: a word no query explains right after a preposition (an article
+# between them aside) is a complement — "di sera", "dei turisti", "per gli antibiotici", "at
+# night", "on statins" — that names a part of the rows or of the figure, not ordinary language.
+_PREPOSITIONS: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "di del della dello dei degli delle dell d da dal dalla dallo dai dagli dalle dall "
+        "per con col coi in nel nella nello nei negli nelle nell su sul sulla sullo sui sugli "
+        "sulle sull tra fra a al alla allo ai agli alle all senza verso presso "
+        "of for with on at in from among without per via",
+    )
+)
+# ... and so is one right after a form of to have: what the rows have ("hanno avuto
+# complicanze", "had infections") is a part of them.
+_HAVE: Final = frozenset(
+    re.findall(r"\w+", "ha hanno aveva avevano avuto avuta avuti avute has have had having")
+)
+# Nouns that name a measure generically: the figure is the word after them ("tempo medio
+# d'attesa", "the length of stay", "l'importo della spesa").
+_GENERIC_MEASURE_NOUNS: Final = frozenset(
+    re.findall(
+        r"\w+", "tempo tempi durata durate lunghezza importo ammontare time length duration amount"
+    )
+)
+_ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
 
 
 @dataclass(frozen=True)
@@ -259,6 +304,9 @@ class Vocabulary:
     # ... and every name of the store it does not read (for a word no query explains: a
     # figure the store holds and the catalog does not compute).
     unread_anywhere: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
+    # Per query, the words of its figures (the name, label and unit of each quantity or amount
+    # column; money words for an amount): "soldi", "euro", "giorni" name what it measures.
+    figures: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -288,10 +336,14 @@ class Vocabulary:
                             vocab.values.append((text, value, qid, name))
             grouped: set[int] = set()
             grouped_words: set[str] = set()
+            measured: list[str] = []
             for name, column in query.result.columns.items():
                 named = f"{name.replace('_', ' ')} {column.label}"
-                texts.append(f"{named} {column.unit or ''}")
-                said |= matcher.stems(f"{named} {column.unit or ''}")
+                money = " ".join(MONEY_WORDS) if column.kind == "amount" else ""
+                texts.append(f"{named} {column.unit or ''} {money}")
+                said |= matcher.stems(f"{named} {column.unit or ''} {money}")
+                if column.kind in ("quantity", "amount"):
+                    measured.append(f"{named} {column.unit or ''} {money}")
                 if column.kind != "quantity":
                     grouped |= matcher.stems(named)
                     grouped_words |= set(_WORD.findall(named.casefold()))
@@ -300,6 +352,11 @@ class Vocabulary:
             vocab.columns[qid] = frozenset(grouped)
             vocab.column_words[qid] = frozenset(grouped_words)
             vocab.definitions[qid] = matcher.stems(query.description)
+            figure_text = " ".join(measured)
+            vocab.figures[qid] = (
+                matcher.stems(figure_text),
+                frozenset(_WORD.findall(figure_text.casefold())),
+            )
         vocab.enum_stems = frozenset(enum)
         vocab.dimensions = frozenset().union(
             *vocab.columns.values(),
@@ -370,12 +427,13 @@ class Vocabulary:
                 measured.add(tokens[i])
                 if i + 1 >= len(tokens) or tokens[i + 1] not in _LINKS:
                     break
-        words = content_words(question, self.matcher)
+        plain = _grouping_idioms(question)
+        words = content_words(plain, self.matcher)
         return Reading(
             question,
             asked,
             groups,
-            self.grouping(question, averaged=any("average" in g for g in groups)),
+            self.grouping(plain, averaged=any("average" in g for g in groups)),
             words,
             tuple(v for v in self.values if self.matcher.within(v[0], asked)),
             tuple(tokens),
@@ -391,7 +449,7 @@ class Vocabulary:
         it is ordinary language (see the module docstring)."""
         if word in reading.capitalised:
             return "a name"
-        if word in reading.measured:
+        if word in reading.measured and not self._generic_of_figure(reading, word, query_id):
             return "what is measured"
         if word in reading.targets:
             return "what is asked for"
@@ -402,10 +460,45 @@ class Vocabulary:
         for i, token in enumerate(reading.tokens):
             if token != word:
                 continue
+            before = [t for t in reading.tokens[:i] if t not in _ARTICLES or t in _PREPOSITIONS]
+            # "a" and "in" are both; "da parte dei": the preposition before the article counts
+            if i and before and before[-1] in _PREPOSITIONS:
+                return "a complement (after a preposition)"
+            if i and before and before[-1] in _HAVE:
+                return "what the rows have (after a form of to have)"
             neighbours = reading.tokens[max(0, i - 1) : i] + reading.tokens[i + 1 : i + 2]
             if any(n in content for n in neighbours):
                 return "attached to another content word"
         return None
+
+    def another_figure(self, word: str, query_id: str) -> bool:
+        """Whether the word names the figure of another query (its quantity's name, label or
+        unit), not one of `query_id`'s: "quanti soldi" of a count of visits."""
+        if _explained(word, *self.figures.get(query_id, (frozenset(), frozenset())), self.matcher):
+            return False
+        return any(
+            _explained(word, stems, words, self.matcher)
+            for qid, (stems, words) in self.figures.items()
+            if qid != query_id
+        )
+
+    def _generic_of_figure(self, reading: Reading, word: str, query_id: str) -> bool:
+        """Whether `word` is a generic measure noun ("tempo", "length") whose complement, the
+        next content word after a measure word and di/of, names the query's own figure:
+        "tempo medio d'attesa" is the average wait, "tempo medio di visita" is not."""
+        if word not in _GENERIC_MEASURE_NOUNS:
+            return False
+        stems, words = self.figures.get(query_id, (frozenset(), frozenset()))
+        for i, token in enumerate(reading.tokens):
+            if token != word:
+                continue
+            for after in reading.tokens[i + 1 : i + 5]:
+                if after in _LINKS or after in _ARTICLES or measure_groups(after):
+                    continue
+                if after and _explained(after, stems, words, self.matcher):
+                    return True
+                break
+        return False
 
     def unread_word(self, word: str, query_id: str) -> bool:
         """Whether the word names a view of the store or a column of the query's own views
@@ -559,6 +652,8 @@ def fit(
     if "count" not in query.measures:
         # "Quanti euro" on a query whose figure is in euro asks that figure, not a count.
         units = [c.unit for c in query.result.columns.values() if c.unit and c.kind != "category"]
+        if any(c.kind == "amount" for c in query.result.columns.values()):
+            units += MONEY_WORDS
         groups = measure_groups(reading.question, units) if units else groups
     # A figure is asked: a measure named, or a year, date or number its parameters take. A
     # question asking none may be one for the documents ("come funziona il triage?").
@@ -574,7 +669,13 @@ def fit(
         neighbour = tuple(
             w
             for w in unexplained
-            if w not in foreign and (vocab.unread_word(w, query.id) or w in reading.targets)
+            if w not in foreign
+            and (
+                vocab.unread_word(w, query.id)
+                or w in reading.targets
+                # what is measured, named as another query's figure
+                or (w in reading.measured and vocab.another_figure(w, query.id))
+            )
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -603,6 +704,18 @@ def fit(
             and query.parameters[name].type != "enum"
             and (stated.origin.get(name) != "question" or stated.values.get(name) != value)
         )
+    # A dimension the question gives one value of ("per l'anno 2022", "nell'anno 2023") names
+    # that filter, not a breakdown by it.
+    given = [
+        vocab.matcher.stems(name.replace("_", " "))
+        for name, origin in extraction.origin.items()
+        if origin in ("question", "model")
+    ]
+    grouping = tuple(
+        w
+        for w in reading.grouping
+        if not any(vocab.matcher.within(w.split("'")[-1], s) for s in given)
+    )
     score = (
         similarity
         + EVIDENCE * evidence
@@ -616,12 +729,10 @@ def fit(
             f"measure mismatch: the question asks {said}; "
             f"{query.id} computes {', '.join(sorted(query.measures))}"
         )
-    elif reading.grouping and not vocab.groups_as_asked(query.id, reading.grouping):
-        by = " ".join(reading.grouping)
+    elif grouping and not vocab.groups_as_asked(query.id, grouping):
+        by = " ".join(grouping)
         refused = f"grouping mismatch: {query.id} does not group its result by {by}"
-    elif _names_a_winner(query, groups) and not (
-        _WHICH.search(reading.question) or reading.grouping
-    ):
+    elif _names_a_winner(query, groups) and not (_WHICH.search(reading.question) or grouping):
         first = next(iter(query.result.columns.values()))
         refused = (
             f"the question asks a value; {query.id} answers which {first.label.casefold()} "
@@ -651,7 +762,8 @@ def fit(
         refused = (
             f"unread column: the question speaks of {', '.join(neighbour)}, which {query.id} "
             "does not explain and which names a view or a column of its rows it does not read "
-            "(another figure or another population), or the row the question asks for"
+            "(another figure or another population), the row the question asks for, or what "
+            "another query measures"
         )
     elif unstated:
         refused = (

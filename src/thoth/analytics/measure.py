@@ -24,13 +24,20 @@ MEASURES: Final[frozenset[str]] = frozenset(get_args(Measure))
 # (a prefix with `\w*` where Italian inflects). "totale" asks a sum or a count ("il numero
 # totale di ricoveri"); "tasso" and "rate" a share or a ratio.
 _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
-    (("count",), r"quant[ie]|numero|conta\w*|conteggio|how many|number of|count"),
+    # "quante volte", "how many times": the phrase is the count word (of the rows the rest of
+    # the question names), not a count of "times"
+    (
+        ("count",),
+        r"quante\s+volte|how\s+many\s+times|quant[ie]|numero|conta\w*|conteggio|how many|"
+        r"number of|count",
+    ),
     # "how much" asks an amount: a sum, unless another measure word says which ("quanto" is
     # wider in Italian: "quanto sono occupati i letti" asks a share, "quanto dura" a time)
     (("sum",), r"how much"),
     (
         ("share",),
-        r"percentual\w*|per ?cento|quota|proporzion\w*|frazione|percentage|percent|"
+        r"percentual\w*|per ?cento|su\s+(?:cento|100)|quota|proporzion\w*|frazione|"
+        r"out\s+of\s+(?:a\s+|every\s+|one\s+)?(?:hundred|100)|percentage|percent|"
         r"proportion|share|fraction|what part|%",
     ),
     (("share", "ratio"), r"tass[oi]|rate"),
@@ -50,7 +57,7 @@ _WORDS: Final[tuple[tuple[tuple[Measure, ...], str], ...]] = (
         r"highest|largest|longest|most|biggest|peak|picco",
     ),
     (("ratio",), r"rapporto|per mille|ogni \d+|ratio|per capita|per \d+"),
-    (("list",), r"elenc\w*|lista|list|show me the|mostra\w*|show"),
+    (("list",), r"elenc\w*|lista|list"),
     (
         ("trend",),
         r"andamento|trend|nel tempo|mese per mese|over time|month by month",
@@ -72,6 +79,11 @@ _BEYOND: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
         r"decreases|grew|grown|growth|rose|risen|fell|fallen|drop(?:ped)?",
     ),
 )
+# A request to show ("mostrami", "show me", "fammi vedere") asks a list only when it names no
+# other measure: "mostrami la degenza media" asks the average.
+_SHOW: Final = re.compile(
+    r"(?<![\w%])(?:show\s+me\s+the|show|mostra\w*|fammi\s+vedere)(?![\w])", re.IGNORECASE
+)
 _TOTAL: Final = ("sum", "count")
 _COUNT: Final = ("count",)
 _HOW_MUCH: Final = ("sum",)
@@ -79,6 +91,11 @@ _PATTERNS: Final[tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]] = tuple(
     (measures, re.compile(rf"(?<![\w%])(?:{words})(?![\w])", re.IGNORECASE))
     for measures, words in (*_WORDS, *_BEYOND)
 )
+# Words for money in both languages: a figure of kind `amount` is money (docs/database.md), so
+# "quanti soldi" / "how much money" asks it, in whatever currency its unit names.
+MONEY_WORDS: Final = ("soldi", "denaro", "money")
+# Every pattern of a measure word, the request to show included (what is measured follows it).
+_SPOKEN: Final = (*(pattern for _, pattern in _PATTERNS), _SHOW)
 # "Quanti euro", "how many minutes": a count word before the unit of the figure asks that
 # figure in that unit, not a count of something.
 _COUNT_WORD: Final = r"quant[ie]|how\s+many"
@@ -106,6 +123,8 @@ def measure_groups(question: str, units: Iterable[str] = ()) -> tuple[frozenset[
             rf"\b(?:{_COUNT_WORD})\s+(?=(?:{unit})\b)", " ", question, flags=re.IGNORECASE
         )
     named = [measures for measures, pattern in _PATTERNS if pattern.search(question)]
+    if not named and _SHOW.search(question):
+        named.append(("list",))
     weak: tuple[str, ...]
     for weak in (_TOTAL, _COUNT, _HOW_MUCH):
         if len(named) > 1 and weak in named:
@@ -115,12 +134,12 @@ def measure_groups(question: str, units: Iterable[str] = ()) -> tuple[frozenset[
 
 def measure_spans(question: str) -> list[tuple[int, int]]:
     """Where the question's measure words are (start, end), in order."""
-    return sorted(m.span() for _, pattern in _PATTERNS for m in pattern.finditer(question))
+    return sorted(m.span() for pattern in _SPOKEN for m in pattern.finditer(question))
 
 
 def without_measure_words(question: str) -> str:
     """The question with its measure words blanked (what is left says *what* is measured)."""
-    for _, pattern in _PATTERNS:
+    for pattern in _SPOKEN:
         question = pattern.sub(" ", question)
     return question
 
