@@ -1127,3 +1127,40 @@ def test_a_sum_met_by_rounding_or_by_a_statement_s_arithmetic_names_no_rows() ->
     units = quotable_units(equity)
     assert any(u.startswith("Net income — ") for u in units), units
     assert not any(u.startswith("Balances, July 30, 2023: ") for u in units), units
+
+
+def test_a_row_repeating_figures_already_quoted_is_not_quoted_again() -> None:
+    # A filing states its net income in the income statement, again in each equity statement
+    # (one per period) and again in MD&A: the repeats took three of the thirteen quotes of
+    # "the main contributors to net income", and revenue and tax were left out. A row whose
+    # every figure a closer quote already gives says nothing new; a sentence repeating them
+    # may say why, and is still quoted.
+    statement = markdown_table(
+        ["", "Three Months Ended April 1, 2023", "Three Months Ended March 26, 2022"],
+        [
+            ["Total net sales", "$94,836", "$97,278"],
+            ["Net income", "$24,160", "$25,010"],
+        ],
+    )
+
+    def equity(opening: str, income: str, closing: str) -> str:
+        return (
+            "|  | Common Stock | Retained Earnings | Total Shareholders' Equity |\n"
+            "| --- | --- | --- | --- |\n"
+            f"| Beginning balances | 64,849 | {opening} | 56,727 |\n"
+            f"| Net income | — | {income} | {income} |\n"
+            f"| Ending balances | 69,568 | {closing} | 62,158 |"
+        )
+
+    mdna = "Net income was $24,160 million in the second quarter of 2023."
+    ctx = context(
+        passage(1, AAPL, statement, 4),
+        passage(2, AAPL, equity("3,240", "24,160", "4,336"), 6),
+        passage(3, AAPL, equity("5,562", "25,010", "12,712"), 7),
+        passage(4, AAPL, mdna, 21),
+    )
+    quoted = [q["text"] for q in quotes(answer(ctx, "What was Apple's net income in Q2 2023?"))]
+    rows = [q for q in quoted if q.startswith("Net income — ")]
+    assert len(rows) == 1, quoted
+    assert "Three Months Ended April 1, 2023: $24,160" in rows[0]
+    assert mdna.rstrip(".") in " ".join(quoted), quoted

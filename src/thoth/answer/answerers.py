@@ -95,6 +95,7 @@ _SENTENCE_END = re.compile(
 )
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_AMOUNT = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")  # "1,234.5", "42.5"
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -416,6 +417,7 @@ class _Row(str):
     contents: bool  # a row of a table of contents: a title and its page, no figure
     said: str  # what it says of the question's words: not the periods of its column headers
     figures: bool  # whether a cell holds a number: a table of words ("fino a 5") holds none
+    values: tuple[str, ...]  # its cells, without the label
 
     def __new__(
         cls,
@@ -427,11 +429,13 @@ class _Row(str):
         contents: bool = False,
         said: str | None = None,
         figures: bool = True,
+        values: Sequence[str] = (),
     ) -> _Row:
         row = super().__new__(cls, text)
         row.section, row.label, row.cells, row.contents = section, label, cells, contents
         row.said = text if said is None else said
         row.figures = figures and not contents
+        row.values = tuple(values)
         return row
 
     @property
@@ -710,6 +714,8 @@ class ExtractiveAnswerer:
                 break  # title-like lines come last: only when nothing else matched
             if any(unit.text == c.text for c in chosen):  # chunks overlap: quote once
                 continue
+            if _repeats(unit.text, chosen):
+                continue  # the statement again (MD&A, an equity statement): nothing new
             if sum(c.entry == unit.entry for c in chosen) == MAX_QUOTES_PER_FRAGMENT:
                 waiting.append(unit)  # the other fragments first
                 continue
@@ -717,7 +723,8 @@ class ExtractiveAnswerer:
         for unit in waiting:
             if full():
                 break
-            take(unit)
+            if not _repeats(unit.text, chosen):
+                take(unit)
 
         def says_asked(name: str, entry: int) -> bool:
             """Whether a row's label or section holds a word of what is asked."""
@@ -742,7 +749,11 @@ class ExtractiveAnswerer:
                 and isinstance(u.text, _Row)
                 and u.text.section == row.section
             ][:SECTION_ROWS]
-            chosen += [u for u in siblings if all(u.text != c.text for c in chosen)]
+            for sibling in siblings:
+                if all(sibling.text != c.text for c in chosen) and not _repeats(
+                    sibling.text, chosen
+                ):
+                    chosen.append(sibling)
         # Reading order, the closest fragment first: ordered by the fragment holding the best
         # quote instead, "Total other income/(expense), net" (a small note holding "total" and
         # "net") came before Apple's "Total net sales" row, which the closest fragment holds.
@@ -858,6 +869,7 @@ def _units_under(text: str) -> list[tuple[str, str]]:
                         label=label,
                         cells=len(values),
                         said=" ; ".join([loose.section, label, *values]),
+                        values=values,
                     )
                 )
                 headed()
@@ -928,6 +940,24 @@ def _number_cell(cell: str) -> bool:
     return bool(_FIGURE.search(cell)) or (
         bool(_DIGIT.search(cell)) and statement_cell(cell) is not None
     )
+
+
+def _amounts(unit: str) -> set[Decimal]:
+    """The amounts a unit gives, sign and currency aside ("$(2,253)" and "2,253" are one): a
+    table row's cells (not the dates of its headers), a sentence's numbers."""
+    cells = unit.values if isinstance(unit, _Row) else (unit,)
+    return {abs(Decimal(n.replace(",", ""))) for cell in cells for n in _AMOUNT.findall(cell)}
+
+
+def _repeats(unit: str, chosen: Sequence[_Unit]) -> bool:
+    """Whether `unit` is a table row whose every amount a chosen quote already gives: a
+    filing states its figures again (the statement, MD&A, each equity statement), and a
+    repeat takes a quote from a figure not yet given. A sentence is never a repeat: it may
+    say why."""
+    if not isinstance(unit, _Row):
+        return False
+    own = _amounts(unit)
+    return bool(own) and own <= set().union(*(_amounts(c.text) for c in chosen))
 
 
 def _said(unit: str) -> str:
@@ -1050,6 +1080,7 @@ def _table_rows(
                     contents=contents,
                     said=" ; ".join([section, label_head, label, *headers, *values]),
                     figures=any(_number_cell(c) for c in values),
+                    values=values,
                 )
             )
         sections = _after_total(label, sections)
