@@ -1164,3 +1164,31 @@ def test_a_row_repeating_figures_already_quoted_is_not_quoted_again() -> None:
     assert len(rows) == 1, quoted
     assert "Three Months Ended April 1, 2023: $24,160" in rows[0]
     assert mdna.rstrip(".") in " ".join(quoted), quoted
+
+
+def test_a_row_named_as_a_quoted_row_is_not_quoted_again() -> None:
+    # NVIDIA's MD&A gives "Other income (expense), net" in dollars, then again as a share of
+    # revenue (a table whose title says so, lost to the row: "1.3" read as dollars), and its
+    # equity statements "Net income" once more: the same measure in another table took the
+    # quotes the rows that make net income (revenue, the tax) needed. The closer row stands
+    # for its measure; rows of other names still come.
+    dollars = markdown_table(
+        ["", "Three Months Ended July 30, 2023", "Three Months Ended July 31, 2022"],
+        [
+            ["Revenue", "$13,507", "$6,704"],
+            ["Other income (expense), net", "$181", "$(24)"],
+            ["Net income", "$6,188", "$656"],
+        ],
+    )
+    share = markdown_table(
+        ["", "Three Months Ended July 30, 2023", "Three Months Ended July 31, 2022"],
+        [
+            ["Other income (expense), net", "1.3", "(0.4)"],
+            ["Net income", "45.8", "9.8"],
+        ],
+    )
+    ctx = context(passage(1, AAPL, dollars, 30), passage(2, AAPL, share, 31))
+    quoted = [q["text"] for q in quotes(answer(ctx, "What was Apple's net income in Q2 2023?"))]
+    named = [q for q in quoted if q.startswith("Net income — ")]
+    assert len(named) == 1 and "$6,188" in named[0], quoted
+    assert not any("1.3" in q for q in quoted), quoted

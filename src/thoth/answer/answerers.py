@@ -5,7 +5,8 @@
   a table row or a unit with a figure preferred; a row's length is its name and cells, not the
   headers spelled beside them), a table row spelled out with its header (the period) and
   section, a row quoted for its section alone bringing the section's other rows (the breakdown
-  asked), each quote with its [n] marker and page; puts a source's warning right
+  asked), a table row a chosen quote already gives (all its amounts, or its section and label:
+  the filing's restatements) left out, each quote with its [n] marker and page; puts a source's warning right
   next to any quoted sentence whose number the warning mentions, then lists every caveat
   verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
@@ -950,12 +951,19 @@ def _amounts(unit: str) -> set[Decimal]:
 
 
 def _repeats(unit: str, chosen: Sequence[_Unit]) -> bool:
-    """Whether `unit` is a table row whose every amount a chosen quote already gives: a
-    filing states its figures again (the statement, MD&A, each equity statement), and a
-    repeat takes a quote from a figure not yet given. A sentence is never a repeat: it may
-    say why."""
+    """Whether `unit` is a table row that a chosen quote already gives: every amount of it
+    (a filing states its figures again: the statement, MD&A, each equity statement), or its
+    measure, a row of the same section and label (the same line in another table: MD&A's
+    share of revenue, whose title the row lost, an equity statement's "Net income"). A repeat
+    takes a quote from a figure not yet given; the row quoted first, the closer or the better
+    matched, stands for its measure. A sentence is never a repeat: it may say why."""
     if not isinstance(unit, _Row):
         return False
+    if unit.label and any(
+        isinstance(c.text, _Row) and (c.text.section, c.text.label) == (unit.section, unit.label)
+        for c in chosen
+    ):
+        return True
     own = _amounts(unit)
     return bool(own) and own <= set().union(*(_amounts(c.text) for c in chosen))
 
