@@ -1153,14 +1153,17 @@ def test_a_row_repeating_figures_already_quoted_is_not_quoted_again() -> None:
         )
 
     mdna = "Net income was $24,160 million in the second quarter of 2023."
+    restated = markdown_table(
+        ["", "Q2 2023", "Q2 2022"], [["Net income (loss)", "$24,160", "$25,010"]]
+    )
     ctx = context(
         passage(1, AAPL, statement, 4),
         passage(2, AAPL, equity("3,240", "24,160", "4,336"), 6),
-        passage(3, AAPL, equity("5,562", "25,010", "12,712"), 7),
+        passage(3, AAPL, restated, 7),
         passage(4, AAPL, mdna, 21),
     )
     quoted = [q["text"] for q in quotes(answer(ctx, "What was Apple's net income in Q2 2023?"))]
-    rows = [q for q in quoted if q.startswith("Net income — ")]
+    rows = [q for q in quoted if q.startswith("Net income") and " — " in q]
     assert len(rows) == 1, quoted
     assert "Three Months Ended April 1, 2023: $24,160" in rows[0]
     assert mdna.rstrip(".") in " ".join(quoted), quoted
@@ -1192,3 +1195,26 @@ def test_a_row_named_as_a_quoted_row_is_not_quoted_again() -> None:
     named = [q for q in quoted if q.startswith("Net income — ")]
     assert len(named) == 1 and "$6,188" in named[0], quoted
     assert not any("1.3" in q for q in quoted), quoted
+
+
+def test_notes_of_the_same_amount_are_each_quoted() -> None:
+    # A debt note lists its notes by coupon and maturity, many of the same face amount: two
+    # rows holding the same amounts are no repeat when their names tell them apart.
+    notes = markdown_table(
+        ["", "July 1, 2023", "December 31, 2022"],
+        [
+            ["1.550% Notes due 2024", "1,000", "1,000"],
+            ["2.400% Notes due 2027", "1,000", "1,000"],
+            ["3.900% Notes due 2032", "2,000", "2,000"],
+            ["Total senior notes", "4,000", "4,000"],
+        ],
+    )
+    # 1,000 + 1,000 is 2,000: the third note is no sum of the first two, all three are parts
+    # of the total below them.
+    units = quotable_units(notes)
+    assert units[0].startswith("Senior notes: 1.550% Notes due 2024 — "), units
+    assert units[1].startswith("Senior notes: 2.400% Notes due 2027 — "), units
+    ctx = context(passage(1, AAPL, notes, 18))
+    quoted = [q["text"] for q in quotes(answer(ctx, "What senior notes did Apple have?"))]
+    for note in ("1.550% Notes due 2024", "2.400% Notes due 2027", "3.900% Notes due 2032"):
+        assert any(note in q for q in quoted), (note, quoted)

@@ -6,9 +6,9 @@
   headers spelled beside them), a table row spelled out with its header (the period) and
   section, a row quoted for its section alone bringing the section's other rows (the breakdown
   asked), a table row a chosen quote already gives (all its amounts, or its section and label:
-  the filing's restatements) left out, each quote with its [n] marker and page; puts a source's warning right
-  next to any quoted sentence whose number the warning mentions, then lists every caveat
-  verbatim.
+  the filing's restatements) left out, each quote with its [n] marker and page; puts a
+  source's warning right next to any quoted sentence whose number the warning mentions, then
+  lists every caveat verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
   + the honesty floor; user message = question + numbered context. A model failure is an
   error naming provider, model and server: never retried, never replaced by the extractive
@@ -945,14 +945,16 @@ def _number_cell(cell: str) -> bool:
 
 def _amounts(unit: str) -> set[Decimal]:
     """The amounts a unit gives, sign and currency aside ("$(2,253)" and "2,253" are one): a
-    table row's cells (not the dates of its headers), a sentence's numbers."""
-    cells = unit.values if isinstance(unit, _Row) else (unit,)
+    table row's label and cells (not the dates of its headers: the coupon and maturity of
+    "2.400% Notes due 2027" tell it from another note of the same amount), a sentence's
+    numbers."""
+    cells = (unit.label, *unit.values) if isinstance(unit, _Row) else (unit,)
     return {abs(Decimal(n.replace(",", ""))) for cell in cells for n in _AMOUNT.findall(cell)}
 
 
 def _repeats(unit: str, chosen: Sequence[_Unit]) -> bool:
-    """Whether `unit` is a table row that a chosen quote already gives: every amount of it
-    (a filing states its figures again: the statement, MD&A, each equity statement), or its
+    """Whether `unit` is a table row that a chosen quote already gives: every amount of it,
+    two at least (a filing states its figures again: the statement, MD&A), or its
     measure, a row of the same section and label (the same line in another table: MD&A's
     share of revenue, whose title the row lost, an equity statement's "Net income"). A repeat
     takes a quote from a figure not yet given; the row quoted first, the closer or the better
@@ -964,8 +966,8 @@ def _repeats(unit: str, chosen: Sequence[_Unit]) -> bool:
         for c in chosen
     ):
         return True
-    own = _amounts(unit)
-    return bool(own) and own <= set().union(*(_amounts(c.text) for c in chosen))
+    own = _amounts(unit)  # one amount alone ("1,000") is met again by chance
+    return len(own) > 1 and own <= set().union(*(_amounts(c.text) for c in chosen))
 
 
 def _said(unit: str) -> str:
@@ -1113,16 +1115,29 @@ def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
     labels = [row[0].strip() if row else "" for row in body]
     runs = [_run_above(body, values, i) for i in range(len(body))]
     found: dict[int, str] = {}
+
+    def breakdown(i: int) -> range | None:
+        run = range(i - runs[i], i)
+        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
+        if not runs[i] or any(labels[n].lower().startswith("less") for n in run):
+            return None
+        return run
+
+    # The parts of each "Total …" row: a part is no sum of other parts of the same total
+    # (notes of $1,000 and $1,000 above one of $2,000, all three in "Total senior notes").
+    parts = [
+        set(run)
+        for i, label in enumerate(labels)
+        if _total_of(label) and (run := breakdown(i)) is not None
+    ]
     for i, label in enumerate(labels):
         total = _total_of(label)
-        longest = runs[i]
-        if not longest or not label or total == set():
-            continue
-        run = range(i - longest, i)
-        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
-        if any(labels[n].lower().startswith("less") for n in run):
+        run = breakdown(i)
+        if run is None or not label or total == set():
             continue
         if total is None:
+            if any({i, *run} <= part for part in parts):
+                continue
             columns = [j for j, cell in enumerate(body[i][1:]) if cell.strip()]
             if len(columns) < 2 or any(
                 runs[n]
