@@ -42,6 +42,11 @@ its state store recorded).
 full pass takes as long as the sync's embedding); on kept workspaces (`--workspace`) it is not
 timed at all unless `--bare-sample` says on how many.
 
+The answers' median length (characters and quotes, found answers) is reported beside the
+figures, so that a gain bought by quoting more shows. `--show` lists, per question of the first
+data directory only (the tuning filings: the validation questions are never read one by one),
+the reviewed figures that reached the context and not the answer.
+
 `--model URL` answers with a model (`[answers] answerer = "llm"`, an OpenAI-compatible server's
 /v1: docs/models.md) instead of offline; `--limit N` asks only the first N questions of each
 group (English, Italian, unanswerable): a small model on two cores takes tens of seconds per
@@ -55,6 +60,7 @@ import argparse
 import csv
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -432,15 +438,25 @@ def ask_all(root: Path, cases: Sequence[Case]) -> list[dict[str, Any]]:
 
 def _row(case: Case, answer: Answer, context: str) -> dict[str, Any]:
     fragments = answer.diagnostics.get("fragments", [])
+    found = answer.status in ("found", "truncated")
     in_answer = numbers_in(answer.text) if answer.status != "nothing_found" else set()
+    base = _case_row(case, context, str(fragments[0]["doc_id"]) if fragments else None)
+    in_ans = [w for w, forms in case.figures if forms & in_answer]
     return {
-        **_case_row(case, context, str(fragments[0]["doc_id"]) if fragments else None),
+        **base,
         "status": answer.status,
         "error_code": answer.error_code,
-        "found": answer.status in ("found", "truncated"),
+        "found": found,
         "best_similarity": answer.diagnostics.get("best_similarity"),
         "relevance": answer.diagnostics.get("relevance"),
-        "figures_in_answer": [w for w, forms in case.figures if forms & in_answer],
+        "figures_in_answer": in_ans,
+        # Reached the context, not the answer: what the answerer chose not to quote.
+        "figures_lost": [w for w in base["figures_in_context"] if w not in in_ans],
+        "answer": answer.text if found else "",
+        "answer_chars": len(answer.text) if found else None,
+        "answer_quotes": sum(line.startswith("- «") for line in answer.text.splitlines())
+        if found
+        else None,
     }
 
 
@@ -455,6 +471,10 @@ def _failed_row(case: Case, exc: ThothError, context: str, first: str | None) ->
         "best_similarity": None,
         "relevance": None,
         "figures_in_answer": [],
+        "figures_lost": list(_case_row(case, context, first)["figures_in_context"]),
+        "answer": "",
+        "answer_chars": None,
+        "answer_quotes": None,
     }
 
 
@@ -496,7 +516,16 @@ def summarise(rows: Sequence[dict[str, Any]], language: str) -> dict[str, Any]:
         "figures": n_fig,
         "figures_in_context": sum(len(r["figures_in_context"]) for r in mine),
         "figures_in_answer": sum(len(r["figures_in_answer"]) for r in mine),
+        # How long the answers are (found ones): a gain in figures bought by quoting more
+        # shows here.
+        "answer_chars_p50": _median([r["answer_chars"] for r in mine]),
+        "answer_quotes_p50": _median([r["answer_quotes"] for r in mine]),
     }
+
+
+def _median(values: Sequence[int | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -653,6 +682,12 @@ def report(result: dict[str, Any]) -> None:
             ("figures in answer", "figures_in_answer", "figures"),
         ):
             table.add_row(name, label, frac(en, part, whole), frac(it, part, whole))
+        table.add_row(
+            name,
+            "answer median characters / quotes",
+            _length_cell(en),
+            _length_cell(it),
+        )
         u, lat = one["unanswerable"], one["latency_ms"]
         table.add_row(name, "unanswerable: false found", f"{u['false_found']}/{u['questions']}", "")
         table.add_row(name, "answer p50 / p95 ms", f"{lat['p50_ms']:.0f} / {lat['p95_ms']:.0f}", "")
@@ -666,6 +701,31 @@ def report(result: dict[str, Any]) -> None:
     console.print(table)
     for one in sets:
         report_set(console, one)
+
+
+def _length_cell(d: dict[str, Any]) -> str:
+    chars, quotes = d.get("answer_chars_p50"), d.get("answer_quotes_p50")
+    if chars is None:
+        return "-"
+    return f"{chars:,.0f} / {quotes:g}"
+
+
+def report_lost(console: Console, result: dict[str, Any]) -> None:
+    """Per question, the reviewed figures that reached the context and not the answer, with
+    the answer's length (`--show`, the tuning set only: the validation questions are never
+    read one by one)."""
+    table = Table("lang", "lost", "chars", "quotes", "question", title="context -> answer losses")
+    for r in result["questions"]:
+        if not r["filing"] or not r.get("figures_lost"):
+            continue
+        table.add_row(
+            r["language"],
+            ", ".join(r["figures_lost"]),
+            str(r["answer_chars"] or "-"),
+            str(r["answer_quotes"] or "-"),
+            r["question"][:80],
+        )
+    console.print(table)
 
 
 def report_set(console: Console, result: dict[str, Any]) -> None:
@@ -731,6 +791,8 @@ def report_set(console: Console, result: dict[str, Any]) -> None:
             r["question"][:70],
         )
     console.print(table)
+    if result.get("show"):
+        report_lost(console, result)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -775,6 +837,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="ask without the glossary (benchmarks/data/sec10q_glossary.yaml)",
     )
     parser.add_argument("--limit", type=int, help="ask the first N questions of each group only")
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="print, per question of the first set (the tuning filings) only, the figures that "
+        "reached the context but not the answer, and the answer's length",
+    )
     add_model_options(parser)
     args = parser.parse_args(argv)
     sets: list[Path] = args.data
@@ -794,6 +862,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args if args.model else None,
         None if args.no_glossary else GLOSSARY,
     )
+    if args.show and result["sets"]:
+        # The first set only: the validation filings are measured, never read one by one.
+        result["sets"][0]["show"] = True
     return emit(result, args.json, report)
 
 

@@ -1127,3 +1127,94 @@ def test_a_sum_met_by_rounding_or_by_a_statement_s_arithmetic_names_no_rows() ->
     units = quotable_units(equity)
     assert any(u.startswith("Net income — ") for u in units), units
     assert not any(u.startswith("Balances, July 30, 2023: ") for u in units), units
+
+
+def test_a_row_repeating_figures_already_quoted_is_not_quoted_again() -> None:
+    # A filing states its net income in the income statement, again in each equity statement
+    # (one per period) and again in MD&A: the repeats took three of the thirteen quotes of
+    # "the main contributors to net income", and revenue and tax were left out. A row whose
+    # every figure a closer quote already gives says nothing new; a sentence repeating them
+    # may say why, and is still quoted.
+    statement = markdown_table(
+        ["", "Three Months Ended April 1, 2023", "Three Months Ended March 26, 2022"],
+        [
+            ["Total net sales", "$94,836", "$97,278"],
+            ["Net income", "$24,160", "$25,010"],
+        ],
+    )
+
+    def equity(opening: str, income: str, closing: str) -> str:
+        return (
+            "|  | Common Stock | Retained Earnings | Total Shareholders' Equity |\n"
+            "| --- | --- | --- | --- |\n"
+            f"| Beginning balances | 64,849 | {opening} | 56,727 |\n"
+            f"| Net income | — | {income} | {income} |\n"
+            f"| Ending balances | 69,568 | {closing} | 62,158 |"
+        )
+
+    mdna = "Net income was $24,160 million in the second quarter of 2023."
+    restated = markdown_table(
+        ["", "Q2 2023", "Q2 2022"], [["Net income (loss)", "$24,160", "$25,010"]]
+    )
+    ctx = context(
+        passage(1, AAPL, statement, 4),
+        passage(2, AAPL, equity("3,240", "24,160", "4,336"), 6),
+        passage(3, AAPL, restated, 7),
+        passage(4, AAPL, mdna, 21),
+    )
+    quoted = [q["text"] for q in quotes(answer(ctx, "What was Apple's net income in Q2 2023?"))]
+    rows = [q for q in quoted if q.startswith("Net income") and " — " in q]
+    assert len(rows) == 1, quoted
+    assert "Three Months Ended April 1, 2023: $24,160" in rows[0]
+    assert mdna.rstrip(".") in " ".join(quoted), quoted
+
+
+def test_a_row_named_as_a_quoted_row_is_not_quoted_again() -> None:
+    # NVIDIA's MD&A gives "Other income (expense), net" in dollars, then again as a share of
+    # revenue (a table whose title says so, lost to the row: "1.3" read as dollars), and its
+    # equity statements "Net income" once more: the same measure in another table took the
+    # quotes the rows that make net income (revenue, the tax) needed. The closer row stands
+    # for its measure; rows of other names still come.
+    dollars = markdown_table(
+        ["", "Three Months Ended July 30, 2023", "Three Months Ended July 31, 2022"],
+        [
+            ["Revenue", "$13,507", "$6,704"],
+            ["Other income (expense), net", "$181", "$(24)"],
+            ["Net income", "$6,188", "$656"],
+        ],
+    )
+    share = markdown_table(
+        ["", "Three Months Ended July 30, 2023", "Three Months Ended July 31, 2022"],
+        [
+            ["Other income (expense), net", "1.3", "(0.4)"],
+            ["Net income", "45.8", "9.8"],
+        ],
+    )
+    ctx = context(passage(1, AAPL, dollars, 30), passage(2, AAPL, share, 31))
+    quoted = [q["text"] for q in quotes(answer(ctx, "What was Apple's net income in Q2 2023?"))]
+    named = [q for q in quoted if q.startswith("Net income — ")]
+    assert len(named) == 1 and "$6,188" in named[0], quoted
+    assert not any("1.3" in q for q in quoted), quoted
+
+
+def test_notes_of_the_same_amount_are_each_quoted() -> None:
+    # A debt note lists its notes by coupon and maturity, many of the same face amount: two
+    # rows holding the same amounts are no repeat when their names tell them apart.
+    notes = markdown_table(
+        ["", "July 1, 2023", "December 31, 2022"],
+        [
+            ["1.550% Notes due 2024", "1,000", "1,000"],
+            ["2.400% Notes due 2027", "1,000", "1,000"],
+            ["3.900% Notes due 2032", "2,000", "2,000"],
+            ["Total senior notes", "4,000", "4,000"],
+        ],
+    )
+    # 1,000 + 1,000 is 2,000: the third note is no sum of the first two, all three are parts
+    # of the total below them.
+    units = quotable_units(notes)
+    assert units[0].startswith("Senior notes: 1.550% Notes due 2024 — "), units
+    assert units[1].startswith("Senior notes: 2.400% Notes due 2027 — "), units
+    ctx = context(passage(1, AAPL, notes, 18))
+    quoted = [q["text"] for q in quotes(answer(ctx, "What senior notes did Apple have?"))]
+    for note in ("1.550% Notes due 2024", "2.400% Notes due 2027", "3.900% Notes due 2032"):
+        assert any(note in q for q in quoted), (note, quoted)

@@ -8,8 +8,10 @@ import csv
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.console import Console
 
 from tests.documents.test_documents import build_pdf, text_lines
 
@@ -104,3 +106,43 @@ def test_asking_again_on_a_kept_workspace_does_not_embed_every_fragment_again(
     assert sec10q.main([str(tuning), "--json", "--workspace", str(kept), "--bare-sample", "1"]) == 0
     [timed] = json.loads(capsys.readouterr().out)["sets"]
     assert timed["sync"]["bare_texts"] == 1 and timed["sync"]["bare_embed_s"] is not None
+
+
+def _asked(question: str, answer: str, figures: list[str], in_context: list[str]) -> dict[str, Any]:
+    in_answer = [f for f in figures if f in answer]
+    return {
+        "question": question,
+        "language": "en",
+        "kind": "answerable",
+        "filing": "2023 Q2 ACME",
+        "right_first": True,
+        "status": "found",
+        "figures": figures,
+        "figures_in_context": in_context,
+        "figures_in_answer": in_answer,
+        "figures_lost": [f for f in in_context if f not in in_answer],
+        "answer": answer,
+        "answer_chars": len(answer),
+        "answer_quotes": sum(line.startswith("- «") for line in answer.splitlines()),
+    }
+
+
+def test_the_answers_length_and_the_figures_lost_on_the_way_are_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A gain in figures bought by quoting everything must show: the median answer length
+    (characters, quotes) is summarised per language, and `--show` lists, per question, the
+    figures that reached the context and not the answer."""
+    rows = [
+        _asked("Revenue?", "- «Revenue $1,234» [1]\n- «Cost $500» [1]", ["$1,234"], ["$1,234"]),
+        _asked("Income?", "- «Net income $9» [2]", ["$56.7", "$8.1"], ["$56.7", "$8.1"]),
+        _asked("Cash?", "- «Cash $1» [1]\n- «a» [1]\n- «b» [1]", ["$2.5"], []),
+    ]
+    summary = sec10q.summarise(rows, "en")
+    assert summary["answer_chars_p50"] == len(rows[2]["answer"])  # 21, 35, 40 characters
+    assert summary["answer_quotes_p50"] == 2
+    result = {"data": "tuning", "questions": rows, "show": True}
+    sec10q.report_lost(Console(width=200), result)
+    shown = capsys.readouterr().out
+    assert "$56.7, $8.1" in shown and "Income?" in shown
+    assert "Revenue?" not in shown and "Cash?" not in shown  # nothing lost between the two

@@ -5,9 +5,10 @@
   a table row or a unit with a figure preferred; a row's length is its name and cells, not the
   headers spelled beside them), a table row spelled out with its header (the period) and
   section, a row quoted for its section alone bringing the section's other rows (the breakdown
-  asked), each quote with its [n] marker and page; puts a source's warning right
-  next to any quoted sentence whose number the warning mentions, then lists every caveat
-  verbatim.
+  asked), a table row a chosen quote already gives (all its amounts, or its section and label:
+  the filing's restatements) left out, each quote with its [n] marker and page; puts a
+  source's warning right next to any quoted sentence whose number the warning mentions, then
+  lists every caveat verbatim.
 - `ModelAnswerer` (OpenAI-compatible or Anthropic): system prompt = the caller's instructions
   + the honesty floor; user message = question + numbered context. A model failure is an
   error naming provider, model and server: never retried, never replaced by the extractive
@@ -95,6 +96,7 @@ _SENTENCE_END = re.compile(
 )
 _MARKUP = re.compile(r"^[\s#>*\-|]+|[\s|*]+$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_AMOUNT = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")  # "1,234.5", "42.5"
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -416,6 +418,7 @@ class _Row(str):
     contents: bool  # a row of a table of contents: a title and its page, no figure
     said: str  # what it says of the question's words: not the periods of its column headers
     figures: bool  # whether a cell holds a number: a table of words ("fino a 5") holds none
+    values: tuple[str, ...]  # its cells, without the label
 
     def __new__(
         cls,
@@ -427,11 +430,13 @@ class _Row(str):
         contents: bool = False,
         said: str | None = None,
         figures: bool = True,
+        values: Sequence[str] = (),
     ) -> _Row:
         row = super().__new__(cls, text)
         row.section, row.label, row.cells, row.contents = section, label, cells, contents
         row.said = text if said is None else said
         row.figures = figures and not contents
+        row.values = tuple(values)
         return row
 
     @property
@@ -710,6 +715,8 @@ class ExtractiveAnswerer:
                 break  # title-like lines come last: only when nothing else matched
             if any(unit.text == c.text for c in chosen):  # chunks overlap: quote once
                 continue
+            if _repeats(unit.text, chosen):
+                continue  # the statement again (MD&A, an equity statement): nothing new
             if sum(c.entry == unit.entry for c in chosen) == MAX_QUOTES_PER_FRAGMENT:
                 waiting.append(unit)  # the other fragments first
                 continue
@@ -717,7 +724,8 @@ class ExtractiveAnswerer:
         for unit in waiting:
             if full():
                 break
-            take(unit)
+            if not _repeats(unit.text, chosen):
+                take(unit)
 
         def says_asked(name: str, entry: int) -> bool:
             """Whether a row's label or section holds a word of what is asked."""
@@ -742,7 +750,11 @@ class ExtractiveAnswerer:
                 and isinstance(u.text, _Row)
                 and u.text.section == row.section
             ][:SECTION_ROWS]
-            chosen += [u for u in siblings if all(u.text != c.text for c in chosen)]
+            for sibling in siblings:
+                if all(sibling.text != c.text for c in chosen) and not _repeats(
+                    sibling.text, chosen
+                ):
+                    chosen.append(sibling)
         # Reading order, the closest fragment first: ordered by the fragment holding the best
         # quote instead, "Total other income/(expense), net" (a small note holding "total" and
         # "net") came before Apple's "Total net sales" row, which the closest fragment holds.
@@ -858,6 +870,7 @@ def _units_under(text: str) -> list[tuple[str, str]]:
                         label=label,
                         cells=len(values),
                         said=" ; ".join([loose.section, label, *values]),
+                        values=values,
                     )
                 )
                 headed()
@@ -928,6 +941,33 @@ def _number_cell(cell: str) -> bool:
     return bool(_FIGURE.search(cell)) or (
         bool(_DIGIT.search(cell)) and statement_cell(cell) is not None
     )
+
+
+def _amounts(unit: str) -> set[Decimal]:
+    """The amounts a unit gives, sign and currency aside ("$(2,253)" and "2,253" are one): a
+    table row's label and cells (not the dates of its headers: the coupon and maturity of
+    "2.400% Notes due 2027" tell it from another note of the same amount), a sentence's
+    numbers."""
+    cells = (unit.label, *unit.values) if isinstance(unit, _Row) else (unit,)
+    return {abs(Decimal(n.replace(",", ""))) for cell in cells for n in _AMOUNT.findall(cell)}
+
+
+def _repeats(unit: str, chosen: Sequence[_Unit]) -> bool:
+    """Whether `unit` is a table row that a chosen quote already gives: every amount of it,
+    two at least (a filing states its figures again: the statement, MD&A), or its
+    measure, a row of the same section and label (the same line in another table: MD&A's
+    share of revenue, whose title the row lost, an equity statement's "Net income"). A repeat
+    takes a quote from a figure not yet given; the row quoted first, the closer or the better
+    matched, stands for its measure. A sentence is never a repeat: it may say why."""
+    if not isinstance(unit, _Row):
+        return False
+    if unit.label and any(
+        isinstance(c.text, _Row) and (c.text.section, c.text.label) == (unit.section, unit.label)
+        for c in chosen
+    ):
+        return True
+    own = _amounts(unit)  # one amount alone ("1,000") is met again by chance
+    return len(own) > 1 and own <= set().union(*(_amounts(c.text) for c in chosen))
 
 
 def _said(unit: str) -> str:
@@ -1050,6 +1090,7 @@ def _table_rows(
                     contents=contents,
                     said=" ; ".join([section, label_head, label, *headers, *values]),
                     figures=any(_number_cell(c) for c in values),
+                    values=values,
                 )
             )
         sections = _after_total(label, sections)
@@ -1074,16 +1115,29 @@ def _summed_by(body: Sequence[Sequence[str]]) -> dict[int, str]:
     labels = [row[0].strip() if row else "" for row in body]
     runs = [_run_above(body, values, i) for i in range(len(body))]
     found: dict[int, str] = {}
+
+    def breakdown(i: int) -> range | None:
+        run = range(i - runs[i], i)
+        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
+        if not runs[i] or any(labels[n].lower().startswith("less") for n in run):
+            return None
+        return run
+
+    # The parts of each "Total …" row: a part is no sum of other parts of the same total
+    # (notes of $1,000 and $1,000 above one of $2,000, all three in "Total senior notes").
+    parts = [
+        set(run)
+        for i, label in enumerate(labels)
+        if _total_of(label) and (run := breakdown(i)) is not None
+    ]
     for i, label in enumerate(labels):
         total = _total_of(label)
-        longest = runs[i]
-        if not longest or not label or total == set():
-            continue
-        run = range(i - longest, i)
-        # A reconciliation ("Net carrying amount", "Less short-term portion") is no breakdown.
-        if any(labels[n].lower().startswith("less") for n in run):
+        run = breakdown(i)
+        if run is None or not label or total == set():
             continue
         if total is None:
+            if any({i, *run} <= part for part in parts):
+                continue
             columns = [j for j, cell in enumerate(body[i][1:]) if cell.strip()]
             if len(columns) < 2 or any(
                 runs[n]
