@@ -166,6 +166,8 @@ def ask(root: Path, cases: Sequence[tuple[str, Row]]) -> list[dict[str, Any]]:
                     "asked": asked,
                     "row": row.question,
                     "status": result.status,
+                    "verdict": result.relevance.verdict if result.relevance else None,
+                    "missing": list(result.relevance.missing) if result.relevance else [],
                     "rank": rank,
                     "first": texts[0].split("\n", 1)[0] if texts else None,
                     "ms": round(seconds * 1000, 1),
