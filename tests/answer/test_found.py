@@ -308,6 +308,40 @@ def test_a_name_asked_with_accents_the_document_does_not_write_is_held(tmp_path:
         env.state.close()
 
 
+def test_a_year_written_short_is_the_year_the_documents_write_in_full(tmp_path: Path) -> None:
+    # Found by benchmarks/faq_it.py: "la crisi del petrolio del '73" was nothing_found over an
+    # FAQ that writes 1973. An apostrophe before two digits abbreviates a year ('73, '80s,
+    # anni '90), read as 19NN or 20NN, whichever the documents write; a year neither way
+    # written stays missing, and two digits without the apostrophe stay a number.
+    docs = [Doc("La crisi petrolifera scoppiò nell'ottobre del 1973 con l'embargo", path="a.md")]
+    env = build(tmp_path, docs, StemEmbedder())
+    encoder = Bm25Encoder("it", 1.0)
+    store = env.backend.open(env.generation)
+    try:
+
+        def check(question: str) -> Any:
+            terms = candidate_terms(question, lambda w: encoder.query(w).indices)
+            return judge(
+                0.9,
+                None,
+                check_terms(
+                    store,
+                    {"workspace_id": WORKSPACE},
+                    terms,
+                    ["manuali:a.md"],
+                    encoder.query(docs[0].text).indices,
+                ),
+            )
+
+        for asked in ("Quando scoppiò la crisi del petrolio del '73?", "la crisi del ’73"):
+            assert check(asked).verdict == "relevant", asked
+        assert check("Quando scoppiò la crisi del petrolio del '79?").missing == ("'79",)
+        assert check("Quando scoppiò la crisi del petrolio del 73?").missing == ("73",)
+    finally:
+        store.close()
+        env.state.close()
+
+
 def test_an_uncalibrated_floor_is_said_in_diagnostics_and_on_the_cli(filings: Path) -> None:
     """Issue 25, point 3: until the workspace calibrates its floor, every answer says so."""
     result = CliRunner().invoke(

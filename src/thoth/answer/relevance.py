@@ -45,6 +45,8 @@ Verdict = Literal["relevant", "below_similarity", "absent_term", "unmatched_term
 _TOKEN = re.compile(r"(?P<word>[^\W_](?:[\w&.\-]*[^\W_])?)(?P<poss>['’]s\b)?")
 _SENTENCE_END = re.compile(r"[.?!:;¿¡\"“«(\[]\s*$")
 _YEAR = re.compile(r"(1[89]|2[0-9])[0-9]{2}")
+# A year written short: an apostrophe before two digits ("del '73", "anni '80", "the '90s").
+_SHORT_YEAR = re.compile(r"['’](?P<yy>[0-9]{2})s?")
 # A word is distinctive (it weighs in the verdict) when at most this share holds it: above it,
 # the word is the domain's own vocabulary ("pronto soccorso" in an emergency department's
 # manuals), which every in-domain question shares with the corpus.
@@ -66,7 +68,8 @@ class Term:
     corpus: int = 0  # fragments holding every stem under the condition (capped)
     retrieved: bool = False  # held by a document the answer would come from
     # The stems of the word without its accents, when they differ ("Québec" -> "quebec"): a
-    # document may write it either way, and the index keeps words as written.
+    # document may write it either way, and the index keeps words as written. For a year
+    # written short ("'73"), the 20NN reading beside the 19NN one in `stems`.
     folded: tuple[int, ...] = ()
     # The glossary term held in its place ("Stati Uniti" for "USA": thoth.glossary).
     via: str | None = None
@@ -148,6 +151,15 @@ def candidate_terms(question: str, stems: Callable[[str], Sequence[int]]) -> lis
             continue
         ids = tuple(sorted(set(stems(word))))
         if not ids or ids in seen:
+            continue
+        short = _SHORT_YEAR.fullmatch(question[max(0, m.start() - 1) : m.end()])
+        if short is not None:
+            # The year in full, as documents write it: 19NN, else 20NN (the second chance).
+            yy = short.group("yy")
+            seen.add(ids)
+            century = tuple(sorted(set(stems(f"19{yy}"))))
+            later = tuple(sorted(set(stems(f"20{yy}"))))
+            out.append(Term(short.group(), "period", century, folded=later))
             continue
         kind = _kind(word, possessive=bool(m.group("poss")), opens=_opens(question, m.start()))
         if kind is None:
@@ -233,7 +245,7 @@ def check_terms(
             # too small for any word to be rare in it.
             continue
         retrieved = bool(corpus) and bool(docs)
-        if retrieved and _YEAR.fullmatch(term.text):
+        if retrieved and (_YEAR.fullmatch(term.text) or _SHORT_YEAR.fullmatch(term.text)):
             retrieved = set(stems) <= quoted
         elif retrieved:
             inside = {**where, "doc_id": docs if len(docs) > 1 else docs[0]}
