@@ -10,9 +10,9 @@ settings, `tht channels calibrate`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from tests.conftest import git
 from tests.knowledge_index import WORKSPACE, Doc, StemEmbedder, build
 from thoth.answer.calibration import Observed, calibrate_found
-from thoth.answer.relevance import Term, candidate_terms, check_terms, judge
+from thoth.answer.relevance import Relevance, Term, candidate_terms, check_terms, judge
 from thoth.answer.service import AnswerService
 from thoth.cli.main import app
 from thoth.config import BUNDLED_MIN_SIMILARITY, AnswersSettings
@@ -277,35 +277,35 @@ def test_names_are_checked_per_document_and_years_per_fragment(tmp_path: Path) -
         env.state.close()
 
 
-def test_a_name_asked_with_accents_the_document_does_not_write_is_held(tmp_path: Path) -> None:
-    # Found by benchmarks/faq_it.py: "Da chi fu battuto Montcalm a Québec?" was nothing_found
-    # over an FAQ that writes "Quebec" (the index keeps words as written, accents included).
-    docs = [Doc("Montcalm fu sconfitto al Quebec da James Wolfe nel 1759", path="a.md")]
-    env = build(tmp_path, docs, StemEmbedder())
+@contextmanager
+def one_document(tmp_path: Path, text: str) -> Iterator[Callable[[str], Relevance]]:
+    """A one-document index (Italian analyser) and the verdict of a question whose answer
+    would quote that document."""
+    env = build(tmp_path, [Doc(text, path="a.md")], StemEmbedder())
     encoder = Bm25Encoder("it", 1.0)
     store = env.backend.open(env.generation)
+
+    def check(question: str) -> Relevance:
+        terms = candidate_terms(question, lambda w: encoder.query(w).indices)
+        where = {"workspace_id": WORKSPACE}
+        quoted = encoder.query(text).indices
+        return judge(0.9, None, check_terms(store, where, terms, ["manuali:a.md"], quoted))
+
     try:
-
-        def check(question: str) -> Any:
-            terms = candidate_terms(question, lambda w: encoder.query(w).indices)
-            return judge(
-                0.9,
-                None,
-                check_terms(
-                    store,
-                    {"workspace_id": WORKSPACE},
-                    terms,
-                    ["manuali:a.md"],
-                    encoder.query(docs[0].text).indices,
-                ),
-            )
-
-        assert check("Da chi fu battuto Montcalm a Québec?").verdict == "relevant"
-        # Folding is a second chance, not a blur: a name neither way written stays missing.
-        assert check("Da chi fu battuto Montcalm a Montréal?").missing == ("Montréal",)
+        yield check
     finally:
         store.close()
         env.state.close()
+
+
+def test_a_name_asked_with_accents_the_document_does_not_write_is_held(tmp_path: Path) -> None:
+    # Found by benchmarks/faq_it.py: "Da chi fu battuto Montcalm a Québec?" was nothing_found
+    # over an FAQ that writes "Quebec" (the index keeps words as written, accents included).
+    text = "Montcalm fu sconfitto al Quebec da James Wolfe nel 1759"
+    with one_document(tmp_path, text) as check:
+        assert check("Da chi fu battuto Montcalm a Québec?").verdict == "relevant"
+        # Folding is a second chance, not a blur: a name neither way written stays missing.
+        assert check("Da chi fu battuto Montcalm a Montréal?").missing == ("Montréal",)
 
 
 def test_a_year_written_short_is_the_year_the_documents_write_in_full(tmp_path: Path) -> None:
@@ -313,33 +313,12 @@ def test_a_year_written_short_is_the_year_the_documents_write_in_full(tmp_path: 
     # FAQ that writes 1973. An apostrophe before two digits abbreviates a year ('73, '80s,
     # anni '90), read as 19NN or 20NN, whichever the documents write; a year neither way
     # written stays missing, and two digits without the apostrophe stay a number.
-    docs = [Doc("La crisi petrolifera scoppiò nell'ottobre del 1973 con l'embargo", path="a.md")]
-    env = build(tmp_path, docs, StemEmbedder())
-    encoder = Bm25Encoder("it", 1.0)
-    store = env.backend.open(env.generation)
-    try:
-
-        def check(question: str) -> Any:
-            terms = candidate_terms(question, lambda w: encoder.query(w).indices)
-            return judge(
-                0.9,
-                None,
-                check_terms(
-                    store,
-                    {"workspace_id": WORKSPACE},
-                    terms,
-                    ["manuali:a.md"],
-                    encoder.query(docs[0].text).indices,
-                ),
-            )
-
+    text = "La crisi petrolifera scoppiò nell'ottobre del 1973 con l'embargo"
+    with one_document(tmp_path, text) as check:
         for asked in ("Quando scoppiò la crisi del petrolio del '73?", "la crisi del ’73"):
             assert check(asked).verdict == "relevant", asked
         assert check("Quando scoppiò la crisi del petrolio del '79?").missing == ("'79",)
         assert check("Quando scoppiò la crisi del petrolio del 73?").missing == ("73",)
-    finally:
-        store.close()
-        env.state.close()
 
 
 def test_an_uncalibrated_floor_is_said_in_diagnostics_and_on_the_cli(filings: Path) -> None:
