@@ -20,23 +20,26 @@ A word that no query of the catalog explains may name something the catalog does
 ("età", "boarding", "codice giallo"), or may be ordinary language ("quante persone sono
 arrivate", "quanto è costata"). It refuses when it could change *what* is computed
 (`substantive`): a name (capitalised inside the question), a word of the store's views and
-columns the query does not read (a measure or a filter the store holds), or a word attached to
+columns the query does not read (a measure or a filter the store holds), a word attached to
 another content word (a modifier, "ricoveri urgenti", "pediatric visits", or a term of several
-unknown words, "parti cesarei"). Otherwise it is ordinary — it lowers the score, is named in the
-diagnostics (`ordinary`) and does not refuse on its own — but only when the question asks a
-figure (a measure word, or a year, date or number the query's parameters take): a question
-asking none may be one for the documents. A model's choice has no similarity to vouch for it:
-there every unknown word refuses. A word another query explains refuses when it names a column
-of the query's own rows that the query does not read ("con un ricovero" beside the emergency
-room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of "Psichiatria (SPDC)")
-refuses: the filter it means would be left empty. A curator who finds a refused word means a
-query adds it to that query's examples or synonyms. The score is
-the similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the
-share of the question's content words that only other queries explain. `tht analytics calibrate`
-sets the threshold on this score, not on the similarity. A query refused by a gate is never
-answered with: the next eligible query above the threshold is, else the text path with the
-reason. Two eligible queries within the tie margin are a clarification naming both; the
-chosen one missing a required value is `needs_parameter`.
+unknown words, "parti cesarei"), a complement (after a preposition, or after a form of to have
+that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), or the verb after
+an auxiliary on rows that record several events ("sono iniziati" beside admissions dated by
+admission and discharge: which event is counted). Otherwise it is ordinary — it lowers the
+score, is named in the diagnostics (`ordinary`) and does not refuse on its own — but only when
+the question asks a figure (a measure word, or a year, date or number the query's parameters
+take): a question asking none may be one for the documents. A model's choice has no similarity
+to vouch for it: there every unknown word refuses. A word another query explains refuses when
+it names a column of the query's own rows that the query does not read ("con un ricovero"
+beside the emergency room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of
+"Psichiatria (SPDC)") refuses: the filter it means would be left empty. A curator who finds a
+refused word means a query adds it to that query's examples or synonyms. The score is the
+similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the share of
+the question's content words that only other queries explain. `tht analytics calibrate` sets
+the threshold on this score, not on the similarity. A query refused by a gate is never answered
+with: the next eligible query above the threshold is, else the text path with the reason. Two
+eligible queries within the tie margin are a clarification naming both; the chosen one missing
+a required value is `needs_parameter`.
 """
 
 from __future__ import annotations
