@@ -42,6 +42,7 @@ SCHEMA = {
                 "anno",
                 "mese",
                 "data_arrivo",
+                "ora_arrivo",
                 "struttura",
                 "codice_triage",
                 "attesa_minuti",
@@ -52,6 +53,7 @@ SCHEMA = {
     ],
     "analytics.v_ricoveri": [
         *(["id_ricovero", "codice_paziente", "anno", "reparto", "regime", "tipo_ricovero", "eta"]),
+        *(["data_ammissione", "data_dimissione"]),
         *(["degenza_giorni", "drg", "tariffa_euro", "oltre_soglia"]),
     ],
     "analytics.v_consumi_farmaci": [
@@ -72,6 +74,12 @@ SCHEMA = {
     "analytics.v_occupazione_letti": ["anno", "reparto", "posti_letto"],
     "analytics.v_esami": ["anno", "esame", "valore_critico"],
 }
+# The columns of a date type, as the store's introspection reads them: an admission has two
+# events (admitted, discharged), an emergency room visit one (its arrival; its hour is no date).
+EVENTS = {
+    "analytics.v_ricoveri": ["data_ammissione", "data_dimissione"],
+    "analytics.v_accessi_ps": ["data_arrivo"],
+}
 MATCHER = Matcher("it")
 
 
@@ -87,10 +95,15 @@ def _choices(wards: list[str]) -> dict[str, dict[str, dict[str, list[str]]]]:
     }
 
 
-def decided(question: str, target: str, wards: list[str] = WARDS) -> Decision:
+def decided(
+    question: str,
+    target: str,
+    wards: list[str] = WARDS,
+    events: dict[str, list[str]] = EVENTS,
+) -> Decision:
     """The question decided with `target` the most similar query (0.95, the others 0.85)."""
     choices = _choices(wards)
-    vocab = Vocabulary.of(QUERIES, choices, MATCHER, SCHEMA)
+    vocab = Vocabulary.of(QUERIES, choices, MATCHER, SCHEMA, events)
     sims = {qid: 0.95 if qid == target else 0.85 for qid in QUERIES}
     return decide(question, QUERIES, sims, choices, vocab, 0.9, 0.005)
 
@@ -369,3 +382,76 @@ def test_an_unknown_noun_the_rows_have_restricts_them(attribute: str) -> None:
     assert computed(decision) is None
     english = decided(f"How many inpatient admissions had {attribute} in 2023?", "ricoveri-anno")
     assert computed(english) is None
+
+
+# Verbs of an event, after an auxiliary: none is a word of the catalog or of these tests' other
+# lists (not the held-out sets' words).
+EVENT_VERBS = ["cominciati", "avviati", "aperti", "partiti", "accettati"]
+
+
+@pytest.mark.parametrize("verb", EVENT_VERBS)
+def test_a_verb_after_an_auxiliary_names_which_event_of_rows_with_several_dates(verb: str) -> None:
+    """ "sono cominciati nel 2024": the admissions' rows have two dates (admitted, discharged)
+    and the query counts by one of them; an unknown verb in the place of the event may name the
+    other, and the discharges' count would be a wrong number."""
+    decision = decided(f"Quanti ricoveri ordinari sono {verb} nel 2024?", "ricoveri-anno")
+    assert computed(decision) is None
+    assert decision.reason is not None and verb in decision.reason, decision.reason
+    reflexive = decided(f"Quanti ricoveri si sono {verb} nel 2024?", "ricoveri-anno")
+    assert computed(reflexive) is None
+    passive = decided(f"Quanti ricoveri sono stati {verb} nel 2023?", "ricoveri-anno")
+    assert computed(passive) is None
+    english = decided("How many inpatient admissions were opened in 2024?", "ricoveri-anno")
+    assert computed(english) is None
+
+
+@pytest.mark.parametrize("verb", EVENT_VERBS)
+def test_the_events_of_the_rows_are_read_from_the_store_not_from_the_words(verb: str) -> None:
+    """The same question on rows with one date only (as the store's introspection would say):
+    the verb names no other event, and it is ordinary language."""
+    decision = decided(
+        f"Quanti ricoveri ordinari sono {verb} nel 2024?",
+        "ricoveri-anno",
+        events={"analytics.v_ricoveri": ["data_dimissione"]},
+    )
+    assert computed(decision) == {
+        "query": "ricoveri-anno",
+        "anno": 2024,
+        "regime": "ordinario",
+        "reparto": None,
+    }, decision.reason
+
+
+@pytest.mark.parametrize("verb", ["gestito", "trattato", "assistito", "smaltito"])
+def test_a_participle_after_a_form_of_to_have_is_the_compound_past(verb: str) -> None:
+    """ "ha gestito": "ha" before a past participle is the compound past, not possession; on
+    rows with one event the verb is ordinary language."""
+    decision = decided(
+        f"Quanti accessi ha {verb} il pronto soccorso nel 2024?", "accessi-pronto-soccorso"
+    )
+    assert computed(decision) == {
+        "query": "accessi-pronto-soccorso",
+        "anno": 2024,
+        "triage": None,
+    }, decision.reason
+
+
+@pytest.mark.parametrize("attribute", ["fratture", "ustioni", "intossicazioni"])
+def test_a_noun_after_a_form_of_to_have_is_still_what_the_rows_have(attribute: str) -> None:
+    """ "hanno fratture": without a participle, "hanno" is possession and names a part of the
+    rows, as "hanno avuto" does."""
+    decision = decided(
+        f"Quanti accessi al pronto soccorso hanno {attribute} nel 2024?", "accessi-pronto-soccorso"
+    )
+    assert computed(decision) is None
+    assert decision.reason is not None and attribute in decision.reason
+
+
+@pytest.mark.parametrize("verb", ["versato", "rimborsato", "pagato"])
+def test_a_compound_past_whose_subject_the_query_does_not_speak_of_refuses(verb: str) -> None:
+    """ "hanno versato i pazienti": the participle's subject names who paid, not the query's
+    rows or figure (the drugs' spend is the hospital's): it restricts the figure as possession
+    does, and the whole spend would be a wrong number."""
+    decision = decided(f"Quanto hanno {verb} i pazienti per i farmaci nel 2023?", "spesa-farmaci")
+    assert computed(decision) is None, decision.best
+    assert decision.reason is not None and verb in decision.reason, decision.reason

@@ -51,13 +51,17 @@ class ServedCatalog:
     choices: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
     # The store's views (`schema.view`) and their columns' names.
     schema_names: dict[str, list[str]] = field(default_factory=dict)
+    # Per view, its columns of a date type (the events its rows record).
+    event_columns: dict[str, list[str]] = field(default_factory=dict)
     _source_kinds: dict[str, ColumnKind] | None = field(default=None, repr=False)
     _vocabulary: Vocabulary | None = field(default=None, repr=False)
 
     def vocabulary(self, matcher: Matcher) -> Vocabulary:
         """The stems the queries are written with (what the decision reads questions against)."""
         if self._vocabulary is None:
-            self._vocabulary = Vocabulary.of(self.queries, self.choices, matcher, self.schema_names)
+            self._vocabulary = Vocabulary.of(
+                self.queries, self.choices, matcher, self.schema_names, self.event_columns
+            )
         return self._vocabulary
 
     def source_kinds(self, dialect: str) -> dict[str, ColumnKind]:
@@ -423,8 +427,13 @@ def serve(
 ) -> ServedCatalog:
     """The catalog as it is served: each enum parameter's values (its own list, or read from
     the store's value source) with their synonyms (the query's own, then the glossary's), and
-    the names of the store's views and columns."""
-    served = ServedCatalog(catalog, catalog.queries, schema_names=store.schema_names())
+    the names of the store's views and columns, and which of them are dates."""
+    served = ServedCatalog(
+        catalog,
+        catalog.queries,
+        schema_names=store.schema_names(),
+        event_columns=store.event_columns(),
+    )
     for qid, query in served.queries.items():
         for name, param in query.parameters.items():
             if param.type != "enum":

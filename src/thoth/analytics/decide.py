@@ -20,23 +20,26 @@ A word that no query of the catalog explains may name something the catalog does
 ("età", "boarding", "codice giallo"), or may be ordinary language ("quante persone sono
 arrivate", "quanto è costata"). It refuses when it could change *what* is computed
 (`substantive`): a name (capitalised inside the question), a word of the store's views and
-columns the query does not read (a measure or a filter the store holds), or a word attached to
+columns the query does not read (a measure or a filter the store holds), a word attached to
 another content word (a modifier, "ricoveri urgenti", "pediatric visits", or a term of several
-unknown words, "parti cesarei"). Otherwise it is ordinary — it lowers the score, is named in the
-diagnostics (`ordinary`) and does not refuse on its own — but only when the question asks a
-figure (a measure word, or a year, date or number the query's parameters take): a question
-asking none may be one for the documents. A model's choice has no similarity to vouch for it:
-there every unknown word refuses. A word another query explains refuses when it names a column
-of the query's own rows that the query does not read ("con un ricovero" beside the emergency
-room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of "Psichiatria (SPDC)")
-refuses: the filter it means would be left empty. A curator who finds a refused word means a
-query adds it to that query's examples or synonyms. The score is
-the similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the
-share of the question's content words that only other queries explain. `tht analytics calibrate`
-sets the threshold on this score, not on the similarity. A query refused by a gate is never
-answered with: the next eligible query above the threshold is, else the text path with the
-reason. Two eligible queries within the tie margin are a clarification naming both; the
-chosen one missing a required value is `needs_parameter`.
+unknown words, "parti cesarei"), a complement (after a preposition, or after a form of to have
+that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), or the verb after
+an auxiliary on rows that record several events ("sono iniziati" beside admissions dated by
+admission and discharge: which event is counted). Otherwise it is ordinary — it lowers the
+score, is named in the diagnostics (`ordinary`) and does not refuse on its own — but only when
+the question asks a figure (a measure word, or a year, date or number the query's parameters
+take): a question asking none may be one for the documents. A model's choice has no similarity
+to vouch for it: there every unknown word refuses. A word another query explains refuses when
+it names a column of the query's own rows that the query does not read ("con un ricovero"
+beside the emergency room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of
+"Psichiatria (SPDC)") refuses: the filter it means would be left empty. A curator who finds a
+refused word means a query adds it to that query's examples or synonyms. The score is the
+similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the share of
+the question's content words that only other queries explain. `tht analytics calibrate` sets
+the threshold on this score, not on the similarity. A query refused by a gate is never answered
+with: the next eligible query above the threshold is, else the text path with the reason. Two
+eligible queries within the tie margin are a clarification naming both; the chosen one missing
+a required value is `needs_parameter`.
 """
 
 from __future__ import annotations
@@ -164,9 +167,26 @@ _PREPOSITIONS: Final = frozenset(
     )
 )
 # ... and so is one right after a form of to have: what the rows have ("hanno avuto
-# complicanze", "had infections") is a part of them.
+# complicanze", "hanno fratture", "had infections") is a part of them — unless "ha"/"has"
+# before a past participle is the compound past ("ha gestito", "has handled": `_PARTICIPLE`).
 _HAVE: Final = frozenset(
     re.findall(r"\w+", "ha hanno aveva avevano avuto avuta avuti avute has have had having")
+)
+# The forms of to have that can make a compound past (the others, "avuto", "had", possess).
+_HAVE_AUXILIARY: Final = frozenset(re.findall(r"\w+", "ha hanno aveva avevano has have"))
+# A regular past participle: with avere it is invariable (-ato, -ito, -uto: "hanno gestito",
+# while a plural noun after "hanno" is possessed, "hanno crediti"); in English -ed. An
+# irregular one ("ha chiuso") stays a complement: a refusal, the acceptable error.
+_PARTICIPLE: Final = re.compile(r"\w{3,}(?:ato|ito|uto)|\w{3,}ed")
+# Auxiliaries: the word after one is the verb of a compound tense or a passive ("sono
+# iniziati", "si sono chiusi", "sono stati ammessi", "were opened", "ha chiuso"), which says
+# what happened to the rows: on rows with several events, which of them is meant.
+_AUXILIARIES: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "sono è era erano fu furono siano stato stata stati state "
+        "ha hanno aveva avevano abbia abbiano is are was were be been being has have",
+    )
 )
 # Nouns that name a measure generically: the figure is the word after them ("tempo medio
 # d'attesa", "the length of stay", "l'importo della spesa").
@@ -307,6 +327,10 @@ class Vocabulary:
     # Per query, the words of its figures (the name, label and unit of each quantity or amount
     # column; money words for an amount): "soldi", "euro", "giorni" name what it measures.
     figures: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
+    # Per query, the columns of a date type of the views it reads (the store's introspection):
+    # more than one is rows with several events (an admission is admitted and discharged), and
+    # a question's verb may name the event its figure is not counted by.
+    events: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -315,9 +339,11 @@ class Vocabulary:
         choices: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
         matcher: Matcher,
         schema_names: Mapping[str, Sequence[str]] | None = None,
+        event_columns: Mapping[str, Sequence[str]] | None = None,
     ) -> Vocabulary:
         """`schema_names`: the store's views (`schema.view`) and their columns' names
-        (snake_case is read as words), whose words could change what a query computes."""
+        (snake_case is read as words), whose words could change what a query computes;
+        `event_columns`: per view, its columns of a date type (the events its rows record)."""
         vocab = cls(matcher)
         enum: set[int] = set()
         said: set[int] = set()  # every stem outside values and synonyms
@@ -393,6 +419,7 @@ class Vocabulary:
                 if reads(n)
             )
             vocab.unread[qid] = _pool(names, said_by_sql, matcher)
+            vocab.events[qid] = tuple(c for v in own for c in (event_columns or {}).get(v, ()))
             vocab.unread_anywhere[qid] = _pool([*names, *elsewhere], said_by_sql, matcher)
         return vocab
 
@@ -464,11 +491,42 @@ class Vocabulary:
             # "a" and "in" are both; "da parte dei": the preposition before the article counts
             if i and before and before[-1] in _PREPOSITIONS:
                 return "a complement (after a preposition)"
+            previous = reading.tokens[i - 1] if i else ""
+            events = self.events.get(query_id, ())
+            if previous in _AUXILIARIES and len(events) > 1:
+                return (
+                    f"which event of the rows: a verb after '{previous}', and they record "
+                    f"{' and '.join(events)}"
+                )
             if i and before and before[-1] in _HAVE:
-                return "what the rows have (after a form of to have)"
+                if not (before[-1] in _HAVE_AUXILIARY and _PARTICIPLE.fullmatch(word)):
+                    return "what the rows have (after a form of to have)"
+                # A compound past ("ha gestito il pronto soccorso"): its subject or object,
+                # the next word, must be the query's own ("hanno pagato i pazienti" names
+                # who paid, another part of the figure).
+                follows = self._next_word(reading, i)
+                if follows and not _explained(
+                    follows,
+                    self.per_query.get(query_id, frozenset()),
+                    self.words.get(query_id, frozenset()),
+                    self.matcher,
+                ):
+                    return f"who or what '{word}' is of ('{follows}', after a form of to have)"
             neighbours = reading.tokens[max(0, i - 1) : i] + reading.tokens[i + 1 : i + 2]
             if any(n in content for n in neighbours):
                 return "attached to another content word"
+        return None
+
+    @staticmethod
+    def _next_word(reading: Reading, i: int) -> str | None:
+        """The word after token `i`, articles aside; None at a preposition, a number, a
+        function word or the end (nothing named there)."""
+        for token in reading.tokens[i + 1 :]:
+            if token in _ARTICLES and token not in _PREPOSITIONS:
+                continue
+            if not token or token in _PREPOSITIONS or token in _FUNCTION_WORDS:
+                return None
+            return token if _WORD.fullmatch(token) else None
         return None
 
     def another_figure(self, word: str, query_id: str) -> bool:
@@ -665,6 +723,7 @@ def fit(
     # rows it counts that it does not read ("un ricovero" beside the emergency room's visits:
     # the `ricoverato` flag), asks another figure of the same rows.
     neighbour: tuple[str, ...] = ()
+    why: dict[str, str | None] = {}
     if proposed is None:
         neighbour = tuple(
             w
@@ -680,7 +739,8 @@ def fit(
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
         # an ordinary word lowers the score and does not refuse on its own.
-        ordinary = tuple(w for w in foreign if vocab.substantive(reading, w, query.id) is None)
+        why = {w: vocab.substantive(reading, w, query.id) for w in foreign}
+        ordinary = tuple(w for w in foreign if why[w] is None)
         foreign = tuple(w for w in foreign if w not in ordinary)
     elsewhere: tuple[str, ...] = ()
     unstated: tuple[str, ...] = ()
@@ -754,8 +814,9 @@ def fit(
             "whole value (name the value as the catalog has it, or add a synonym)"
         )
     elif foreign:
+        named = ", ".join(f"{w} — {why[w]}" if why.get(w) else w for w in foreign)
         refused = (
-            f"unknown words: no catalog query speaks of {', '.join(foreign)} (add it to the "
+            f"unknown words: no catalog query speaks of {named} (add it to the "
             "examples or synonyms of the query that computes it)"
         )
     elif neighbour:

@@ -28,6 +28,9 @@ from thoth.errors import ThothError
 
 T = TypeVar("T")
 # The layer names [database] settings; the store is declared under [analytics].
+# A column type that records a day (SQLite's declared DATE, DATETIME, TIMESTAMP; PostgreSQL's
+# date and timestamps), not an hour alone.
+_DATE_TYPE = re.compile(r"\bdate\b|datetime|timestamp", re.IGNORECASE)
 _SETTING = re.compile(r"\bdatabase\.(files|url_env|schemas|statement_timeout_seconds)\b")
 log = logging.getLogger("thoth.analytics")
 
@@ -283,6 +286,21 @@ class AnalyticsStore:
             }
 
         return self._with_db("reading the names of the store's views", read)
+
+    def event_columns(self) -> dict[str, list[str]]:
+        """Per view (`schema.view`), its columns of a date type, as introspection reads them:
+        the events its rows record (an admission's admission and discharge). The decision reads
+        a verb naming an event as one that could change what is counted on rows with several."""
+
+        def read(db: ReadOnlyDatabase) -> dict[str, list[str]]:
+            snapshot = db.introspect(sample_values=0, may_sample=lambda *_: False)
+            return {
+                f"{t.schema}.{t.name}": [c.name for c in t.columns if _DATE_TYPE.search(c.type)]
+                for t in snapshot.tables
+                if t.kind == "view"
+            }
+
+        return self._with_db("reading the date columns of the store's views", read)
 
     def _bindable(self, value: object) -> object:
         # SQLite binds neither dates nor decimals: ISO text and floats compare as the views'
