@@ -112,13 +112,32 @@ class EmbeddingSettings(_Strict):
 
 
 class StateSettings(_Strict):
-    """Where Thoth records what it publishes. None: SQLite at `<workspace>/.thoth/state.sqlite`."""
+    """Where Thoth records what it publishes: the URL `url` or the one in the environment
+    variable `url_env` (at most one of them). Neither: SQLite at
+    `<workspace>/.thoth/state.sqlite`."""
 
     url: str | None = Field(
         default=None,
         min_length=1,
-        description="SQLAlchemy URL of the state store (PostgreSQL to share it); unset: SQLite.",
+        description="SQLAlchemy URL of the state store (PostgreSQL to share it); unset: SQLite. "
+        "A password belongs in url_env.",
     )
+    url_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The environment variable holding the state store's URL, instead of url "
+        "(credentials never go in thoth.toml); unset or empty when Thoth opens the store: "
+        "an error.",
+    )
+
+    @model_validator(mode="after")
+    def _one_url(self) -> StateSettings:
+        if self.url and self.url_env:
+            raise ValueError(
+                "state: set at most one of url or url_env (the environment variable holding "
+                "the URL, when it carries a password); neither: SQLite in .thoth/"
+            )
+        return self
 
 
 class IndexSettings(_Strict):
@@ -1612,6 +1631,8 @@ retain = 2
 # Where Thoth records published revisions, index generations and builds.
 # Unset: SQLite at .thoth/state.sqlite in the workspace. Shared or at scale: PostgreSQL.
 # url = "postgresql+psycopg://thoth@db.example:5432/thoth"
+# A password belongs in the environment: url_env names the variable holding the whole URL.
+# url_env = "THOTH_STATE_URL"
 
 [answers]
 # The governed vocabulary of confidentiality labels (sources and requests use only these).

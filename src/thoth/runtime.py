@@ -223,7 +223,7 @@ class Runtime:
 
 def open_state(ws: WorkspaceLike) -> StateStore:
     ws = as_workspace(ws)
-    url = state_url(ws.root, ws.settings.state.url)
+    url = state_url(ws.root, ws.settings.state.url, ws.settings.state.url_env)
     if url.startswith("sqlite"):
         state_dir(ws).mkdir(parents=True, exist_ok=True)
     return StateStore.open(url)

@@ -1,6 +1,7 @@
 """`tht index migrate`: a published workspace moved from Qdrant Edge to PostgreSQL + pgvector
 (a real server, tests/pgvector.py) and back, its searches the same after each switch; the
-refusals that leave the workspace on its backend; a migration SIGKILLed half-way."""
+refusals that leave the workspace on its backend, a publication during the migration among them;
+a migration SIGKILLed half-way."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.publishing import activate_head, publish, published
 from thoth.cli.main import app
 from thoth.index.base import IndexRecord
 from thoth.index.generations import EdgeBackend
+from thoth.index.live import EdgeLiveCollection
 from thoth.index.postgres import PostgresBackend, libpq_url
 from thoth.index.reader import check_generations
 from thoth.memory.index import COLLECTION, PAYLOAD_INDEXES
@@ -316,3 +318,90 @@ def test_sigkill_half_way_leaves_the_old_backend_and_a_rerun_completes(
     finally:
         rt.close()
     assert _answers(root) == before
+
+
+def _blocked_on(path: Path) -> bool:
+    """Whether some process waits for a `flock` on `path` (Linux: /proc/locks marks a blocked
+    request with `->`, followed by the file's device and inode)."""
+    inode = os.stat(path).st_ino
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and fields[-3].rsplit(":", 1)[-1] == str(inode):
+            return True
+    return False
+
+
+def test_a_generation_published_during_the_migration_refuses_the_switch(
+    make_workspace: Make, fake: FakeEmbeddingServer, pgvector_url: str, pgvector_schema: str
+) -> None:
+    """A publication that activates a generation after the migration listed what to copy:
+    the copy misses it, so `index_migration_raced`, and the workspace stays on Edge with the
+    new generation serving. The migration runs in a child process; the test holds the memory
+    collection's lock (the migration reads it after listing the generations) and publishes
+    for real while the child waits on it."""
+    root = _workspace(make_workspace, fake)
+    config = (root / "thoth.toml").read_text("utf-8")
+    (root / "third.txt").write_text("third revision")
+    commit_all(root)
+    rt = open_runtime(Workspace.open(root))
+    try:
+        activate_head(rt)
+        name = rt.ws.settings.workspace
+        before = rt.state.active_generation(name)
+        assert before is not None
+        memory = make_live_collection(rt.ws, COLLECTION)
+        assert isinstance(memory, EdgeLiveCollection)
+        lock_path = memory.lock_path
+        with memory.locked(exclusive=True):
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    "index",
+                    "migrate",
+                    "--to",
+                    "postgres",
+                    "--url",
+                    pgvector_url,
+                    "--schema",
+                    pgvector_schema,
+                    "--json",
+                    "-w",
+                    str(root),
+                ],
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            deadline = time.monotonic() + 120
+            while not _blocked_on(lock_path):
+                assert child.poll() is None, child.communicate()
+                assert time.monotonic() < deadline, "the migration never reached the lock"
+                time.sleep(0.05)
+            assert publish(rt).outcome == "activated"  # the concurrent publication
+        memory.close()
+        stdout, stderr = child.communicate(timeout=300)
+        after = rt.state.active_generation(name)
+        assert after is not None and after.id != before.id
+    finally:
+        rt.close()
+    assert child.returncode != 0, (stdout, stderr)
+    refused = json.loads(stdout)
+    assert refused["ok"] is False and "index_migration_raced" in stdout, refused
+    assert "nothing was switched" in stdout and "run `tht index migrate` again" in stdout
+    assert (root / "thoth.toml").read_text("utf-8") == config  # still on Edge
+    rt = open_runtime(Workspace.open(root))
+    try:
+        assert isinstance(rt.backend, EdgeBackend)
+        active = rt.state.active_generation(name)
+        assert active is not None and active.id == after.id
+        assert all(c.ok for c in check_generations(rt.state.list_generations(name), rt.backend))
+    finally:
+        rt.close()
+    # Run again, it copies the new generation too and switches.
+    again = _migrate(root, "--to", "postgres", "--url", pgvector_url, "--schema", pgvector_schema)
+    assert again["exit"] == 0, again
+    generations = again["generations"]
+    assert isinstance(generations, list) and after.id in {g["id"] for g in generations}

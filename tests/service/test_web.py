@@ -374,3 +374,48 @@ def test_without_job_routes_the_panel_says_deep_analysis_is_not_available(
             "Deep analysis is not available on this server."
         )
         expect(page.locator("#job-button")).to_be_disabled()
+
+
+def _unhandled(page: Page) -> list[str]:
+    """What the page leaves unhandled (an uncaught exception or promise rejection)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def test_a_stopped_server_is_said_where_the_sessions_errors_are(page: Page) -> None:
+    """The page was served, then the server stopped: a new session's request fails on the
+    network, and the sessions panel says the server is unreachable (no unhandled rejection)."""
+    app = FastAPI()
+    add_web_routes(app)
+    errors = _unhandled(page)
+    with in_thread(app) as url:
+        page.goto(url + "/")
+        expect(page.locator("#sessions-message")).to_be_visible()  # its first load answered
+    page.fill("#session-question", "Quanti ricoveri urgenti nel 2024?")
+    page.click("#session-button")
+    message = page.locator("#sessions-message")
+    expect(message).to_contain_text("Server unreachable")
+    expect(message).to_contain_text("no session was opened")
+    expect(message).to_have_class(re.compile(r"\berror\b"))
+    assert errors == []
+
+
+def test_a_request_that_fails_on_the_network_is_said_where_the_jobs_errors_are(
+    page: Page, site: Site
+) -> None:
+    """The server's address unreachable once the page is loaded (every /v1 request refused
+    at the connection): submitting a job says so in the jobs panel."""
+    errors = _unhandled(page)
+    page.goto(site.url)
+    page.fill("#api-key", site.key)
+    page.dispatch_event("#api-key", "change")
+    expect(page.locator("#job-button")).to_be_enabled()
+    page.route("**/v1/**", lambda route: route.abort("connectionrefused"))
+    page.fill("#job-question", "Confronta i ricoveri urgenti del 2023 e del 2024")
+    page.click("#job-button")
+    message = page.locator("#jobs-message")
+    expect(message).to_contain_text("Server unreachable")
+    expect(message).to_contain_text("the job was not queued")
+    expect(message).to_have_class(re.compile(r"\berror\b"))
+    assert errors == []

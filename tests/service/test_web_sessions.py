@@ -9,6 +9,7 @@ Another client over the HTTP API only makes the page's write stale: the conflict
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -286,3 +287,29 @@ def test_the_gaps_queue_and_a_receipts_unit_on_the_page(served: Server) -> None:
         expect(unit).to_contain_text(unit_id)
         expect(unit).to_contain_text(shown["provenance"]["source_file"])
         screenshot(page, "session-gaps-and-unit")
+
+
+def test_a_session_write_without_answer_is_said_in_the_session(served: Server) -> None:
+    """The session is open on the page, then the server's address becomes unreachable (every
+    /v1 request refused at the connection): consulting a stage says so in the session's own
+    message, and that the write may need checking, never an unhandled rejection."""
+    made = served.post("/v1/sessions", {"question": DEMO_SQL_QUESTION}, AGENT)
+    assert made.status_code == 201, made.text
+    session = made.json()["session"]
+    with chromium() as browser:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        open_with_key(page, served)
+        page.locator(f"#sessions tr[data-session='{session}']").get_by_role(
+            "button", name="Open"
+        ).click()
+        expect(page.locator("#session-title")).to_have_text(DEMO_SQL_QUESTION)
+        page.route("**/v1/**", lambda route: route.abort("connectionrefused"))
+        page.fill("#decide-stage", "clarification")
+        page.click("#consult-button")
+        message = page.locator("#session-message")
+        expect(message).to_contain_text("Server unreachable")
+        expect(message).to_contain_text("see what was recorded")
+        expect(message).to_have_class(re.compile(r"\berror\b"))
+        assert errors == []

@@ -485,3 +485,67 @@ def test_replace_generation_counts_in_any_status(store: StateStore) -> None:
     assert gen.counts == {"points": {"fragment": 3}, "files": {"a": 1}}
     with pytest.raises(StateError, match="g-missing not found"):
         store.replace_generation_counts("g-missing", {})
+
+
+# ---------------------------------------------------------------------- [state].url_env
+
+STATE_URL_VAR = "THOTH_TEST_STATE_URL"
+
+
+def workspace_with_state(tmp_path: Path, state_lines: str) -> Path:
+    from thoth.evidence.layout import init_workspace
+
+    root = tmp_path / "wsenv"
+    init_workspace(root, name="wsenv")
+    config = root / "thoth.toml"
+    text_ = config.read_text("utf-8")
+    assert "\n[state]\n" in text_
+    config.write_text(text_.replace("\n[state]\n", f"\n[state]\n{state_lines}\n", 1), "utf-8")
+    return root
+
+
+def test_state_url_env_opens_the_postgresql_it_names(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The URL (and any password in it) lives in the environment, never in thoth.toml."""
+    from thoth.runtime import open_state
+
+    root = workspace_with_state(tmp_path, f'url_env = "{STATE_URL_VAR}"')
+    assert pg_url not in (root / "thoth.toml").read_text("utf-8")
+    monkeypatch.setenv(STATE_URL_VAR, pg_url)
+    with open_state(root) as state:
+        state.activate_revision(WS, "abc", "alice")
+    with StateStore.open(pg_url) as direct:  # it went to that database, not to SQLite
+        assert direct.active_revision(WS) == "abc"
+    assert not (root / ".thoth" / "state.sqlite").exists()
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_state_url_env_unset_or_empty_is_a_coded_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    from thoth.runtime import open_state
+
+    root = workspace_with_state(tmp_path, f'url_env = "{STATE_URL_VAR}"')
+    if value is None:
+        monkeypatch.delenv(STATE_URL_VAR, raising=False)
+    else:
+        monkeypatch.setenv(STATE_URL_VAR, value)
+    with pytest.raises(ConfigError) as info:
+        open_state(root)
+    assert info.value.code == "state_url_env_unset"
+    assert STATE_URL_VAR in str(info.value) and "[state].url_env" in str(info.value)
+    [problem] = info.value.problems
+    assert problem.field == "state.url_env" and problem.hint is not None
+    assert f"export {STATE_URL_VAR}=" in problem.hint
+    assert not (root / ".thoth" / "state.sqlite").exists(), "fell back to SQLite"
+
+
+def test_state_url_and_url_env_are_exclusive() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="at most one of url or url_env"):
+        StateSettings(url="postgresql+psycopg://u@h/d", url_env="X")
+    with pytest.raises(ValidationError):
+        StateSettings(url_env="")
+    assert StateSettings(url_env="X").url is None

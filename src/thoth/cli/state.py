@@ -36,7 +36,7 @@ def restore_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:
 
     with errors(as_json):
         ws = Workspace.open(workspace)
-        url = state_url(ws.root, ws.settings.state.url)
+        url = state_url(ws.root, ws.settings.state.url, ws.settings.state.url_env)
         file = sqlite_file(url)
         if file is None:
             raise ConfigError(

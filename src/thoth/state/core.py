@@ -10,6 +10,7 @@ does not match this Thoth may not (retrying fails the same way), and a refused r
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,7 +36,9 @@ SQLITE_BUSY_TIMEOUT_MS: Final = 15_000
 # PostgreSQL: without a timeout libpq waits for an unreachable host for minutes.
 PG_CONNECT_TIMEOUT_S: Final = 10
 
-OPEN_HINT: Final = "check [state].url in thoth.toml"
+OPEN_HINT: Final = (
+    "check [state].url in thoth.toml (or the URL in the variable [state].url_env names)"
+)
 
 # PostgreSQL SQLSTATE classes/codes of faults that go away by themselves: connection
 # exceptions (08...), serialization failure, deadlock, lock timeout, server shutting down.
@@ -57,16 +60,42 @@ class StateError(ThothError):
     """A state-store operation failed; the message names the database, table/id and the fix."""
 
 
-def state_url(workspace_root: Path, configured: str | None) -> str:
-    """The URL to open: `[state].url` when set, else SQLite in `<workspace>/.thoth/`.
+def state_url(workspace_root: Path, configured: str | None, url_env: str | None = None) -> str:
+    """The URL to open: `[state].url`, or the value of the environment variable
+    `[state].url_env` names, else SQLite in `<workspace>/.thoth/`.
 
+    A `url_env` whose variable is unset or empty is an error, never SQLite: a deployment that
+    forgot to export it would otherwise record its publications in a file nobody else reads.
     A configured SQLite file must be in a directory that exists: opening it would otherwise
     create an empty database wherever a typo points (and serve nothing of what was published),
     so the directory is never created for it. The default one, under `.thoth/`, is Thoth's."""
+    if url_env:
+        configured = _from_environment(url_env)
     if configured:
         _check_sqlite_directory(configured)
         return configured
     return f"sqlite:///{(workspace_root / DEFAULT_SQLITE_PATH).resolve()}"
+
+
+def _from_environment(var: str) -> str:
+    value = os.environ.get(var, "").strip()
+    if value:
+        return value
+    message = f"the environment variable {var} is unset or empty"
+    hint = (
+        f"export {var}=<the state store's URL> (postgresql+psycopg://user:password@host:5432/db) "
+        "in the environment of every Thoth process, or remove [state].url_env from thoth.toml "
+        "to use SQLite in .thoth/"
+    )
+    raise ConfigError(
+        f"[state].url_env names {var}: {message} -> {hint}",
+        code="state_url_env_unset",
+        problems=[
+            Problem(
+                "thoth.toml", message, field="state.url_env", hint=hint, code="state_url_env_unset"
+            )
+        ],
+    )
 
 
 def _check_sqlite_directory(url: str) -> None:

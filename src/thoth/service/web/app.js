@@ -54,11 +54,16 @@
     const key = apiKey();
     if (key) headers.Authorization = "Bearer " + key;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw unreachable(err);
+    }
     let data = null;
     try {
       data = await response.json();
@@ -66,6 +71,26 @@
       data = null; // a body that is not JSON: the status code still says what happened
     }
     return { status: response.status, ok: response.ok, data };
+  }
+
+  // fetch rejects, with no status, when the request got no answer at all: the server stopped,
+  // its address unreachable, the connection cut. Marked so that a handler's guard says so.
+  function unreachable(err) {
+    if (err && typeof err === "object") err.unreachable = true;
+    return err;
+  }
+
+  // An event handler whose failure is said where its section shows its other errors (`say`,
+  // a message function), never left as an unhandled promise rejection: a network failure as
+  // "Server unreachable", anything else as the error it is. `what` is what did not happen.
+  function guarded(handler, say, what) {
+    return (...args) =>
+      Promise.resolve(handler(...args)).catch((err) => {
+        const text = err && err.unreachable
+          ? "Server unreachable (" + String(err) + "): " + what + "."
+          : "Unexpected error (" + String(err) + "): " + what + ".";
+        say(text, true);
+      });
   }
 
   // ------------------------------------------------------------------ helpers
@@ -544,7 +569,10 @@
       const cancel = cancellable
         ? el("button", { type: "button", className: "secondary job-cancel" }, "Cancel")
         : null;
-      if (cancel) cancel.addEventListener("click", () => cancelJob(job.id));
+      if (cancel) {
+        cancel.addEventListener("click", guarded(() => cancelJob(job.id), jobsMessage,
+          "the job was not cancelled"));
+      }
       tbody.append(
         el("tr", { className: "job", "data-job": job.id },
           el("td", { className: "job-id" }, job.id),
@@ -627,6 +655,9 @@
   // `base`, so a write made on a stale view is refused (409 ledger_conflict), never applied.
   let sessionId = null;
   let sessionBase = 0;
+  // A write that got no answer may or may not have reached the ledger.
+  const UNANSWERED =
+    "no answer came; open the session again once the server is back to see what was recorded";
 
   function sessionPath(verb) {
     return "/v1/sessions/" + encodeURIComponent(sessionId) + (verb ? "/" + verb : "");
@@ -685,7 +716,8 @@
     $("sessions-message").hidden = true;
     for (const s of sessions.slice().reverse()) {
       const open = el("button", { type: "button", className: "secondary session-open" }, "Open");
-      open.addEventListener("click", () => openSession(s.id));
+      open.addEventListener("click", guarded(() => openSession(s.id), sessionsMessage,
+        "the session " + s.id + " could not be opened"));
       tbody.append(el("tr", { className: "session", "data-session": s.id },
         el("td", { className: "job-id" }, s.id),
         el("td", {}, s.question || ""),
@@ -742,7 +774,7 @@
   function retractButton(e, effective) {
     if (!effective.has(e.seq)) return null;
     const button = el("button", { type: "button", className: "secondary session-open" }, "Retract");
-    button.addEventListener("click", () => retract(e.seq));
+    button.addEventListener("click", guarded(() => retract(e.seq), sessionMessage, UNANSWERED));
     return button;
   }
 
@@ -822,10 +854,10 @@
       const r = e.receipt || {};
       const units = (r.evidence_ids || []).map((id) => {
         const link = el("a", { className: "unit-link", "data-unit": id, href: "#unit-view" }, id);
-        link.addEventListener("click", (event) => {
+        link.addEventListener("click", guarded((event) => {
           event.preventDefault();
-          openUnit(id);
-        });
+          return openUnit(id);
+        }, sessionMessage, "the unit " + id + " could not be opened"));
         return link;
       });
       list.append(el("li", { className: "receipt", "data-seq": String(e.seq) },
@@ -1041,9 +1073,14 @@
 
   // The summary is Markdown from the ledger: shown as text, never parsed into HTML.
   async function loadSummary() {
-    const response = await fetch(sessionPath("summary"), {
-      headers: apiKey() ? { Authorization: "Bearer " + apiKey() } : {},
-    });
+    let response;
+    try {
+      response = await fetch(sessionPath("summary"), {
+        headers: apiKey() ? { Authorization: "Bearer " + apiKey() } : {},
+      });
+    } catch (err) {
+      throw unreachable(err);
+    }
     $("session-summary").textContent = response.ok
       ? await response.text()
       : "The summary could not be read (" + response.status + ").";
@@ -1110,18 +1147,24 @@
     });
     $("ask-form").addEventListener("submit", ask);
     $("feedback-form").addEventListener("submit", sendFeedback);
-    $("job-form").addEventListener("submit", submitJob);
+    $("job-form").addEventListener("submit", guarded(submitJob, jobsMessage,
+      "the job was not queued, or its answer was lost: refresh the list once the server is back"));
     $("jobs-refresh").addEventListener("click", loadJobs);
-    $("session-form").addEventListener("submit", newSession);
+    $("session-form").addEventListener("submit", guarded(newSession, sessionsMessage,
+      "no session was opened; refresh the list once the server is back"));
     $("sessions-refresh").addEventListener("click", loadSessions);
-    $("decide-form").addEventListener("submit", decide);
-    $("consult-button").addEventListener("click", consult);
-    $("reopen-button").addEventListener("click", () => changeStage("reopen", "Reopened"));
-    $("rollback-button").addEventListener("click", () => changeStage("rollback", "Rolled back to"));
-    $("sql-check").addEventListener("click", checkSql);
-    $("sql-run").addEventListener("click", runSql);
-    $("proposals-form").addEventListener("submit", chooseMemories);
-    $("checklist-form").addEventListener("submit", confirmChecklist);
+    const inSession = (handler) => guarded(handler, sessionMessage, UNANSWERED);
+    $("decide-form").addEventListener("submit", inSession(decide));
+    $("consult-button").addEventListener("click", inSession(consult));
+    $("reopen-button").addEventListener("click",
+      inSession(() => changeStage("reopen", "Reopened")));
+    $("rollback-button").addEventListener("click",
+      inSession(() => changeStage("rollback", "Rolled back to")));
+    $("sql-check").addEventListener("click",
+      guarded(checkSql, sessionMessage, "the SQL was not checked"));
+    $("sql-run").addEventListener("click", inSession(runSql));
+    $("proposals-form").addEventListener("submit", inSession(chooseMemories));
+    $("checklist-form").addEventListener("submit", inSession(confirmChecklist));
     $("gaps-refresh").addEventListener("click", loadGaps);
     loadJobs();
     loadSessions();
