@@ -148,6 +148,11 @@ def test_a_curator_sees_every_sessions_gaps_and_other_callers_only_their_own(
     assert queue[gap_id]["subject"] == "accesso" and queue[gap_id]["session"] == sid
     assert gap_id in {g["id"] for g in open_gaps(server, ANALYST)}
     assert gap_id not in {g["id"] for g in open_gaps(server, "night")}  # not a curator
+    # the same queue over MCP (gap_list), the door GET /v1/gaps reads
+    for caller in (CURATOR, ANALYST, "night"):
+        listed = call(server, caller, "gap_list", {})
+        assert not listed.is_error, text_of(listed)
+        assert structured(listed)["gaps"] == open_gaps(server, caller), caller
     # the curator reads the queue; another caller's session stays closed to it for writing
     other = server.post(
         f"/v1/sessions/{sid}/gaps", {"base": 1, "stage": "clarification", "subject": "z"}, CURATOR

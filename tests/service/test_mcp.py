@@ -81,6 +81,7 @@ FILES = {
 TOOLS = {
     "ask",
     "evidence_search",
+    "evidence_unit",
     "knowledge_search",
     "session_create",
     "session_list",
@@ -97,6 +98,7 @@ TOOLS = {
     "session_checklist",
     "session_confirm_checklist",
     "session_gap",
+    "gap_list",
     "session_summary",
     "memory_list",
     "memory_retire",
@@ -300,6 +302,84 @@ def test_evidence_search_available(ws: Workspace) -> None:
     assert outcome["status"] == "available"
     assert "evidence:ricovero" in [r["evidence_id"] for r in outcome["results"]]
     assert len(outcome["results"]) <= 3
+
+
+def test_a_unit_evidence_search_found_opens_through_evidence_unit(ws: Workspace) -> None:
+    """The MCP twin of GET /v1/evidence/units/{id}: the unit a search result names, whole
+    (body, every excerpt); an id the generation does not publish is unit_not_found with what
+    to do; a caller without the Evidence labels is refused as the search refuses it."""
+
+    async def body(client: ClientSession) -> tuple[dict[str, Any], list[types.CallToolResult]]:
+        found = structured(
+            await client.call_tool(
+                "evidence_search",
+                {"query": "ricovero con pernottamento", "purpose": "disambiguation"},
+            )
+        )
+        first = found["results"][0]
+        return first, [
+            await client.call_tool("evidence_unit", {"unit_id": first["evidence_id"]}),
+            await client.call_tool("evidence_unit", {"unit_id": "evidence:no-such-unit"}),
+            await client.call_tool("evidence_unit", {"unit": first["evidence_id"]}),
+        ]
+
+    first, (opened, unknown, malformed) = serve(ws, body, "--caller", "assistant")
+    assert not opened.is_error, text_of(opened)
+    unit = structured(opened)
+    assert unit["evidence_id"] == first["evidence_id"] and unit["title"] == first["title"]
+    assert unit["kind"] == first["kind"] and unit["caveats"] == first["caveats"]
+    assert unit["provenance"] == first["provenance"]
+    assert unit["body"].strip() and set(first["excerpts"]) <= set(unit["excerpts"])
+    assert json.loads(text_of(opened)) == unit
+    assert unknown.is_error
+    error = structured(unknown)
+    assert error["code"] == "unit_not_found" and "evidence:no-such-unit" in error["message"]
+    assert error["problems"][0]["code"] == "unit_not_found"
+    assert "evidence_search" in (error["problems"][0]["hint"] or ""), error
+    assert malformed.is_error and structured(malformed)["code"] == "bad_request"
+    refused = call(ws, "evidence_unit", {"unit_id": first["evidence_id"]}, "--caller", "reader")
+    assert refused.is_error
+    error = structured(refused)
+    assert error["code"] == "label_above_ceiling" and "reader" in error["message"], error
+    assert first["title"] not in text_of(refused)
+
+
+def test_gap_list_shows_the_gaps_of_this_caller_s_sessions(ws: Workspace) -> None:
+    """The MCP twin of GET /v1/gaps: a gap recorded with session_gap is listed to its caller,
+    not to another caller that is not a curator; a caller without the Evidence labels is
+    refused with its code."""
+
+    async def body(client: ClientSession) -> tuple[str, types.CallToolResult]:
+        made = structured(
+            await client.call_tool("session_create", {"question": "Quanti ricoveri brevi?"})
+        )
+        recorded = structured(
+            await client.call_tool(
+                "session_gap",
+                {
+                    "session_id": made["session"],
+                    "base": 0,
+                    "stage": "clarification",
+                    "subject": "ricovero breve",
+                },
+            )
+        )
+        gap_id = f"{made['session']}:{recorded['entry']['seq']}"
+        return gap_id, await client.call_tool("gap_list", {})
+
+    gap_id, listed = serve(ws, body, "--caller", "assistant")
+    assert not listed.is_error, text_of(listed)
+    gaps = {g["id"]: g for g in structured(listed)["gaps"]}
+    assert gap_id in gaps and gaps[gap_id]["subject"] == "ricovero breve"
+    assert gaps[gap_id]["caller"] == "assistant" and gaps[gap_id]["stage"] == "clarification"
+    other = call(ws, "gap_list", {}, "--caller", "auditor")  # not declared curator = true
+    assert not other.is_error, text_of(other)
+    assert gap_id not in {g["id"] for g in structured(other)["gaps"]}
+    refused = call(ws, "gap_list", {}, "--caller", "reader")
+    assert refused.is_error and structured(refused)["code"] == "label_above_ceiling"
+    assert structured(refused)["problems"][0]["hint"]
+    malformed = call(ws, "gap_list", {"session_id": "x"}, "--caller", "assistant")
+    assert malformed.is_error and structured(malformed)["code"] == "bad_request"
 
 
 def test_session_consult_and_show(ws: Workspace) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from thoth.config import IndexSettings
 from thoth.embed.base import Embedder
-from thoth.errors import ThothError
+from thoth.errors import Problem, ThothError
 from thoth.evidence.document import parse_unit
 from thoth.evidence.model import PURPOSES, Unit, schema_names
 from thoth.index.base import Fusion, Hit, Where
@@ -166,9 +166,19 @@ class EvidenceSearch:
             }
             records = [_evidence(Hit(r.id, 0.0, r.payload)) for r in gen.store.scroll(where)]
         if not records:
+            what = f"unit {evidence_id} is not published in generation {gen.id}"
             raise UnitNotFound(
-                f"unit {evidence_id} is not published in generation {gen.id} -> a receipt's "
-                "evidence_ids, or POST /v1/evidence/search, name the published ones"
+                what,
+                problems=[
+                    Problem(
+                        "",
+                        what,
+                        hint="a receipt's evidence_ids, or an Evidence search (`tht evidence "
+                        "search`, POST /v1/evidence/search, the MCP tool evidence_search), "
+                        "name the published ones",
+                        code=UnitNotFound.code,
+                    )
+                ],
             )
         records.sort(key=lambda r: r.fragment_ordinal)
         unit_path = records[0].unit_path

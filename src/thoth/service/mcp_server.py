@@ -1,9 +1,11 @@
 """`tht mcp`: the service's operations as Model Context Protocol tools, over stdio, for one
 local user and the assistant they run.
 
-Tools: `ask`, `evidence_search`, `knowledge_search`, `passage`, `feedback`, `job_submit`,
-`job_show`, and the question→SQL session verbs (`session_*`: one `SessionDoor` verb each, the
-input schema the HTTP route's own body model with `session_id`; `on_session`). The prompt
+Tools: `ask`, `evidence_search`, `evidence_unit`, `knowledge_search`, `passage`, `feedback`,
+`job_submit`, `job_show`, the question→SQL session verbs (`session_*`: one `SessionDoor` verb
+each, the input schema the HTTP route's own body model with `session_id`; `on_session`),
+`gap_list`, and the curators' `memory_*`. Each tool calls the code of one HTTP route, named in
+its `_meta` (`thoth/route`); the routes that are no tool are `HTTP_ONLY`, with why. The prompt
 `session_stages` teaches an agent the stages from `thoth.workflow.guide`, the source of the
 built-in driver's instructions. Each other
 tool's input schema is the JSON Schema of the same request model the HTTP API validates
@@ -82,6 +84,20 @@ INSTRUCTIONS: Final = (
     "never read it as an absence of knowledge."
 )
 STAGES_PROMPT: Final = "session_stages"
+# The key of a tool's _meta naming the HTTP route whose code the tool calls.
+ROUTE_META: Final = "thoth/route"
+# The routes of the HTTP API that are deliberately no tool, and why (tests/service/
+# test_contract.py: every other route is some tool's).
+HTTP_ONLY: Final[Mapping[str, str]] = {
+    "GET /metrics": "the operators' Prometheus scrape, not something an assistant asks",
+    "GET /v1/health": "a load balancer's liveness probe; an MCP client sees the server answer",
+    "GET /v1/ready": "a load balancer's readiness probe; an MCP client sees the server answer",
+    "POST /v1/hooks/git": "a forge's signed push webhook; no assistant calls it",
+    "GET /v1/catalog/query": "not yet a tool: the reviewed query a computed answer's "
+    "provenance link opens",
+    "GET /v1/jobs": "not yet a tool: job_show opens a job by the id job_submit gave",
+    "POST /v1/jobs/{job_id}/cancel": "not yet a tool: a job is cancelled over HTTP",
+}
 # How this server's tools apply the stages; the stages themselves come from
 # thoth.workflow.guide, the source of the built-in driver's instructions too.
 _STAGES_INTRO: Final = """\
@@ -98,6 +114,7 @@ rests on. Nothing is decided for you: you consult, decide, check and run with th
 - A stage that consults Evidence must be consulted (session_consult) before its decisions:
   the receipt is what the reviewer audits. An unavailable search is an error with its code,
   never an absence of knowledge; nothing_found is a result: say so, never invent.
+  evidence_unit opens a unit a result or a receipt names, whole (body, every excerpt).
 - A stage whose inputs are not settled refuses its decisions (`stage_not_reached`).
 - F2 (memory): session_proposals, then session_choose_memories for those that fit.
 - F7 (final_sql): session_sql_check the statement (nothing recorded), decide
@@ -107,7 +124,7 @@ rests on. Nothing is decided for you: you consult, decide, check and run with th
 - Withdraw with session_retract, redo with session_reopen or session_rollback.
 - At any stage, when no Evidence defines a concept the question needs, or a consultation
   found nothing, record it with session_gap (the receipt_seq of that consultation): the
-  curators see it in their queue. Never fill the gap with a guess."""
+  curators see it in their queue (gap_list lists yours). Never fill the gap with a guess."""
 
 
 def stages_prompt() -> str:
@@ -120,6 +137,17 @@ UNAVAILABLE_HINT: Final = (
     "the search could not run, which says nothing about the corpus: fix the cause (`tht "
     "index check`, `tht docs sync`), then ask again"
 )
+
+
+class EvidenceUnitBody(BaseModel):
+    """One published Evidence Unit (GET /v1/evidence/units/{unit_id})."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    unit_id: str = Field(
+        description="The unit's evidence_id, as evidence_search or a receipt's evidence_ids "
+        "name it (evidence:...)."
+    )
 
 
 class JobShowBody(BaseModel):
@@ -180,6 +208,7 @@ def http_body(model: type[B], arguments: BaseModel) -> B:
 @dataclass(frozen=True)
 class Tool:
     name: str
+    route: str  # the HTTP route whose code it calls ("GET /v1/gaps"), in the tool's _meta
     title: str
     description: str
     model: type[BaseModel]
@@ -195,6 +224,7 @@ class Tool:
             description=self.description,
             input_schema=schema,
             annotations=types.ToolAnnotations(read_only_hint=not self.writes),
+            meta={ROUTE_META: self.route},
         )
 
 
@@ -212,6 +242,7 @@ class ThothTools:
             for t in (
                 Tool(
                     "ask",
+                    "POST /v1/ask",
                     "Ask the corpus",
                     "Answer a question from the corpus, with its sources and a status: found, "
                     "truncated, nothing_found, computed or needs_parameter. Caveats of the "
@@ -221,6 +252,7 @@ class ThothTools:
                 ),
                 Tool(
                     "knowledge_search",
+                    "POST /v1/knowledge/search",
                     "Search documents, wiki and Evidence",
                     "The fragments an answer would be written from, best first, each with its "
                     "source, title, heading path, kind, score, labels and caveats.",
@@ -229,6 +261,7 @@ class ThothTools:
                 ),
                 Tool(
                     "evidence_search",
+                    "POST /v1/evidence/search",
                     "Search Evidence Units",
                     "Published Evidence Units for a purpose (disambiguation, rewriting, "
                     "schema_linking, sql_generation), each with excerpts, caveats and "
@@ -237,7 +270,19 @@ class ThothTools:
                     self._evidence_search,
                 ),
                 Tool(
+                    "evidence_unit",
+                    "GET /v1/evidence/units/{unit_id}",
+                    "Open an Evidence Unit",
+                    "One unit the active generation publishes, by the evidence_id a search "
+                    "result or a receipt names: title, kind, body, every indexed excerpt, "
+                    "caveats, provenance and citation. Refused with unit_not_found for an id "
+                    "not published, as evidence_search for a caller without the Evidence labels.",
+                    EvidenceUnitBody,
+                    lambda b: self.operations.evidence_unit(b.unit_id, self.caller),
+                ),
+                Tool(
                     "passage",
+                    "GET /v1/passage",
                     "Open a source",
                     "What a source of an answer rests on: give its doc_id, revision and "
                     "fragment (from the source's link) and the labels you asked with; returns the "
@@ -248,6 +293,7 @@ class ThothTools:
                 ),
                 Tool(
                     "feedback",
+                    "POST /v1/feedback",
                     "Report an answer",
                     "Say that an answer you were given (by its id) is wrong, incomplete, "
                     "over_masked (a useful value was covered) or good, with a plain-text "
@@ -258,6 +304,7 @@ class ThothTools:
                 ),
                 Tool(
                     "job_submit",
+                    "POST /v1/jobs",
                     "Queue a deep analysis",
                     "Queue a multi-step question for the deep-analysis agent (a worker runs "
                     "it); returns the job, queued. Refused without a model configured.",
@@ -266,6 +313,7 @@ class ThothTools:
                 ),
                 Tool(
                     "job_show",
+                    "GET /v1/jobs/{job_id}",
                     "Show a deep analysis",
                     "One of your jobs: its status — completed, partial (an answer with gaps: "
                     "error_code and error say what it could not reach), failed, cancelled, or "
@@ -355,6 +403,7 @@ class ThothTools:
         return (
             Tool(
                 "session_create",
+                "POST /v1/sessions",
                 "Start a question→SQL session",
                 "Start a session for a question (POST /v1/sessions); it is this caller's. "
                 "Read the prompt session_stages for how to drive it.",
@@ -364,6 +413,7 @@ class ThothTools:
             ),
             Tool(
                 "session_list",
+                "GET /v1/sessions",
                 "List your sessions",
                 "This caller's sessions, oldest first (GET /v1/sessions).",
                 NoArguments,
@@ -371,6 +421,7 @@ class ThothTools:
             ),
             Tool(
                 "session_show",
+                "GET /v1/sessions/{session_id}",
                 "Show a session",
                 "A session's standing decisions, Evidence receipts, runs, proposals and "
                 "memories, and `position`: the ledger position every write names as `base`.",
@@ -379,6 +430,7 @@ class ThothTools:
             ),
             Tool(
                 "session_consult",
+                "POST /v1/sessions/{session_id}/consult",
                 "Consult Evidence for a session stage",
                 "Search Evidence for one stage of a question→SQL session with what the "
                 "session has settled, and record the receipt in its ledger (`receipt_seq`).",
@@ -390,6 +442,7 @@ class ThothTools:
             ),
             Tool(
                 "session_decide",
+                "POST /v1/sessions/{session_id}/decisions",
                 "Record a decision",
                 "Record a decision of a stage (POST /v1/sessions/{id}/decisions).",
                 on_session(DecideBody, write=True),
@@ -398,6 +451,7 @@ class ThothTools:
             ),
             Tool(
                 "session_retract",
+                "POST /v1/sessions/{session_id}/retract",
                 "Withdraw a decision",
                 "Withdraw one decision for good, with a rationale.",
                 on_session(RetractBody, write=True),
@@ -408,6 +462,7 @@ class ThothTools:
             ),
             Tool(
                 "session_reopen",
+                "POST /v1/sessions/{session_id}/reopen",
                 "Reopen a stage",
                 "Redo a stage (its decisions withdrawn); a closed session opens again.",
                 on_session(StageChangeBody, write=True),
@@ -418,6 +473,7 @@ class ThothTools:
             ),
             Tool(
                 "session_rollback",
+                "POST /v1/sessions/{session_id}/rollback",
                 "Roll back to a stage",
                 "Return to a stage: its decisions and every later stage's are withdrawn.",
                 on_session(StageChangeBody, write=True),
@@ -428,6 +484,7 @@ class ThothTools:
             ),
             Tool(
                 "session_sql_check",
+                "POST /v1/sessions/{session_id}/sql/check",
                 "Check a SQL statement",
                 "Parse and EXPLAIN one statement read-only; nothing is recorded. Refused with "
                 "the reason's code (not_select, function_refused, statement_invalid, ...).",
@@ -436,6 +493,7 @@ class ThothTools:
             ),
             Tool(
                 "session_sql_run",
+                "POST /v1/sessions/{session_id}/sql/run",
                 "Run the approved final SQL",
                 "Run the one standing final_sql_approved statement read-only, bounded and "
                 "pseudonymised; its receipt goes to the ledger, the rows to this caller only "
@@ -446,6 +504,7 @@ class ThothTools:
             ),
             Tool(
                 "session_proposals",
+                "GET /v1/sessions/{session_id}/proposals",
                 "Memories proposed at F2",
                 "The memories of other sessions proposed to this session (F2, memory).",
                 on_session(None, write=False),
@@ -453,6 +512,7 @@ class ThothTools:
             ),
             Tool(
                 "session_choose_memories",
+                "POST /v1/sessions/{session_id}/memories",
                 "Choose memories at F2",
                 "Apply several of the proposed memories at once (each once).",
                 on_session(MemoryChoiceBody, write=True),
@@ -463,6 +523,7 @@ class ThothTools:
             ),
             Tool(
                 "session_checklist",
+                "GET /v1/sessions/{session_id}/checklist",
                 "F8 checklist",
                 "The promotion candidates of F8, each with its preselected action (promote, "
                 "or decline when a near-duplicate memory already says it).",
@@ -471,6 +532,7 @@ class ThothTools:
             ),
             Tool(
                 "session_confirm_checklist",
+                "POST /v1/sessions/{session_id}/checklist",
                 "Confirm the F8 checklist",
                 "Promote or decline the checklist's candidates in one call; the session "
                 "closes when none is left.",
@@ -482,6 +544,7 @@ class ThothTools:
             ),
             Tool(
                 "session_gap",
+                "POST /v1/sessions/{session_id}/gaps",
                 "Record a knowledge gap",
                 "Say what the session was missing — a concept no Evidence defines, a "
                 "consultation that found nothing (its receipt_seq) — for the curators' queue "
@@ -491,7 +554,18 @@ class ThothTools:
                 writes=True,
             ),
             Tool(
+                "gap_list",
+                "GET /v1/gaps",
+                "List the knowledge gaps",
+                "The open knowledge gaps (session_gap) of this caller's sessions, each with its "
+                "session, stage, subject and receipt_seq; a caller declared curator = true sees "
+                "every session's (the curators' queue, `tht evidence gaps`).",
+                NoArguments,
+                lambda _b: door().gaps(),
+            ),
+            Tool(
                 "session_summary",
+                "GET /v1/sessions/{session_id}/summary",
                 "Summarise a session",
                 "The session's memories as Markdown (GET /v1/sessions/{id}/summary), in "
                 "`markdown`.",
@@ -513,6 +587,7 @@ class ThothTools:
         return (
             Tool(
                 "memory_list",
+                "GET /v1/memories",
                 "List the memories (curators)",
                 "Every memory: state (active, retired, merged), history, provenance, the "
                 "sessions that used it, near-duplicate pairs to merge (GET /v1/memories). "
@@ -522,6 +597,7 @@ class ThothTools:
             ),
             Tool(
                 "memory_retire",
+                "POST /v1/memories/retire",
                 "Retire a memory (curators)",
                 "Never propose a memory again at F2; sessions that chose it keep it and say it "
                 "was retired (POST /v1/memories/retire). Only for a caller declared "
@@ -532,6 +608,7 @@ class ThothTools:
             ),
             Tool(
                 "memory_merge",
+                "POST /v1/memories/merge",
                 "Merge memories (curators)",
                 "Merge memories that say the same thing into `keep`, which keeps all their "
                 "provenance; the others are never proposed again (POST /v1/memories/merge). "
