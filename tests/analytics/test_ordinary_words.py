@@ -455,3 +455,54 @@ def test_a_compound_past_whose_subject_the_query_does_not_speak_of_refuses(verb:
     decision = decided(f"Quanto hanno {verb} i pazienti per i farmaci nel 2023?", "spesa-farmaci")
     assert computed(decision) is None, decision.best
     assert decision.reason is not None and verb in decision.reason, decision.reason
+
+
+# A figure answers how much, never how or why: a question asking the method, the rule or the
+# reason is one for the documents, whatever measure and population it names.
+HOW_WHY = [
+    "Come si calcola {m}?",
+    "Com'è calcolata {m}?",
+    "In che modo viene calcolata {m}?",
+    "Perché {m} è diversa tra i reparti?",
+    "How is {e} computed?",
+    "Why is {e} different between wards?",
+]
+
+
+@pytest.mark.parametrize("template", HOW_WHY)
+@pytest.mark.parametrize(
+    ("measure", "english", "target"),
+    [
+        ("la degenza media", "the average length of stay", "degenza-media-per-reparto"),
+        ("la spesa per i farmaci nel 2023", "the drug spend in 2023", "spesa-farmaci"),
+        (
+            "l'attesa media per codice triage",
+            "the average wait per triage code",
+            "attesa-media-per-triage",
+        ),
+    ],
+)
+def test_a_question_asking_how_or_why_is_for_the_documents(
+    template: str, measure: str, english: str, target: str
+) -> None:
+    decision = decided(template.format(m=measure, e=english), target)
+    assert decision.outcome == "text", (decision.outcome, decision.query_id)
+    assert decision.reason is not None and "how or why" in decision.reason
+
+
+@pytest.mark.parametrize("how", ["How many", "How much", "How long", "How often"])
+def test_how_many_and_how_much_still_ask_a_figure(how: str) -> None:
+    question = {
+        "How many": "How many emergency department visits were there in 2024?",
+        "How much": "How much was spent on drugs in 2023?",
+        "How long": "How long was the average length of stay in Geriatria in 2023?",
+        "How often": "How often did patients leave the emergency department in 2024?",
+    }[how]
+    target = {
+        "How many": "accessi-pronto-soccorso",
+        "How much": "spesa-farmaci",
+        "How long": "degenza-media-per-reparto",
+        "How often": "abbandoni-pronto-soccorso",
+    }[how]
+    decision = decided(question, target)
+    assert decision.reason is None or "how or why" not in decision.reason, decision.reason

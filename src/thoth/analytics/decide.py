@@ -143,6 +143,16 @@ _WHICH: Final = re.compile(
     r"\b(?:which|quale|quali|chi)\b|(?:^|[,;:(]\s*)(?:who|whom|whose)\b", re.IGNORECASE
 )
 
+# A figure answers how much, never how or why: a question asking the method, the rule or the
+# reason ("come si calcola la degenza media?", "why is the wait longer?") is for the documents,
+# whatever measure it names. "How many/much/long/often" ask a quantity and are not matched.
+_HOW_WHY: Final = re.compile(
+    r"^\W*(?:(?:e|ma|and|but|so)\s+)?(?:come\b|com['’]|in\s+(?:che|quale)\s+modo\b|"
+    r"perch[eé]\b|per\s+quale\s+(?:motivo|ragione)\b|why\b|"
+    r"how\b(?!\s+(?:many|much|long|often|far|old|big|large|high|low|frequently)\b))",
+    re.IGNORECASE,
+)
+
 _WORD: Final = re.compile(r"[^\W\d_]{3,}")
 # The question's tokens in order, for adjacency: words (elisions split at the apostrophe),
 # numbers, and punctuation (a break: "Pediatria, quanti" are not attached).
@@ -783,7 +793,12 @@ def fit(
     )
     refused: str | None = None
     partial = vocab.partial_values(reading)
-    if not agrees(groups, query.measures):
+    if _HOW_WHY.match(reading.question):
+        refused = (
+            "the question asks how or why (a method, a rule or a reason), which no figure "
+            "answers: the documents do"
+        )
+    elif not agrees(groups, query.measures):
         said = " and ".join("/".join(sorted(g)) for g in groups)
         refused = (
             f"measure mismatch: the question asks {said}; "
