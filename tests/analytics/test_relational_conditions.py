@@ -157,11 +157,11 @@ def _bird() -> tuple[dict[str, CatalogQuery], dict[str, dict[str, dict[str, list
     return queries, choices
 
 
-def _bird_decided(question: str) -> Decision:
+def _bird_decided(question: str, target: str = "transactions-count") -> Decision:
     queries, choices = _bird()
     matcher = Matcher("en")
     vocab = Vocabulary.of(queries, choices, matcher)
-    sims = {qid: 0.95 if qid == "transactions-count" else 0.85 for qid in queries}
+    sims = {qid: 0.95 if qid == target else 0.85 for qid in queries}
     return decide(question, queries, sims, choices, vocab, 0.9, 0.005)
 
 
@@ -260,3 +260,75 @@ def test_a_parameter_described_as_a_bound_takes_that_side(described: str, comput
     else:
         assert decision.outcome == "text"
         assert decision.reason is not None and "'oltre 40'" in decision.reason
+
+
+def test_a_comparative_without_di_or_than_is_no_range() -> None:
+    """ "di meno ad agosto" is the least, in August: "meno" relates to a value only before
+    di/than ("meno di 30")."""
+    decision = _bird_decided(
+        "Quale segmento di clientela ha consumato di meno ad agosto 2012?", "consumption-by-segment"
+    )
+    assert decision.outcome == "compute", decision.reason
+    assert decision.extraction is not None
+    assert decision.extraction.values["month"] == "August"
+
+
+def _one_query(description: str, example: str) -> CatalogQuery:
+    return CatalogQuery.model_validate(
+        {
+            "id": "uno",
+            "description": description,
+            "examples": [example],
+            "parameters": {"anno": {"type": "year", "description": "Anno di arrivo"}},
+            "measure": "count",
+            "sql": "SELECT count(*) AS n FROM analytics.v_uno WHERE anno = :anno",
+            "result": {"shape": "value", "columns": {"n": {"label": "Numero", "kind": "quantity"}}},
+        }
+    )
+
+
+def _one_decided(query: CatalogQuery, question: str) -> Decision:
+    vocab = Vocabulary.of({query.id: query}, {}, Matcher("it"))
+    return decide(question, {query.id: query}, {query.id: 0.95}, {}, vocab, 0.9, 0.005)
+
+
+@pytest.mark.parametrize(
+    ("question", "computes"),
+    [
+        ("Quanti pazienti se ne vanno senza una visita nel 2023?", True),
+        ("Quanti pazienti se ne vanno senza il triage nel 2023?", False),
+        ("Quanti pazienti se ne vanno dopo la visita nel 2023?", False),
+    ],
+)
+def test_the_same_relation_before_one_of_the_same_words_is_the_query_s_own(
+    question: str, computes: bool
+) -> None:
+    """The query's example says "senza essere visitati": "senza una visita" relates
+    the same rows; "senza il triage" and "dopo la visita" do not."""
+    query = _one_query(
+        "Pazienti che se ne vanno senza essere visitati, il triage e la visita in un anno",
+        "Quanti pazienti se ne vanno senza essere visitati nel 2024?",
+    )
+    decision = _one_decided(query, question)
+    if computes:
+        assert decision.outcome == "compute", decision.reason
+    else:
+        assert decision.outcome == "text"
+        assert decision.reason is not None and "condition on the rows" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "computes"),
+    [
+        ("Riammissioni entro trenta giorni nel 2023", True),
+        ("Riammissioni dopo trenta giorni nel 2023", False),
+    ],
+)
+def test_a_number_in_words_is_a_value_of_a_relation(question: str, computes: bool) -> None:
+    """ "entro trenta giorni" is the bound "entro 30 giorni" of the query's own description,
+    not a condition on "giorni"; "dopo trenta giorni" is the other side."""
+    query = _one_query(
+        "Riammissioni entro 30 giorni dalla dimissione in un anno", "Riammissioni nel 2024"
+    )
+    decision = _one_decided(query, question)
+    assert (decision.outcome == "compute") is computes, decision.reason

@@ -9,6 +9,10 @@ catalog query, beside the similarity of the question with its description and ex
 - the question's dates, years and numbers must all be taken by its parameters (`unbound`),
   and so must every enumerated value it names, whichever query's value it is (a value left
   unread would be a number without its filter);
+- a relation the question states (`relations`: "dopo la visita", "esclusi i codici", "dopo
+  il 2022", "since 2023") must be stated by the query's own texts — the same relation before
+  the same word, or a bound of the same side its parameters take — else it is a condition on
+  the rows or a range the query does not compute;
 - its parameters are filled from the question (`extract`): the enumerated values it names
   are evidence that the question is about this query;
 - the question's **words** are read against the query's vocabulary (description, examples,
@@ -254,6 +258,14 @@ _RELATION_NEEDS: Final = {
     "prima": frozenset([*_LINKS, "che"]),
     "fino": frozenset(["a", "al", "alla", "allo", "ai", "agli", "alle", "all"]),
     "least": None,  # "at least": read from the word before
+    # comparatives relate with di/than ("più di 30", "more than 500"; "di meno a settembre"
+    # is the least), adjectives with a ("superiore a 200")
+    **dict.fromkeys(["più", "meno"], _LINKS),
+    **dict.fromkeys(["more", "less"], frozenset(["than"])),
+    **dict.fromkeys(
+        ["superiore", "superiori", "inferiore", "inferiori", "maggiore", "minore"],
+        frozenset(["a", "al", "alla", "allo", "ai", "agli", "alle", "all"]),
+    ),
 }
 # Words skipped between a relation and what it relates ("dopo il 2022", "more than 500",
 # "prima di essere visitati", "superiore a 200").
@@ -261,6 +273,15 @@ _RELATION_LINKS: Final = frozenset(
     [*_ARTICLES, *_LINKS, "a", "al", "alla", "allo", "ai", "agli", "alle", "all", "than", "che"]
 )
 _MONTH_WORDS: Final = frozenset().union(*(month_names(m) for m in range(1, 13)))
+# Numbers said in words ("entro trenta giorni"): values, as digits are.
+_NUMBER_WORDS: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "due tre quattro cinque sei sette otto nove dieci undici dodici quindici venti trenta "
+        "quaranta cinquanta sessanta novanta cento mille two three four five six seven eight "
+        "nine ten twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand",
+    )
+)
 # Said by a query of its own bound ("from a date on", "dal 24/08/2012"), too common in questions
 # to read as one there ("visits from 2023", "da parte dei").
 _DECLARING_ONLY: Final = frozenset(["from", "da"])
@@ -274,15 +295,17 @@ _BOUND_WORDS: Final = {
     **dict.fromkeys(re.findall(r"\w+", "massimo massima massimi massime maximum max"), "down"),
 }
 
-# A relation the text states: (the phrase as written, the relation, the word or value it
+# A relation the text states: (the phrase as written, the relation, the value or the words it
 # relates to, whether that is a value).
-Relation = tuple[str, str, str, bool]
+Relation = tuple[str, str, tuple[str, ...], bool]
 
 
 def relations(text: str, matcher: Matcher, declaring: bool = False) -> tuple[Relation, ...]:
     """The relations `text` states (`_RELATIONS`): a relation word, then, past articles, links
-    and function words, a content word or a value (a number, a year, a month). `declaring`:
-    a query's own text, where "from" and "da" state a bound too."""
+    and function words, a value (a number, a number word, a year, a month) or what it relates
+    to: a content word and the one after it, articles and links between aside ("senza
+    aspettare la visita"). `declaring`: a query's own text, where "from" and "da" state a bound
+    too."""
     tokens: list[str] = []
     spans: list[tuple[int, int]] = []
     for m in _TOKEN.finditer(text):
@@ -304,23 +327,31 @@ def relations(text: str, matcher: Matcher, declaring: bool = False) -> tuple[Rel
             word == "least" and (i == 0 or tokens[i - 1] != "at")
         ):
             continue
-        for j in range(i + 1, min(len(tokens), i + 6)):
+        targets: list[str] = []
+        last = i
+        for j in range(i + 1, min(len(tokens), i + 8)):
             target = tokens[j]
             if not target:
-                break  # punctuation: nothing related
-            phrase = text[spans[i][0] : spans[j][1]]
-            if target.isdigit() or target in _MONTH_WORDS:
-                found.append((phrase, relation, target, True))
+                break  # punctuation: nothing more related
+            if not targets and (
+                target.isdigit() or target in _MONTH_WORDS or target in _NUMBER_WORDS
+            ):
+                found.append((text[spans[i][0] : spans[j][1]], relation, (target,), True))
                 break
-            if (
-                target in _RELATION_LINKS
-                or target in _FUNCTION_WORDS
-                or not matcher.is_content(target)
+            if target in _RELATION_LINKS or (
+                not targets and (target in _FUNCTION_WORDS or not matcher.is_content(target))
             ):
                 continue
-            if not value_only and _WORD.fullmatch(target):
-                found.append((phrase, relation, target, False))
-            break
+            if value_only or not _WORD.fullmatch(target) or target in _FUNCTION_WORDS:
+                break
+            if not matcher.is_content(target):
+                break
+            targets.append(target)
+            last = j
+            if len(targets) == 2:
+                break
+        if targets:
+            found.append((text[spans[i][0] : spans[last][1]], relation, tuple(targets), False))
     return tuple(found)
 
 
@@ -692,10 +723,11 @@ class Vocabulary:
         self, reading: Reading, query_id: str
     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The question's relations `query_id`'s own texts do not state: conditions on the rows
-        (the same relation before the same word is its own: "prima della visita" of a wait
-        described so) and ranges (`bounds`: a relation of the same side before a value in its
-        own texts, "since 2012-08-25", or a parameter described as a bound, "Giorni minimi di
-        degenza", takes it; "durante il 2024" is a period)."""
+        (the same relation before one of the same words is its own: "prima della visita" of
+        a wait described so, "senza aspettare la visita" of "senza essere visitati") and
+        ranges (`bounds`: a relation of the same side before a value in its own texts, "since
+        2012-08-25", or a parameter described as a bound, "Giorni minimi di degenza", takes
+        it; "durante il 2024" is a period)."""
         own = self.own_relations.get(query_id, ())
         conditions: list[str] = []
         ranges: list[str] = []
@@ -705,13 +737,21 @@ class Vocabulary:
                 if side is not None and side not in self.bounds.get(query_id, frozenset()):
                     ranges.append(phrase)
             elif not any(
-                not v
-                and r == relation
-                and _explained(target, self.matcher.stems(t), frozenset([t]), self.matcher)
+                not v and r == relation and any(self._same_word(a, b) for a in target for b in t)
                 for _, r, t, v in own
             ):
                 conditions.append(phrase)
         return tuple(conditions), tuple(ranges)
+
+    def _same_word(self, word: str, other: str) -> bool:
+        """Stemmed alike, or one the other inflected as a participle or a noun ("visita",
+        "visitati"): the shorter, but for its last letter, begins the longer (5 letters at
+        least)."""
+        if _explained(word, self.matcher.stems(other), frozenset([other]), self.matcher):
+            return True
+        shorter, longer = sorted((word, other), key=len)
+        stem = shorter[:-1] if len(shorter) > 5 else shorter
+        return len(stem) >= 5 and longer.startswith(stem)
 
     def another_figure(self, word: str, query_id: str) -> bool:
         """Whether the word names the figure of another query (its quantity's name, label or
