@@ -9,6 +9,10 @@ catalog query, beside the similarity of the question with its description and ex
 - the question's dates, years and numbers must all be taken by its parameters (`unbound`),
   and so must every enumerated value it names, whichever query's value it is (a value left
   unread would be a number without its filter);
+- a relation the question states (`relations`: "dopo la visita", "esclusi i codici", "dopo
+  il 2022", "since 2023") must be stated by the query's own texts — the same relation before
+  the same word, or a bound of the same side its parameters take — else it is a condition on
+  the rows or a range the query does not compute;
 - its parameters are filled from the question (`extract`): the enumerated values it names
   are evidence that the question is about this query;
 - the question's **words** are read against the query's vocabulary (description, examples,
@@ -51,7 +55,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from thoth.analytics.catalog import CatalogQuery
-from thoth.analytics.extract import Extraction, Matcher, extract, validate, without_values
+from thoth.analytics.extract import (
+    Extraction,
+    Matcher,
+    extract,
+    month_names,
+    validate,
+    without_values,
+)
 from thoth.analytics.measure import (
     MONEY_WORDS,
     agrees,
@@ -207,6 +218,152 @@ _GENERIC_MEASURE_NOUNS: Final = frozenset(
 )
 _ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
 
+# Relations: a preposition that relates the rows to something else puts a condition on them
+# ("abbandoni dopo la visita", "accessi esclusi i codici rossi", "visits except red codes"),
+# even when every word is the query's own; before a value it asks a range ("dopo il 2022": the
+# years after it, "since 2023", "fino al 2024"). Each word names its relation: the same one
+# before the same word, said by the query's own texts, is the query's own condition.
+_RELATIONS: Final = {
+    word: relation
+    for relation, words in (
+        ("after", "dopo after since"),
+        ("before", "prima before"),
+        ("without", "senza without"),
+        ("except", "tranne eccetto salvo escluso esclusa esclusi escluse except excluding"),
+        ("beyond", "oltre sopra beyond over above"),
+        ("below", "sotto under below"),
+        ("within", "entro within"),
+        ("until", "fino until till"),
+        ("during", "durante during"),
+    )
+    for word in words.split()
+}
+# ... and words that relate only to a value ("più di 30", "at least 3", "dal 2023", "superiore
+# a 200"; "più accessi" is no relation), said of a number, a date or a year.
+_VALUE_RELATIONS: Final = {
+    word: relation
+    for relation, words in (
+        ("above", "più almeno superiore superiori maggiore more least from da dal dalla dall dai"),
+        ("below", "meno inferiore inferiori minore less"),
+    )
+    for word in words.split()
+}
+# Which side of a value each relation asks: a query's parameter takes a bound of one side
+# (`from_date`, "since 2012-08-25"); "during" is the frame of a period, no bound at all.
+_SIDE: Final = {
+    "after": "up",
+    "beyond": "up",
+    "above": "up",
+    "before": "down",
+    "below": "down",
+    "within": "down",
+    "until": "down",
+    "without": "out",
+    "except": "out",
+    "during": None,
+}
+# Words that make a relation word one: "prima" is a preposition before di/che ("prima della
+# visita"; "la prima visita" is an adjective), "fino" before a ("fino al 2024").
+_RELATION_NEEDS: Final = {
+    "prima": frozenset([*_LINKS, "che"]),
+    "fino": frozenset(["a", "al", "alla", "allo", "ai", "agli", "alle", "all"]),
+    "least": None,  # "at least": read from the word before
+    # comparatives relate with di/than ("più di 30", "more than 500"; "di meno a settembre"
+    # is the least), adjectives with a ("superiore a 200")
+    **dict.fromkeys(["più", "meno"], _LINKS),
+    **dict.fromkeys(["more", "less"], frozenset(["than"])),
+    **dict.fromkeys(
+        ["superiore", "superiori", "inferiore", "inferiori", "maggiore", "minore"],
+        frozenset(["a", "al", "alla", "allo", "ai", "agli", "alle", "all"]),
+    ),
+}
+# Words skipped between a relation and what it relates ("dopo il 2022", "more than 500",
+# "prima di essere visitati", "superiore a 200").
+_RELATION_LINKS: Final = frozenset(
+    [*_ARTICLES, *_LINKS, "a", "al", "alla", "allo", "ai", "agli", "alle", "all", "than", "che"]
+)
+_MONTH_WORDS: Final = frozenset().union(*(month_names(m) for m in range(1, 13)))
+# Numbers said in words ("entro trenta giorni"): values, as digits are.
+_NUMBER_WORDS: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "due tre quattro cinque sei sette otto nove dieci undici dodici quindici venti trenta "
+        "quaranta cinquanta sessanta novanta cento mille two three four five six seven eight "
+        "nine ten twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand",
+    )
+)
+# Said by a query of its own bound ("from a date on", "dal 24/08/2012"), too common in questions
+# to read as one there ("visits from 2023", "da parte dei").
+_DECLARING_ONLY: Final = frozenset(["from", "da"])
+
+# A parameter described as a bound ("Giorni minimi di degenza", "Total price the transaction
+# exceeds", "Importo massimo") takes the values on that side of it.
+_BOUND_WORDS: Final = {
+    **dict.fromkeys(
+        re.findall(r"\w+", "minimo minima minimi minime minimum min exceeds supera"), "up"
+    ),
+    **dict.fromkeys(re.findall(r"\w+", "massimo massima massimi massime maximum max"), "down"),
+}
+
+# A relation the text states: (the phrase as written, the relation, the value or the words it
+# relates to, whether that is a value).
+Relation = tuple[str, str, tuple[str, ...], bool]
+
+
+def relations(text: str, matcher: Matcher, declaring: bool = False) -> tuple[Relation, ...]:
+    """The relations `text` states (`_RELATIONS`): a relation word, then, past articles, links
+    and function words, a value (a number, a number word, a year, a month) or what it relates
+    to: a content word and the one after it, articles and links between aside ("senza
+    aspettare la visita"). `declaring`: a query's own text, where "from" and "da" state a bound
+    too."""
+    tokens: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for m in _TOKEN.finditer(text):
+        spans.append(m.span())
+        tokens.append(m[0].casefold() if m[0][0].isalnum() else "")
+    found: list[Relation] = []
+    for i, word in enumerate(tokens):
+        relation = _RELATIONS.get(word)
+        value_only = relation is None
+        if value_only:
+            if word in _DECLARING_ONLY and not declaring:
+                continue
+            relation = _VALUE_RELATIONS.get(word)
+        if relation is None:
+            continue
+        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        needs = _RELATION_NEEDS.get(word, ())
+        if (needs and following not in needs) or (
+            word == "least" and (i == 0 or tokens[i - 1] != "at")
+        ):
+            continue
+        targets: list[str] = []
+        last = i
+        for j in range(i + 1, min(len(tokens), i + 8)):
+            target = tokens[j]
+            if not target:
+                break  # punctuation: nothing more related
+            if not targets and (
+                target.isdigit() or target in _MONTH_WORDS or target in _NUMBER_WORDS
+            ):
+                found.append((text[spans[i][0] : spans[j][1]], relation, (target,), True))
+                break
+            if target in _RELATION_LINKS or (
+                not targets and (target in _FUNCTION_WORDS or not matcher.is_content(target))
+            ):
+                continue
+            if value_only or not _WORD.fullmatch(target) or target in _FUNCTION_WORDS:
+                break
+            if not matcher.is_content(target):
+                break
+            targets.append(target)
+            last = j
+            if len(targets) == 2:
+                break
+        if targets:
+            found.append((text[spans[i][0] : spans[last][1]], relation, tuple(targets), False))
+    return tuple(found)
+
 
 @dataclass(frozen=True)
 class Fit:
@@ -299,6 +456,9 @@ class Reading:
     measured: frozenset[str] = frozenset()
     # The word after which/quale/quali: the row the question asks for ("in quale mese").
     targets: frozenset[str] = frozenset()
+    # The relations it states ("dopo la visita", "dopo il 2022"): conditions on the rows and
+    # ranges of values, each the query's own only if its own texts state it.
+    relations: tuple[Relation, ...] = ()
 
     @property
     def asked(self) -> frozenset[str]:
@@ -341,6 +501,12 @@ class Vocabulary:
     # more than one is rows with several events (an admission is admitted and discharged), and
     # a question's verb may name the event its figure is not counted by.
     events: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per query, the relations its description, examples and parameter descriptions state
+    # ("prima della visita", "since 2012-08-25"): the conditions and bounds it computes.
+    own_relations: dict[str, tuple[Relation, ...]] = field(default_factory=dict)
+    # ... and the sides of a value its parameters take: a relation before a value in its own
+    # texts, or a parameter described as a bound (a relation or minimum/maximum word in it).
+    bounds: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -388,6 +554,29 @@ class Vocabulary:
             vocab.columns[qid] = frozenset(grouped)
             vocab.column_words[qid] = frozenset(grouped_words)
             vocab.definitions[qid] = matcher.stems(query.description)
+            vocab.own_relations[qid] = tuple(
+                r
+                for text in (
+                    query.description,
+                    *query.examples,
+                    *(p.description for p in query.parameters.values()),
+                )
+                for r in relations(text, matcher, declaring=True)
+            )
+            described = [
+                w
+                for p in query.parameters.values()
+                for w in _WORD.findall(p.description.casefold())
+            ]
+            sides = {_SIDE[r] for _, r, _, v in vocab.own_relations[qid] if v}
+            sides |= {_BOUND_WORDS[w] for w in described if w in _BOUND_WORDS}
+            sides |= {
+                _SIDE[r]
+                for w in described
+                if (r := _RELATIONS.get(w) or _VALUE_RELATIONS.get(w))
+                and _SIDE[r] in ("up", "down")
+            }
+            vocab.bounds[qid] = frozenset(s for s in sides if s)
             figure_text = " ".join(measured)
             vocab.figures[qid] = (
                 matcher.stems(figure_text),
@@ -479,6 +668,7 @@ class Vocabulary:
             frozenset(
                 b for a, b in itertools.pairwise(tokens) if a in _TARGET_WORDS and b and b in words
             ),
+            relations(question, self.matcher),
         )
 
     def substantive(self, reading: Reading, word: str, query_id: str) -> str | None:
@@ -538,6 +728,40 @@ class Vocabulary:
                 return None
             return token if _WORD.fullmatch(token) else None
         return None
+
+    def unstated_relations(
+        self, reading: Reading, query_id: str
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The question's relations `query_id`'s own texts do not state: conditions on the rows
+        (the same relation before one of the same words is its own: "prima della visita" of
+        a wait described so, "senza aspettare la visita" of "senza essere visitati") and
+        ranges (`bounds`: a relation of the same side before a value in its own texts, "since
+        2012-08-25", or a parameter described as a bound, "Giorni minimi di degenza", takes
+        it; "durante il 2024" is a period)."""
+        own = self.own_relations.get(query_id, ())
+        conditions: list[str] = []
+        ranges: list[str] = []
+        for phrase, relation, target, value in reading.relations:
+            if value:
+                side = _SIDE[relation]
+                if side is not None and side not in self.bounds.get(query_id, frozenset()):
+                    ranges.append(phrase)
+            elif not any(
+                not v and r == relation and any(self._same_word(a, b) for a in target for b in t)
+                for _, r, t, v in own
+            ):
+                conditions.append(phrase)
+        return tuple(conditions), tuple(ranges)
+
+    def _same_word(self, word: str, other: str) -> bool:
+        """Stemmed alike, or one the other inflected as a participle or a noun ("visita",
+        "visitati"): the shorter, but for its last letter, begins the longer (5 letters at
+        least)."""
+        if _explained(word, self.matcher.stems(other), frozenset([other]), self.matcher):
+            return True
+        shorter, longer = sorted((word, other), key=len)
+        stem = shorter[:-1] if len(shorter) > 5 else shorter
+        return len(stem) >= 5 and longer.startswith(stem)
 
     def another_figure(self, word: str, query_id: str) -> bool:
         """Whether the word names the figure of another query (its quantity's name, label or
@@ -793,6 +1017,7 @@ def fit(
     )
     refused: str | None = None
     partial = vocab.partial_values(reading)
+    conditions, ranges = vocab.unstated_relations(reading, query.id)
     if _HOW_WHY.match(reading.question):
         refused = (
             "the question asks how or why (a method, a rule or a reason), which no figure "
@@ -817,6 +1042,18 @@ def fit(
         refused = (
             f"unbound: {', '.join(extraction.unbound)} in the question is no parameter of "
             f"{query.id}"
+        )
+    elif ranges:
+        refused = (
+            f"range: the question says {', '.join(repr(p) for p in ranges)}, and {query.id} "
+            "takes one value there, not the values on one side of it (none of its examples "
+            "or parameters states such a bound)"
+        )
+    elif conditions:
+        refused = (
+            f"condition on the rows: the question says {', '.join(repr(p) for p in conditions)}, "
+            f"which {query.id}'s description, examples and parameters never state — its figure "
+            "would count every row (add the wording to its examples if it computes that)"
         )
     elif unapplied := vocab.unapplied(reading, query.id, extraction):
         refused = (
