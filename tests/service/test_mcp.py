@@ -37,6 +37,7 @@ from thoth.runtime import memory_registry_path, open_state, sessions_dir
 from thoth.service.memories import MergeBody, RetireBody
 from thoth.service.sessions import ChecklistBody, ConsultBody, DecideBody, SqlRunBody
 from thoth.session import SessionStore
+from thoth.state import JobQueue
 from thoth.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -105,6 +106,9 @@ TOOLS = {
     "memory_merge",
     "job_submit",
     "job_show",
+    "job_list",
+    "job_cancel",
+    "catalog_query",
     "feedback",
     "passage",
 }
@@ -382,6 +386,67 @@ def test_gap_list_shows_the_gaps_of_this_caller_s_sessions(ws: Workspace) -> Non
     assert malformed.is_error and structured(malformed)["code"] == "bad_request"
 
 
+def test_job_list_and_job_cancel_act_on_this_caller_s_jobs(ws: Workspace) -> None:
+    """The MCP twins of GET /v1/jobs and POST /v1/jobs/{id}/cancel: the caller's jobs listed
+    (not another caller's), a queued one cancelled; cancelling it again is job_finished,
+    another caller's job or a malformed id is job_not_found, each with what to do."""
+    context = {"labels": ["public"], "channel": None}
+    with open_state(ws) as state:
+        queue = JobQueue.on(state)
+        mine = queue.create(ws.settings.workspace, "assistant", "Attese in PS?", context).id
+        theirs = queue.create(ws.settings.workspace, "auditor", "Audit 2024?", context).id
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool("job_list", {}),
+            await client.call_tool("job_cancel", {"job_id": mine}),
+            await client.call_tool("job_cancel", {"job_id": mine}),
+            await client.call_tool("job_cancel", {"job_id": theirs}),
+            await client.call_tool("job_cancel", {"job_id": "job_0123"}),
+            await client.call_tool("job_list", {}),
+        ]
+
+    listed, cancelled, again, other, malformed, after = serve(ws, body, "--caller", "assistant")
+    assert not listed.is_error, text_of(listed)
+    jobs = {j["id"]: j for j in structured(listed)["jobs"]}
+    assert mine in jobs and theirs not in jobs
+    assert jobs[mine]["status"] == "queued" and jobs[mine]["caller"] == "assistant"
+    assert not cancelled.is_error, text_of(cancelled)
+    assert structured(cancelled)["id"] == mine and structured(cancelled)["status"] == "cancelled"
+    assert {j["id"]: j["status"] for j in structured(after)["jobs"]}[mine] == "cancelled"
+    assert again.is_error
+    error = structured(again)
+    assert error["code"] == "job_finished" and mine in error["message"], error
+    assert error["problems"][0]["code"] == "job_finished"
+    assert "submit a new job" in (error["problems"][0]["hint"] or ""), error
+    for refused in (other, malformed):
+        assert refused.is_error
+        error = structured(refused)
+        assert error["code"] == "job_not_found", error
+        assert "job_list" in (error["problems"][0]["hint"] or ""), error
+    with open_state(ws) as state:
+        queue = JobQueue.on(state)
+        assert queue.get(mine).status == "cancelled"
+        assert queue.get(theirs).status == "queued"  # not this caller's: untouched
+
+
+def test_catalog_query_without_an_analytics_store_is_source_not_found(ws: Workspace) -> None:
+    """The MCP twin of GET /v1/catalog/query (opened for real in test_numbers_labels.py):
+    this workspace serves no catalog, so no query id exists, said with what to do."""
+    result = call(
+        ws,
+        "catalog_query",
+        {"query_id": "ricoveri-reparto", "revision": "0" * 40, "parameters": {"anno": 2024}},
+        "--caller",
+        "assistant",
+    )
+    assert result.is_error
+    error = structured(result)
+    assert error["code"] == "source_not_found" and "[analytics]" in error["message"], error
+    assert error["problems"][0]["code"] == "source_not_found"
+    assert error["problems"][0]["hint"], error
+
+
 def test_session_consult_and_show(ws: Workspace) -> None:
     async def body(client: ClientSession) -> list[types.CallToolResult]:
         made = await client.call_tool(
@@ -486,6 +551,8 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
     ("knowledge_search", {"query": "ricovero", "limit": 0}, "limit"),
     ("evidence_search", {"query": "ricovero", "purpose": "gossip"}, "purpose"),
     ("session_show", {"session_id": "s-20260101-000000-abcdef", "stage": "x"}, "stage"),
+    ("job_cancel", {"job": "job_0123"}, "job"),
+    ("catalog_query", {"query_id": "q", "revision": "r", "parameters": [1]}, "parameters"),
 ]
 
 

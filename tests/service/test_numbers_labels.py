@@ -9,12 +9,14 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import mcp_types as types
 import pytest
+from mcp import ClientSession
 
 from tests.analytics.conftest import make_analytics_workspace
 from tests.conftest import commit_all, git
 from tests.service.conftest import Server, relabel
-from tests.service.test_mcp import call, structured
+from tests.service.test_mcp import call, serve, structured, text_of
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_runtime
 from thoth.service.registry import add_caller
@@ -136,3 +138,55 @@ def test_a_computed_answer_s_link_opens_its_reviewed_query_under_the_same_labels
         assert response.json()["code"] == code
         assert provenance["sql"] not in response.text
     assert parse_qs(urlsplit(link).query)["query_id"] == [provenance["query_id"]]
+
+
+def test_a_computed_answer_s_query_opens_over_mcp_as_its_link_does(
+    served: tuple[Server, Workspace],
+) -> None:
+    """The MCP twin of GET /v1/catalog/query, catalog_query: the link's fields as arguments,
+    the same view as the link opens over HTTP; the same refusals with their codes and what to
+    do — an unknown query id, labels that may not see its figures, a revision not served, a
+    caller whose ceiling is below the labels asked — and nothing of the query in them."""
+    server, ws = served
+    labels = ["public", "internal"]
+    answer = structured(
+        call(ws, "ask", {"question": QUESTION, "labels": labels}, "--caller", "analyst")
+    )
+    provenance = answer["provenance"]
+    args = {
+        "query_id": provenance["query_id"],
+        "revision": provenance["catalog_revision"],
+        "parameters": provenance["parameters"],
+        "data_date": provenance["data_date"],
+        "labels": labels,
+    }
+
+    async def body(client: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool("catalog_query", args),
+            await client.call_tool("catalog_query", {**args, "query_id": "x-no-such-query"}),
+            await client.call_tool("catalog_query", {**args, "labels": ["public"]}),
+            await client.call_tool("catalog_query", {**args, "revision": "0" * 40}),
+        ]
+
+    opened, unknown, hidden, moved = serve(ws, body, "--caller", "analyst")
+    assert not opened.is_error, text_of(opened)
+    view = structured(opened)
+    assert view == server.get(provenance["link"], caller="analyst").json()
+    assert view["query_id"] == provenance["query_id"] and view["sql"] == provenance["sql"]
+    assert view["asked"] == {
+        "parameters": provenance["parameters"],
+        "data_date": provenance["data_date"],
+    }
+    above = call(ws, "catalog_query", args, "--caller", "portal")
+    for result, code in (
+        (unknown, "source_not_found"),
+        (hidden, "source_not_allowed"),
+        (moved, "revision_not_served"),
+        (above, "label_above_ceiling"),
+    ):
+        assert result.is_error, (code, text_of(result))
+        error = structured(result)
+        assert error["code"] == code and error["problems"][0]["code"] == code, error
+        assert error["problems"][0]["hint"], error
+        assert provenance["sql"] not in text_of(result)

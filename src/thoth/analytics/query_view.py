@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import urlencode
 
 from thoth.analytics.catalog import CatalogQuery, load_catalog_at
 from thoth.answer.passage import RevisionNotServed, SourceNotAllowed, SourceNotFound
 from thoth.answer.scope import readable
 from thoth.config import AnalyticsSettings
+from thoth.errors import Problem
 
 QUERY_LINK_PATH: Final = "/v1/catalog/query"
 
@@ -53,25 +54,34 @@ def query_view(
     allowed: Sequence[str],
 ) -> dict[str, Any]:
     if settings is None:
-        raise SourceNotFound(
-            "this workspace has no analytics store ([analytics]): no catalog query is served"
+        raise _refused(
+            SourceNotFound,
+            "this workspace has no analytics store ([analytics]): no catalog query is served",
+            "only a computed answer's provenance names a catalog query: ask in a workspace "
+            "with [analytics] configured",
         )
     if active_revision is None or revision != active_revision:
-        raise RevisionNotServed(
-            f"the catalog is not served at revision {revision[:40]!r} -> the catalog moved on "
-            "since the answer, or the link was altered: ask the question again"
+        raise _refused(
+            RevisionNotServed,
+            f"the catalog is not served at revision {revision[:40]!r}",
+            "the catalog moved on since the answer, or the link was altered: ask the question "
+            "again",
         )
     query = load_catalog_at(root, settings.catalog, revision).queries.get(query_id)
     if query is None:
-        raise SourceNotFound(
-            f"no catalog query {query_id[:80]!r} at revision {revision[:12]} -> open the link "
-            "as the answer gave it"
+        raise _refused(
+            SourceNotFound,
+            f"no catalog query {query_id[:80]!r} at revision {revision[:12]}",
+            "open the link as the answer gave it (its provenance's query_id and catalog_revision)",
         )
     labels = figure_labels(settings, query)
     if not readable(labels, allowed):
-        raise SourceNotAllowed(
+        raise _refused(
+            SourceNotAllowed,
             f"catalog query {query_id!r} computes figures labelled outside "
-            f"{', '.join(allowed)}: nothing of it is shown"
+            f"{', '.join(allowed)}: nothing of it is shown",
+            "open it with the labels the answer was asked with (the link's labels), within "
+            "your ceiling",
         )
     return {
         "query_id": query.id,
@@ -88,3 +98,12 @@ def query_view(
         },
         "labels": labels,
     }
+
+
+E = TypeVar("E", SourceNotFound, SourceNotAllowed, RevisionNotServed)
+
+
+def _refused(kind: type[E], what: str, hint: str) -> E:
+    """A refusal of the link with its code and what to do, as one Problem (the HTTP problem
+    and the MCP tool error catalog_query both show the hint)."""
+    return kind(what, problems=[Problem("", what, hint=hint, code=kind.code)])

@@ -1,10 +1,11 @@
 """`tht mcp`: the service's operations as Model Context Protocol tools, over stdio, for one
 local user and the assistant they run.
 
-Tools: `ask`, `evidence_search`, `evidence_unit`, `knowledge_search`, `passage`, `feedback`,
-`job_submit`, `job_show`, the question→SQL session verbs (`session_*`: one `SessionDoor` verb
-each, the input schema the HTTP route's own body model with `session_id`; `on_session`),
-`gap_list`, and the curators' `memory_*`. Each tool calls the code of one HTTP route, named in
+Tools: `ask`, `evidence_search`, `evidence_unit`, `knowledge_search`, `passage`,
+`catalog_query`, `feedback`, `job_submit`, `job_show`, `job_list`, `job_cancel`, the
+question→SQL session verbs (`session_*`: one `SessionDoor` verb each, the input schema the
+HTTP route's own body model with `session_id`; `on_session`), `gap_list`, and the curators'
+`memory_*`. Each tool calls the code of one HTTP route, named in
 its `_meta` (`thoth/route`); the routes that are no tool are `HTTP_ONLY`, with why. The prompt
 `session_stages` teaches an agent the stages from `thoth.workflow.guide`, the source of the
 built-in driver's instructions. Each other
@@ -48,6 +49,7 @@ from thoth.errors import ConfigError, Problem, ThothError, file_access_error
 from thoth.service.memories import MemoryDoor, MergeBody, RetireBody
 from thoth.service.models import (
     AskBody,
+    CatalogQueryBody,
     EvidenceSearchBody,
     FeedbackBody,
     JobBody,
@@ -93,10 +95,6 @@ HTTP_ONLY: Final[Mapping[str, str]] = {
     "GET /v1/health": "a load balancer's liveness probe; an MCP client sees the server answer",
     "GET /v1/ready": "a load balancer's readiness probe; an MCP client sees the server answer",
     "POST /v1/hooks/git": "a forge's signed push webhook; no assistant calls it",
-    "GET /v1/catalog/query": "not yet a tool: the reviewed query a computed answer's "
-    "provenance link opens",
-    "GET /v1/jobs": "not yet a tool: job_show opens a job by the id job_submit gave",
-    "POST /v1/jobs/{job_id}/cancel": "not yet a tool: a job is cancelled over HTTP",
 }
 # How this server's tools apply the stages; the stages themselves come from
 # thoth.workflow.guide, the source of the built-in driver's instructions too.
@@ -150,12 +148,14 @@ class EvidenceUnitBody(BaseModel):
     )
 
 
-class JobShowBody(BaseModel):
-    """One of the caller's deep-analysis jobs (`tht agent show`)."""
+class JobIdBody(BaseModel):
+    """One of the caller's deep-analysis jobs, by id (GET /v1/jobs/{job_id} and its cancel)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    job_id: str = Field(description="The job id (job_ + 24 hex digits), as job_submit gave it.")
+    job_id: str = Field(
+        description="The job id (job_ + 24 hex digits), as job_submit or job_list gave it."
+    )
 
 
 class SearchUnavailable(ThothError):
@@ -319,8 +319,43 @@ class ThothTools:
                     "error_code and error say what it could not reach), failed, cancelled, or "
                     "still queued/running — its result with sources, gaps and checked "
                     "figures, and its transcript.",
-                    JobShowBody,
-                    self._job_show,
+                    JobIdBody,
+                    lambda b: self.operations.get_job(b.job_id, self.caller),
+                ),
+                Tool(
+                    "job_list",
+                    "GET /v1/jobs",
+                    "List your deep analyses",
+                    "Your jobs, newest first (at most 50), each with its id, question, status "
+                    "(queued, running, completed, partial, failed, cancelled) and times; "
+                    "job_show opens one. Another caller's jobs are not listed.",
+                    NoArguments,
+                    lambda _b: self.operations.list_jobs(self.caller),
+                ),
+                Tool(
+                    "job_cancel",
+                    "POST /v1/jobs/{job_id}/cancel",
+                    "Cancel a deep analysis",
+                    "Cancel one of your jobs: a queued one at once, a running one at its next "
+                    "step (cancel_requested). Refused with job_finished for a job that already "
+                    "ended (its outcome is kept), job_not_found for an id that is not yours.",
+                    JobIdBody,
+                    lambda b: self.operations.cancel_job(b.job_id, self.caller),
+                    writes=True,
+                ),
+                Tool(
+                    "catalog_query",
+                    "GET /v1/catalog/query",
+                    "Open a computed answer's query",
+                    "What a computed answer's provenance rests on: give its query_id, "
+                    "catalog_revision (as revision), parameters, data_date and the labels you "
+                    "asked with; returns the reviewed catalog query at that revision "
+                    "(description, SQL, parameters, result columns, labels) with what the answer "
+                    "bound in `asked`. Refused with a code: source_not_found (no such query), "
+                    "revision_not_served (the catalog moved on), source_not_allowed (labels that "
+                    "may not see its figures).",
+                    CatalogQueryBody,
+                    self._catalog_query,
                 ),
                 *self._session_tools(),
                 *self._memory_tools(),
@@ -376,8 +411,12 @@ class ThothTools:
     def _job_submit(self, body: JobBody) -> dict[str, Any]:
         return self.operations.create_job(body, self.caller)
 
-    def _job_show(self, body: JobShowBody) -> dict[str, Any]:
-        return self.operations.get_job(body.job_id, self.caller)
+    def _catalog_query(self, body: CatalogQueryBody) -> dict[str, Any]:
+        labels = list(body.labels) if body.labels is not None else None
+        asked = {"parameters": dict(body.parameters), "data_date": body.data_date}
+        return self.operations.catalog_query(
+            body.query_id, body.revision, asked, labels, self.caller
+        )
 
     def _knowledge_search(self, body: KnowledgeSearchBody) -> dict[str, Any]:
         found = self.operations.knowledge_search(body, self.caller)

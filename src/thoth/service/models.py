@@ -130,6 +130,28 @@ class PassageBody(BaseModel):
     labels: Sequence[str] | None = None
 
 
+class CatalogQueryBody(BaseModel):
+    """What a computed answer's provenance link opens (GET /v1/catalog/query; the MCP tool
+    `catalog_query`): the link's parameters, `parameters` as the object the answer bound."""
+
+    model_config = _STRICT
+
+    query_id: str = Field(min_length=1, max_length=1000, description="The provenance's query_id.")
+    revision: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="The provenance's catalog_revision (the catalog the answer read).",
+    )
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="The parameters the answer bound (provenance)."
+    )
+    data_date: str | None = Field(
+        default=None, max_length=1000, description="The data date the answer read."
+    )
+    # As PassageBody and SearchRequest declare it: the labels the answer was asked with.
+    labels: Sequence[str] | None = None
+
+
 BODY_MODELS: tuple[type[BaseModel], ...] = (
     AskBody,
     EvidenceSearchBody,

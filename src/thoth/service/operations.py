@@ -13,10 +13,11 @@ Run more processes for more throughput (docs/service.md).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from thoth.agent.submit import submit_job
 from thoth.analytics.query_view import query_view
@@ -303,17 +304,23 @@ class Operations:
         return {"jobs": [job.as_dict() for job in jobs]}
 
     def get_job(self, job_id: str, caller: CallerSettings | None) -> dict[str, Any]:
-        """One of the caller's jobs with its transcript so far; another caller's job does
-        not exist for it."""
-        job = self._jobs.get(job_id)
+        """One of the caller's jobs with its transcript so far; another caller's job, or a
+        malformed id (never looked up), does not exist for it."""
+        if not JOB_ID.fullmatch(job_id):
+            raise job_not_found(job_id[:80], "job ids look like job_<24 hex digits>")
+        try:
+            job = self._jobs.get(job_id)
+        except JobNotFound:
+            raise job_not_found(job_id) from None
         if job.workspace != self.settings.workspace or (
             caller is not None and job.caller != caller.name
         ):
-            raise JobNotFound(f"job {job_id!r} not found -> GET /v1/jobs lists yours")
+            raise job_not_found(job_id)
         return {**job.as_dict(), "steps": [s.as_dict() for s in self._jobs.steps(job_id)]}
 
     def cancel_job(self, job_id: str, caller: CallerSettings | None) -> dict[str, Any]:
-        """Cancel a queued job at once, or ask a running one to stop."""
+        """Cancel a queued job at once, or ask a running one to stop (a finished one is
+        refused: `job_finished`)."""
         self.get_job(job_id, caller)  # the same existence rule as reading it
         return self._jobs.cancel(job_id, caller.name if caller else None).as_dict()
 
@@ -499,3 +506,24 @@ def _no(detail: str) -> dict[str, Any]:
 
 def _failed(exc: ThothError) -> dict[str, Any]:
     return {"ok": False, "detail": f"[{exc.code}] {exc.message_text()}"}
+
+
+JOB_ID: Final = re.compile(r"^job_[0-9a-f]{24}$")
+
+
+def job_not_found(job_id: str, why: str = "") -> JobNotFound:
+    """No job `job_id` for this caller (or none at all), with where its jobs are listed: the
+    same refusal for GET/cancel over HTTP and job_show/job_cancel over MCP."""
+    what = f"job {job_id!r} not found" + (f": {why}" if why else "")
+    return JobNotFound(
+        what,
+        problems=[
+            Problem(
+                "",
+                what,
+                hint="your jobs are listed by GET /v1/jobs or the MCP tool job_list; a job "
+                "exists for the caller that submitted it only",
+                code=JobNotFound.code,
+            )
+        ],
+    )

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, cast, get_args
 from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.engine import Connection
 
+from thoth.errors import Problem
 from thoth.state import lease
 from thoth.state.core import (
     StateError,
@@ -228,9 +229,17 @@ class JobQueue(LeasedQueue):
         with self._write(f"agent_jobs: cancelling {job_id}") as conn:
             job = self._get(conn, job_id, caller)
             if job.finished:
+                what = f"job {job_id} already ended as {job.status!r}; its outcome is kept"
                 raise JobFinished(
-                    f"job {job_id} already ended as {job.status!r}; its outcome is kept "
-                    "-> nothing to cancel (submit a new job to ask again)"
+                    what,
+                    problems=[
+                        Problem(
+                            "",
+                            what,
+                            hint="nothing to cancel: submit a new job to ask again",
+                            code=JobFinished.code,
+                        )
+                    ],
                 )
             if job.status == "queued":
                 conn.execute(
