@@ -51,6 +51,15 @@ def test_how_many_out_of_a_hundred_is_a_share_never_a_count(year: int) -> None:
     assert computed(share) == {"query": "abbandoni-pronto-soccorso", "anno": year}, share.reason
 
 
+@pytest.mark.parametrize("base", ["su 100", "out of 100"])
+def test_the_base_of_a_share_written_in_digits_is_no_value(base: str) -> None:
+    """ "su 100" is "su cento" (numbers in words are read as digits): the base of the share
+    the measure reads, not a number the query would have to take."""
+    question = f"Quanti accessi {base} sono finiti con un abbandono del pronto soccorso nel 2024?"
+    share = decided(question, "abbandoni-pronto-soccorso")
+    assert computed(share) == {"query": "abbandoni-pronto-soccorso", "anno": 2024}, share.reason
+
+
 @pytest.mark.parametrize("year", YEARS)
 def test_how_many_times_counts_the_rows_the_question_names(year: int) -> None:
     question = f"Quante volte si è andati al pronto soccorso nel {year}?"

@@ -322,6 +322,11 @@ def test_the_same_relation_before_one_of_the_same_words_is_the_query_s_own(
     [
         ("Riammissioni entro trenta giorni nel 2023", True),
         ("Riammissioni dopo trenta giorni nel 2023", False),
+        # Another number than the query's own, in words or digits: another figure.
+        ("Riammissioni entro sessanta giorni nel 2023", False),
+        ("Riammissioni entro 60 giorni nel 2023", False),
+        ("Riammissioni entro novanta giorni nel duemilaventitre", False),
+        ("Riammissioni entro trenta giorni nel duemilaventitre", True),
     ],
 )
 def test_a_number_in_words_is_a_value_of_a_relation(question: str, computes: bool) -> None:

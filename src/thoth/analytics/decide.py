@@ -60,6 +60,7 @@ from thoth.analytics.extract import (
     Matcher,
     extract,
     month_names,
+    numbers_as_digits,
     validate,
     without_values,
 )
@@ -1128,7 +1129,7 @@ def decide(
     tie_margin: float,
 ) -> Decision:
     """The offline decision over every catalog query (see the module docstring)."""
-    reading = vocab.read(question)
+    reading = vocab.read(numbers_as_digits(question))
     fits = sorted(
         (
             fit(reading, queries[qid], s, choices.get(qid, {}), vocab)
@@ -1165,7 +1166,7 @@ def decide_chosen(
     vocab: Vocabulary,
 ) -> Decision:
     """The gates on the one query a model chose (no ranking: the model decided)."""
-    reading = vocab.read(question)
+    reading = vocab.read(numbers_as_digits(question))
     chosen = fit(reading, query, 1.0, choices, vocab, proposed)
     base = Decision("text", fits=(chosen,), asked=reading.asked, grouping=reading.grouping)
     if chosen.refused is not None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Final
 
+from text_to_num import alpha2digit
+
 from thoth.analytics.catalog import CatalogQuery, Parameter, check_range, coerce
 from thoth.folding import fold
 from thoth.index.bm25 import Bm25Encoder
@@ -89,6 +91,8 @@ _RELATIVE_YEARS: Final = (
     (re.compile(r"\bdue\s+anni\s+fa\b|\btwo\s+years\s+ago\b", re.IGNORECASE), -2),
 )
 _YEAR: Final = re.compile(r"(?<![\d.,/-])((?:19|20)\d{2})(?![\d.,/-]\d)")
+# "Su 100", "per 100", "out of 100": the base of a share, which the measure reads, no value.
+_PER_HUNDRED: Final = re.compile(r"\b(?:su|per|out\s+of(?:\s+(?:a|every|one))?|every)\s+100\b")
 _NUMBER: Final = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
 _QUOTED: Final = re.compile(r"[«\"“]([^»\"”]+)[»\"”]")
 
@@ -117,6 +121,17 @@ class Extraction:
 # Italian stemmer). The other language's stems are tagged so the two never mix.
 _OTHER_LANGUAGE: Final = {"it": "en", "en": "it"}
 _OTHER_TAG: Final = 1 << 40
+
+
+def numbers_as_digits(question: str) -> str:
+    """The question with its numbers said in words written in digits, in Italian and English
+    ("entro sessanta giorni" -> "entro 60 giorni", "nel duemilaventitre" -> "nel 2023"), by
+    text2num: a number in words is a value like any other, and one the query does not take
+    ("sessanta" where the query counts within 30 days) must not pass as a word. Articles stay
+    words ("un ricovero", "one visit")."""
+    for language in ("it", "en"):
+        question = alpha2digit(question, language)
+    return question
 
 
 class Matcher:
@@ -255,7 +270,7 @@ def _read_values(text: str, question: str, today: date) -> _Values:
         year
         for _, year in sorted([*relative, *((m.start(), int(m[1])) for m in _YEAR.finditer(rest))])
     ]
-    rest = _blank(_YEAR, rest)
+    rest = _blank(_PER_HUNDRED, _blank(_YEAR, rest))
     numbers = [m[1] for m in _NUMBER.finditer(rest)]
     return _Values(dates, quarters, months, years, numbers, _blank(_NUMBER, rest))
 
