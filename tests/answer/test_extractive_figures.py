@@ -1218,3 +1218,42 @@ def test_notes_of_the_same_amount_are_each_quoted() -> None:
     quoted = [q["text"] for q in quotes(answer(ctx, "What senior notes did Apple have?"))]
     for note in ("1.550% Notes due 2024", "2.400% Notes due 2027", "3.900% Notes due 2032"):
         assert any(note in q for q in quoted), (note, quoted)
+
+
+def test_a_sentence_giving_a_figure_is_held_to_the_share_of_the_best_sentence() -> None:
+    # A statement row is scored on its label and a few words per cell, a sentence on all its
+    # words: a short row holding the asked words outscores any sentence several times over,
+    # and a note's sentence giving figures of what is asked ("net losses of $329 million ...
+    # from changes in currency exchange rates") fell under 0.3 of the row, though a sentence
+    # beside it passed. When the best sentence passes the row's share, a sentence giving a
+    # figure is measured against it; one without a figure, sharing a word by chance, still
+    # against the row.
+    table = markdown_table(
+        ["", "Three Months Ended Sep 30, 2023", "Three Months Ended Oct 1, 2022"],
+        [
+            ["Net revenue", "$14,158", "$15,338"],
+            ["Foreign currency exchange gains (losses)", "(12)", "45"],
+            ["Net income (loss)", "$310", "$1,019"],
+        ],
+    )
+    first = (
+        "Currency exchange losses were $12 million in the third quarter of 2023, against "
+        "gains of $45 million a year earlier."
+    )
+    hedges = (
+        "For hedged investments still held at the reporting date, we recorded net losses of "
+        "$329 million in the third quarter of 2023 from changes in currency exchange rates, "
+        "offset by the related derivatives' results of $320 million recognized in interest and "
+        "other."
+    )
+    risks = (
+        "Our results of operations are subject to many risks described in the Risk Factors of "
+        "our Annual Report, including those about the currency of our reporting."
+    )
+    ctx = context(passage(1, INTC, table, 30), passage(2, INTC, f"{first} {hedges} {risks}", 31))
+    question = "In the latest 10-Q, what were Intel's foreign currency exchange gains?"
+    quoted = " ".join(q["text"] for q in quotes(answer(ctx, question)))
+    assert "Foreign currency exchange gains (losses) — " in quoted, quoted
+    assert first.rstrip(".") in quoted, quoted
+    assert hedges.rstrip(".") in quoted, quoted
+    assert "Risk Factors" not in quoted, quoted
