@@ -506,3 +506,32 @@ def test_how_many_and_how_much_still_ask_a_figure(how: str) -> None:
     }[how]
     decision = decided(question, target)
     assert decision.reason is None or "how or why" not in decision.reason, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "target"),
+    [
+        ("I ricoveri in day hospital contano come ricoveri nel 2023?", "ricoveri-anno"),
+        (
+            "Un accesso in codice bianco conta come accesso al pronto soccorso?",
+            "accessi-pronto-soccorso",
+        ),
+        (
+            "Gli abbandoni dopo il triage vengono contati come abbandoni?",
+            "abbandoni-pronto-soccorso",
+        ),
+        ("Do day hospital stays count as admissions in 2023?", "ricoveri-anno"),
+        (
+            "Is a white-code visit counted as an emergency department visit?",
+            "accessi-pronto-soccorso",
+        ),
+    ],
+)
+def test_whether_something_counts_as_another_is_a_rule_not_a_count(
+    question: str, target: str
+) -> None:
+    """ "Contano come", "count as": the question asks a rule of the definitions (whether rows
+    of one kind belong to another), which no count answers — the documents do."""
+    decision = decided(question, target)
+    assert decision.outcome == "text", (decision.outcome, decision.query_id)
+    assert decision.reason is not None and "counts as" in decision.reason

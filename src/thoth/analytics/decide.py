@@ -165,6 +165,12 @@ _HOW_WHY: Final = re.compile(
     re.IGNORECASE,
 )
 
+# "Contano come", "is counted as": whether rows of one kind belong to another is a rule of the
+# definitions, which no count answers ("I ricoveri in day hospital contano come ricoveri?").
+_COUNTS_AS: Final = re.compile(
+    r"\b(?:cont(?:a|ano|ato|ati|ata|ate|are)|count(?:s|ed)?)\s+(?:come|as)\b", re.IGNORECASE
+)
+
 _WORD: Final = re.compile(r"[^\W\d_]{3,}")
 # The question's tokens in order, for adjacency: words (elisions split at the apostrophe),
 # numbers, and punctuation (a break: "Pediatria, quanti" are not attached).
@@ -1023,6 +1029,11 @@ def fit(
         refused = (
             "the question asks how or why (a method, a rule or a reason), which no figure "
             "answers: the documents do"
+        )
+    elif _COUNTS_AS.search(reading.question):
+        refused = (
+            "the question asks whether something counts as another (a rule of the "
+            "definitions), which no count answers: the documents do"
         )
     elif not agrees(groups, query.measures):
         said = " and ".join("/".join(sorted(g)) for g in groups)
