@@ -5,11 +5,12 @@ browser Playwright downloads. Absent, the test skips saying so — or fails unde
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.conftest import skip_unless_ci
 
@@ -52,3 +53,11 @@ def ask_in_page(page: Page, url: str, key: str, question: str, *, labels: str = 
         page.click("#ask-button")
     expect(page.locator("#ask-button")).to_have_text("Ask")
     expect(page.locator("#answer")).to_be_visible()
+
+
+def expect_unreachable(message: Locator, what_happened: str) -> None:
+    """A request that failed on the network is said in its panel's error message: the server
+    unreachable, and what did (not) happen."""
+    expect(message).to_contain_text("Server unreachable")
+    expect(message).to_contain_text(what_happened)
+    expect(message).to_have_class(re.compile(r"\berror\b"))

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import WorkspaceFactory
 from tests.fake_embeddings import FakeEmbeddingServer
-from tests.service.browser import ask_in_page, chromium, screenshot
+from tests.service.browser import ask_in_page, chromium, expect_unreachable, screenshot
 from tests.service.conftest import Server, finish_partial
 from tests.service.web_workspace import (
     CAVEAT,
@@ -394,10 +394,7 @@ def test_a_stopped_server_is_said_where_the_sessions_errors_are(page: Page) -> N
         expect(page.locator("#sessions-message")).to_be_visible()  # its first load answered
     page.fill("#session-question", "Quanti ricoveri urgenti nel 2024?")
     page.click("#session-button")
-    message = page.locator("#sessions-message")
-    expect(message).to_contain_text("Server unreachable")
-    expect(message).to_contain_text("no session was opened")
-    expect(message).to_have_class(re.compile(r"\berror\b"))
+    expect_unreachable(page.locator("#sessions-message"), "no session was opened")
     assert errors == []
 
 
@@ -414,8 +411,5 @@ def test_a_request_that_fails_on_the_network_is_said_where_the_jobs_errors_are(
     page.route("**/v1/**", lambda route: route.abort("connectionrefused"))
     page.fill("#job-question", "Confronta i ricoveri urgenti del 2023 e del 2024")
     page.click("#job-button")
-    message = page.locator("#jobs-message")
-    expect(message).to_contain_text("Server unreachable")
-    expect(message).to_contain_text("the job was not queued")
-    expect(message).to_have_class(re.compile(r"\berror\b"))
+    expect_unreachable(page.locator("#jobs-message"), "the job was not queued")
     assert errors == []

@@ -9,7 +9,6 @@ Another client over the HTTP API only makes the page's write stale: the conflict
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from rich.console import Console
 
-from tests.service.browser import chromium, screenshot
+from tests.service.browser import chromium, expect_unreachable, screenshot
 from tests.service.conftest import Server
 from thoth.cli.demo import DEMO_FINAL_SQL, DEMO_REWRITTEN, DEMO_SQL_QUESTION, run_demo
 from thoth.service.registry import add_caller
@@ -308,8 +307,5 @@ def test_a_session_write_without_answer_is_said_in_the_session(served: Server) -
         page.route("**/v1/**", lambda route: route.abort("connectionrefused"))
         page.fill("#decide-stage", "clarification")
         page.click("#consult-button")
-        message = page.locator("#session-message")
-        expect(message).to_contain_text("Server unreachable")
-        expect(message).to_contain_text("see what was recorded")
-        expect(message).to_have_class(re.compile(r"\berror\b"))
+        expect_unreachable(page.locator("#session-message"), "see what was recorded")
         assert errors == []
