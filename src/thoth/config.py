@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -10,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from thoth.errors import ConfigError
+from thoth.errors import ConfigError, Problem
 
 CONFIG_FILE = "thoth.toml"
 # The labelled questions of `tht channels calibrate`, relative to the workspace root (`tht init`
@@ -108,6 +109,26 @@ class EmbeddingSettings(_Strict):
         default=None,
         description="openai: text prepended to every indexed fragment before it is embedded "
         '(e.g. "passage: " for e5); unset: nothing. Refused with the other providers.',
+    )
+
+
+def url_from_environment(section: str, var: str, what: str) -> str:
+    """The URL in the environment variable `[section].url_env` names (`what` says what it is
+    the URL of). Unset or empty is an error (`<section>_url_env_unset`), never a fallback: a
+    deployment that forgot to export it would otherwise open another store than the others."""
+    value = os.environ.get(var, "").strip()
+    if value:
+        return value
+    message = f"the environment variable {var} is unset or empty"
+    hint = (
+        f"export {var}=<{what}> in the environment of every Thoth process, or remove "
+        f"[{section}].url_env from thoth.toml"
+    )
+    code = f"{section}_url_env_unset"
+    raise ConfigError(
+        f"[{section}].url_env names {var}: {message} -> {hint}",
+        code=code,
+        problems=[Problem("thoth.toml", message, field=f"{section}.url_env", hint=hint, code=code)],
     )
 
 

@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from thoth.config import AnalyticsSettings
+from thoth.config import AnalyticsSettings, url_from_environment
 from thoth.errors import ConfigError
 from thoth.index.base import IndexUnavailable
 from thoth.index.generations import EdgeBackend, IndexBackend
@@ -110,12 +110,7 @@ def postgres_index(ws: Workspace) -> tuple[str, str]:
     cfg = ws.settings.index
     url = cfg.url
     if cfg.url_env:
-        url = os.environ.get(cfg.url_env)
-        if not url:
-            raise ConfigError(
-                f"[index].url_env names the environment variable {cfg.url_env}, which is unset "
-                "or empty -> export it with the PostgreSQL URL of the index"
-            )
+        url = url_from_environment("index", cfg.url_env, "the PostgreSQL URL of the index")
     if not url:
         raise ConfigError('[index].backend = "postgres" needs [index].url or [index].url_env')
     schema = cfg.schema_name or index_prefix(ws).lower()

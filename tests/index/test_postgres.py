@@ -534,3 +534,23 @@ def test_dense_search_is_exact_up_to_the_exact_threshold(pg: PostgresBackend) ->
             missed += len(truth - {h.id for h in store.query_dense(q.tolist(), where, 10)})
     assert missed == 0
     store.close()
+
+
+def test_an_index_url_env_unset_is_a_coded_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[index].url_env read as [state].url_env is (thoth.config.url_from_environment)."""
+    from thoth.errors import ConfigError
+    from thoth.runtime import postgres_index
+    from thoth.workspace import Workspace
+
+    (tmp_path / "thoth.toml").write_text(
+        'workspace = "w"\n\n[index]\nbackend = "postgres"\nurl_env = "THOTH_TEST_INDEX_URL"\n'
+    )
+    monkeypatch.delenv("THOTH_TEST_INDEX_URL", raising=False)
+    with pytest.raises(ConfigError) as info:
+        postgres_index(Workspace.open(tmp_path))
+    assert info.value.code == "index_url_env_unset"
+    assert "THOTH_TEST_INDEX_URL" in str(info.value)
+    monkeypatch.setenv("THOTH_TEST_INDEX_URL", "postgresql://h/d")
+    assert postgres_index(Workspace.open(tmp_path))[0] == "postgresql://h/d"

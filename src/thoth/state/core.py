@@ -10,7 +10,6 @@ does not match this Thoth may not (retrying fails the same way), and a refused r
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
 
+from thoth.config import url_from_environment
 from thoth.errors import ConfigError, Problem, ThothError
 from thoth.sqlitewal import enable_wal
 
@@ -70,32 +70,15 @@ def state_url(workspace_root: Path, configured: str | None, url_env: str | None 
     create an empty database wherever a typo points (and serve nothing of what was published),
     so the directory is never created for it. The default one, under `.thoth/`, is Thoth's."""
     if url_env:
-        configured = _from_environment(url_env)
+        configured = url_from_environment(
+            "state",
+            url_env,
+            "the state store's URL, postgresql+psycopg://user:password@host:5432/db",
+        )
     if configured:
         _check_sqlite_directory(configured)
         return configured
     return f"sqlite:///{(workspace_root / DEFAULT_SQLITE_PATH).resolve()}"
-
-
-def _from_environment(var: str) -> str:
-    value = os.environ.get(var, "").strip()
-    if value:
-        return value
-    message = f"the environment variable {var} is unset or empty"
-    hint = (
-        f"export {var}=<the state store's URL> (postgresql+psycopg://user:password@host:5432/db) "
-        "in the environment of every Thoth process, or remove [state].url_env from thoth.toml "
-        "to use SQLite in .thoth/"
-    )
-    raise ConfigError(
-        f"[state].url_env names {var}: {message} -> {hint}",
-        code="state_url_env_unset",
-        problems=[
-            Problem(
-                "thoth.toml", message, field="state.url_env", hint=hint, code="state_url_env_unset"
-            )
-        ],
-    )
 
 
 def _check_sqlite_directory(url: str) -> None:
