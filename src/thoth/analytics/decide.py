@@ -80,6 +80,13 @@ UNEXPLAINED: Final = 0.06
 
 Outcome = Literal["compute", "needs_parameter", "ambiguous", "text"]
 
+# Numbers said in words, most of them written in digits before the question is read
+# (`numbers_as_digits`; "due" and "two" stay words): values, never subjects.
+_NUMBER_TEXT: Final = (
+    "due tre quattro cinque sei sette otto nove dieci undici dodici quindici venti trenta "
+    "quaranta cinquanta sessanta novanta cento mille two three four five six seven eight "
+    "nine ten twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand"
+)
 # Function words the stopword lists keep (forms of to be / to have, "each", "which"): they
 # say nothing about what is measured.
 _FUNCTION_WORDS: Final = frozenset(
@@ -106,10 +113,7 @@ _FUNCTION_WORDS: Final = frozenset(
         "favore cortesia kindly "
         # comparisons and number words: constraints the parameters read, not subjects
         "sopra sotto oltre entro almeno circa tra fra dopo prima fino above below over under "
-        "more less than least after before within between since until about "
-        "due tre quattro cinque sei sette otto nove dieci undici dodici quindici venti trenta "
-        "quaranta cinquanta sessanta novanta cento mille two three four five six seven eight "
-        "nine ten twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand",
+        "more less than least after before within between since until about " + _NUMBER_TEXT,
     )
 )
 
@@ -291,14 +295,7 @@ _RELATION_LINKS: Final = frozenset(
 )
 _MONTH_WORDS: Final = frozenset().union(*(month_names(m) for m in range(1, 13)))
 # Numbers said in words ("entro trenta giorni"): values, as digits are.
-_NUMBER_WORDS: Final = frozenset(
-    re.findall(
-        r"\w+",
-        "due tre quattro cinque sei sette otto nove dieci undici dodici quindici venti trenta "
-        "quaranta cinquanta sessanta novanta cento mille two three four five six seven eight "
-        "nine ten twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand",
-    )
-)
+_NUMBER_WORDS: Final = frozenset(_NUMBER_TEXT.split())
 # Said by a query of its own bound ("from a date on", "dal 24/08/2012"), too common in questions
 # to read as one there ("visits from 2023", "da parte dei").
 _DECLARING_ONLY: Final = frozenset(["from", "da"])
