@@ -19,11 +19,14 @@ Reported for the calibration set and the held-out set side by side:
 `--set heldout2` decides heldout2.yaml instead: a second held-out set written before any change
 to the decision's gates, once heldout.yaml had been seen. `--set heldout3` decides heldout3.yaml:
 a third set written before the next change to the gates, once heldout2.yaml had been seen too.
+`--set heldout4` and `--set heldout5` decide sets written by an outsider who read neither the
+decision's code nor the earlier sets' questions, before any change; heldout5 is sealed for the
+final measurement (not run before it).
 `--set dev` decides dev.yaml, the wordings and near-misses written while changing them (tuning).
 
 Usage:
     .venv/bin/python benchmarks/analytics_heldout.py [--json] [--threshold X]
-        [--set heldout2|heldout3]
+        [--set heldout2|heldout3|heldout4|heldout5|dev]
 """
 
 from __future__ import annotations
@@ -181,8 +184,8 @@ def main() -> None:
     parser.add_argument(
         "--set",
         default="heldout",
-        choices=["heldout", "heldout2", "heldout3", "dev"],
-        help="the held-out file of benchmarks/data/analytics_heldout/ (heldout3: never tuned on)",
+        choices=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "dev"],
+        help="the held-out file of benchmarks/data/analytics_heldout/ (heldout5: sealed)",
     )
     args = parser.parse_args()
     result = run(args.threshold, args.set)

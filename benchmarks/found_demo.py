@@ -8,9 +8,10 @@ the path `tht ask` takes, offline answerer), as an analyst (labels public and in
 - answerable ones: the share still answered (`found` or `truncated`);
 - `found` answers whose own text says that no passage holds the question's terms (must be 0).
 
-Three sets side by side: `tuning` (may be read while working on the relevance check),
-`heldout` and `heldout2` (never looked at while tuning: they say whether the rule generalises;
-`heldout2` was written by someone else, before the general-language rule).
+Four sets side by side: `tuning` (may be read while working on the relevance check),
+`heldout`, `heldout2` and `heldout3` (never looked at while tuning: they say whether the rule
+generalises; `heldout2` was written by someone else, before the general-language rule;
+`heldout3` by an outsider who read neither the rule's code nor the other sets' questions).
 
 Usage (from the project root, after `tht demo --keep /tmp/demo`):
     .venv/bin/python benchmarks/found_demo.py /tmp/demo [--json] [--show]
@@ -37,8 +38,8 @@ LABELS = ["public", "internal"]
 NO_TERMS = ("contiene i termini della domanda", "holds the question's terms")
 
 
-# `tuning` may be read while working on the rule; `heldout` and `heldout2` are run only to report.
-SETS = ("tuning", "heldout", "heldout2")
+# `tuning` may be read while working on the rule; the heldout sets are run only to report.
+SETS = ("tuning", "heldout", "heldout2", "heldout3")
 Case = tuple[str, str | None]  # the question, and for an answerable one the fact's words
 
 
