@@ -1090,15 +1090,16 @@ class AnswersSettings(_Strict):
         description="Second relevance signal: the question's names and periods must occur in "
         "the documents the answer would come from, or the answer is nothing_found.",
     )
-    # Off by default (issue 46): on the 10-Q filings it made 26 of 40 answerable English
-    # questions nothing_found (1 before), where it closed 8 of 12 unanswerable questions of
-    # the demo's domain. Measured in benchmarks/README.md; a workspace turns it on when its
-    # own evaluation shows the gain.
+    # Off by default (issue 46): on the demo's domain it closes 8 of 12 and 12 of 18 held-out
+    # unanswerable questions and loses 1 answerable question of each set; on the 10-Q
+    # filings' tuning questions 3 of 40 English ones are nothing_found (1 in report mode).
+    # Measured in benchmarks/README.md; a workspace turns it on when its own evaluation shows
+    # the gain.
     distinctive_terms: Literal["report", "decide"] = Field(
         default="report",
         description="report: the question's distinctive words matched and unmatched are in "
-        "diagnostics.relevance only; decide: unmatched ones outweighing the matched make the "
-        "answer nothing_found (unmatched_terms).",
+        "diagnostics.relevance only; decide: unmatched ones carrying a fifth or more of the "
+        "question's meaning for the embedder make the answer nothing_found (unmatched_terms).",
     )
     answerer: Literal["extractive", "llm"] = Field(
         default="extractive",

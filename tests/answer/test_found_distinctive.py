@@ -7,14 +7,22 @@ verdict is the term signal's alone. Bundled embedder, `DocsSync`, `AnswerService
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import git
-from thoth.answer.relevance import DISTINCTIVE_SHARE, MIN_CORPUS
+from thoth.answer.relevance import (
+    DISTINCTIVE_SHARE,
+    MIN_CORPUS,
+    UNMATCHED_SHARE,
+    Term,
+    outweighed,
+)
 from thoth.answer.service import AnswerService
+from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.evidence.layout import init_workspace
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_runtime
@@ -130,8 +138,8 @@ def test_the_share_that_makes_a_word_distinctive_is_one_constant() -> None:
 def test_by_default_the_distinctive_words_are_reported_not_decided(
     service: AnswerService, workspace_root: Path
 ) -> None:
-    """`distinctive_terms = "report"` (the default: on the 10-Q filings the rule refused 26 of
-    40 answerable questions): the same question is answered by the other signals, and the
+    """`distinctive_terms = "report"` (the default: see docs/answers.md for what "decide"
+    gains and loses): the same question is answered by the other signals, and the
     diagnostics still say which distinctive words matched and which did not."""
     root = workspace_root
     toml = root / "thoth.toml"
@@ -150,3 +158,79 @@ def test_by_default_the_distinctive_words_are_reported_not_decided(
     relevance = answer.diagnostics["relevance"]
     assert relevance["verdict"] != "unmatched_terms", relevance
     assert "animali" in relevance["unmatched"]
+
+
+def test_unmatched_framing_words_do_not_make_an_answered_question_another_s(
+    service: AnswerService,
+) -> None:
+    """The words a question frames itself with ("riassumendo brevemente") are unknown to the
+    corpus and absent from the page that answers, like a missing subject; but the embedder
+    reads the question's meaning in its subject ("boarding", "pronto soccorso"): unmatched
+    words carrying little of it (their `share`) do not make it `nothing_found`."""
+    answer = service.ask("Riassumendo brevemente, che cos'è il boarding in pronto soccorso?")
+    relevance = answer.diagnostics["relevance"]
+    assert answer.status == "found", relevance
+    assert relevance["verdict"] == "relevant"
+    assert "boarding" in relevance["matched"], relevance
+    lacking = [t for t in relevance["terms"] if t.get("weight") and not t["matched"]]
+    assert lacking, relevance  # framing words the page does not hold, weighed
+    # Their idf outweighs the subject's: by idf alone the question would be another's.
+    assert relevance["weight"]["unmatched"] > relevance["weight"]["matched"], relevance
+    assert sum(t["share"] for t in lacking) < UNMATCHED_SHARE, lacking
+    assert answer.sources and "boarding" in answer.sources[0].doc_id
+
+
+def test_a_missing_subject_carries_the_question_s_meaning(service: AnswerService) -> None:
+    relevance = service.ask(
+        "Gli animali domestici possono entrare in pronto soccorso con i pazienti?"
+    ).diagnostics["relevance"]
+    shares = {t["text"]: t["share"] for t in relevance["terms"] if "share" in t}
+    assert shares["animali"] + shares["domestici"] >= UNMATCHED_SHARE, relevance
+
+
+def test_unmatched_words_decide_by_their_share_and_by_idf_only_unmeasured() -> None:
+    """With shares measured, idf no longer decides: a heavy framing word carrying little of
+    the meaning does not outweigh; a subject carrying a fifth does. Unmeasured (the embedder
+    failed), the idf comparison stands."""
+    held = Term("boarding", "rare", (1,), corpus=1, retrieved=True, weight=2.0, matched=True)
+    framing = Term("riassumendo", "unknown", (2,), weight=4.0)
+    subject = Term("animali", "unknown", (3,), weight=1.0)
+    assert outweighed([held, framing])  # by idf: 4.0 > 2.0
+    assert not outweighed([held, replace(framing, share=0.05)])
+    assert not outweighed([held, subject])  # by idf: 1.0 < 2.0
+    assert outweighed([held, replace(subject, share=UNMATCHED_SHARE)])
+
+
+class _QuestionOnly:
+    """The workspace's embedder, failing on any query but `question`'s: the question is
+    searched, its words cannot be weighed."""
+
+    def __init__(self, inner: Embedder, question: str) -> None:
+        self.inner, self.question = inner, question
+        self.identity, self.dim = inner.identity, inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        if text != self.question:
+            raise EmbedderError("test: the embedder is gone")
+        return self.inner.embed_query(text)
+
+
+def test_without_the_embedder_unmatched_words_are_weighed_by_idf_and_the_answer_says_so(
+    workspace_root: Path,
+) -> None:
+    question = "Gli animali domestici possono entrare in pronto soccorso con i pazienti?"
+    ws = Workspace.open(workspace_root)
+    with open_runtime(ws) as rt:
+        svc = open_answer_service(ws, embedder=_QuestionOnly(rt.embedder, question))
+        try:
+            answer = svc.ask(question)
+        finally:
+            svc.close()
+    relevance = answer.diagnostics["relevance"]
+    assert any(d.startswith("relevance: unmatched words weighed by idf") for d in answer.degraded)
+    assert all("share" not in t for t in relevance["terms"]), relevance
+    assert answer.status == "nothing_found", relevance  # idf: nothing distinctive matched
+    assert relevance["verdict"] == "unmatched_terms"

@@ -12,12 +12,15 @@ about. Two signals decide whether it is an answer or `nothing_found`:
    is about something else ("Tesla's Q2 2023 revenue" on filings of five other companies).
 3. **Distinctive words** — the question's other words that are rare in the corpus (held by at
    most DISTINCTIVE_SHARE of the fragments under the request's condition, before any channel
-   routing) or that the corpus does not hold at all, each weighing its BM25 inverse document
-   frequency: the distinctive words the fragments the answer would quote do not hold must not
-   outweigh those they hold (names and periods held count on the held side, however
-   frequent). Being in the domain is no answer: "may pets enter the emergency department?"
-   shares only the domain's frequent words ("emergency department") with the manual it
-   retrieves, and its subject ("pets") is nowhere.
+   routing) or that the corpus does not hold at all: those the fragments the answer would
+   quote do not hold must not carry UNMATCHED_SHARE or more of the question's meaning, as the
+   embedder reads it (`meaning_shares`: how far the question moves without each word).
+   Being in the domain is no answer: "may pets enter the emergency department?" shares only
+   the domain's frequent words ("emergency department") with the manual it retrieves, and its
+   subject ("pets"), which carries the question, is nowhere; the question's framing
+   ("latest", "analyze the relationship") is as absent from the filings that answer, but
+   carries little. Without the embedder the unmatched words are weighed by their BM25 inverse
+   document frequency against the distinctive terms held.
 
 Terms are matched through BM25's own analyser (the generation's encoder): the same stems,
 stopwords and token ids as the sparse index, and counted by the index itself — no word list.
@@ -58,6 +61,11 @@ MIN_CORPUS = round(1 / DISTINCTIVE_SHARE)
 # analyser's stopwords (an Italian question has "il", "di", "per"; on an English analyser
 # almost none of its words are stopwords).
 STOPWORD_SHARE = 0.15
+# Unmatched distinctive words decide (`[answers] distinctive_terms = "decide"`) when together
+# they carry at least this share of the question's meaning, as the embedder reads it
+# (meaning_shares): the subject a passage lacks ("animali domestici") carries a fifth or more,
+# the question's framing ("latest", "relationship", "analizza") a few hundredths each.
+UNMATCHED_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,10 @@ class Term:
     # does not weigh in the verdict), and whether the fragments the answer would quote hold it.
     weight: float = 0.0
     matched: bool = False
+    # The share of the question's meaning the word carries for the embedder (meaning_shares);
+    # None: not measured (the word is matched, `distinctive_terms = "report"`, or the
+    # embedder failed).
+    share: float | None = None
 
     @property
     def held(self) -> bool:
@@ -94,6 +106,8 @@ class Term:
         if self.weight:
             out["weight"] = round(self.weight, 3)
             out["matched"] = self.held
+        if self.share is not None:
+            out["share"] = round(self.share, 3)
         if self.via is not None:
             out["via"] = self.via
         return out
@@ -188,6 +202,35 @@ def _kind(word: str, *, possessive: bool, opens: bool) -> TermKind | None:
     return "rare" if len(word) > 3 else None
 
 
+def meaning_shares(question: str, embed: Callable[[str], Sequence[float]]) -> dict[str, float]:
+    """What each word of the question carries of its meaning for the embedder: the question
+    embedded without the word moves away from the question embedded whole by 1 - cosine; a
+    word's share is its move over the sum of every word's (each distinct word, two letters or
+    more, case aside). A question's subject moves it far, its framing words ("latest",
+    "compare", "analizza") hardly: the embedder, not a list, says which is which. `embed`:
+    a query's unit-length vector. Keys are the words folded to lowercase."""
+    import numpy as np
+
+    whole = np.asarray(embed(question), dtype=np.float64)
+    words = list(
+        dict.fromkeys(w.lower() for m in _TOKEN.finditer(question) if len(w := m.group("word")) > 1)
+    )
+    moves: dict[str, float] = {}
+    for word in words:
+        rest = _without(question, word)
+        if not rest:
+            continue
+        moves[word] = max(0.0, 1.0 - float(np.dot(whole, np.asarray(embed(rest)))))
+    total = sum(moves.values())
+    return {w: (move / total if total else 0.0) for w, move in moves.items()}
+
+
+def _without(question: str, word: str) -> str:
+    """The question without every occurrence of `word` (and its possessive), spaces folded."""
+    pattern = r"(?<!\w)" + re.escape(word) + r"(?:['’]s)?(?!\w)"
+    return " ".join(re.sub(pattern, " ", question, flags=re.IGNORECASE).split())
+
+
 def speaks(question: str, stems: Callable[[str], Sequence[int]]) -> bool:
     """Whether the question is written in the analyser's language: at least STOPWORD_SHARE of
     its words (two letters or more, no digit) are the analyser's stopwords (no stem)."""
@@ -278,6 +321,19 @@ def _holding(store: IndexStore, where: Mapping[str, Any], stems: Sequence[int], 
     return min(len(store.query_sparse(SparseVec([s], [1.0]), where, limit)) for s in stems)
 
 
+def outweighed(terms: Sequence[Term]) -> bool:
+    """Whether the distinctive words the quoted fragments lack make the question another's:
+    when their share of the question's meaning is measured (meaning_shares), together at
+    least UNMATCHED_SHARE of it; unmeasured (no embedder), when their idf outweighs that of
+    the distinctive terms held."""
+    lacking = [t for t in terms if t.kind in ("rare", "unknown") and not t.held]
+    if not lacking:
+        return False
+    if all(t.share is not None for t in lacking):
+        return sum(t.share or 0.0 for t in lacking) >= UNMATCHED_SHARE
+    return sum(t.weight for t in lacking) > sum(t.weight for t in terms if t.held)
+
+
 def judge(
     similarity: float | None,
     min_similarity: float | None,
@@ -289,14 +345,15 @@ def judge(
     retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
     they hold, is not relevant. `terms=None`: the term signal was not computed. `missing` is
     filled whatever the verdict (calibration reads both signals): the absent names and
-    periods, and the unmatched distinctive words when they outweigh the matched ones.
+    periods, and the unmatched distinctive words when they outweigh the matched ones
+    (`outweighed`).
     `decide_unmatched` ([answers] distinctive_terms = "decide"): only then do unmatched words
     make the verdict; otherwise they are reported and the verdict is the other signals'."""
     checked = tuple(terms or ())
     missing = tuple(t.text for t in checked if t.kind in ("name", "period") and not t.retrieved)
-    held = sum(t.weight for t in checked if t.held)
-    lacking = [t for t in checked if t.kind in ("rare", "unknown") and not t.held]
-    unmatched = tuple(t.text for t in lacking) if sum(t.weight for t in lacking) > held else ()
+    unmatched = tuple(t.text for t in checked if t.kind in ("rare", "unknown") and not t.held)
+    if not outweighed(checked):
+        unmatched = ()
     below = similarity is not None and min_similarity is not None and similarity < min_similarity
     verdict: Verdict
     if below:
@@ -316,11 +373,14 @@ def judge(
 
 __all__ = [
     "DISTINCTIVE_SHARE",
+    "UNMATCHED_SHARE",
     "Relevance",
     "Term",
     "candidate_terms",
     "check_terms",
     "idf",
     "judge",
+    "meaning_shares",
+    "outweighed",
     "speaks",
 ]

@@ -30,6 +30,7 @@ from thoth.answer.relevance import (
     candidate_terms,
     check_terms,
     judge,
+    meaning_shares,
     speaks,
 )
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
@@ -38,7 +39,7 @@ from thoth.answer.routing import ChannelRouter, Route
 from thoth.answer.scope import Scope, allowed_labels, check_names, scope
 from thoth.config import IndexSettings, Settings
 from thoth.documents.records import search_text
-from thoth.embed.base import Embedder, Vectors
+from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.entities import NO_ENTITIES, EntityList
 from thoth.glossary import GLOSSARY_WEIGHT, NO_GLOSSARY, Expansion, Glossary
 from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
@@ -256,6 +257,7 @@ class KnowledgeSearch:
     ) -> None:
         self.settings = settings
         self.reranker = reranker
+        self.embedder = embedder  # the relevance check weighs unmatched words with it
         self.entities = entities
         self.glossary = glossary
         self._reader = GenerationReader(
@@ -514,7 +516,7 @@ class KnowledgeSearch:
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
         found = _candidates(store, dense, bm25, where.where, depth, self.settings.index)
-        relevance = self._relevance(gen, question, found, where, expansion, corpus)
+        relevance = self._relevance(gen, question, found, where, expansion, corpus, degraded)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
             # knows nothing about: below the floor, or about a name or period the documents it
@@ -617,6 +619,7 @@ class KnowledgeSearch:
         where: Scope,
         expansion: Expansion,
         corpus: Mapping[str, Any],
+        degraded: list[str],
     ) -> Relevance:
         """Both signals of thoth.answer.relevance on the candidates the answer would use."""
         if not found.hits:
@@ -697,12 +700,29 @@ class KnowledgeSearch:
                 )
             checked.append(holding)
         merged = _merge_terms(checked) + stated_terms + quarter_terms
-        return judge(
-            found.best_similarity,
-            self.min_similarity,
-            merged,
-            decide_unmatched=self.settings.answers.distinctive_terms == "decide",
-        )
+        decide = self.settings.answers.distinctive_terms == "decide"
+        if decide:  # measured only where it decides: a query embedding per question word
+            merged = self._weigh_meaning(question, merged, degraded)
+        return judge(found.best_similarity, self.min_similarity, merged, decide_unmatched=decide)
+
+    def _weigh_meaning(self, question: str, terms: list[Term], degraded: list[str]) -> list[Term]:
+        """The distinctive words the quoted fragments lack, each with its share of the
+        question's meaning for the embedder (thoth.answer.relevance.meaning_shares): what
+        decides whether they make the question another's. Measured only when there is one;
+        without the embedder they are weighed by idf, and the answer says so."""
+        if not any(t.kind in ("rare", "unknown") and not t.held for t in terms):
+            return terms
+        try:
+            shares = meaning_shares(question, lambda text: self.embedder.embed_query(text)[0])
+        except EmbedderError as exc:
+            degraded.append(f"relevance: unmatched words weighed by idf ({exc})")
+            return terms
+        return [
+            replace(t, share=shares.get(t.text.lower(), 0.0))
+            if t.kind in ("rare", "unknown") and not t.held
+            else t
+            for t in terms
+        ]
 
     def _failed(
         self,
