@@ -1257,3 +1257,34 @@ def test_a_sentence_giving_a_figure_is_held_to_the_share_of_the_best_sentence() 
     assert first.rstrip(".") in quoted, quoted
     assert hedges.rstrip(".") in quoted, quoted
     assert "Risk Factors" not in quoted, quoted
+
+
+def test_an_adjective_in_ive_is_no_word_of_the_noun_it_comes_from() -> None:
+    # The English stemmer makes "effective" and "effects" one stem ("effect"): asked about the
+    # effects of currency fluctuations, the tax note's "Effective tax rate" row matched the
+    # asked word and took a quote from the hedging sentences giving the effects. An adjective
+    # (or its adverb) in -ive meets only itself: asked about the effective tax rate, the row
+    # still answers.
+    table = markdown_table(
+        ["", "Three Months Ended Sep 30, 2023", "Three Months Ended Oct 1, 2022"],
+        [
+            ["Income (loss) before taxes", "$(52)", "$(188)"],
+            ["Provision for (benefit from) taxes", "$(362)", "$(1,207)"],
+            ["Effective tax rate", "696.2%", "642.0%"],
+        ],
+    )
+    hedges = (
+        "For hedged investments still held at the reporting date, we recorded net losses of "
+        "$329 million in the third quarter of 2023 from changes in currency exchange rates."
+    )
+    ctx = context(
+        passage(1, INTC, table, 30, language="english"),
+        passage(2, INTC, hedges, 31, language="english"),
+    )
+    question = "What effects did currency fluctuations have on Intel's financial statements?"
+    quoted = " ".join(q["text"] for q in quotes(answer(ctx, question)))
+    assert "$329 million" in quoted, quoted
+    assert "Effective tax rate" not in quoted, quoted
+    asked = "What was Intel's effective tax rate in the latest quarter?"
+    quoted = " ".join(q["text"] for q in quotes(answer(ctx, asked)))
+    assert "Effective tax rate — Three Months Ended Sep 30, 2023: 696.2%" in quoted, quoted

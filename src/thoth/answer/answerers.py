@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from itertools import zip_longest
 from typing import Any, Final, Literal, Protocol
 
@@ -33,7 +34,7 @@ from thoth.answer.context import AssembledContext, ContextEntry, system_prompt, 
 from thoth.answer.rerank import Stems, term_function
 from thoth.answer.seams import NumericAnswer, Pseudonymizer
 from thoth.answer.wording import NOT_IN_CONTEXT, Wording, wording_for
-from thoth.config import Settings
+from thoth.config import BM25_LANGUAGES, Settings
 from thoth.errors import ThothError
 from thoth.figures import check as check_figures
 from thoth.figures import last_digit_unit, statement_cell
@@ -122,6 +123,9 @@ _PAGE_HEAD = re.compile(r"(?i)pages?|pagin[ae]|pag\.?")  # a table of contents' 
 _SHARE_ROW = re.compile(r"(?i)(?:as an? )?(?:percentage|percent|%|percentuale) (?:of|on|su\w*)\b")
 _NOTE = re.compile(r"^\(.*\)$")  # "(In millions)": a table's unit, not a column or a row
 _QUESTION_TOKEN = re.compile(r"\w[\w\-]*")
+# Adjectives the language's stemmer gives the stem of the noun or verb they come from
+# ("effective" and "effects": "effect"): the answerer keeps them apart (_adjectives_apart).
+_DERIVED_ADJECTIVE: Final = {"english": re.compile(r"\b\w{3,}(?<!e)ive(?:s|ly)?\b", re.IGNORECASE)}
 
 
 class AnswerModelError(LLMError, ThothError):
@@ -531,7 +535,7 @@ class ExtractiveAnswerer:
 
     def _stemmer(self, language: str) -> Stems:
         if language not in self._stemmers:
-            self._stemmers[language] = term_function(language)
+            self._stemmers[language] = _adjectives_apart(term_function(language), language)
         return self._stemmers[language]
 
     def _choose(
@@ -788,6 +792,28 @@ class ExtractiveAnswerer:
             if numbers & _numbers(caveat):
                 line += f"\n  {self._wording.number_warning} [{entry.marker}]: {caveat}"
         return line
+
+
+def _adjectives_apart(stems: Stems, language: str) -> Stems:
+    """`stems`, an adjective in -ive (its adverb, a noun in -ives) a term of its own: the
+    English stemmer makes "effective" and "effects" one stem, and asked about the effects of
+    currency fluctuations, the tax note's "Effective tax rate" row matched (so "derivatives"
+    and "derived", "relative" and "relations", "executive" and "execution"). An adjective
+    meets the same adjective only."""
+    name = BM25_LANGUAGES.get(language.split("-")[0], language)  # "en" or "english"
+    adjective = _DERIVED_ADJECTIVE.get(name)
+    if adjective is None:
+        return stems
+
+    @lru_cache(maxsize=8192)
+    def apart(text: str) -> frozenset[int | str]:
+        words = adjective.findall(text)
+        if not words:
+            return stems(text)
+        own = {f"{term}:{name}-ive" for word in words for term in stems(word)}
+        return stems(adjective.sub(" ", text)) | own
+
+    return apart
 
 
 def _faq_row_answer(entry: ContextEntry) -> str | None:
