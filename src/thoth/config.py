@@ -1090,13 +1090,13 @@ class AnswersSettings(_Strict):
         description="Second relevance signal: the question's names and periods must occur in "
         "the documents the answer would come from, or the answer is nothing_found.",
     )
-    # Off by default (issue 46): on the demo's domain it closes 8 of 12 and 12 of 18 held-out
-    # unanswerable questions and loses 1 answerable question of each set; on the 10-Q
-    # filings' tuning questions 3 of 40 English ones are nothing_found (1 in report mode).
-    # Measured in benchmarks/README.md; a workspace turns it on when its own evaluation shows
-    # the gain.
+    # On by default (issue 46): on the demo's domain, questions no source answers written by
+    # an outsider went 6/18 -> 15/18 nothing_found with answerable ones unchanged (18/21); on
+    # the 10-Q filings 2 more of 40 answerable questions are nothing_found, and a question
+    # with an unmatched distinctive word costs an embedding per word (benchmarks/README.md).
+    # "report" keeps the words in the diagnostics only.
     distinctive_terms: Literal["report", "decide"] = Field(
-        default="report",
+        default="decide",
         description="report: the question's distinctive words matched and unmatched are in "
         "diagnostics.relevance only; decide: unmatched ones carrying a fifth or more of the "
         "question's meaning for the embedder make the answer nothing_found (unmatched_terms).",

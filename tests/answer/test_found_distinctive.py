@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,27 +136,42 @@ def test_the_share_that_makes_a_word_distinctive_is_one_constant() -> None:
     assert round(1 / DISTINCTIVE_SHARE) == MIN_CORPUS
 
 
-def test_by_default_the_distinctive_words_are_reported_not_decided(
-    service: AnswerService, workspace_root: Path
-) -> None:
-    """`distinctive_terms = "report"` (the default: see docs/answers.md for what "decide"
-    gains and loses): the same question is answered by the other signals, and the
-    diagnostics still say which distinctive words matched and which did not."""
-    root = workspace_root
+def _asked_with(root: Path, setting: str, question: str) -> dict[str, Any]:
+    """The question asked of the workspace with `distinctive_terms` set by `setting` (a line
+    of thoth.toml, or "" for the default); thoth.toml is restored afterwards."""
     toml = root / "thoth.toml"
     text = toml.read_text(encoding="utf-8")
-    toml.write_text(text.replace('distinctive_terms = "decide"\n', ""), encoding="utf-8")
+    toml.write_text(text.replace('distinctive_terms = "decide"\n', setting), encoding="utf-8")
     try:
-        default = open_answer_service(Workspace.open(root))
+        svc = open_answer_service(Workspace.open(root))
         try:
-            answer = default.ask(
-                "Gli animali domestici possono entrare in pronto soccorso con i pazienti?"
-            )
+            answer = svc.ask(question)
         finally:
-            default.close()
+            svc.close()
     finally:
         toml.write_text(text, encoding="utf-8")
-    relevance = answer.diagnostics["relevance"]
+    return {"status": answer.status, "relevance": answer.diagnostics["relevance"]}
+
+
+def test_by_default_the_distinctive_words_decide(workspace_root: Path) -> None:
+    """`distinctive_terms = "decide"` is the default (docs/answers.md says what it gains and
+    loses): unset, a question sharing only the domain's words is nothing_found."""
+    asked = _asked_with(
+        workspace_root, "", "Gli animali domestici possono entrare in pronto soccorso?"
+    )
+    assert asked["status"] == "nothing_found", asked
+    assert asked["relevance"]["verdict"] == "unmatched_terms", asked
+
+
+def test_report_only_reports_the_distinctive_words(workspace_root: Path) -> None:
+    """`distinctive_terms = "report"`: the same question is answered by the other signals,
+    and the diagnostics still say which distinctive words matched and which did not."""
+    asked = _asked_with(
+        workspace_root,
+        'distinctive_terms = "report"\n',
+        "Gli animali domestici possono entrare in pronto soccorso?",
+    )
+    relevance = asked["relevance"]
     assert relevance["verdict"] != "unmatched_terms", relevance
     assert "animali" in relevance["unmatched"]
 
