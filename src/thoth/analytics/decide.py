@@ -685,7 +685,7 @@ class Vocabulary:
         if word in reading.targets:
             return "what is asked for"
         stems, words = self.unread_anywhere.get(query_id, (frozenset(), frozenset()))
-        if _explained(word, stems, words, self.matcher):
+        if _explained_or_derived(word, stems, words, self.matcher):
             return "a word of the store's views"
         content = set(reading.words)
         for i, token in enumerate(reading.tokens):
@@ -763,9 +763,7 @@ class Vocabulary:
         least)."""
         if _explained(word, self.matcher.stems(other), frozenset([other]), self.matcher):
             return True
-        shorter, longer = sorted((word, other), key=len)
-        stem = shorter[:-1] if len(shorter) > 5 else shorter
-        return len(stem) >= 5 and longer.startswith(stem)
+        return _same_root(word, other)
 
     def another_figure(self, word: str, query_id: str) -> bool:
         """Whether the word names the figure of another query (its quantity's name, label or
@@ -800,7 +798,7 @@ class Vocabulary:
         """Whether the word names a view of the store or a column of the query's own views
         that the query does not read."""
         stems, words = self.unread.get(query_id, (frozenset(), frozenset()))
-        return _explained(word, stems, words, self.matcher)
+        return _explained_or_derived(word, stems, words, self.matcher)
 
     def partial_values(self, reading: Reading) -> tuple[str, ...]:
         """The question's words found only inside enumerated values, none of whose values the
@@ -906,6 +904,25 @@ def _unexplained(words: Sequence[str], qid: str, vocab: Vocabulary) -> tuple[str
 
 def _explained(word: str, stems: frozenset[int], words: frozenset[str], matcher: Matcher) -> bool:
     return bool(matcher.within(word, stems)) or any(_akin(word, v) for v in words)
+
+
+def _same_root(word: str, other: str) -> bool:
+    """One word the other inflected as a participle or a verb ("visita" / "visitati",
+    "abbandono" / "abbandonato", "abbandonano"): the shorter, but for its last letter, begins
+    the longer (5 letters at least). The Italian stemmer keeps a noun and its verb's forms
+    apart; the English one joins them already ("abandoned", "abandonment")."""
+    shorter, longer = sorted((word, other), key=len)
+    stem = shorter[:-1] if len(shorter) > 5 else shorter
+    return len(stem) >= 5 and longer.startswith(stem)
+
+
+def _explained_or_derived(
+    word: str, stems: frozenset[int], words: frozenset[str], matcher: Matcher
+) -> bool:
+    """`_explained`, or the word is one of `words` inflected as a verb (`_same_root`): the
+    store's names are nouns ("abbandono", "ricoverato"), a question says what happened to
+    the rows with a verb ("hanno abbandonato")."""
+    return _explained(word, stems, words, matcher) or any(_same_root(word, w) for w in words)
 
 
 def _akin(word: str, other: str) -> bool:
