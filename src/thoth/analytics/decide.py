@@ -134,8 +134,21 @@ _GROUPING_IDIOMS: Final = re.compile(
 )
 
 
+# A participle of dividing or grouping before per/by only says "broken down by" ("divisi per
+# codice", "suddivise per reparto", "ripartiti per", "raggruppati per", "disaggregati per",
+# "separati per"; "divided by", "broken down by", "split by", "grouped by", "separated by",
+# "disaggregated by", "segmented by"): the grouping per/by asks, no condition on the rows.
+# ("Distinti per" is left out: "distinti" is a distinct count, `measure.py`.)
+_GROUPING_PARTICIPLES: Final = re.compile(
+    r"\b(?:(?:suddivis|divis|ripartit|raggruppat|disaggregat|aggregat|separat|spacchettat|"
+    r"segmentat)[oaie]|divided|broken\s+down|split|grouped|separated|disaggregated|"
+    r"aggregated|segmented|bucketed)\s+(?=(?:per|by)\b)",
+    re.IGNORECASE,
+)
+
+
 def _grouping_idioms(question: str) -> str:
-    return _GROUPING_IDIOMS.sub(" per ", question)
+    return _GROUPING_PARTICIPLES.sub("", _GROUPING_IDIOMS.sub(" per ", question))
 
 
 # A period said as an adjective groups by it as "per mese" does ("accessi mensili", "monthly
