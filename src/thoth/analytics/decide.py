@@ -148,7 +148,10 @@ _GROUPING_PARTICIPLES: Final = re.compile(
 
 
 def _grouping_idioms(question: str) -> str:
-    return _GROUPING_PARTICIPLES.sub("", _GROUPING_IDIOMS.sub(" per ", question))
+    """The question as the grouping and content words are read: grouping idioms as "per",
+    grouping participles and quantifiers before their noun dropped."""
+    plain = _GROUPING_PARTICIPLES.sub("", _GROUPING_IDIOMS.sub(" per ", question))
+    return _QUANTIFIER.sub(r"\1", plain)
 
 
 # A period said as an adjective groups by it as "per mese" does ("accessi mensili", "monthly
@@ -241,6 +244,21 @@ _GENERIC_MEASURE_NOUNS: Final = frozenset(
     )
 )
 _ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
+
+# A generic quantifier or determiner before its noun ("nei vari reparti", "per i singoli
+# reparti", "across the various wards", "for the different codes"), opening the question or
+# after a preposition or an article, puts no condition on the rows. After its noun "diversi"
+# and "different" mean distinct ("pazienti diversi"): that place is read as any word's.
+_QUANTIFIERS: Final = (
+    r"var[ie]|divers[ie]|singol[ie]|rispettiv[ie]|various|several|different|individual|"
+    r"respective"
+)
+_DETERMINER_PLACE: Final = "|".join(
+    sorted((_PREPOSITIONS | _ARTICLES) - {"d", "l", "all", "dell", "nell", "sull", "dall"})
+)
+_QUANTIFIER: Final = re.compile(
+    rf"(^\W*|\b(?:{_DETERMINER_PLACE})\s+)(?:{_QUANTIFIERS})\s+(?=[^\W\d_])", re.IGNORECASE
+)
 
 # Relations: a preposition that relates the rows to something else puts a condition on them
 # ("abbandoni dopo la visita", "accessi esclusi i codici rossi", "visits except red codes"),
