@@ -16,7 +16,8 @@ catalog query, beside the similarity of the question with its description and ex
 - its parameters are filled from the question (`extract`): the enumerated values it names
   are evidence that the question is about this query;
 - the question's **words** are read against the query's vocabulary (description, examples,
-  parameter descriptions, values and synonyms, result labels): a word none of them explains
+  parameter descriptions, values and synonyms, result labels, the store's columns its figure
+  is computed from: "costo" of `sum(costo_euro) AS spesa`): a word none of them explains
   ("blue" beside the values brown and green) counts against it, and a word no query explains
   refuses them all.
 
@@ -53,6 +54,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import (
@@ -574,13 +579,20 @@ class Vocabulary:
             grouped: set[int] = set()
             grouped_words: set[str] = set()
             measured: list[str] = []
+            sources = _figure_sources(query)
             for name, column in query.result.columns.items():
                 named = f"{name.replace('_', ' ')} {column.label}"
                 money = " ".join(MONEY_WORDS) if column.kind == "amount" else ""
-                texts.append(f"{named} {column.unit or ''} {money}")
-                said |= matcher.stems(f"{named} {column.unit or ''} {money}")
+                # "costo" of sum(costo_euro) AS spesa: the figure's own words
+                source = (
+                    " ".join(n.replace("_", " ") for n in sources.get(name, ()))
+                    if column.kind in ("quantity", "amount")
+                    else ""
+                )
+                texts.append(f"{named} {column.unit or ''} {money} {source}")
+                said |= matcher.stems(f"{named} {column.unit or ''} {money} {source}")
                 if column.kind in ("quantity", "amount"):
-                    measured.append(f"{named} {column.unit or ''} {money}")
+                    measured.append(f"{named} {column.unit or ''} {money} {source}")
                 if column.kind != "quantity":
                     grouped |= matcher.stems(named)
                     grouped_words |= set(_WORD.findall(named.casefold()))
@@ -903,6 +915,23 @@ class Vocabulary:
             self.matcher.within(w, reading.stems) or any(_akin(w, q) for q in reading.words)
             for w in wanted
         )
+
+
+def _figure_sources(query: CatalogQuery) -> dict[str, tuple[str, ...]]:
+    """Per result column, the store's columns its select expression reads ("costo_euro" of
+    `round(sum(costo_euro), 2) AS spesa`): what the figure is computed from, whose words name
+    it. SQL sqlglot cannot read (a dialect's own syntax) gives none: its figure is then named
+    by its result columns only, and fewer words are explained (a refusal, never a number)."""
+    try:
+        tree = sqlglot.parse_one(query.sql)
+    except SqlglotError:
+        return {}
+    if not isinstance(tree, exp.Select):
+        return {}
+    return {
+        e.alias_or_name: tuple(dict.fromkeys(c.name for c in e.find_all(exp.Column)))
+        for e in tree.expressions
+    }
 
 
 def _pool(
