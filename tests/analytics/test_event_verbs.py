@@ -62,3 +62,42 @@ def test_a_verb_of_the_counted_event_itself_stays_ordinary(verb: str) -> None:
         "anno": 2024,
         "triage": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("question", "target"),
+    [
+        (
+            "Quanti pazienti sono stati dimessi dal pronto soccorso nel 2024?",
+            "accessi-pronto-soccorso",
+        ),
+        (
+            "Quanti accessi al pronto soccorso sono stati dimessi nel 2023?",
+            "accessi-pronto-soccorso",
+        ),
+        (
+            "Nel 2022 quanti pazienti che sono stati dimessi sono passati dal pronto soccorso?",
+            "accessi-pronto-soccorso",
+        ),
+        (
+            "How many emergency department patients were discharged in 2024?",
+            "accessi-pronto-soccorso",
+        ),
+        (
+            "How many emergency department visits have been discharged in 2023?",
+            "accessi-pronto-soccorso",
+        ),
+        ("Quanti ricoveri ordinari hanno abbandonato la Geriatria nel 2024?", "ricoveri-anno"),
+        ("How many inpatient admissions were triaged in 2024?", "ricoveri-anno"),
+    ],
+)
+def test_a_verb_only_another_query_uses_after_an_auxiliary_refuses(
+    question: str, target: str
+) -> None:
+    """The verb of a compound tense or a passive says what happened to the rows; one only
+    another query's texts use ("dimessi" of the admissions, beside the emergency room's visits)
+    names that query's event, not the rows this one counts."""
+    decision = decided(question, target)
+    assert computed(decision) is None, question
+    fit = next(f for f in decision.fits if f.query_id == target)
+    assert fit.refused is not None and fit.refused.startswith("another event"), fit.refused

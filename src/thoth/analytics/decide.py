@@ -36,15 +36,17 @@ the question asks a figure (a measure word, or a year, date or number the query'
 take): a question asking none may be one for the documents. A model's choice has no similarity
 to vouch for it: there every unknown word refuses. A word another query explains refuses when
 it names a column of the query's own rows that the query does not read ("con un ricovero"
-beside the emergency room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of
-"Psichiatria (SPDC)") refuses: the filter it means would be left empty. A curator who finds a
-refused word means a query adds it to that query's examples or synonyms. The score is the
-similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the share of
-the question's content words that only other queries explain. `tht analytics calibrate` sets
-the threshold on this score, not on the similarity. A query refused by a gate is never answered
-with: the next eligible query above the threshold is, else the text path with the reason. Two
-eligible queries within the tie margin are a clarification naming both; the chosen one missing
-a required value is `needs_parameter`.
+beside the emergency room's visits: the `ricoverato` flag; "hanno abbandonato", the
+`abbandono` flag said as a verb), or when it stands right after an auxiliary ("sono stati
+dimessi" beside the emergency room's visits: another query's event). Part of a value
+("Psichiatria" of "Psichiatria (SPDC)") refuses: the filter it means would be left empty. A
+curator who finds a refused word means a query adds it to that query's examples or synonyms.
+The score is the similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED`
+times the share of the question's content words that only other queries explain. `tht analytics
+calibrate` sets the threshold on this score, not on the similarity. A query refused by a gate
+is never answered with: the next eligible query above the threshold is, else the text path with
+the reason. Two eligible queries within the tie margin are a clarification naming both; the
+chosen one missing a required value is `needs_parameter`.
 """
 
 from __future__ import annotations
@@ -1051,6 +1053,16 @@ def fit(
                 or (w in reading.measured and vocab.another_figure(w, query.id))
             )
         )
+    # A verb after an auxiliary that only other queries use ("sono stati dimessi" beside the
+    # emergency room's visits, "were discharged"): what happened to the rows, in another
+    # query's terms — another event, a part of the rows this one counts.
+    event: tuple[str, ...] = ()
+    if proposed is None:
+        event = tuple(
+            w
+            for w in unexplained
+            if w not in foreign and w not in neighbour and _after_auxiliary(reading, w)
+        )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
         # an ordinary word lowers the score and does not refuse on its own.
@@ -1164,6 +1176,13 @@ def fit(
             "(another figure or another population), the row the question asks for, or what "
             "another query measures"
         )
+    elif event:
+        refused = (
+            f"another event: the question says {', '.join(event)} after an auxiliary, a verb "
+            f"of another catalog query that {query.id} never uses: what happened to the rows, "
+            "so a part of them, not all it counts (add the wording to its examples if it "
+            "computes that)"
+        )
     elif unstated:
         refused = (
             f"unstated value: the model set {', '.join(unstated)}, which the question does "
@@ -1192,6 +1211,15 @@ def fit(
         refused,
         unasked,
         ordinary,
+    )
+
+
+def _after_auxiliary(reading: Reading, word: str) -> bool:
+    """Whether `word` stands right after an auxiliary (`_AUXILIARIES`): the verb of a compound
+    tense or a passive ("hanno abbandonato", "sono stati dimessi", "were discharged")."""
+    return any(
+        token == word and i and reading.tokens[i - 1] in _AUXILIARIES
+        for i, token in enumerate(reading.tokens)
     )
 
 
