@@ -101,3 +101,40 @@ def test_a_verb_only_another_query_uses_after_an_auxiliary_refuses(
     assert computed(decision) is None, question
     fit = next(f for f in decision.fits if f.query_id == target)
     assert fit.refused is not None and fit.refused.startswith("another event"), fit.refused
+
+
+@pytest.mark.parametrize(
+    ("question", "target"),
+    [
+        (
+            "How many emergency department visits ended with the patient leaving in 2024?",
+            "accessi-pronto-soccorso",
+        ),
+        ("How many emergency department patients discharged in 2024?", "accessi-pronto-soccorso"),
+        ("Quanti ricoveri ordinari abbandonati nel 2024?", "ricoveri-anno"),
+        ("Numero di ricoveri ordinari triagiati nel 2023", "ricoveri-anno"),
+    ],
+)
+def test_a_participle_only_another_query_uses_beside_a_noun_refuses(
+    question: str, target: str
+) -> None:
+    """A regular participle or gerund (-ato/-ito/-uto and their plurals, -ed, -ing) attached to
+    a noun of the question says what happened to those rows ("visits ended with the patient
+    leaving"): one only another query's texts use is that query's event."""
+    decision = decided(question, target)
+    assert computed(decision) is None, question
+    fit = next(f for f in decision.fits if f.query_id == target)
+    assert fit.refused is not None and fit.refused.startswith("another event"), fit.refused
+
+
+@pytest.mark.parametrize(
+    ("question", "target"),
+    [
+        ("Quanti ricoveri ordinari sono stati dimessi dalla Geriatria nel 2024?", "ricoveri-anno"),
+        ("How many inpatient admissions were discharged in 2023?", "ricoveri-anno"),
+        ("Spesa per i farmaci somministrati nel 2022", "spesa-farmaci"),
+    ],
+)
+def test_the_query_s_own_verb_is_computed(question: str, target: str) -> None:
+    decision = decided(question, target)
+    assert computed(decision) is not None and decision.query_id == target, decision.reason

@@ -1061,7 +1061,9 @@ def fit(
         event = tuple(
             w
             for w in unexplained
-            if w not in foreign and w not in neighbour and _after_auxiliary(reading, w)
+            if w not in foreign
+            and w not in neighbour
+            and (_after_auxiliary(reading, w) or _participle_of_a_noun(reading, w))
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -1178,8 +1180,9 @@ def fit(
         )
     elif event:
         refused = (
-            f"another event: the question says {', '.join(event)} after an auxiliary, a verb "
-            f"of another catalog query that {query.id} never uses: what happened to the rows, "
+            f"another event: the question says {', '.join(event)} after an auxiliary or a "
+            f"noun, a verb of another catalog query that {query.id} never uses: what happened "
+            "to the rows, "
             "so a part of them, not all it counts (add the wording to its examples if it "
             "computes that)"
         )
@@ -1219,6 +1222,24 @@ def _after_auxiliary(reading: Reading, word: str) -> bool:
     tense or a passive ("hanno abbandonato", "sono stati dimessi", "were discharged")."""
     return any(
         token == word and i and reading.tokens[i - 1] in _AUXILIARIES
+        for i, token in enumerate(reading.tokens)
+    )
+
+
+# A regular participle or gerund, Italian (-ato/-ito/-uto, -ati, -ata, ...) or English (-ed,
+# -ing): beside a noun it says what happened to those rows ("visits ended with the patient
+# leaving", "ricoveri abbandonati").
+_VERB_FORM: Final = re.compile(r"\w{3,}(?:[aiu]t[oaie]|ed|ing)")
+
+
+def _participle_of_a_noun(reading: Reading, word: str) -> bool:
+    """Whether `word` is a participle or gerund (`_VERB_FORM`) right after a content word of
+    the question ("visits ended", "patient leaving", "ricoveri ordinari abbandonati")."""
+    if not _VERB_FORM.fullmatch(word):
+        return False
+    content = set(reading.words)
+    return any(
+        token == word and i and reading.tokens[i - 1] in content
         for i, token in enumerate(reading.tokens)
     )
 
