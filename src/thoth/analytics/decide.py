@@ -25,7 +25,8 @@ A word that no query of the catalog explains may name something the catalog does
 ("età", "boarding", "codice giallo"), or may be ordinary language ("quante persone sono
 arrivate", "quanto è costata"). It refuses when it could change *what* is computed
 (`substantive`): a name (capitalised inside the question), a word of the store's views and
-columns the query does not read (a measure or a filter the store holds), a word attached to
+columns the query does not read (a measure or a filter the store holds), the head of one of
+the query's words ("il record di attesa": the record is asked), a word attached to
 another content word (a modifier, "ricoveri urgenti", "pediatric visits", or a term of several
 unknown words, "parti cesarei"), a complement (after a preposition, or after a form of to have
 that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), or the verb after
@@ -251,6 +252,11 @@ _GENERIC_MEASURE_NOUNS: Final = frozenset(
     )
 )
 _ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
+# Nouns that name the whole of the rows ("l'insieme dei farmaci", "il complesso dei ricoveri",
+# "the whole of the visits"): before di/of they apply no function to what follows.
+_WHOLE_NOUNS: Final = frozenset(
+    re.findall(r"\w+", "insieme complesso totalità totalita interezza whole entirety totality")
+)
 
 # A generic quantifier or determiner before its noun ("nei vari reparti", "per i singoli
 # reparti", "across the various wards", "for the different codes"), opening the question or
@@ -729,6 +735,10 @@ class Vocabulary:
             return "what is measured"
         if word in reading.targets:
             return "what is asked for"
+        if word not in _GENERIC_MEASURE_NOUNS | _WHOLE_NOUNS and self._head_of_own_word(
+            reading, word, query_id
+        ):
+            return "what is measured (the head of a word of the query)"
         stems, words = self.unread_anywhere.get(query_id, (frozenset(), frozenset()))
         if _explained_or_derived(word, stems, words, self.matcher):
             return "a word of the store's views"
@@ -765,6 +775,25 @@ class Vocabulary:
             if any(n in content for n in neighbours):
                 return "attached to another content word"
         return None
+
+    def _head_of_own_word(self, reading: Reading, word: str, query_id: str) -> bool:
+        """Whether `word` is followed, past di/of and articles, by a content word the query
+        explains: "il record di attesa", "the record of visits" ask the record, of which the
+        query's word is only the complement."""
+        own = self.per_query.get(query_id, frozenset())
+        own_words = self.words.get(query_id, frozenset())
+        for i, token in enumerate(reading.tokens):
+            if token != word or i + 1 >= len(reading.tokens):
+                continue
+            if reading.tokens[i + 1] not in _LINKS:
+                continue
+            for after in reading.tokens[i + 2 : i + 4]:
+                if after in _ARTICLES:
+                    continue
+                if after in reading.words and _explained(after, own, own_words, self.matcher):
+                    return True
+                break
+        return False
 
     @staticmethod
     def _next_word(reading: Reading, i: int) -> str | None:
