@@ -29,7 +29,8 @@ columns the query does not read (a measure or a filter the store holds), the hea
 the query's words ("il record di attesa": the record is asked), a word attached to
 another content word (a modifier, "ricoveri urgenti", "pediatric visits", or a term of several
 unknown words, "parti cesarei"), a complement (after a preposition, or after a form of to have
-that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), or the verb after
+that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), a predicate
+after a form of to be ("erano urgenti", "were urgent": what the rows are), or the verb after
 an auxiliary on rows that record several events ("sono iniziati" beside admissions dated by
 admission and discharge: which event is counted). Otherwise it is ordinary — it lowers the
 score, is named in the diagnostics (`ordinary`) and does not refuse on its own — but only when
@@ -244,6 +245,26 @@ _AUXILIARIES: Final = frozenset(
         "ha hanno aveva avevano abbia abbiano is are was were be been being has have",
     )
 )
+# The forms of to be: the word after one is a participle (a compound tense or a passive, "sono
+# giunti", "were opened"), or a predicate, what the rows are ("erano urgenti", "were urgent"):
+# a condition on them.
+_BE: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "sono è era erano fu furono sia siano stato stata stati state "
+        "is are was were be been being",
+    )
+)
+# A participle, regular (`_PARTICIPLE`, with the Italian plurals and feminines), of the common
+# irregular Italian endings ("giunti", "rimasti", "dimessi", "chiusi", "visti", "morti",
+# "fatti", "presi", "aperti") or English in -ed or -en ("seen", "taken"); other irregular ones
+# ("left", "met") are read as predicates: a refusal, the acceptable error.
+_ANY_PARTICIPLE: Final = re.compile(
+    r"\w{2,}(?:[aiu]t[oaie]|unt[oaie]|ast[oaie]|ess[oaie]|[iu]s[oaie]|ist[oaie]|ort[oaie]|"
+    r"att[oaie]|ett[oaie]|itt[oaie]|olt[oaie]|es[oaie]|ers[oaie]|ert[oaie]|ott[oaie]|ed|en)"
+)
+# Adverbs say how, not which rows ("è stata complessivamente").
+_ADVERB: Final = re.compile(r"\w{3,}(?:mente|ly)")
 # Nouns that name a measure generically: the figure is the word after them ("tempo medio
 # d'attesa", "the length of stay", "l'importo della spesa").
 _GENERIC_MEASURE_NOUNS: Final = frozenset(
@@ -751,6 +772,12 @@ class Vocabulary:
             if i and before and before[-1] in _PREPOSITIONS:
                 return "a complement (after a preposition)"
             previous = reading.tokens[i - 1] if i else ""
+            if (
+                previous in _BE
+                and not _ANY_PARTICIPLE.fullmatch(word)
+                and not _ADVERB.fullmatch(word)
+            ):
+                return f"what the rows are (a predicate after '{previous}')"
             events = self.events.get(query_id, ())
             if previous in _AUXILIARIES and len(events) > 1:
                 return (
