@@ -311,6 +311,8 @@ _RELATIONS: Final = {
         ("within", "entro within"),
         ("until", "fino until till"),
         ("during", "durante during"),
+        # a negation denies what follows: the complement of the rows it names
+        ("not", "non mai nessun nessuno nessuna né not never neither nor"),
     )
     for word in words.split()
 }
@@ -337,6 +339,7 @@ _SIDE: Final = {
     "without": "out",
     "except": "out",
     "during": None,
+    "not": "out",
 }
 # Words that make a relation word one: "prima" is a preposition before di/che ("prima della
 # visita"; "la prima visita" is an adjective), "fino" before a ("fino al 2024").
