@@ -16,7 +16,8 @@ catalog query, beside the similarity of the question with its description and ex
 - its parameters are filled from the question (`extract`): the enumerated values it names
   are evidence that the question is about this query;
 - the question's **words** are read against the query's vocabulary (description, examples,
-  parameter descriptions, values and synonyms, result labels): a word none of them explains
+  parameter descriptions, values and synonyms, result labels, the store's columns its figure
+  is computed from: "costo" of `sum(costo_euro) AS spesa`): a word none of them explains
   ("blue" beside the values brown and green) counts against it, and a word no query explains
   refuses them all.
 
@@ -24,10 +25,12 @@ A word that no query of the catalog explains may name something the catalog does
 ("età", "boarding", "codice giallo"), or may be ordinary language ("quante persone sono
 arrivate", "quanto è costata"). It refuses when it could change *what* is computed
 (`substantive`): a name (capitalised inside the question), a word of the store's views and
-columns the query does not read (a measure or a filter the store holds), a word attached to
+columns the query does not read (a measure or a filter the store holds), the head of one of
+the query's words ("il record di attesa": the record is asked), a word attached to
 another content word (a modifier, "ricoveri urgenti", "pediatric visits", or a term of several
 unknown words, "parti cesarei"), a complement (after a preposition, or after a form of to have
-that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), or the verb after
+that possesses: "hanno avuto complicanze"; "ha gestito" is a compound past), a predicate
+after a form of to be ("erano urgenti", "were urgent": what the rows are), or the verb after
 an auxiliary on rows that record several events ("sono iniziati" beside admissions dated by
 admission and discharge: which event is counted). Otherwise it is ordinary — it lowers the
 score, is named in the diagnostics (`ordinary`) and does not refuse on its own — but only when
@@ -35,15 +38,17 @@ the question asks a figure (a measure word, or a year, date or number the query'
 take): a question asking none may be one for the documents. A model's choice has no similarity
 to vouch for it: there every unknown word refuses. A word another query explains refuses when
 it names a column of the query's own rows that the query does not read ("con un ricovero"
-beside the emergency room's visits: the `ricoverato` flag). Part of a value ("Psichiatria" of
-"Psichiatria (SPDC)") refuses: the filter it means would be left empty. A curator who finds a
-refused word means a query adds it to that query's examples or synonyms. The score is the
-similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED` times the share of
-the question's content words that only other queries explain. `tht analytics calibrate` sets
-the threshold on this score, not on the similarity. A query refused by a gate is never answered
-with: the next eligible query above the threshold is, else the text path with the reason. Two
-eligible queries within the tie margin are a clarification naming both; the chosen one missing
-a required value is `needs_parameter`.
+beside the emergency room's visits: the `ricoverato` flag; "hanno abbandonato", the
+`abbandono` flag said as a verb), or when it stands right after an auxiliary ("sono stati
+dimessi" beside the emergency room's visits: another query's event). Part of a value
+("Psichiatria" of "Psichiatria (SPDC)") refuses: the filter it means would be left empty. A
+curator who finds a refused word means a query adds it to that query's examples or synonyms.
+The score is the similarity, plus `EVIDENCE` per enumerated value named, minus `UNEXPLAINED`
+times the share of the question's content words that only other queries explain. `tht analytics
+calibrate` sets the threshold on this score, not on the similarity. A query refused by a gate
+is never answered with: the next eligible query above the threshold is, else the text path with
+the reason. Two eligible queries within the tie margin are a clarification naming both; the
+chosen one missing a required value is `needs_parameter`.
 """
 
 from __future__ import annotations
@@ -53,6 +58,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from thoth.analytics.catalog import CatalogQuery
 from thoth.analytics.extract import (
@@ -134,8 +143,24 @@ _GROUPING_IDIOMS: Final = re.compile(
 )
 
 
+# A participle of dividing or grouping before per/by only says "broken down by" ("divisi per
+# codice", "suddivise per reparto", "ripartiti per", "raggruppati per", "disaggregati per",
+# "separati per"; "divided by", "broken down by", "split by", "grouped by", "separated by",
+# "disaggregated by", "segmented by"): the grouping per/by asks, no condition on the rows.
+# ("Distinti per" is left out: "distinti" is a distinct count, `measure.py`.)
+_GROUPING_PARTICIPLES: Final = re.compile(
+    r"\b(?:(?:suddivis|divis|ripartit|raggruppat|disaggregat|aggregat|separat|spacchettat|"
+    r"segmentat)[oaie]|divided|broken\s+down|split|grouped|separated|disaggregated|"
+    r"aggregated|segmented|bucketed)\s+(?=(?:per|by)\b)",
+    re.IGNORECASE,
+)
+
+
 def _grouping_idioms(question: str) -> str:
-    return _GROUPING_IDIOMS.sub(" per ", question)
+    """The question as the grouping and content words are read: grouping idioms as "per",
+    grouping participles and quantifiers before their noun dropped."""
+    plain = _GROUPING_PARTICIPLES.sub("", _GROUPING_IDIOMS.sub(" per ", question))
+    return _QUANTIFIER.sub(r"\1", plain)
 
 
 # A period said as an adjective groups by it as "per mese" does ("accessi mensili", "monthly
@@ -220,6 +245,26 @@ _AUXILIARIES: Final = frozenset(
         "ha hanno aveva avevano abbia abbiano is are was were be been being has have",
     )
 )
+# The forms of to be: the word after one is a participle (a compound tense or a passive, "sono
+# giunti", "were opened"), or a predicate, what the rows are ("erano urgenti", "were urgent"):
+# a condition on them.
+_BE: Final = frozenset(
+    re.findall(
+        r"\w+",
+        "sono è era erano fu furono sia siano stato stata stati state "
+        "is are was were be been being",
+    )
+)
+# A participle, regular (`_PARTICIPLE`, with the Italian plurals and feminines), of the common
+# irregular Italian endings ("giunti", "rimasti", "dimessi", "chiusi", "visti", "morti",
+# "fatti", "presi", "aperti") or English in -ed or -en ("seen", "taken"); other irregular ones
+# ("left", "met") are read as predicates: a refusal, the acceptable error.
+_ANY_PARTICIPLE: Final = re.compile(
+    r"\w{2,}(?:[aiu]t[oaie]|unt[oaie]|ast[oaie]|ess[oaie]|[iu]s[oaie]|ist[oaie]|ort[oaie]|"
+    r"att[oaie]|ett[oaie]|itt[oaie]|olt[oaie]|es[oaie]|ers[oaie]|ert[oaie]|ott[oaie]|ed|en)"
+)
+# Adverbs say how, not which rows ("è stata complessivamente").
+_ADVERB: Final = re.compile(r"\w{3,}(?:mente|ly)")
 # Nouns that name a measure generically: the figure is the word after them ("tempo medio
 # d'attesa", "the length of stay", "l'importo della spesa").
 _GENERIC_MEASURE_NOUNS: Final = frozenset(
@@ -228,6 +273,26 @@ _GENERIC_MEASURE_NOUNS: Final = frozenset(
     )
 )
 _ARTICLES: Final = frozenset(re.findall(r"\w+", "il lo la i gli le l un uno una the a an"))
+# Nouns that name the whole of the rows ("l'insieme dei farmaci", "il complesso dei ricoveri",
+# "the whole of the visits"): before di/of they apply no function to what follows.
+_WHOLE_NOUNS: Final = frozenset(
+    re.findall(r"\w+", "insieme complesso totalità totalita interezza whole entirety totality")
+)
+
+# A generic quantifier or determiner before its noun ("nei vari reparti", "per i singoli
+# reparti", "across the various wards", "for the different codes"), opening the question or
+# after a preposition or an article, puts no condition on the rows. After its noun "diversi"
+# and "different" mean distinct ("pazienti diversi"): that place is read as any word's.
+_QUANTIFIERS: Final = (
+    r"var[ie]|divers[ie]|singol[ie]|rispettiv[ie]|various|several|different|individual|"
+    r"respective"
+)
+_DETERMINER_PLACE: Final = "|".join(
+    sorted((_PREPOSITIONS | _ARTICLES) - {"d", "l", "all", "dell", "nell", "sull", "dall"})
+)
+_QUANTIFIER: Final = re.compile(
+    rf"(^\W*|\b(?:{_DETERMINER_PLACE})\s+)(?:{_QUANTIFIERS})\s+(?=[^\W\d_])", re.IGNORECASE
+)
 
 # Relations: a preposition that relates the rows to something else puts a condition on them
 # ("abbandoni dopo la visita", "accessi esclusi i codici rossi", "visits except red codes"),
@@ -246,6 +311,8 @@ _RELATIONS: Final = {
         ("within", "entro within"),
         ("until", "fino until till"),
         ("during", "durante during"),
+        # a negation denies what follows: the complement of the rows it names
+        ("not", "non mai nessun nessuno nessuna né not never neither nor"),
     )
     for word in words.split()
 }
@@ -272,6 +339,7 @@ _SIDE: Final = {
     "without": "out",
     "except": "out",
     "during": None,
+    "not": "out",
 }
 # Words that make a relation word one: "prima" is a preposition before di/che ("prima della
 # visita"; "la prima visita" is an adjective), "fino" before a ("fino al 2024").
@@ -543,13 +611,20 @@ class Vocabulary:
             grouped: set[int] = set()
             grouped_words: set[str] = set()
             measured: list[str] = []
+            sources = _figure_sources(query)
             for name, column in query.result.columns.items():
                 named = f"{name.replace('_', ' ')} {column.label}"
                 money = " ".join(MONEY_WORDS) if column.kind == "amount" else ""
-                texts.append(f"{named} {column.unit or ''} {money}")
-                said |= matcher.stems(f"{named} {column.unit or ''} {money}")
+                # "costo" of sum(costo_euro) AS spesa: the figure's own words
+                source = (
+                    " ".join(n.replace("_", " ") for n in sources.get(name, ()))
+                    if column.kind in ("quantity", "amount")
+                    else ""
+                )
+                texts.append(f"{named} {column.unit or ''} {money} {source}")
+                said |= matcher.stems(f"{named} {column.unit or ''} {money} {source}")
                 if column.kind in ("quantity", "amount"):
-                    measured.append(f"{named} {column.unit or ''} {money}")
+                    measured.append(f"{named} {column.unit or ''} {money} {source}")
                 if column.kind != "quantity":
                     grouped |= matcher.stems(named)
                     grouped_words |= set(_WORD.findall(named.casefold()))
@@ -684,8 +759,12 @@ class Vocabulary:
             return "what is measured"
         if word in reading.targets:
             return "what is asked for"
+        if word not in _GENERIC_MEASURE_NOUNS | _WHOLE_NOUNS and self._head_of_own_word(
+            reading, word, query_id
+        ):
+            return "what is measured (the head of a word of the query)"
         stems, words = self.unread_anywhere.get(query_id, (frozenset(), frozenset()))
-        if _explained(word, stems, words, self.matcher):
+        if _explained_or_derived(word, stems, words, self.matcher):
             return "a word of the store's views"
         content = set(reading.words)
         for i, token in enumerate(reading.tokens):
@@ -696,6 +775,12 @@ class Vocabulary:
             if i and before and before[-1] in _PREPOSITIONS:
                 return "a complement (after a preposition)"
             previous = reading.tokens[i - 1] if i else ""
+            if (
+                previous in _BE
+                and not _ANY_PARTICIPLE.fullmatch(word)
+                and not _ADVERB.fullmatch(word)
+            ):
+                return f"what the rows are (a predicate after '{previous}')"
             events = self.events.get(query_id, ())
             if previous in _AUXILIARIES and len(events) > 1:
                 return (
@@ -720,6 +805,25 @@ class Vocabulary:
             if any(n in content for n in neighbours):
                 return "attached to another content word"
         return None
+
+    def _head_of_own_word(self, reading: Reading, word: str, query_id: str) -> bool:
+        """Whether `word` is followed, past di/of and articles, by a content word the query
+        explains: "il record di attesa", "the record of visits" ask the record, of which the
+        query's word is only the complement."""
+        own = self.per_query.get(query_id, frozenset())
+        own_words = self.words.get(query_id, frozenset())
+        for i, token in enumerate(reading.tokens):
+            if token != word or i + 1 >= len(reading.tokens):
+                continue
+            if reading.tokens[i + 1] not in _LINKS:
+                continue
+            for after in reading.tokens[i + 2 : i + 4]:
+                if after in _ARTICLES:
+                    continue
+                if after in reading.words and _explained(after, own, own_words, self.matcher):
+                    return True
+                break
+        return False
 
     @staticmethod
     def _next_word(reading: Reading, i: int) -> str | None:
@@ -763,9 +867,7 @@ class Vocabulary:
         least)."""
         if _explained(word, self.matcher.stems(other), frozenset([other]), self.matcher):
             return True
-        shorter, longer = sorted((word, other), key=len)
-        stem = shorter[:-1] if len(shorter) > 5 else shorter
-        return len(stem) >= 5 and longer.startswith(stem)
+        return _same_root(word, other)
 
     def another_figure(self, word: str, query_id: str) -> bool:
         """Whether the word names the figure of another query (its quantity's name, label or
@@ -800,7 +902,7 @@ class Vocabulary:
         """Whether the word names a view of the store or a column of the query's own views
         that the query does not read."""
         stems, words = self.unread.get(query_id, (frozenset(), frozenset()))
-        return _explained(word, stems, words, self.matcher)
+        return _explained_or_derived(word, stems, words, self.matcher)
 
     def partial_values(self, reading: Reading) -> tuple[str, ...]:
         """The question's words found only inside enumerated values, none of whose values the
@@ -876,6 +978,23 @@ class Vocabulary:
         )
 
 
+def _figure_sources(query: CatalogQuery) -> dict[str, tuple[str, ...]]:
+    """Per result column, the store's columns its select expression reads ("costo_euro" of
+    `round(sum(costo_euro), 2) AS spesa`): what the figure is computed from, whose words name
+    it. SQL sqlglot cannot read (a dialect's own syntax) gives none: its figure is then named
+    by its result columns only, and fewer words are explained (a refusal, never a number)."""
+    try:
+        tree = sqlglot.parse_one(query.sql)
+    except SqlglotError:
+        return {}
+    if not isinstance(tree, exp.Select):
+        return {}
+    return {
+        e.alias_or_name: tuple(dict.fromkeys(c.name for c in e.find_all(exp.Column)))
+        for e in tree.expressions
+    }
+
+
 def _pool(
     names: Sequence[str], read: str, matcher: Matcher
 ) -> tuple[frozenset[int], frozenset[str]]:
@@ -906,6 +1025,25 @@ def _unexplained(words: Sequence[str], qid: str, vocab: Vocabulary) -> tuple[str
 
 def _explained(word: str, stems: frozenset[int], words: frozenset[str], matcher: Matcher) -> bool:
     return bool(matcher.within(word, stems)) or any(_akin(word, v) for v in words)
+
+
+def _same_root(word: str, other: str) -> bool:
+    """One word the other inflected as a participle or a verb ("visita" / "visitati",
+    "abbandono" / "abbandonato", "abbandonano"): the shorter, but for its last letter, begins
+    the longer (5 letters at least). The Italian stemmer keeps a noun and its verb's forms
+    apart; the English one joins them already ("abandoned", "abandonment")."""
+    shorter, longer = sorted((word, other), key=len)
+    stem = shorter[:-1] if len(shorter) > 5 else shorter
+    return len(stem) >= 5 and longer.startswith(stem)
+
+
+def _explained_or_derived(
+    word: str, stems: frozenset[int], words: frozenset[str], matcher: Matcher
+) -> bool:
+    """`_explained`, or the word is one of `words` inflected as a verb (`_same_root`): the
+    store's names are nouns ("abbandono", "ricoverato"), a question says what happened to
+    the rows with a verb ("hanno abbandonato")."""
+    return _explained(word, stems, words, matcher) or any(_same_root(word, w) for w in words)
 
 
 def _akin(word: str, other: str) -> bool:
@@ -973,6 +1111,18 @@ def fit(
                 # what is measured, named as another query's figure
                 or (w in reading.measured and vocab.another_figure(w, query.id))
             )
+        )
+    # A verb after an auxiliary that only other queries use ("sono stati dimessi" beside the
+    # emergency room's visits, "were discharged"): what happened to the rows, in another
+    # query's terms — another event, a part of the rows this one counts.
+    event: tuple[str, ...] = ()
+    if proposed is None:
+        event = tuple(
+            w
+            for w in unexplained
+            if w not in foreign
+            and w not in neighbour
+            and (_after_auxiliary(reading, w) or _participle_of_a_noun(reading, w))
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -1087,6 +1237,14 @@ def fit(
             "(another figure or another population), the row the question asks for, or what "
             "another query measures"
         )
+    elif event:
+        refused = (
+            f"another event: the question says {', '.join(event)} after an auxiliary or a "
+            f"noun, a verb of another catalog query that {query.id} never uses: what happened "
+            "to the rows, "
+            "so a part of them, not all it counts (add the wording to its examples if it "
+            "computes that)"
+        )
     elif unstated:
         refused = (
             f"unstated value: the model set {', '.join(unstated)}, which the question does "
@@ -1115,6 +1273,33 @@ def fit(
         refused,
         unasked,
         ordinary,
+    )
+
+
+def _after_auxiliary(reading: Reading, word: str) -> bool:
+    """Whether `word` stands right after an auxiliary (`_AUXILIARIES`): the verb of a compound
+    tense or a passive ("hanno abbandonato", "sono stati dimessi", "were discharged")."""
+    return any(
+        token == word and i and reading.tokens[i - 1] in _AUXILIARIES
+        for i, token in enumerate(reading.tokens)
+    )
+
+
+# A regular participle or gerund, Italian (-ato/-ito/-uto, -ati, -ata, ...) or English (-ed,
+# -ing): beside a noun it says what happened to those rows ("visits ended with the patient
+# leaving", "ricoveri abbandonati").
+_VERB_FORM: Final = re.compile(r"\w{3,}(?:[aiu]t[oaie]|ed|ing)")
+
+
+def _participle_of_a_noun(reading: Reading, word: str) -> bool:
+    """Whether `word` is a participle or gerund (`_VERB_FORM`) right after a content word of
+    the question ("visits ended", "patient leaving", "ricoveri ordinari abbandonati")."""
+    if not _VERB_FORM.fullmatch(word):
+        return False
+    content = set(reading.words)
+    return any(
+        token == word and i and reading.tokens[i - 1] in content
+        for i, token in enumerate(reading.tokens)
     )
 
 
