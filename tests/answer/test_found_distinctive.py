@@ -7,7 +7,8 @@ verdict is the term signal's alone. Bundled embedder, `DocsSync`, `AnswerService
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from thoth.answer.relevance import (
     MIN_CORPUS,
     UNMATCHED_SHARE,
     Term,
+    meaning_shares,
     outweighed,
 )
 from thoth.answer.service import AnswerService
@@ -250,3 +252,44 @@ def test_without_the_embedder_unmatched_words_are_weighed_by_idf_and_the_answer_
     assert all("share" not in t for t in relevance["terms"]), relevance
     assert answer.status == "nothing_found", relevance  # idf: nothing distinctive matched
     assert relevance["verdict"] == "unmatched_terms"
+
+
+def _moving(moves: dict[str, float], calls: list[str]) -> Callable[[str], list[float]]:
+    """A query embedder whose question without a word moves by that word's `moves` entry:
+    unit vectors on a circle, the whole question at angle 0. Records every text embedded."""
+
+    def embed(text: str) -> list[float]:
+        calls.append(text)
+        gone = [w for w in moves if w not in text.lower().split()]
+        cosine = 1.0 - sum(moves[w] for w in gone)
+        return [cosine, math.sqrt(max(0.0, 1.0 - cosine * cosine))]
+
+    return embed
+
+
+def test_the_share_stops_measuring_once_the_lacking_words_cannot_decide() -> None:
+    """The lacking words are measured first and the others only until the lacking ones are
+    under UNMATCHED_SHARE of what is measured so far (the rest can only lower their share):
+    framing words beside a heavy subject cost a few embeddings, not one per word, and the
+    verdict is the one every word's move gives."""
+    moves = {"latest": 0.01, "apple": 0.2, "revenue": 0.1, "quarter": 0.05, "its": 0.001}
+    moves |= {f"z{chr(97 + i)}": 0.002 for i in range(8)}
+    question = " ".join(moves)
+    calls: list[str] = []
+    shares = meaning_shares(question, _moving(moves, calls), lacking={"latest"})
+    assert len(calls) < len(moves) / 2, calls  # the whole, "latest" and one heavier word
+    exact = meaning_shares(question, _moving(moves, []))
+    assert exact["latest"] < UNMATCHED_SHARE  # the same verdict as every word measured
+    assert exact["latest"] <= shares["latest"] < UNMATCHED_SHARE  # an upper bound
+
+
+def test_a_lacking_subject_is_measured_against_every_word() -> None:
+    """When the lacking words keep a fifth of what is measured, every word is measured: the
+    share is exact."""
+    moves = {"animali": 0.2, "domestici": 0.15, "pronto": 0.02, "soccorso": 0.02, "con": 0.001}
+    question = " ".join(moves)
+    calls: list[str] = []
+    shares = meaning_shares(question, _moving(moves, calls), lacking={"animali", "domestici"})
+    assert len(calls) == len(moves) + 1
+    assert shares == meaning_shares(question, _moving(moves, []))
+    assert shares["animali"] + shares["domestici"] >= UNMATCHED_SHARE

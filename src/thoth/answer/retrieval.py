@@ -710,10 +710,13 @@ class KnowledgeSearch:
         question's meaning for the embedder (thoth.answer.relevance.meaning_shares): what
         decides whether they make the question another's. Measured only when there is one;
         without the embedder they are weighed by idf, and the answer says so."""
-        if not any(t.kind in ("rare", "unknown") and not t.held for t in terms):
+        lacking = {t.text.lower() for t in terms if t.kind in ("rare", "unknown") and not t.held}
+        if not lacking:
             return terms
         try:
-            shares = meaning_shares(question, lambda text: self.embedder.embed_query(text)[0])
+            shares = meaning_shares(
+                question, lambda text: self.embedder.embed_query(text)[0], lacking
+            )
         except EmbedderError as exc:
             degraded.append(f"relevance: unmatched words weighed by idf ({exc})")
             return terms
