@@ -293,3 +293,15 @@ def test_a_lacking_subject_is_measured_against_every_word() -> None:
     assert len(calls) == len(moves) + 1
     assert shares == meaning_shares(question, _moving(moves, []))
     assert shares["animali"] + shares["domestici"] >= UNMATCHED_SHARE
+
+
+def test_the_search_s_vector_of_the_question_is_not_embedded_again() -> None:
+    moves = {"animali": 0.2, "domestici": 0.15, "pronto": 0.02, "soccorso": 0.02}
+    question = " ".join(moves)
+    calls: list[str] = []
+    embed = _moving(moves, calls)
+    whole = embed(question)
+    calls.clear()
+    shares = meaning_shares(question, embed, {"animali"}, whole=whole)
+    assert question not in calls and len(calls) == len(moves)
+    assert shares == meaning_shares(question, _moving(moves, []), {"animali"})

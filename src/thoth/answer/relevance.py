@@ -206,6 +206,8 @@ def meaning_shares(
     question: str,
     embed: Callable[[str], Sequence[float]],
     lacking: Collection[str] | None = None,
+    *,
+    whole: Sequence[float] | None = None,
 ) -> dict[str, float]:
     """What each word of the question carries of its meaning for the embedder: the question
     embedded without the word moves away from the question embedded whole by 1 - cosine; a
@@ -220,10 +222,11 @@ def meaning_shares(
     UNMATCHED_SHARE of what is measured: every move is >= 0, so once they fall under it no
     other word can lift them back, and the verdict is the one every word's move gives. Each
     embedding costs 20-30 ms on 2 cores; framing words beside a subject stop after a few.
-    Stopped early, the shares are upper bounds over the words measured."""
+    Stopped early, the shares are upper bounds over the words measured. `whole`: the
+    question's own vector when the caller has it already (the search's), one embedding less."""
     import numpy as np
 
-    whole = np.asarray(embed(question), dtype=np.float64)
+    asked = np.asarray(embed(question) if whole is None else whole, dtype=np.float64)
     spelled = [m.group("word") for m in _TOKEN.finditer(question) if len(m.group("word")) > 1]
     words = list(dict.fromkeys(w.lower() for w in spelled))
 
@@ -231,7 +234,7 @@ def meaning_shares(
         rest = _without(question, word)
         if not rest:
             return None
-        return max(0.0, 1.0 - float(np.dot(whole, np.asarray(embed(rest)))))
+        return max(0.0, 1.0 - float(np.dot(asked, np.asarray(embed(rest)))))
 
     wanted = set(lacking) if lacking is not None else set(words)
     moves: dict[str, float] = {}

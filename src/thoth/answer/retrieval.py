@@ -516,7 +516,7 @@ class KnowledgeSearch:
         store = gen.store
         depth = max(self.settings.index.prefetch_limit, 4 * answers.top_k)
         found = _candidates(store, dense, bm25, where.where, depth, self.settings.index)
-        relevance = self._relevance(gen, question, found, where, expansion, corpus, degraded)
+        relevance = self._relevance(gen, question, found, where, expansion, corpus, degraded, dense)
         if not relevance.relevant:
             # A fused ranking always has a "closest" fragment, even for a question the corpus
             # knows nothing about: below the floor, or about a name or period the documents it
@@ -620,8 +620,10 @@ class KnowledgeSearch:
         expansion: Expansion,
         corpus: Mapping[str, Any],
         degraded: list[str],
+        dense: Sequence[float] | None = None,
     ) -> Relevance:
-        """Both signals of thoth.answer.relevance on the candidates the answer would use."""
+        """Both signals of thoth.answer.relevance on the candidates the answer would use.
+        `dense`: the question's vector, the search's (the meaning share starts from it)."""
         if not found.hits:
             return judge(found.best_similarity, self.min_similarity, None)
         if not self.settings.answers.term_check:
@@ -702,10 +704,16 @@ class KnowledgeSearch:
         merged = _merge_terms(checked) + stated_terms + quarter_terms
         decide = self.settings.answers.distinctive_terms == "decide"
         if decide:  # measured only where it decides: a query embedding per question word
-            merged = self._weigh_meaning(question, merged, degraded)
+            merged = self._weigh_meaning(question, merged, degraded, dense)
         return judge(found.best_similarity, self.min_similarity, merged, decide_unmatched=decide)
 
-    def _weigh_meaning(self, question: str, terms: list[Term], degraded: list[str]) -> list[Term]:
+    def _weigh_meaning(
+        self,
+        question: str,
+        terms: list[Term],
+        degraded: list[str],
+        dense: Sequence[float] | None = None,
+    ) -> list[Term]:
         """The distinctive words the quoted fragments lack, each with its share of the
         question's meaning for the embedder (thoth.answer.relevance.meaning_shares): what
         decides whether they make the question another's. Measured only when there is one;
@@ -715,7 +723,7 @@ class KnowledgeSearch:
             return terms
         try:
             shares = meaning_shares(
-                question, lambda text: self.embedder.embed_query(text)[0], lacking
+                question, lambda text: self.embedder.embed_query(text)[0], lacking, whole=dense
             )
         except EmbedderError as exc:
             degraded.append(f"relevance: unmatched words weighed by idf ({exc})")
