@@ -16,6 +16,10 @@ from tests.conftest import skip_unless_ci
 
 CHROMIUM = Path(os.environ.get("THOTH_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
+# Playwright's assertions wait 5 s by default; on a 2-core machine running the whole suite a
+# session opened in the page took longer (seen once: the page was right, only late). The
+# assertions still fail, after 30 s, when the page never shows what they expect.
+EXPECT_TIMEOUT_MS = 30_000
 
 
 @contextmanager
@@ -25,6 +29,7 @@ def chromium() -> Iterator[Browser]:
             f"no Chromium at {CHROMIUM}: apt-get install chromium (or set THOTH_CHROMIUM)",
             ".ci/run installs Debian's chromium, the page's tests must run",
         )
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM))
         try:
