@@ -1090,15 +1090,14 @@ class AnswersSettings(_Strict):
         description="Second relevance signal: the question's names and periods must occur in "
         "the documents the answer would come from, or the answer is nothing_found.",
     )
-    # On by default (issue 46): on the demo's domain, questions no source answers written by
-    # an outsider went 6/18 -> 15/18 nothing_found with answerable ones unchanged (18/21); on
-    # the 10-Q filings 2 more of 40 answerable questions are nothing_found, and a question
-    # with an unmatched distinctive word costs an embedding per word (benchmarks/README.md).
+    # On by default (issue 46): it refuses most of the in-domain questions no source answers
+    # and few answerable ones; a question with an unmatched distinctive word costs a few
+    # query embeddings. Figures per corpus in docs/answers.md and benchmarks/README.md.
     # "report" keeps the words in the diagnostics only.
     distinctive_terms: Literal["report", "decide"] = Field(
         default="decide",
         description="report: the question's distinctive words matched and unmatched are in "
-        "diagnostics.relevance only; decide: unmatched ones carrying a fifth or more of the "
+        "diagnostics.relevance only; decide: unmatched ones carrying a quarter or more of the "
         "question's meaning for the embedder make the answer nothing_found (unmatched_terms).",
     )
     answerer: Literal["extractive", "llm"] = Field(
