@@ -98,6 +98,11 @@ class Term:
         retrieved documents (a year by the fragments: check_terms)."""
         return self.matched if self.kind in ("rare", "unknown") else self.retrieved
 
+    @property
+    def lacking(self) -> bool:
+        """A distinctive word the quoted fragments do not hold: what `outweighed` weighs."""
+        return self.kind in ("rare", "unknown") and not self.matched
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "text": self.text,
@@ -361,7 +366,7 @@ def outweighed(terms: Sequence[Term]) -> bool:
     when their share of the question's meaning is measured (meaning_shares), together at
     least UNMATCHED_SHARE of it; unmeasured (no embedder), when their idf outweighs that of
     the distinctive terms held."""
-    lacking = [t for t in terms if t.kind in ("rare", "unknown") and not t.held]
+    lacking = [t for t in terms if t.lacking]
     if not lacking:
         return False
     if all(t.share is not None for t in lacking):
@@ -386,7 +391,7 @@ def judge(
     make the verdict; otherwise they are reported and the verdict is the other signals'."""
     checked = tuple(terms or ())
     missing = tuple(t.text for t in checked if t.kind in ("name", "period") and not t.retrieved)
-    unmatched = tuple(t.text for t in checked if t.kind in ("rare", "unknown") and not t.held)
+    unmatched = tuple(t.text for t in checked if t.lacking)
     if not outweighed(checked):
         unmatched = ()
     below = similarity is not None and min_similarity is not None and similarity < min_similarity

@@ -620,7 +620,7 @@ class KnowledgeSearch:
         expansion: Expansion,
         corpus: Mapping[str, Any],
         degraded: list[str],
-        dense: Sequence[float] | None = None,
+        dense: Sequence[float] | None,
     ) -> Relevance:
         """Both signals of thoth.answer.relevance on the candidates the answer would use.
         `dense`: the question's vector, the search's (the meaning share starts from it)."""
@@ -703,7 +703,7 @@ class KnowledgeSearch:
             checked.append(holding)
         merged = _merge_terms(checked) + stated_terms + quarter_terms
         decide = self.settings.answers.distinctive_terms == "decide"
-        if decide:  # measured only where it decides: a query embedding per question word
+        if decide:  # measured only where it decides: query embeddings, a few per question
             merged = self._weigh_meaning(question, merged, degraded, dense)
         return judge(found.best_similarity, self.min_similarity, merged, decide_unmatched=decide)
 
@@ -712,13 +712,13 @@ class KnowledgeSearch:
         question: str,
         terms: list[Term],
         degraded: list[str],
-        dense: Sequence[float] | None = None,
+        dense: Sequence[float] | None,
     ) -> list[Term]:
         """The distinctive words the quoted fragments lack, each with its share of the
         question's meaning for the embedder (thoth.answer.relevance.meaning_shares): what
         decides whether they make the question another's. Measured only when there is one;
         without the embedder they are weighed by idf, and the answer says so."""
-        lacking = {t.text.lower() for t in terms if t.kind in ("rare", "unknown") and not t.held}
+        lacking = {t.text.lower() for t in terms if t.lacking}
         if not lacking:
             return terms
         try:
@@ -729,10 +729,7 @@ class KnowledgeSearch:
             degraded.append(f"relevance: unmatched words weighed by idf ({exc})")
             return terms
         return [
-            replace(t, share=shares.get(t.text.lower(), 0.0))
-            if t.kind in ("rare", "unknown") and not t.held
-            else t
-            for t in terms
+            replace(t, share=shares.get(t.text.lower(), 0.0)) if t.lacking else t for t in terms
         ]
 
     def _failed(
