@@ -255,13 +255,16 @@ _BE: Final = frozenset(
         "is are was were be been being",
     )
 )
+# The endings of a regular participle, Italian with its plurals and feminines (-ato, -iti,
+# -uta ...) or English (-ed).
+_REGULAR_ENDINGS: Final = r"[aiu]t[oaie]|ed"
 # A participle, regular (`_PARTICIPLE`, with the Italian plurals and feminines), of the common
 # irregular Italian endings ("giunti", "rimasti", "dimessi", "chiusi", "visti", "morti",
 # "fatti", "presi", "aperti") or English in -ed or -en ("seen", "taken"); other irregular ones
 # ("left", "met") are read as predicates: a refusal, the acceptable error.
 _ANY_PARTICIPLE: Final = re.compile(
-    r"\w{2,}(?:[aiu]t[oaie]|unt[oaie]|ast[oaie]|ess[oaie]|[iu]s[oaie]|ist[oaie]|ort[oaie]|"
-    r"att[oaie]|ett[oaie]|itt[oaie]|olt[oaie]|es[oaie]|ers[oaie]|ert[oaie]|ott[oaie]|ed|en)"
+    rf"\w{{2,}}(?:{_REGULAR_ENDINGS}|unt[oaie]|ast[oaie]|ess[oaie]|[iu]s[oaie]|ist[oaie]|ort[oaie]|"
+    r"att[oaie]|ett[oaie]|itt[oaie]|olt[oaie]|es[oaie]|ers[oaie]|ert[oaie]|ott[oaie]|en)"
 )
 # Adverbs say how, not which rows ("è stata complessivamente").
 _ADVERB: Final = re.compile(r"\w{3,}(?:mente|ly)")
@@ -1276,31 +1279,30 @@ def fit(
     )
 
 
+def _right_after(reading: Reading, word: str, before: Collection[str]) -> bool:
+    """Whether `word` stands, somewhere in the question, right after one of `before`."""
+    return any(
+        token == word and i > 0 and reading.tokens[i - 1] in before
+        for i, token in enumerate(reading.tokens)
+    )
+
+
 def _after_auxiliary(reading: Reading, word: str) -> bool:
     """Whether `word` stands right after an auxiliary (`_AUXILIARIES`): the verb of a compound
     tense or a passive ("hanno abbandonato", "sono stati dimessi", "were discharged")."""
-    return any(
-        token == word and i and reading.tokens[i - 1] in _AUXILIARIES
-        for i, token in enumerate(reading.tokens)
-    )
+    return _right_after(reading, word, _AUXILIARIES)
 
 
 # A regular participle or gerund, Italian (-ato/-ito/-uto, -ati, -ata, ...) or English (-ed,
 # -ing): beside a noun it says what happened to those rows ("visits ended with the patient
 # leaving", "ricoveri abbandonati").
-_VERB_FORM: Final = re.compile(r"\w{3,}(?:[aiu]t[oaie]|ed|ing)")
+_VERB_FORM: Final = re.compile(rf"\w{{3,}}(?:{_REGULAR_ENDINGS}|ing)")
 
 
 def _participle_of_a_noun(reading: Reading, word: str) -> bool:
     """Whether `word` is a participle or gerund (`_VERB_FORM`) right after a content word of
     the question ("visits ended", "patient leaving", "ricoveri ordinari abbandonati")."""
-    if not _VERB_FORM.fullmatch(word):
-        return False
-    content = set(reading.words)
-    return any(
-        token == word and i and reading.tokens[i - 1] in content
-        for i, token in enumerate(reading.tokens)
-    )
+    return bool(_VERB_FORM.fullmatch(word)) and _right_after(reading, word, set(reading.words))
 
 
 def _names_a_winner(query: CatalogQuery, groups: Sequence[frozenset[str]]) -> bool:
