@@ -97,10 +97,7 @@ def test_a_verb_only_another_query_uses_after_an_auxiliary_refuses(
     """The verb of a compound tense or a passive says what happened to the rows; one only
     another query's texts use ("dimessi" of the admissions, beside the emergency room's visits)
     names that query's event, not the rows this one counts."""
-    decision = decided(question, target)
-    assert computed(decision) is None, question
-    fit = next(f for f in decision.fits if f.query_id == target)
-    assert fit.refused is not None and fit.refused.startswith("another event"), fit.refused
+    _refused_as_another_event(question, target)
 
 
 @pytest.mark.parametrize(
@@ -121,10 +118,7 @@ def test_a_participle_only_another_query_uses_beside_a_noun_refuses(
     """A regular participle or gerund (-ato/-ito/-uto and their plurals, -ed, -ing) attached to
     a noun of the question says what happened to those rows ("visits ended with the patient
     leaving"): one only another query's texts use is that query's event."""
-    decision = decided(question, target)
-    assert computed(decision) is None, question
-    fit = next(f for f in decision.fits if f.query_id == target)
-    assert fit.refused is not None and fit.refused.startswith("another event"), fit.refused
+    _refused_as_another_event(question, target)
 
 
 @pytest.mark.parametrize(
@@ -138,3 +132,10 @@ def test_a_participle_only_another_query_uses_beside_a_noun_refuses(
 def test_the_query_s_own_verb_is_computed(question: str, target: str) -> None:
     decision = decided(question, target)
     assert computed(decision) is not None and decision.query_id == target, decision.reason
+
+
+def _refused_as_another_event(question: str, target: str) -> None:
+    decision = decided(question, target)
+    assert computed(decision) is None, question
+    fit = next(f for f in decision.fits if f.query_id == target)
+    assert fit.refused is not None and fit.refused.startswith("another event"), fit.refused
