@@ -21,12 +21,13 @@ to the decision's gates, once heldout.yaml had been seen. `--set heldout3` decid
 a third set written before the next change to the gates, once heldout2.yaml had been seen too.
 `--set heldout4` and `--set heldout5` decide sets written by an outsider who read neither the
 decision's code nor the earlier sets' questions, before any change; heldout5 is sealed for the
-final measurement (not run before it).
+final measurement (not run before it). `--set heldout6` decides a sixth outsider set (helper
+"blind6", same rules), also sealed for the final measurement.
 `--set dev` decides dev.yaml, the wordings and near-misses written while changing them (tuning).
 
 Usage:
     .venv/bin/python benchmarks/analytics_heldout.py [--json] [--threshold X]
-        [--set heldout2|heldout3|heldout4|heldout5|dev]
+        [--set heldout2|heldout3|heldout4|heldout5|heldout6|dev]
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ def main() -> None:
     parser.add_argument(
         "--set",
         default="heldout",
-        choices=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "dev"],
-        help="the held-out file of benchmarks/data/analytics_heldout/ (heldout5: sealed)",
+        choices=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "dev"],
+        help="the held-out file of benchmarks/data/analytics_heldout/ (heldout5, heldout6: sealed)",
     )
     args = parser.parse_args()
     result = run(args.threshold, args.set)
