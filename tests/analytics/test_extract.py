@@ -178,3 +178,41 @@ def test_an_english_workspace_matches_italian_words_with_the_italian_stemmer() -
     # apart, and an English stopword is no content word in an Italian workspace.
     assert MATCHER.within("ordinario", MATCHER.stems("ricoveri ordinari")) == 1
     assert not MATCHER.is_content("the") and MATCHER.is_content("ricoveri")
+
+
+VISITS = """\
+id: accessi
+description: Numero di accessi al pronto soccorso in un anno, per codice di triage se indicato
+examples: [Quanti accessi in codice rosso nel 2023?]
+parameters:
+  anno: {type: year, description: Anno di arrivo}
+  triage: {type: enum, description: Codice di triage, values_from: a.v.codice_triage, required: false}
+measure: count
+sql: "SELECT count(*) AS accessi FROM a.v WHERE anno = :anno AND (:triage IS NULL OR codice_triage = :triage)"
+result: {shape: value, columns: {accessi: {label: Accessi, unit: accessi, kind: quantity}}}
+"""
+# The store's values are Italian; their English names are what docs/analytics.md tells the
+# catalog writer to declare as synonyms ("Write for the words users use").
+COLOURS = {"bianco": "white", "verde": "green", "azzurro": "light blue", "arancione": "orange"}
+FRAMES_IT = ["Quanti accessi in codice {} nel 2023?", "Accessi in PS con codice {}, 2023"]
+FRAMES_EN = ["How many {} code visits in 2023?", "Number of ER visits triaged {} in 2023"]
+
+
+def test_a_store_value_is_found_in_the_other_language_only_through_a_declared_synonym() -> None:
+    """Stemming never translates: an English colour finds the Italian value only when the
+    catalog declares it (then in an Italian workspace too); undeclared it finds nothing, so
+    the optional filter is not read from it (the decision's gates then see an unknown word)."""
+    query = build_catalog("analytics/queries", None, {"analytics/queries/accessi.yaml": VISITS})
+    visits = query.queries["accessi"]
+    declared = {"triage": {it: [en] for it, en in COLOURS.items()}}
+    bare: dict[str, dict[str, list[str]]] = {"triage": {it: [] for it in COLOURS}}
+    for italian, english in COLOURS.items():
+        for frame in FRAMES_IT:
+            got = extract(frame.format(italian), visits, bare, MATCHER)
+            assert got.values.get("triage") == italian, frame
+        for frame in FRAMES_EN:
+            question = frame.format(english)
+            for matcher in (MATCHER, Matcher("en")):
+                got = extract(question, visits, declared, matcher)
+                assert got.values.get("triage") == italian, (question, matcher)
+                assert extract(question, visits, bare, matcher).values.get("triage") is None

@@ -535,3 +535,53 @@ def test_whether_something_counts_as_another_is_a_rule_not_a_count(
     decision = decided(question, target)
     assert decision.outcome == "text", (decision.outcome, decision.query_id)
     assert decision.reason is not None and "counts as" in decision.reason
+
+
+def _adjective(ward: str) -> str:
+    """The Italian adjective of a speciality ("Cardiologia" -> "cardiologici")."""
+    word = ward.split("-")[0].split()[0].casefold()
+    return word[:-2] + "ici" if word.endswith("ia") else word
+
+
+# Queries of the emergency room: no ward parameter, so a ward named there is a filter they
+# cannot apply.
+NO_WARD = {
+    "attesa-media-per-triage": "Attesa media in pronto soccorso dei pazienti {} nel 2024",
+    "abbandoni-pronto-soccorso": "Percentuale di abbandoni dei pazienti {} nel 2024",
+    "accessi-pronto-soccorso": "Quanti accessi in pronto soccorso di pazienti {} nel 2024?",
+}
+
+
+@pytest.mark.parametrize("ward", [w for w in WARDS if w.split()[0].endswith("ia") or "-" in w])
+@pytest.mark.parametrize("target", sorted(NO_WARD))
+def test_a_word_derived_from_a_ward_of_the_store_is_a_filter_the_query_cannot_apply(
+    ward: str, target: str
+) -> None:
+    """ "pazienti cardiologici" beside the ward `Cardiologia-UTIC` (read from the store, and
+    said in another query's example) names the cardiology patients: a query with no ward
+    computing it answers for every patient (a wrong number, seen on generated forms)."""
+    decision = decided(NO_WARD[target].format(_adjective(ward)), target)
+    assert computed(decision) is None, decision.reason
+
+
+SPECIALITIES_EN = {"Cardiologia-UTIC": "cardiology", "Pediatria": "pediatrics"}
+
+
+@pytest.mark.parametrize(("ward", "english"), sorted(SPECIALITIES_EN.items()))
+def test_a_word_akin_to_an_other_language_synonym_of_a_ward_is_a_filter_too(
+    ward: str, english: str
+) -> None:
+    """With English synonyms declared for the wards (docs/analytics.md, "Write for the words
+    users use"), "pazienti pediatrici" is akin to "pediatrics": still a ward, not ordinary."""
+    choices = _choices(WARDS)
+    for query in ("ricoveri-anno", "spesa-farmaci"):
+        choices[query]["reparto"] = {
+            w: [SPECIALITIES_EN.get(w, "")][: w in SPECIALITIES_EN] for w in WARDS
+        }
+    vocab = Vocabulary.of(QUERIES, choices, MATCHER, SCHEMA, EVENTS)
+    for target, frame in NO_WARD.items():
+        sims = {qid: 0.95 if qid == target else 0.85 for qid in QUERIES}
+        for adjective in (_adjective(ward), english[:-1] if english.endswith("s") else english):
+            question = frame.format(adjective)
+            decision = decide(question, QUERIES, sims, choices, vocab, 0.9, 0.005)
+            assert computed(decision) is None, (question, decision.reason)

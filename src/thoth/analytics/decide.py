@@ -8,7 +8,8 @@ catalog query, beside the similarity of the question with its description and ex
 - the **grouping** asked ("per reparto", "by segment") must be a column of its result;
 - the question's dates, years and numbers must all be taken by its parameters (`unbound`),
   and so must every enumerated value it names, whichever query's value it is (a value left
-  unread would be a number without its filter);
+  unread would be a number without its filter), and every word it derives from a value read
+  from the store ("pazienti cardiologici" beside `Cardiologia-UTIC`);
 - a relation the question states (`relations`: "dopo la visita", "esclusi i codici", "dopo
   il 2022", "since 2023") must be stated by the query's own texts — the same relation before
   the same word, or a bound of the same side its parameters take — else it is a condition on
@@ -561,6 +562,10 @@ class Vocabulary:
     # Stems found only inside enumerated values and synonyms ("psichiatria" of "Psichiatria
     # (SPDC)"): a question naming one without the whole value names part of a value.
     value_only: frozenset[int] = frozenset()
+    # The words of the values read from the store (`values_from`) and of their synonyms, each
+    # with its value: names of the data ("Cardiologia-UTIC", "pediatrics"), so a question's
+    # word derived from one ("pazienti cardiologici") names that value, whatever else says it.
+    store_words: dict[str, str] = field(default_factory=dict)
     # Per query, the store's words it does not read: the names of the store's views and of
     # the columns of its own views ("permanenza_minuti" beside "attesa_minuti"), less the
     # names its SQL reads ("costo_euro" names what it sums). Another population or another
@@ -611,6 +616,10 @@ class Vocabulary:
                         enum |= stems
                         if stems:
                             vocab.values.append((text, value, qid, name))
+                        if param.values_from is not None:
+                            for word in _WORD.findall(text.casefold()):
+                                if matcher.is_content(word):
+                                    vocab.store_words.setdefault(word, value)
             grouped: set[int] = set()
             grouped_words: set[str] = set()
             measured: list[str] = []
@@ -918,6 +927,15 @@ class Vocabulary:
             if self.matcher.within(w, self.value_only) and not self.matcher.within(w, named)
         )
 
+    def store_value_of(self, word: str) -> str | None:
+        """The value read from the store one of whose words `word` is, stemmed alike or with
+        another ending ("cardiologici" of "Cardiologia-UTIC", "pediatrici" of a synonym
+        "pediatrics"), or None."""
+        for other, value in self.store_words.items():
+            if self.matcher.within(word, self.matcher.stems(other)) or _akin(word, other):
+                return value
+        return None
+
     def unapplied(self, reading: Reading, query_id: str, extraction: Extraction) -> tuple[str, ...]:
         """Values the question names (a value or synonym of any query, all of its words) that
         this query does not apply: not among the values it took, not in its own definition.
@@ -1221,6 +1239,15 @@ def fit(
         refused = (
             f"unapplied value: the question names {', '.join(unapplied)}, which {query.id} "
             "does not apply"
+        )
+    elif of_values := {
+        w: v for w in unexplained if w not in foreign and (v := vocab.store_value_of(w))
+    }:
+        named = ", ".join(f"{w} ({v})" for w, v in of_values.items())
+        refused = (
+            f"unapplied value: the question names {named}, a value of the store's data that "
+            f"{query.id} does not apply (add the word to the query's examples or synonyms if "
+            "it does)"
         )
     elif partial:
         refused = (
