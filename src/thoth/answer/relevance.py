@@ -374,12 +374,34 @@ def outweighed(terms: Sequence[Term]) -> bool:
     return sum(t.weight for t in lacking) > sum(t.weight for t in terms if t.held)
 
 
+def carried_across(
+    question: str,
+    terms: Sequence[Term],
+    embed: Callable[[str], Sequence[float]],
+    *,
+    whole: Sequence[float] | None = None,
+) -> bool:
+    """Whether the distinctive terms the answer's fragments hold carry the question's meaning:
+    together UNMATCHED_SHARE or more of it for the embedder (meaning_shares), the share that,
+    lacking, makes a question another's. A question in another language than the passages
+    shares with them only names, numbers and loanwords ("DRG", "4.2", "grouper"): when those
+    carry it, they vouch for a passage the embedder reads less close across the languages; a
+    shared framing word beside a subject the passages never write ("hours" of "visiting hours
+    for relatives") does not. Nothing held: False, nothing embedded."""
+    held = {t.text.lower() for t in terms if t.held}
+    if not held:
+        return False
+    shares = meaning_shares(question, embed, held, whole=whole)
+    return sum(shares.get(w, 0.0) for w in held) >= UNMATCHED_SHARE
+
+
 def judge(
     similarity: float | None,
     min_similarity: float | None,
     terms: Sequence[Term] | None,
     *,
     decide_unmatched: bool = False,
+    language_drop: float = 0.0,
 ) -> Relevance:
     """The verdict: below the similarity floor, a name or period that the corpus or the
     retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
@@ -388,7 +410,12 @@ def judge(
     periods, and the unmatched distinctive words when they outweigh the matched ones
     (`outweighed`).
     `decide_unmatched` ([answers] distinctive_terms = "decide"): only then do unmatched words
-    make the verdict; otherwise they are reported and the verdict is the other signals'."""
+    make the verdict; otherwise they are reported and the verdict is the other signals'.
+    `language_drop`: the question is in another language than the passages and its shared
+    terms carry it (`carried_across`): the floor in effect is `min_similarity` less the drop
+    the embedder shows across languages (BUNDLED_LANGUAGE_DROP, docs/answers.md)."""
+    if min_similarity is not None and language_drop:
+        min_similarity = round(min_similarity - language_drop, 4)
     checked = tuple(terms or ())
     missing = tuple(t.text for t in checked if t.kind in ("name", "period") and not t.retrieved)
     unmatched = tuple(t.text for t in checked if t.lacking)
@@ -417,6 +444,7 @@ __all__ = [
     "Relevance",
     "Term",
     "candidate_terms",
+    "carried_across",
     "check_terms",
     "idf",
     "judge",
