@@ -4,7 +4,9 @@ A fused ranking always has a closest fragment, even for a question the corpus kn
 about. Two signals decide whether it is an answer or `nothing_found`:
 
 1. **Dense similarity** — the closest fragment's cosine to the question must reach
-   `answers.min_similarity` (calibrated for the embedder: docs/answers.md).
+   `answers.min_similarity` (calibrated for the embedder: docs/answers.md). A question in
+   none of the index's languages is held to the floor less the embedder's drop across
+   languages, when the terms it shares with the passages carry its meaning (`carried_across`).
 2. **Distinctive terms** — the question's names, entities and periods (capitalised tokens that
    do not merely open a sentence, acronyms, possessives, tokens holding a digit) must occur in
    the documents the answer would come from. A name or period the corpus under the condition
