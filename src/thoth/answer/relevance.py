@@ -4,7 +4,9 @@ A fused ranking always has a closest fragment, even for a question the corpus kn
 about. Two signals decide whether it is an answer or `nothing_found`:
 
 1. **Dense similarity** — the closest fragment's cosine to the question must reach
-   `answers.min_similarity` (calibrated for the embedder: docs/answers.md).
+   `answers.min_similarity` (calibrated for the embedder: docs/answers.md). A question in
+   none of the index's languages is held to the floor less the embedder's drop across
+   languages, when the terms it shares with the passages carry its meaning (`carried_across`).
 2. **Distinctive terms** — the question's names, entities and periods (capitalised tokens that
    do not merely open a sentence, acronyms, possessives, tokens holding a digit) must occur in
    the documents the answer would come from. A name or period the corpus under the condition
@@ -374,12 +376,34 @@ def outweighed(terms: Sequence[Term]) -> bool:
     return sum(t.weight for t in lacking) > sum(t.weight for t in terms if t.held)
 
 
+def carried_across(
+    question: str,
+    terms: Sequence[Term],
+    embed: Callable[[str], Sequence[float]],
+    *,
+    whole: Sequence[float] | None = None,
+) -> bool:
+    """Whether the distinctive terms the answer's fragments hold carry the question's meaning:
+    together UNMATCHED_SHARE or more of it for the embedder (meaning_shares), the share that,
+    lacking, makes a question another's. A question in another language than the passages
+    shares with them only names, numbers and loanwords ("DRG", "4.2", "grouper"): when those
+    carry it, they vouch for a passage the embedder reads less close across the languages; a
+    shared framing word beside a subject the passages never write ("hours" of "visiting hours
+    for relatives") does not. Nothing held: False, nothing embedded."""
+    held = {t.text.lower() for t in terms if t.held}
+    if not held:
+        return False
+    shares = meaning_shares(question, embed, held, whole=whole)
+    return sum(shares.get(w, 0.0) for w in held) >= UNMATCHED_SHARE
+
+
 def judge(
     similarity: float | None,
     min_similarity: float | None,
     terms: Sequence[Term] | None,
     *,
     decide_unmatched: bool = False,
+    language_drop: float = 0.0,
 ) -> Relevance:
     """The verdict: below the similarity floor, a name or period that the corpus or the
     retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
@@ -388,7 +412,12 @@ def judge(
     periods, and the unmatched distinctive words when they outweigh the matched ones
     (`outweighed`).
     `decide_unmatched` ([answers] distinctive_terms = "decide"): only then do unmatched words
-    make the verdict; otherwise they are reported and the verdict is the other signals'."""
+    make the verdict; otherwise they are reported and the verdict is the other signals'.
+    `language_drop`: the question is in another language than the passages and its shared
+    terms carry it (`carried_across`): the floor in effect is `min_similarity` less the drop
+    the embedder shows across languages (BUNDLED_LANGUAGE_DROP, docs/answers.md)."""
+    if min_similarity is not None and language_drop:
+        min_similarity = round(min_similarity - language_drop, 4)
     checked = tuple(terms or ())
     missing = tuple(t.text for t in checked if t.kind in ("name", "period") and not t.retrieved)
     unmatched = tuple(t.text for t in checked if t.lacking)
@@ -417,6 +446,7 @@ __all__ = [
     "Relevance",
     "Term",
     "candidate_terms",
+    "carried_across",
     "check_terms",
     "idf",
     "judge",

@@ -28,6 +28,7 @@ from thoth.answer.relevance import (
     Relevance,
     Term,
     candidate_terms,
+    carried_across,
     check_terms,
     judge,
     meaning_shares,
@@ -276,6 +277,8 @@ class KnowledgeSearch:
         # The relevance floor in effect: the configured value, or for "auto" the one
         # calibrated for this embedder (None: no floor).
         self.min_similarity = answers.floor_for(embedder.identity)
+        # How much lower the embedder reads a passage in another language (0.0: not measured).
+        self.language_drop = answers.language_drop_for(embedder.identity)
 
     # -- the contract ----------------------------------------------------------------
 
@@ -663,8 +666,10 @@ class KnowledgeSearch:
         # Terms go through each language's analyser, under the condition that keeps the
         # fragments encoded in it: a name in an English filing is matched by English stems.
         checked: list[list[Term]] = []
+        spoken: list[bool] = []  # whether the question is in each branch's language
         for branch in gen.branches or (Bm25Branch(gen.encoder.language, gen.encoder, {}),):
             encoder = branch.encoder
+            spoken.append(speaks(question, _analyser(encoder)))
             terms = candidate_terms(question, _analyser(encoder))
             if scoped:
                 # The entity scope already decided whose documents answer: they need not write
@@ -694,7 +699,7 @@ class KnowledgeSearch:
                 [d for d in docs if d],
                 stems,
                 corpus_where={**corpus, **branch.where},
-                in_language=speaks(question, _analyser(encoder)),
+                in_language=spoken[-1],
             )
             if expansion:
                 holding = _through_glossary(
@@ -705,7 +710,39 @@ class KnowledgeSearch:
         decide = self.settings.answers.distinctive_terms == "decide"
         if decide:  # measured only where it decides: query embeddings, a few per question
             merged = self._weigh_meaning(question, merged, degraded, dense)
-        return judge(found.best_similarity, self.min_similarity, merged, decide_unmatched=decide)
+        drop = 0.0
+        if not any(spoken) and self._across(question, found.best_similarity, merged, dense):
+            drop = self.language_drop
+        return judge(
+            found.best_similarity,
+            self.min_similarity,
+            merged,
+            decide_unmatched=decide,
+            language_drop=drop,
+        )
+
+    def _across(
+        self,
+        question: str,
+        similarity: float | None,
+        terms: Sequence[Term],
+        dense: Sequence[float] | None,
+    ) -> bool:
+        """Whether a question in another language than the passages, whose closest passage is
+        under the floor by less than the embedder's drop across languages, has terms shared
+        with the passages that carry its meaning (relevance.carried_across). Measured only
+        there; the embedder failing leaves the floor as it is."""
+        floor = self.min_similarity
+        if not self.language_drop or similarity is None or floor is None:
+            return False
+        if not floor - self.language_drop <= similarity < floor:
+            return False
+        try:
+            return carried_across(
+                question, terms, lambda text: self.embedder.embed_query(text)[0], whole=dense
+            )
+        except EmbedderError:
+            return False
 
     def _weigh_meaning(
         self,
