@@ -235,6 +235,11 @@ class _QuestionOnly:
             raise EmbedderError("test: the embedder is gone")
         return self.inner.embed_query(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        if any(text != self.question for text in texts):
+            raise EmbedderError("test: the embedder is gone")
+        return self.inner.embed_queries(texts)
+
 
 def test_without_the_embedder_unmatched_words_are_weighed_by_idf_and_the_answer_says_so(
     workspace_root: Path,
