@@ -722,9 +722,7 @@ class KnowledgeSearch:
         if not lacking:
             return terms
         try:
-            shares = meaning_shares(
-                question, lambda text: self.embedder.embed_query(text)[0], lacking, whole=dense
-            )
+            shares = meaning_shares(question, self.embedder.embed_queries, lacking, whole=dense)
         except EmbedderError as exc:
             degraded.append(f"relevance: unmatched words weighed by idf ({exc})")
             return terms
