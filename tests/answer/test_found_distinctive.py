@@ -313,7 +313,7 @@ def test_a_lacking_subject_is_measured_against_every_word() -> None:
 
 def test_the_lacking_words_are_embedded_in_one_call_with_the_question() -> None:
     """The question and the question without each lacking word go to the embedder in one
-    call (one call of n texts costs about half of n calls of one): not one call per word."""
+    call (one call of n texts costs less than n calls of one): not one call per word."""
     moves = {"animali": 0.2, "domestici": 0.15, "gatti": 0.1, "pronto": 0.02, "soccorso": 0.02}
     question = " ".join(moves)
     calls: list[list[str]] = []

