@@ -108,6 +108,9 @@ class Precomputed:
     def embed_query(self, text: str) -> Vectors:
         return self._vectors[text]
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return np.vstack([self._vectors[t] for t in texts]).astype(np.float32)
+
 
 def synth_records(n: int, rng: np.random.Generator) -> list[MemoryRecord]:
     records = []

@@ -192,6 +192,9 @@ class TimedEmbedder:
     def embed_query(self, text: str) -> Vectors:
         return self._inner.embed_query(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._inner.embed_queries(texts)
+
 
 class RecordingAnswerer:
     """The workspace's answerer, keeping the last context it was given (its text, and the

@@ -61,6 +61,11 @@ class StemEmbedder:
         self.query_texts.append(text)
         return finish_vectors([self._vector(text)], count=1, dim=self._dim, who=self.identity)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        self.query_texts.extend(texts)
+        rows = [self._vector(t) for t in texts]
+        return finish_vectors(rows, count=len(texts), dim=self._dim, who=self.identity)
+
 
 CHANNELS = [
     ChannelSettings(

@@ -242,6 +242,11 @@ class _QuestionOnly:
             raise EmbedderError("test: the embedder is gone")
         return self.inner.embed_query(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        if any(text != self.question for text in texts):
+            raise EmbedderError("test: the embedder is gone")
+        return self.inner.embed_queries(texts)
+
 
 def test_without_the_embedder_unmatched_words_are_weighed_by_idf_and_the_answer_says_so(
     workspace_root: Path,
@@ -261,17 +266,28 @@ def test_without_the_embedder_unmatched_words_are_weighed_by_idf_and_the_answer_
     assert relevance["verdict"] == "unmatched_terms"
 
 
-def _moving(moves: dict[str, float], calls: list[str]) -> Callable[[str], list[float]]:
+def _moving(moves: dict[str, float], calls: list[list[str]]) -> Callable[[Any], Any]:
     """A query embedder whose question without a word moves by that word's `moves` entry:
-    unit vectors on a circle, the whole question at angle 0. Records every text embedded."""
+    unit vectors on a circle, the whole question at angle 0. Takes a list of texts (one row
+    each) or one text (its row); records the texts of every call."""
 
-    def embed(text: str) -> list[float]:
-        calls.append(text)
+    def row(text: str) -> list[float]:
         gone = [w for w in moves if w not in text.lower().split()]
         cosine = 1.0 - sum(moves[w] for w in gone)
         return [cosine, math.sqrt(max(0.0, 1.0 - cosine * cosine))]
 
+    def embed(texts: str | list[str]) -> Any:
+        if isinstance(texts, str):
+            calls.append([texts])
+            return row(texts)
+        calls.append(list(texts))
+        return [row(t) for t in texts]
+
     return embed
+
+
+def _texts(calls: list[list[str]]) -> list[str]:
+    return [t for call in calls for t in call]
 
 
 def test_the_share_stops_measuring_once_the_lacking_words_cannot_decide() -> None:
@@ -282,9 +298,9 @@ def test_the_share_stops_measuring_once_the_lacking_words_cannot_decide() -> Non
     moves = {"latest": 0.01, "apple": 0.2, "revenue": 0.1, "quarter": 0.05, "its": 0.001}
     moves |= {f"z{chr(97 + i)}": 0.002 for i in range(8)}
     question = " ".join(moves)
-    calls: list[str] = []
+    calls: list[list[str]] = []
     shares = meaning_shares(question, _moving(moves, calls), lacking={"latest"})
-    assert len(calls) < len(moves) / 2, calls  # the whole, "latest" and one heavier word
+    assert len(_texts(calls)) < len(moves) / 2, calls  # not one embedding per word
     exact = meaning_shares(question, _moving(moves, []))
     assert exact["latest"] < UNMATCHED_SHARE  # the same verdict as every word measured
     assert exact["latest"] <= shares["latest"] < UNMATCHED_SHARE  # an upper bound
@@ -295,22 +311,38 @@ def test_a_lacking_subject_is_measured_against_every_word() -> None:
     share is exact."""
     moves = {"animali": 0.2, "domestici": 0.15, "pronto": 0.02, "soccorso": 0.02, "con": 0.001}
     question = " ".join(moves)
-    calls: list[str] = []
+    calls: list[list[str]] = []
     shares = meaning_shares(question, _moving(moves, calls), lacking={"animali", "domestici"})
-    assert len(calls) == len(moves) + 1
+    assert len(_texts(calls)) == len(moves) + 1
     assert shares == meaning_shares(question, _moving(moves, []))
     assert shares["animali"] + shares["domestici"] >= UNMATCHED_SHARE
+
+
+def test_the_lacking_words_are_embedded_in_one_call_with_the_question() -> None:
+    """The question and the question without each lacking word go to the embedder in one
+    call (one call of n texts costs less than n calls of one): not one call per word."""
+    moves = {"animali": 0.2, "domestici": 0.15, "gatti": 0.1, "pronto": 0.02, "soccorso": 0.02}
+    question = " ".join(moves)
+    calls: list[list[str]] = []
+    meaning_shares(question, _moving(moves, calls), lacking={"animali", "domestici", "gatti"})
+    first = set(calls[0])
+    assert question in first, calls
+    without = {
+        " ".join(w for w in moves if w != gone) for gone in ("animali", "domestici", "gatti")
+    }
+    assert without <= first, calls
+    assert len(calls) <= 2, calls
 
 
 def test_the_search_s_vector_of_the_question_is_not_embedded_again() -> None:
     moves = {"animali": 0.2, "domestici": 0.15, "pronto": 0.02, "soccorso": 0.02}
     question = " ".join(moves)
-    calls: list[str] = []
+    calls: list[list[str]] = []
     embed = _moving(moves, calls)
     whole = embed(question)
     calls.clear()
     shares = meaning_shares(question, embed, {"animali"}, whole=whole)
-    assert question not in calls and len(calls) == len(moves)
+    assert question not in _texts(calls) and len(_texts(calls)) == len(moves)
     assert shares == meaning_shares(question, _moving(moves, []), {"animali"})
 
 
@@ -353,7 +385,7 @@ def test_the_words_a_question_shares_across_languages_must_carry_its_meaning() -
     moves = {"what": 0.01, "visiting": 0.02, "hours": 0.01, "relatives": 0.03, "wards": 0.05}
     assert not carried_across(framing, [_held("hours")], _moving(moves, []))
     # Nothing shared, nothing carried (and nothing embedded).
-    calls: list[str] = []
+    calls: list[list[str]] = []
     assert not carried_across(framing, [], _moving(moves, calls))
     assert calls == []
 

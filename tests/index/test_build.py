@@ -47,6 +47,9 @@ class _Embedder:
     def embed_query(self, text: str) -> Vectors:
         return np.ones((1, self.dim), dtype=np.float32)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return np.ones((len(texts), self.dim), dtype=np.float32)
+
 
 class _Env:
     def __init__(self, root: Path) -> None:
@@ -425,6 +428,9 @@ class _ShortEmbedder:
 
     def embed_query(self, text: str) -> Vectors:
         return np.ones((1, self.dim), dtype=np.float32)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return np.ones((len(texts), self.dim), dtype=np.float32)
 
 
 def test_a_missing_vector_stops_the_build() -> None:

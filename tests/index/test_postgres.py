@@ -381,6 +381,9 @@ class _Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         return np.ones((1, self.dim), dtype=np.float32)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), self.dim), dtype=np.float32)
+
 
 def test_two_racing_activations_leave_one_active(
     pg: PostgresBackend, pg_url: str, monkeypatch: pytest.MonkeyPatch

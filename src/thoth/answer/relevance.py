@@ -37,10 +37,13 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from thoth.folding import fold
 from thoth.index.base import IndexStore, SparseVec
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 TermKind = Literal["name", "period", "rare", "unknown"]
 Verdict = Literal["relevant", "below_similarity", "absent_term", "unmatched_terms", "unchecked"]
@@ -70,6 +73,12 @@ STOPWORD_SHARE = 0.15
 # on the tuning sets side by side (demo, 10-Q, FAQ paraphrases; benchmarks/README.md): 0.25
 # and 0.3 make as many errors, and 0.25 refuses more of the unanswerable questions.
 UNMATCHED_SHARE = 0.25
+# meaning_shares embeds the other words (beside the lacking ones) this many at a time. One:
+# a call of n short queries costs the bundled model less than n calls of one on an idle
+# machine, but about as much under load (2 cores, load 8: cost per text), so a text the stop
+# then leaves out is never worth it; the first other word is embedded with the lacking ones,
+# as the measure needs it whenever they carry anything (benchmarks/README.md, "embed_queries").
+MEANING_BATCH = 1
 
 
 @dataclass(frozen=True)
@@ -213,56 +222,82 @@ def _kind(word: str, *, possessive: bool, opens: bool) -> TermKind | None:
 
 def meaning_shares(
     question: str,
-    embed: Callable[[str], Sequence[float]],
+    embed: Callable[[list[str]], npt.ArrayLike],
     lacking: Collection[str] | None = None,
     *,
-    whole: Sequence[float] | None = None,
+    whole: npt.ArrayLike | None = None,
 ) -> dict[str, float]:
     """What each word of the question carries of its meaning for the embedder: the question
     embedded without the word moves away from the question embedded whole by 1 - cosine; a
     word's share is its move over the sum of every word's (each distinct word, two letters or
     more, case aside). A question's subject moves it far, its framing words ("latest",
     "compare", "analizza") hardly: the embedder, not a list, says which is which. `embed`:
-    a query's unit-length vector. Keys are the words folded to lowercase.
+    queries' unit-length vectors, one row per text (Embedder.embed_queries). Keys are the
+    words folded to lowercase.
 
     `lacking` (the unmatched words, lowercase): only their share is wanted, against
     UNMATCHED_SHARE. They are measured first, then the other words, heaviest-looking first
     (a digit or a capital, then the longest), only while the lacking words still hold
     UNMATCHED_SHARE of what is measured: every move is >= 0, so once they fall under it no
-    other word can lift them back, and the verdict is the one every word's move gives. Each
-    embedding costs 20-30 ms on 2 cores; framing words beside a subject stop after a few.
+    other word can lift them back, and the verdict is the one every word's move gives.
     Stopped early, the shares are upper bounds over the words measured. `whole`: the
-    question's own vector when the caller has it already (the search's), one embedding less."""
+    question's own vector when the caller has it already (the search's), one embedding less.
+
+    The texts go to the embedder in batches (one call of n texts costs less than n calls of
+    one): the question and the lacking words with the first MEANING_BATCH other words, then
+    MEANING_BATCH at a time while the measure goes on. A batch may embed a few words the
+    measure then stops before: they are left out, so the shares are those of measuring one
+    word at a time (tests/answer/test_meaning_batches.py)."""
     import numpy as np
 
-    asked = np.asarray(embed(question) if whole is None else whole, dtype=np.float64)
     spelled = [m.group("word") for m in _TOKEN.finditer(question) if len(m.group("word")) > 1]
     words = list(dict.fromkeys(w.lower() for w in spelled))
-
-    def move(word: str) -> float | None:
-        rest = _without(question, word)
-        if not rest:
-            return None
-        return max(0.0, 1.0 - float(np.dot(asked, np.asarray(embed(rest)))))
-
     wanted = set(lacking) if lacking is not None else set(words)
-    moves: dict[str, float] = {}
-    for word in (w for w in words if w in wanted):
-        if (m := move(word)) is not None:
-            moves[word] = m
-    carried = sum(moves.values())  # what the lacking words carry
+    first = [w for w in words if w in wanted]
+    others: list[str] = []
     if lacking is not None:
         looks = {w.lower(): any(c.isdigit() or c.isupper() for c in w) for w in spelled}
         others = sorted(
             (w for w in words if w not in wanted), key=lambda w: (not looks[w], -len(w))
         )
-        measured = carried
-        for word in others:
-            if carried == 0.0 or carried < UNMATCHED_SHARE * measured:
-                break  # the lacking words' share can only fall from here
-            if (m := move(word)) is not None:
-                moves[word] = m
-                measured += m
+    rests = {w: _without(question, w) for w in first + others}
+    # The texts in the order the measure may need them (a word that is the whole question
+    # has no rest and no move); the first batch holds every lacking word's.
+    queue = [rests[w] for w in first + others if rests[w]]
+    done = 0  # texts of the queue embedded
+    vectors: dict[str, Any] = {}
+    asked: Any = None if whole is None else np.asarray(whole, dtype=np.float64)
+
+    def fetch() -> None:
+        nonlocal asked, done
+        size = MEANING_BATCH + (sum(1 for w in first if rests[w]) if not done else 0)
+        texts = queue[done : done + size]
+        rows = np.asarray(embed(texts if asked is not None else [question, *texts]))
+        if asked is None:
+            asked, rows = np.asarray(rows[0], dtype=np.float64), rows[1:]
+        vectors.update(zip(texts, rows, strict=True))
+        done += len(texts)
+
+    def move(word: str) -> float | None:
+        rest = rests[word]
+        if not rest:
+            return None
+        while rest not in vectors:
+            fetch()
+        return max(0.0, 1.0 - float(np.dot(asked, vectors[rest])))
+
+    moves: dict[str, float] = {}
+    for word in first:
+        if (m := move(word)) is not None:
+            moves[word] = m
+    carried = sum(moves.values())  # what the lacking words carry
+    measured = carried
+    for word in others:
+        if carried == 0.0 or carried < UNMATCHED_SHARE * measured:
+            break  # the lacking words' share can only fall from here
+        if (m := move(word)) is not None:
+            moves[word] = m
+            measured += m
     total = sum(moves.values())
     return {w: (m / total if total else 0.0) for w, m in moves.items()}
 
@@ -379,9 +414,9 @@ def outweighed(terms: Sequence[Term]) -> bool:
 def carried_across(
     question: str,
     terms: Sequence[Term],
-    embed: Callable[[str], Sequence[float]],
+    embed: Callable[[list[str]], npt.ArrayLike],
     *,
-    whole: Sequence[float] | None = None,
+    whole: npt.ArrayLike | None = None,
 ) -> bool:
     """Whether the distinctive terms the answer's fragments hold carry the question's meaning:
     together UNMATCHED_SHARE or more of it for the embedder (meaning_shares), the share that,

@@ -738,9 +738,7 @@ class KnowledgeSearch:
         if not floor - self.language_drop <= similarity < floor:
             return False
         try:
-            return carried_across(
-                question, terms, lambda text: self.embedder.embed_query(text)[0], whole=dense
-            )
+            return carried_across(question, terms, self.embedder.embed_queries, whole=dense)
         except EmbedderError:
             return False
 
@@ -759,9 +757,7 @@ class KnowledgeSearch:
         if not lacking:
             return terms
         try:
-            shares = meaning_shares(
-                question, lambda text: self.embedder.embed_query(text)[0], lacking, whole=dense
-            )
+            shares = meaning_shares(question, self.embedder.embed_queries, lacking, whole=dense)
         except EmbedderError as exc:
             degraded.append(f"relevance: unmatched words weighed by idf ({exc})")
             return terms

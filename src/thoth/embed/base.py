@@ -41,6 +41,12 @@ class Embedder(Protocol):
         """Shape (1, dim)."""
         ...
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Several queries at once, shape (len(texts), dim): each row the vector embed_query
+        gives its text, in order. One call is cheaper than one per text (the relevance check
+        embeds the question without each of its words: thoth.answer.relevance)."""
+        ...
+
 
 def finish_vectors(raw: npt.ArrayLike, *, count: int, dim: int, who: str) -> Vectors:
     """Check a model's output and return it as C-contiguous float32 rows of unit length.

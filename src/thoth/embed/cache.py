@@ -96,6 +96,9 @@ class CachedEmbedder:
     def embed_query(self, text: str) -> Vectors:
         return self.inner.embed_query(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_queries(texts)
+
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         items = list(texts)
         identity = self.inner.identity

@@ -81,17 +81,13 @@ class OpenAICompatEmbedder:
         return self._dim
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
-        items = [self.passage_prefix + t for t in texts]
-        if not items:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        parts = [
-            self._request(items[start : start + self.batch_size])
-            for start in range(0, len(items), self.batch_size)
-        ]
-        return np.concatenate(parts, axis=0)
+        return self._batches([self.passage_prefix + t for t in texts])
 
     def embed_query(self, text: str) -> Vectors:
         return self._request([self.query_prefix + text])
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._batches([self.query_prefix + t for t in texts])
 
     def close(self) -> None:
         self._client.close()
@@ -106,6 +102,16 @@ class OpenAICompatEmbedder:
 
     def _fail(self, cause: str, hint: str) -> EmbedderError:
         return EmbedderError(f"embedding model {self.model!r} at {self.url}: {cause} -> {hint}")
+
+    def _batches(self, items: list[str]) -> Vectors:
+        """Requests of `batch_size` texts, rows in order."""
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [
+            self._request(items[start : start + self.batch_size])
+            for start in range(0, len(items), self.batch_size)
+        ]
+        return np.concatenate(parts, axis=0)
 
     def _request(self, texts: list[str]) -> Vectors:
         try:

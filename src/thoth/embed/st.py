@@ -61,6 +61,13 @@ class SentenceTransformerEmbedder:
         raw = self._call(self._model.encode_query, [text])
         return finish_vectors(raw, count=1, dim=self.dim, who=self.identity)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        items = list(texts)
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        raw = self._call(self._model.encode_query, items)
+        return finish_vectors(raw, count=len(items), dim=self.dim, who=self.identity)
+
     def _call(self, fn: Any, items: list[str]) -> Any:
         try:
             with self._lock:
