@@ -216,3 +216,20 @@ def test_a_store_value_is_found_in_the_other_language_only_through_a_declared_sy
                 got = extract(question, visits, declared, matcher)
                 assert got.values.get("triage") == italian, (question, matcher)
                 assert extract(question, visits, bare, matcher).values.get("triage") is None
+
+
+def test_a_number_inside_the_synonym_that_took_a_value_is_that_value() -> None:
+    """ "codice 1" names a triage colour: its 1 is the value's name, not a number left
+    unbound (which refused the query). A number the taken name does not say still is."""
+    query = QUERIES["ricoveri-per-reparto"]
+    for n in range(1, 6):
+        for synonym, question in (
+            (f"codice {n}", f"Ricoveri per reparto in codice {n} nel 2024"),
+            (f"code {n}", f"Admissions per ward in code {n} in 2024"),
+        ):
+            regime = {"ordinario": [synonym], "day hospital": ["DH"]}
+            got = extract(question, query, {"regime": regime}, MATCHER)
+            assert got.values["regime"] == "ordinario", question
+            assert got.unbound == [], question
+            other = extract(f"{question} con {n + 1} giorni", query, {"regime": regime}, MATCHER)
+            assert other.unbound == [str(n + 1)], question

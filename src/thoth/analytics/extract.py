@@ -337,6 +337,12 @@ def extract(
             _absent(out, name, param, enum_choices.get(name))
     # A number the query's own text states ("a 30 giorni") is part of its definition.
     own = {m[1] for t in (query.description, *query.examples) for m in _NUMBER.finditer(fold(t))}
+    # A number inside a name of a value the question took ("codice 1" for `rosso`) is that name.
+    for k, v in out.values.items():
+        choices = enum_choices.get(k, {})
+        if query.parameters[k].type == "enum" and str(v) in choices:
+            names = (str(v), *choices[str(v)])
+            own |= {m[1] for t in names if fold(t) in folded for m in _NUMBER.finditer(fold(t))}
     # A month an enumeration of month names took ("marzo" as a value of `mese`) is bound.
     named = {str(v).casefold() for k, v in out.values.items() if query.parameters[k].type == "enum"}
     out.unbound = (
