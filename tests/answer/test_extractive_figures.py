@@ -739,6 +739,28 @@ def test_a_stopword_of_the_question_s_language_matches_nothing_in_another() -> N
     assert answered == Declined("extractive", "no_terms"), answered
 
 
+def test_a_stopword_of_a_language_the_glossary_matched_matches_nothing_in_another() -> None:
+    # An English workspace whose glossary an Italian question matched ("trimestre"): Italian
+    # is at play though neither the sources nor the workspace speak it, and its "e" is no
+    # term of the question either; the certifications' "(e)" must not be quoted for it.
+    text = (
+        "The Company's management have concluded that the disclosure controls and procedures "
+        "as defined in Rules 13a-15(e) and 15d-15(e) under the Exchange Act were effective."
+    )
+    question = "Quanto ha speso Apple in ricerca e sviluppo nel trimestre?"
+    expansion = GLOSSARY.expand(question)
+    assert "it" in (expansion.used or {}), expansion
+    fragment = passage(1, AAPL, text, 22, language="english")
+    retrieval = Retrieval("found", [fragment], Route(), {}, "g1", glossary=expansion)
+    answered = ExtractiveAnswerer("en", ENGLISH).answer(
+        question,
+        assemble_context(retrieval, 20_000, ENGLISH),
+        instructions=None,
+        pseudonymizer=NoPseudonymizer(),
+    )
+    assert answered == Declined("extractive", "no_terms"), answered
+
+
 # -- a heading speaks for the units under it -------------------------------------------------
 
 # 2023 Q3 MSFT.pdf, page 17: a fragment that runs from the derivatives note into the

@@ -560,8 +560,10 @@ class ExtractiveAnswerer:
 
         # A word that is a stopword in one of the languages at play is no term in any: the
         # Italian "e" stemmed as English met the "(e)" of "Rules 13a-15(e)", and an Italian
-        # question quoted an English filing's certifications.
-        spoken = sorted({*languages, self._language})
+        # question quoted an English filing's certifications. At play: the sources', the
+        # workspace's, and those in which the glossary matched the question's words.
+        matched = sorted((glossary.used or {}).keys()) if glossary else []
+        spoken = sorted({*languages, self._language, *matched})
 
         def everywhere(text: str) -> set[tuple[str, int | str]]:
             words = " ".join(

@@ -7,6 +7,9 @@ about. Two signals decide whether it is an answer or `nothing_found`:
    `answers.min_similarity` (calibrated for the embedder: docs/answers.md). A question in
    none of the index's languages is held to the floor less the embedder's drop across
    languages, when the terms it shares with the passages carry its meaning (`carried_across`).
+   Its words the corpus does not hold are checked by no analyser (`unknown_words`): it is
+   `other_language` when the passages hold nothing else of it that tells one passage from
+   another — only names and periods every document in scope holds (`everywhere`), or nothing.
 2. **Distinctive terms** — the question's names, entities and periods (capitalised tokens that
    do not merely open a sentence, acronyms, possessives, tokens holding a digit) must occur in
    the documents the answer would come from. A name or period the corpus under the condition
@@ -40,13 +43,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from thoth.folding import fold
-from thoth.index.base import IndexStore, SparseVec
+from thoth.index.base import Exclude, IndexStore, SparseVec
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
 TermKind = Literal["name", "period", "rare", "unknown"]
-Verdict = Literal["relevant", "below_similarity", "absent_term", "unmatched_terms", "unchecked"]
+Verdict = Literal[
+    "relevant", "below_similarity", "absent_term", "unmatched_terms", "other_language", "unchecked"
+]
 
 # A word, with an optional possessive ("Apple's", "NVIDIA’s"). Apostrophes otherwise split
 # ("l'aliquota" -> "l", "aliquota"; "d'Italia" -> "d", "Italia").
@@ -79,6 +84,15 @@ UNMATCHED_SHARE = 0.25
 # then leaves out is never worth it; the first other word is embedded with the lacking ones,
 # as the measure needs it whenever they carry anything (benchmarks/README.md, "embed_queries").
 MEANING_BATCH = 1
+# The fragments holding a term read to tell whether every document holds it (`everywhere`).
+EVERYWHERE_LIMIT = 2000
+# Why a question in another language than the sources is nothing_found, and what to do.
+OTHER_LANGUAGE = (
+    "the question is in another language than the sources: its words listed in `unchecked` "
+    "could not be checked against the passages, and the passages hold nothing else of it but "
+    "names or periods every document in scope writes, which vouch for no passage -> ask in "
+    "the sources' language, or add a glossary entry giving those words as the sources write them"
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,9 @@ class Relevance:
     missing: tuple[str, ...] = ()  # distinctive terms the corpus or the retrieved lack
     checked: bool = True  # False: the term check is off (answers.term_check = false)
     notes: list[str] = field(default_factory=list)
+    # The question's words no analyser of the index could check: it is in none of the
+    # index's languages and the corpus does not hold them (`other_language`).
+    unchecked: tuple[str, ...] = ()
 
     @property
     def relevant(self) -> bool:
@@ -168,6 +185,8 @@ class Relevance:
                 "matched": round(sum(t.weight for t in weighed if t.held), 3),
                 "unmatched": round(sum(t.weight for t in weighed if not t.held), 3),
             },
+            "unchecked": list(self.unchecked),
+            "reason": OTHER_LANGUAGE if self.verdict == "other_language" else None,
         }
 
 
@@ -392,6 +411,35 @@ def check_terms(
     return checked
 
 
+def unknown_words(store: IndexStore, where: Mapping[str, Any], terms: Sequence[Term]) -> list[str]:
+    """The lowercase words among `terms` that no fragment under `where` holds (as written or
+    without accents): in a question in another language than the index, what no term signal
+    can check (check_terms leaves them out)."""
+    return [
+        t.text
+        for t in terms
+        if t.kind == "rare"
+        and not _holding(store, where, t.stems, 1)
+        and not (t.folded and _holding(store, where, t.folded, 1))
+    ]
+
+
+def everywhere(store: IndexStore, documents: Mapping[str, Any], stems: Sequence[int]) -> bool:
+    """Whether every document under `documents` (a condition on document fragments) holds the
+    term: then it tells no passage from another (the one company of a corpus of its filings).
+    Up to EVERYWHERE_LIMIT fragments holding it are read; past that, False (it still counts)."""
+    if not stems or not store.count(documents):
+        return False
+    holders: set[str] | None = None
+    for stem in stems:
+        hits = store.query_sparse(SparseVec([stem], [1.0]), documents, EVERYWHERE_LIMIT)
+        docs = {str(h.payload.get("doc_id") or "") for h in hits} - {""}
+        holders = docs if holders is None else holders & docs
+    if not holders:
+        return False
+    return store.count({**documents, "doc_id": Exclude(tuple(sorted(holders)))}) == 0
+
+
 def _holding(store: IndexStore, where: Mapping[str, Any], stems: Sequence[int], limit: int) -> int:
     """Fragments under `where` holding the term, by the sparse index, up to `limit`: for a
     term of several stems ("10-Q"), the count of its least held stem."""
@@ -439,6 +487,8 @@ def judge(
     *,
     decide_unmatched: bool = False,
     language_drop: float = 0.0,
+    unchecked: Sequence[str] = (),
+    carried: bool = True,
 ) -> Relevance:
     """The verdict: below the similarity floor, a name or period that the corpus or the
     retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
@@ -450,7 +500,12 @@ def judge(
     make the verdict; otherwise they are reported and the verdict is the other signals'.
     `language_drop`: the question is in another language than the passages and its shared
     terms carry it (`carried_across`): the floor in effect is `min_similarity` less the drop
-    the embedder shows across languages (BUNDLED_LANGUAGE_DROP, docs/answers.md)."""
+    the embedder shows across languages (BUNDLED_LANGUAGE_DROP, docs/answers.md).
+    `unchecked`: the words of a question in none of the index's languages that the corpus does
+    not hold, so no term signal checked them; `carried`: whether the passages hold anything of
+    the question that tells one passage from another (a distinctive word, a glossary term, a
+    name or period not every document in scope holds). Words unchecked and nothing carried:
+    `other_language`, for the verdict would be the similarity's alone."""
     if min_similarity is not None and language_drop:
         min_similarity = round(min_similarity - language_drop, 4)
     checked = tuple(terms or ())
@@ -468,24 +523,35 @@ def judge(
         verdict = "absent_term"
     elif unmatched and decide_unmatched:
         verdict = "unmatched_terms"
+    elif unchecked and not carried:
+        verdict = "other_language"
     else:
         verdict = "relevant"
     return Relevance(
-        verdict, similarity, min_similarity, checked, missing + unmatched, terms is not None
+        verdict,
+        similarity,
+        min_similarity,
+        checked,
+        missing + unmatched,
+        terms is not None,
+        unchecked=tuple(unchecked),
     )
 
 
 __all__ = [
     "DISTINCTIVE_SHARE",
+    "OTHER_LANGUAGE",
     "UNMATCHED_SHARE",
     "Relevance",
     "Term",
     "candidate_terms",
     "carried_across",
     "check_terms",
+    "everywhere",
     "idf",
     "judge",
     "meaning_shares",
     "outweighed",
     "speaks",
+    "unknown_words",
 ]

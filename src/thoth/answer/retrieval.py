@@ -30,9 +30,11 @@ from thoth.answer.relevance import (
     candidate_terms,
     carried_across,
     check_terms,
+    everywhere,
     judge,
     meaning_shares,
     speaks,
+    unknown_words,
 )
 from thoth.answer.request import SearchRequestError, parse_request, request_fields
 from thoth.answer.rerank import Candidate, Reranked, Stems, rerank, term_function
@@ -666,10 +668,17 @@ class KnowledgeSearch:
         # Terms go through each language's analyser, under the condition that keeps the
         # fragments encoded in it: a name in an English filing is matched by English stems.
         checked: list[list[Term]] = []
-        spoken: list[bool] = []  # whether the question is in each branch's language
-        for branch in gen.branches or (Bm25Branch(gen.encoder.language, gen.encoder, {}),):
+        branches = gen.branches or (Bm25Branch(gen.encoder.language, gen.encoder, {}),)
+        # Whether the question is in each branch's language. In none: its words the corpus
+        # does not hold are checked by no analyser (`unchecked`, in every branch), and a term
+        # every document in scope holds vouches for no passage (`universal`).
+        spoken = [speaks(question, _analyser(b.encoder)) for b in branches]
+        other = not any(spoken)
+        unchecked: list[str] | None = None
+        universal: set[str] = set()
+        translated: list[Term] = []  # unchecked words held through the glossary
+        for branch, in_language in zip(branches, spoken, strict=True):
             encoder = branch.encoder
-            spoken.append(speaks(question, _analyser(encoder)))
             terms = candidate_terms(question, _analyser(encoder))
             if scoped:
                 # The entity scope already decided whose documents answer: they need not write
@@ -699,48 +708,75 @@ class KnowledgeSearch:
                 [d for d in docs if d],
                 stems,
                 corpus_where={**corpus, **branch.where},
-                in_language=spoken[-1],
+                in_language=in_language,
             )
             if expansion:
                 holding = _through_glossary(
                     gen.store, within, holding, expansion, docs, encoder, stems
                 )
             checked.append(holding)
+            if other:
+                kept = {t.text for t in holding}
+                here = unknown_words(
+                    gen.store, {**corpus, **branch.where}, [t for t in terms if t.text not in kept]
+                )
+                for word in list(here):
+                    via = _glossary_held(word, expansion, encoder, stems)
+                    if via is not None:
+                        here.remove(word)
+                        translated.append(Term(word, "rare", (), matched=True, via=via))
+                unchecked = here if unchecked is None else [w for w in unchecked if w in here]
+                # Every document of the request's condition, whatever entity it names.
+                request = {k: v for k, v in corpus.items() if k != "entity"}
+                documents = {**request, **branch.where, "record_kind": RECORD_DOCUMENT}
+                universal |= {
+                    t.text
+                    for t in holding
+                    if t.held
+                    and t.kind in ("name", "period")
+                    and t.stems
+                    and everywhere(gen.store, documents, t.stems)
+                }
         merged = _merge_terms(checked) + stated_terms + quarter_terms
         decide = self.settings.answers.distinctive_terms == "decide"
         if decide:  # measured only where it decides: query embeddings, a few per question
             merged = self._weigh_meaning(question, merged, degraded, dense)
         drop = 0.0
-        if not any(spoken) and self._across(question, found.best_similarity, merged, dense):
-            drop = self.language_drop
+        carried = True
+        if other:
+            # What the passages hold of a question in another language, less the names and
+            # periods every document holds: its shared words carry it to the lowered floor,
+            # and something of it must be there to vouch for the words no analyser checked.
+            evidence = [t for t in merged if t.held and t.text not in universal] + translated
+            if self._within_drop(found.best_similarity):
+                drop = self.language_drop if self._carries(question, evidence, dense) else 0.0
+            carried = bool(evidence)
         return judge(
             found.best_similarity,
             self.min_similarity,
             merged,
             decide_unmatched=decide,
             language_drop=drop,
+            unchecked=unchecked or (),
+            carried=carried,
         )
 
-    def _across(
-        self,
-        question: str,
-        similarity: float | None,
-        terms: Sequence[Term],
-        dense: Sequence[float] | None,
-    ) -> bool:
-        """Whether a question in another language than the passages, whose closest passage is
-        under the floor by less than the embedder's drop across languages, has terms shared
-        with the passages that carry its meaning (relevance.carried_across). Measured only
-        there; the embedder failing leaves the floor as it is."""
-        floor = self.min_similarity
-        if not self.language_drop or similarity is None or floor is None:
-            return False
-        if not floor - self.language_drop <= similarity < floor:
-            return False
+    def _carries(self, question: str, terms: Sequence[Term], dense: Sequence[float] | None) -> bool:
+        """relevance.carried_across with the search's embedder; it failing, the floor is left
+        as it is."""
         try:
             return carried_across(question, terms, self.embedder.embed_queries, whole=dense)
         except EmbedderError:
             return False
+
+    def _within_drop(self, similarity: float | None) -> bool:
+        """Whether the closest passage is under the floor by less than the embedder's drop
+        across languages: a question in another language is then held to the lowered floor
+        when what the passages hold of it carries its meaning (relevance.carried_across)."""
+        floor = self.min_similarity
+        if not self.language_drop or similarity is None or floor is None:
+            return False
+        return floor - self.language_drop <= similarity < floor
 
     def _weigh_meaning(
         self,
@@ -905,6 +941,18 @@ def _through_glossary(
             replace(term, corpus=held[0].corpus, retrieved=True, via=held[0].text) if held else term
         )
     return out
+
+
+def _glossary_held(
+    word: str, expansion: Expansion, encoder: Bm25Encoder, quoted: Collection[int]
+) -> str | None:
+    """What the glossary says a document may write for `word` that the quoted fragments hold
+    (their stems `quoted`), if any: the reviewed translation of a word no analyser checks."""
+    for alt in expansion.alternatives_of(word):
+        ids = set(encoder.query(alt).indices)
+        if ids and ids <= set(quoted):
+            return alt
+    return None
 
 
 def _analyser(encoder: Bm25Encoder) -> Callable[[str], list[int]]:
