@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.conftest import git
 from thoth.answer.relevance import MIN_CORPUS, Term, judge
 from thoth.answer.service import AnswerService
+from thoth.cli.main import app
 from thoth.evidence.layout import init_workspace
 from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_runtime
@@ -167,3 +169,27 @@ def test_the_verdict_on_unchecked_words_comes_after_the_other_signals() -> None:
     assert judge(0.9, 0.8, held, unchecked=(), carried=False).verdict == "relevant"
     assert judge(0.7, 0.8, held, unchecked=words, carried=False).verdict == "below_similarity"
     assert judge(0.9, 0.8, absent, unchecked=words, carried=False).verdict == "absent_term"
+
+
+def test_the_cli_says_why_nothing_was_found(workspace_root: Path) -> None:
+    """`tht ask` prints the reason of a nothing_found on its own line, so a user reading the
+    terminal learns what to do without asking for the diagnostics."""
+    result = CliRunner().invoke(
+        app,
+        [
+            "ask",
+            "Quanto ha speso Acme in ricerca e sviluppo nel trimestre?",
+            "-w",
+            str(workspace_root),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Status: nothing_found" in result.stdout
+    why = [line for line in result.stdout.splitlines() if line.startswith("Why: ")]
+    assert why, result.stdout
+    assert "another language" in why[0] and "glossary" in result.stdout
+    found = CliRunner().invoke(
+        app,
+        ["ask", "How many Zephyr routers did Acme sell in the quarter?", "-w", str(workspace_root)],
+    )
+    assert "Status: found" in found.stdout and "Why: " not in found.stdout

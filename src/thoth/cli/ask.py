@@ -167,6 +167,9 @@ def print_answer(console: Console, answer: Answer, diagnostics: bool = False) ->
             soft_wrap=True,
         )
     out.print(f"Status: {_status_line(answer)}  (answer id {answer.id})", markup=False)
+    if answer.status == "nothing_found" and (why := _why_nothing(answer.diagnostics)):
+        # What decided it, said where the reader looks: the diagnostics hold the rest.
+        out.print(f"Why: {why}", markup=False, highlight=False, soft_wrap=True)
     if answer.diagnostics.get("floor") == "uncalibrated":
         # Said on every answer until the workspace calibrates: found / nothing_found rest on
         # a generic floor, not on this corpus's own questions.
@@ -230,6 +233,29 @@ def _status_line(answer: Answer) -> str:
     if answer.status == "needs_parameter":
         return f"needs_parameter [{answer.error_code}]"
     return answer.status
+
+
+def _why_nothing(diagnostics: dict[str, Any]) -> str | None:
+    """The relevance check's reason for a nothing_found, in a line; None when it was not the
+    relevance check that decided (no fragment at all, a filter no document passes)."""
+    rel = diagnostics.get("relevance") or {}
+    verdict = rel.get("verdict")
+    if rel.get("reason"):
+        return str(rel["reason"])
+    if verdict == "below_similarity":
+        return (
+            f"no passage is close enough to the question (best similarity "
+            f"{rel.get('similarity')}, floor {rel.get('min_similarity')})"
+        )
+    if verdict == "absent_term" and rel.get("missing"):
+        return "no document holds " + ", ".join(f"'{t}'" for t in rel["missing"])
+    if verdict == "unmatched_terms" and rel.get("unmatched"):
+        return (
+            "the passages found do not hold the question's words "
+            + ", ".join(f"'{t}'" for t in rel["unmatched"])
+            + ", which carry its subject"
+        )
+    return None
 
 
 def _print_diagnostics(out: Console, data: dict[str, Any]) -> None:
