@@ -193,3 +193,14 @@ def test_the_cli_says_why_nothing_was_found(workspace_root: Path) -> None:
         ["ask", "How many Zephyr routers did Acme sell in the quarter?", "-w", str(workspace_root)],
     )
     assert "Status: found" in found.stdout and "Why: " not in found.stdout
+
+
+def test_a_period_alone_does_not_vouch_for_a_question_in_another_language(
+    service: AnswerService,
+) -> None:
+    """A year says when, not what: "2026" written by the debt page (notes due 2026) is no
+    evidence that a passage answers an Italian question about research spending in 2026."""
+    answer = service.ask("Quanto ha speso Acme in ricerca e sviluppo nel 2026?")
+    relevance = answer.diagnostics["relevance"]
+    assert answer.status == "nothing_found", relevance
+    assert relevance["verdict"] == "other_language", relevance

@@ -750,7 +750,8 @@ class KnowledgeSearch:
             evidence = [t for t in merged if t.held and t.text not in universal] + translated
             if self._within_drop(found.best_similarity):
                 drop = self.language_drop if self._carries(question, evidence, dense) else 0.0
-            carried = bool(evidence)
+            # A period says when, not what: a year the passage shares vouches for no subject.
+            carried = any(t.kind != "period" for t in evidence)
         return judge(
             found.best_similarity,
             self.min_similarity,
