@@ -205,3 +205,34 @@ def build(
     state.mark_generation(gen_id, "candidate", counts if record_labels else None)
     state.activate_generation(WORKSPACE, gen_id)
     return Env(root, state, backend, embedder, gen_id)
+
+
+def synced_pages(
+    root: Path, language: str, answers: str, config: str, pages: Sequence[tuple[str, str]]
+) -> Path:
+    """A real workspace at `root` in `language`: `answers` lines added under [answers],
+    `config` (channels and sources) appended, each (name, text) page written to docs/NAME.md,
+    committed and synced by `DocsSync` with the bundled embedder, as `tht docs sync` does."""
+    from tests.conftest import git
+    from thoth.evidence.layout import init_workspace
+    from thoth.knowledge.sync import DocsSync
+    from thoth.runtime import open_runtime
+    from thoth.workspace import Workspace
+
+    init_workspace(root, root.parent.name, language=language)
+    toml = root / "thoth.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert "[answers]\n" in text
+    toml.write_text(text.replace("[answers]\n", f"[answers]\n{answers}", 1) + config, "utf-8")
+    (root / "docs").mkdir()
+    for name, page in pages:
+        (root / "docs" / f"{name}.md").write_text(page, encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    identity = ["-c", "user.name=Thoth Tests", "-c", "user.email=tests@thoth.invalid"]
+    git(root, *identity, "commit", "-q", "-m", "pages")
+    ws = Workspace.open(root)
+    with open_runtime(ws) as rt:
+        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="test")
+    assert report.outcome == "activated", report.message
+    return root

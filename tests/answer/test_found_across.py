@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import git
+from tests.knowledge_index import synced_pages
 from thoth.answer.relevance import MIN_CORPUS, Term, judge
 from thoth.answer.service import AnswerService
 from thoth.cli.main import app
-from thoth.evidence.layout import init_workspace
-from thoth.knowledge.sync import DocsSync
-from thoth.runtime import open_answer_service, open_runtime
+from thoth.runtime import open_answer_service
 from thoth.workspace import Workspace
 
 CONFIG = """
@@ -69,27 +67,14 @@ GLOSSARY = """- it: [ricerca e sviluppo]
 @pytest.fixture(scope="module")
 def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert len(TOPICS) >= MIN_CORPUS
+    pages = [
+        (name, f"# Acme quarterly report: {name}\n\nAcme Inc., quarterly report. {sentence}\n")
+        for name, sentence in TOPICS
+    ]
     root = tmp_path_factory.mktemp("across") / "ws"
-    init_workspace(root, "across", language="en")
-    toml = root / "thoth.toml"
-    config = toml.read_text(encoding="utf-8")
-    assert "[answers]\n" in config
-    config = config.replace("[answers]\n", '[answers]\nmin_similarity = "off"\n', 1)
-    toml.write_text(config + CONFIG, encoding="utf-8")
+    root.mkdir()
     (root / "glossary.yaml").write_text(GLOSSARY, encoding="utf-8")
-    (root / "docs").mkdir()
-    for name, sentence in TOPICS:
-        text = f"# Acme quarterly report: {name}\n\nAcme Inc., quarterly report. {sentence}\n"
-        (root / "docs" / f"{name}.md").write_text(text, encoding="utf-8")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    identity = ["-c", "user.name=Thoth Tests", "-c", "user.email=tests@thoth.invalid"]
-    git(root, *identity, "commit", "-q", "-m", "pages")
-    ws = Workspace.open(root)
-    with open_runtime(ws) as rt:
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="test")
-    assert report.outcome == "activated", report.message
-    return root
+    return synced_pages(root, "en", 'min_similarity = "off"\n', CONFIG, pages)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from tests.knowledge_index import synced_pages
 from thoth.answer.relevance import (
     DISTINCTIVE_SHARE,
     MIN_CORPUS,
@@ -29,8 +29,6 @@ from thoth.answer.relevance import (
 from thoth.answer.service import AnswerService
 from thoth.config import BUNDLED_LANGUAGE_DROP
 from thoth.embed.base import Embedder, EmbedderError, Vectors
-from thoth.evidence.layout import init_workspace
-from thoth.knowledge.sync import DocsSync
 from thoth.runtime import open_answer_service, open_runtime
 from thoth.workspace import Workspace
 
@@ -78,28 +76,13 @@ TOPICS = [
 @pytest.fixture(scope="module")
 def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert len(TOPICS) >= MIN_CORPUS  # enough pages for a word to be rare in them
+    pages = [
+        (name, f"# Pronto soccorso: {name}\n\nPer i pazienti del pronto soccorso. {sentence}\n")
+        for name, sentence in TOPICS
+    ]
+    answers = 'min_similarity = "off"\ndistinctive_terms = "decide"\n'
     root = tmp_path_factory.mktemp("distinctive") / "ws"
-    init_workspace(root, "distinctive", language="it")
-    toml = root / "thoth.toml"
-    config = toml.read_text(encoding="utf-8")
-    assert "[answers]\n" in config
-    config = config.replace(
-        "[answers]\n", '[answers]\nmin_similarity = "off"\ndistinctive_terms = "decide"\n', 1
-    )
-    toml.write_text(config + CONFIG, encoding="utf-8")
-    (root / "docs").mkdir()
-    for name, sentence in TOPICS:
-        text = f"# Pronto soccorso: {name}\n\nPer i pazienti del pronto soccorso. {sentence}\n"
-        (root / "docs" / f"{name}.md").write_text(text, encoding="utf-8")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    identity = ["-c", "user.name=Thoth Tests", "-c", "user.email=tests@thoth.invalid"]
-    git(root, *identity, "commit", "-q", "-m", "pages")
-    ws = Workspace.open(root)
-    with open_runtime(ws) as rt:
-        report = DocsSync(ws, rt.state, rt.backend, rt.embedder).run(run_by="test")
-    assert report.outcome == "activated", report.message
-    return root
+    return synced_pages(root, "it", answers, CONFIG, pages)
 
 
 @pytest.fixture(scope="module")

