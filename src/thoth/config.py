@@ -1105,7 +1105,9 @@ class AnswersSettings(_Strict):
         default="decide",
         description="report: the question's distinctive words matched and unmatched are in "
         "diagnostics.relevance only; decide: unmatched ones carrying a quarter or more of the "
-        "question's meaning for the embedder make the answer nothing_found (unmatched_terms).",
+        "question's meaning for the embedder make the answer nothing_found (unmatched_terms); "
+        "costs a few query embeddings per question with an unmatched word (a median of 4 on the "
+        "10-Q filings, in about 2.5 calls: docs/answers.md).",
     )
     answerer: Literal["extractive", "llm"] = Field(
         default="extractive",
