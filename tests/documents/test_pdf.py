@@ -115,6 +115,70 @@ def test_table_chunks_carry_the_header_with_every_row(report: Path) -> None:
     assert text.index("Three Months Ended July 1, 2023") < text.index("Products")
 
 
+def _width(text: str) -> float:
+    """Width of `text` in Helvetica 10 pt, as the PDF viewer (and pdfplumber) sets it."""
+    from pdfminer.fontmetrics import FONT_METRICS
+
+    widths = FONT_METRICS["Helvetica"][1]
+    return sum(widths.get(c, 556) for c in text) / 100
+
+
+def _centred(centre: float, y: float, text: str) -> Text:
+    return (centre - _width(text) / 2, y, text)
+
+
+_SEGMENTS = {
+    "en": ("Three Months Ended", "December 31,", "December 25,", "Change", "49,278", "51,496"),
+    "it": ("Trimestre chiuso al", "31 dicembre", "25 dicembre", "Variazione", "49.278", "51.496"),
+}
+
+
+@pytest.mark.parametrize("pitch", [80.0, 95.0, 110.0])
+@pytest.mark.parametrize("over", ["three columns", "two date columns"])
+@pytest.mark.parametrize("language", ["en", "it"])
+def test_a_lone_period_phrase_over_date_columns_heads_each_date_not_the_change(
+    tmp_path: Path, pitch: float, over: str, language: str
+) -> None:
+    # AAPL's segment table: "Three Months Ended" on a line of its own, centred over the two
+    # date columns or (with its rule) over the whole table, "Change" included; each date
+    # column takes the period, the change column does not (a period needs a date to end it).
+    # Two date columns `pitch` wide, a narrower change column (as AAPL sets them).
+    rights = [380.0, 380.0 + pitch, 380.0 + 1.8 * pitch]  # right edges of the figures
+    lefts = [rights[0] - pitch + 20, rights[0] + 20, rights[1] + 20]  # a column's `$`
+    centres = [(a + b) / 2 for a, b in zip(lefts, rights, strict=True)]
+    span = (lefts[0] + rights[2]) / 2 if over == "three columns" else (lefts[0] + rights[1]) / 2
+    period, first, second, change, americas, americas_before = _SEGMENTS[language]
+    texts: list[Text] = [
+        (72, 740, "The following table shows net sales by reportable segment."),
+        _centred(span, 712, period),
+        _centred(centres[0], 700, first),
+        _centred(centres[1], 700, second),
+        _centred(centres[0], 690, "2022"),
+        _centred(centres[1], 690, "2021"),
+        _centred(centres[2], 690, change),
+        (72, 676, "Net sales by reportable segment:"),
+    ]
+    rows = [("Americas", americas, americas_before, "(4)%"), ("Europe", "27,681", "29,749", "(7)%")]
+    for n, (label, *figures) in enumerate(rows):
+        y = 662 - 14 * n
+        texts.append((80, y, label))
+        for col, figure in enumerate(figures):
+            texts.append((rights[col] - _width(figure), y, figure))
+            if n == 0 and col < 2:
+                texts.append((lefts[col], y, "$"))
+    texts.append((72, 600, "Americas net sales decreased during the quarter."))
+    path = tmp_path / "segments.pdf"
+    path.write_bytes(build([(texts, [])]))
+    [table] = [b for b in extract(path).blocks if b.kind == "table"]
+    assert table.header == (
+        "",
+        f"{period} {first} 2022",
+        f"{period} {second} 2021",
+        change,
+    )
+    assert table.rows[1] == ("Americas", f"${americas}", f"${americas_before}", "(4)%")
+
+
 # THOTH_SEC10Q overrides the place (a worktree does not sit beside shared/).
 SEC = (
     Path(

@@ -11,7 +11,9 @@ as a header plus rows of cells. Two kinds of table are found:
 - **aligned** tables of figures without rules (financial statements): runs of lines whose right
   part is figures separated from the row label by a wide gap; the columns are the clusters of
   the figures' horizontal extents, and the header is the lines just above the run, each phrase
-  given to the columns it spans (a "Three Months Ended" over two date columns heads both), the
+  given to the columns it spans (a "Three Months Ended" over two date columns heads both; a
+  line's only phrase heads the run of columns centred under it, and when it is a period
+  waiting for its date, only the dated columns of that run: not AAPL's "Change"), the
   header lines of a column joined top to bottom ("Three Months Ended April 1, 2023"). A
   header line may carry its period on the label side ("Three Months Ended September 30,
   2023 2022", as MSFT sets it): the period then heads each year's column. A note in
@@ -444,6 +446,13 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
                 # "and Cash Equivalents") heads that column only; a centred one may head
                 # several (AMZN's "2022" over three columns, centred on the middle one).
                 more = spanned.get((x0, x1), [])
+                under = header_lines[index + 1 : index + 2]
+                if not spanned and under and not _lines_up(x0, x1, under):
+                    # The line's only phrase over the figures, over a header line and centred
+                    # on none of its phrases (AMZN's "Six Months Ended" over its "December
+                    # 31," is; its "(unaudited)", under the dates, has no line under it).
+                    more = _lone_run(text, x0, x1, widened, cells[len(starts) :])
+                    found = [len(starts) + c for c in more] or found
                 found = sorted({*found, *(len(starts) + c for c in more)})
             for target in found:
                 texts.setdefault(target, []).append(text)
@@ -582,6 +591,51 @@ def _spanned_columns(
         inside = [c for c, (a, b) in enumerate(columns) if left <= (a + b) / 2 <= right]
         out[phrase] = _centred_run(centres[n], inside, columns)
     return out
+
+
+_AWAITS_DATE = re.compile(r"\b(?:ended|ending|chius[oaie](?: al)?)$", re.IGNORECASE)
+_DATED = re.compile(
+    r"\b(?:(?:19|20)\d\d|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
+    r"|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|gennaio|febbraio"
+    r"|marzo|aprile|maggio|giugno|luglio|agosto|settembre|ottobre|novembre|dicembre)\b",
+    re.IGNORECASE,
+)
+
+
+def _lone_run(
+    text: str,
+    x0: float,
+    x1: float,
+    columns: Sequence[tuple[float, float]],
+    below: Sequence[Sequence[str]],
+) -> list[int]:
+    """Columns a header line's only phrase over the figures heads (one not lined up with a
+    column's phrase under it): the run of adjacent columns headed under it, among those
+    holding the ones it overlaps (the nearest when none), centred closest on it (AAPL's
+    "December 31, 2022" centred over its seven columns of investments heads them all). A
+    period that waits for its date ("Three Months Ended", "Esercizio chiuso al") heads only
+    the columns of that run dated by the header lines under it (`below`, per column): AAPL
+    centres "Three Months Ended" over "December 31, 2022", "December 25, 2021" and "Change",
+    and "Change" is no quarter."""
+    core = _column_of(x0, x1, columns)
+    centre = (x0 + x1) / 2
+
+    def offset(run: Sequence[int]) -> float:
+        return abs((columns[run[0]][0] + columns[run[-1]][1]) / 2 - centre)
+
+    runs = [
+        list(range(a, b + 1))
+        for a in range(core[0] + 1)
+        for b in range(core[-1], len(columns))
+        if all(below[c] for c in range(a, b + 1))
+    ]
+    if not runs:
+        return core
+    run = min(runs, key=lambda r: (round(offset(r), 1), len(r)))
+    dated = [bool(_DATED.search(" ".join(parts))) for parts in below]
+    if _AWAITS_DATE.search(text) and any(dated[c] for c in run):
+        return [c for c in run if dated[c]]
+    return run
 
 
 def _centred_run(
