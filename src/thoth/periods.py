@@ -48,6 +48,8 @@ _MONTHS: Final = {
     for name in names
 }
 _MONTH: Final = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# A year or a month's name, in English or Italian: what dates a column header.
+_DATED: Final = re.compile(rf"\b(?:(?:19|20)\d\d|{_MONTH})\b", re.IGNORECASE)
 # "July 1, 2023" / "1 luglio 2023" / "1° luglio 2023" / "30 giugno 2023"
 _DATE: Final = re.compile(
     rf"(?:(?P<m1>{_MONTH})\.?\s+(?P<d1>\d{{1,2}}),?\s+(?P<y1>(?:19|20)\d\d))"
@@ -116,6 +118,11 @@ def _when(m: re.Match[str]) -> date | None:
         return date(year, month, day)
     except ValueError:
         return None
+
+
+def dated(text: str) -> bool:
+    """Whether `text` names a year or a month ("December 25,", "2021", "30 giugno")."""
+    return _DATED.search(text) is not None
 
 
 def quarter_of(end: date, months: int = 3) -> list[Quarter]:

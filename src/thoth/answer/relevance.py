@@ -9,7 +9,7 @@ about. Two signals decide whether it is an answer or `nothing_found`:
    languages, when the terms it shares with the passages carry its meaning (`carried_across`).
    Its words the corpus does not hold are checked by no analyser (`unknown_words`): it is
    `other_language` when the passages hold nothing else of it that tells one passage from
-   another — only names and periods every document in scope holds (`everywhere`), or nothing.
+   another — only periods, names every document in scope holds (`everywhere`), or nothing.
 2. **Distinctive terms** — the question's names, entities and periods (capitalised tokens that
    do not merely open a sentence, acronyms, possessives, tokens holding a digit) must occur in
    the documents the answer would come from. A name or period the corpus under the condition
@@ -90,7 +90,7 @@ EVERYWHERE_LIMIT = 2000
 OTHER_LANGUAGE = (
     "the question is in another language than the sources: its words listed in `unchecked` "
     "could not be checked against the passages, and the passages hold nothing else of it but "
-    "names or periods every document in scope writes, which vouch for no passage -> ask in "
+    "periods, or names every document in scope writes, which vouch for no passage -> ask in "
     "the sources' language, or add a glossary entry giving those words as the sources write them"
 )
 
@@ -504,8 +504,8 @@ def judge(
     `unchecked`: the words of a question in none of the index's languages that the corpus does
     not hold, so no term signal checked them; `carried`: whether the passages hold anything of
     the question that tells one passage from another (a distinctive word, a glossary term, a
-    name or period not every document in scope holds). Words unchecked and nothing carried:
-    `other_language`, for the verdict would be the similarity's alone."""
+    name not every document in scope holds; a period says when, not what). Words unchecked
+    and nothing carried: `other_language`, for the verdict would be the similarity's alone."""
     if min_similarity is not None and language_drop:
         min_similarity = round(min_similarity - language_drop, 4)
     checked = tuple(terms or ())

@@ -920,14 +920,7 @@ def _through_glossary(
             out.append(term)
             continue
         if term.kind in ("rare", "unknown"):
-            written = next(
-                (
-                    alt
-                    for alt in alternatives
-                    if (alt_ids := set(encoder.query(alt).indices)) and alt_ids <= set(quoted)
-                ),
-                None,
-            )
+            written = _glossary_held(term.text, expansion, encoder, quoted)
             out.append(term if written is None else replace(term, matched=True, via=written))
             continue
         instead = [
@@ -948,7 +941,8 @@ def _glossary_held(
     word: str, expansion: Expansion, encoder: Bm25Encoder, quoted: Collection[int]
 ) -> str | None:
     """What the glossary says a document may write for `word` that the quoted fragments hold
-    (their stems `quoted`), if any: the reviewed translation of a word no analyser checks."""
+    (their stems `quoted`), if any: a distinctive word matched through its reviewed
+    alternative, or the translation of a word no analyser checks."""
     for alt in expansion.alternatives_of(word):
         ids = set(encoder.query(alt).indices)
         if ids and ids <= set(quoted):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from thoth.errors import ThothError
+from thoth.periods import dated
 
 Word = dict[str, Any]  # a pdfplumber word: text, x0, x1, top, bottom
 
@@ -594,12 +595,6 @@ def _spanned_columns(
 
 
 _AWAITS_DATE = re.compile(r"\b(?:ended|ending|chius[oaie](?: al)?)$", re.IGNORECASE)
-_DATED = re.compile(
-    r"\b(?:(?:19|20)\d\d|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
-    r"|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|gennaio|febbraio"
-    r"|marzo|aprile|maggio|giugno|luglio|agosto|settembre|ottobre|novembre|dicembre)\b",
-    re.IGNORECASE,
-)
 
 
 def _lone_run(
@@ -618,11 +613,6 @@ def _lone_run(
     centres "Three Months Ended" over "December 31, 2022", "December 25, 2021" and "Change",
     and "Change" is no quarter."""
     core = _column_of(x0, x1, columns)
-    centre = (x0 + x1) / 2
-
-    def offset(run: Sequence[int]) -> float:
-        return abs((columns[run[0]][0] + columns[run[-1]][1]) / 2 - centre)
-
     runs = [
         list(range(a, b + 1))
         for a in range(core[0] + 1)
@@ -631,10 +621,10 @@ def _lone_run(
     ]
     if not runs:
         return core
-    run = min(runs, key=lambda r: (round(offset(r), 1), len(r)))
-    dated = [bool(_DATED.search(" ".join(parts))) for parts in below]
-    if _AWAITS_DATE.search(text) and any(dated[c] for c in run):
-        return [c for c in run if dated[c]]
+    run = _closest_run(runs, (x0 + x1) / 2, columns)
+    with_date = [dated(" ".join(parts)) for parts in below]
+    if _AWAITS_DATE.search(text) and any(with_date[c] for c in run):
+        return [c for c in run if with_date[c]]
     return run
 
 
@@ -645,16 +635,24 @@ def _centred_run(
     a phrase centred over two columns heads both, one centred over a column heads that one."""
     if not inside:
         return []
-
-    def offset(run: Sequence[int]) -> float:
-        return abs((columns[run[0]][0] + columns[run[-1]][1]) / 2 - centre)
-
     runs = [
         list(range(a, b + 1))
         for a in inside
         for b in inside
         if a <= b and all(c in inside for c in range(a, b + 1))
     ]
+    return _closest_run(runs, centre, columns)
+
+
+def _closest_run(
+    runs: Sequence[list[int]], centre: float, columns: Sequence[tuple[float, float]]
+) -> list[int]:
+    """The run of adjacent columns whose span is centred closest to `centre` (to a tenth of a
+    point), the shorter on a tie."""
+
+    def offset(run: Sequence[int]) -> float:
+        return abs((columns[run[0]][0] + columns[run[-1]][1]) / 2 - centre)
+
     return min(runs, key=lambda run: (round(offset(run), 1), len(run)))
 
 
