@@ -41,6 +41,7 @@ from rich.table import Table
 import found_demo
 from bench_common import emit
 from thoth.answer.relevance import _without
+from thoth.embed.base import Embedder
 from thoth.index.reader import open_generation
 from thoth.runtime import open_answer_service, open_runtime
 from thoth.workspace import Workspace
@@ -63,6 +64,16 @@ def contrast(
     return float(p @ (np.asarray(whole, dtype=np.float64) - np.asarray(rest, dtype=np.float64)))
 
 
+def follow_rate(passage: npt.ArrayLike, whole: npt.ArrayLike, rest: npt.ArrayLike) -> float | None:
+    """The contrast over the question's own move without the word (1 - cos(Q, Q\\w)): how
+    much of the word's move the passage follows (the question itself: 1). None: no move."""
+    w = np.asarray(whole, dtype=np.float64)
+    move = 1.0 - float(w @ np.asarray(rest, dtype=np.float64))
+    if move <= 1e-9:
+        return None
+    return contrast(passage, whole, rest) / move
+
+
 def rule_effect(
     rows: Sequence[dict[str, Any]], measure: str, floor: float
 ) -> dict[str, dict[str, int]]:
@@ -77,6 +88,15 @@ def rule_effect(
         if any(w["share"] >= floor and w[measure] < 0 for w in r["words"]):
             counts["gained" if r["kind"] == "unanswerable" else "lost"] += 1
     return out
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _rest(embedder: Embedder, question: str, word: str) -> npt.NDArray[np.float64]:
+    """The question without `word`, embedded as `meaning_shares` embeds it."""
+    return np.asarray(embedder.embed_queries([_without(question, word)])[0], dtype=np.float64)
 
 
 def _vectors(store: Any) -> tuple[dict[str, npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
@@ -104,6 +124,7 @@ def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[s
                     ]
                     fragments = diagnostics.get("fragments") or []
                     words: list[dict[str, Any]] = []
+                    held: list[dict[str, Any]] = []
                     gen_id = diagnostics.get("generation")
                     if lacking and fragments and gen_id:
                         if gen_id not in generations:
@@ -122,21 +143,34 @@ def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[s
                         whole = np.asarray(rt.embedder.embed_query(question)[0])
                         for term in lacking:
                             start = time.perf_counter()
-                            rest = np.asarray(
-                                rt.embedder.embed_queries([_without(question, term["text"])])[0]
-                            )
+                            rest = _rest(rt.embedder, question, term["text"])
                             embed_seconds.append(time.perf_counter() - start)
                             words.append(
                                 {
                                     "word": term["text"],
                                     "kind": term["kind"],
                                     "share": term["share"],
+                                    "rate": _rounded(follow_rate(first, whole, rest)),
                                     "rank1": round(contrast(first, whole, rest), 5),
                                     "closest": round(contrast(closest, whole, rest), 5),
                                     "rank1_c": round(contrast(first, whole, rest, centroid), 5),
                                     "closest_c": round(contrast(closest, whole, rest, centroid), 5),
                                 }
                             )
+                        # The control: the follow rate of the distinctive terms the quoted
+                        # fragments hold as written (what a word the passage carries would show).
+                        held = [
+                            {
+                                "word": t["text"],
+                                "rate": _rounded(
+                                    follow_rate(
+                                        first, whole, _rest(rt.embedder, question, t["text"])
+                                    )
+                                ),
+                            }
+                            for t in relevance.get("terms", [])
+                            if t.get("weight") and t.get("matched")
+                        ]
                     rows.append(
                         {
                             "set": set_name,
@@ -145,6 +179,7 @@ def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[s
                             "status": answer.status,
                             "verdict": relevance.get("verdict"),
                             "words": words,
+                            "held": held,
                         }
                     )
     finally:

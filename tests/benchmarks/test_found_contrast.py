@@ -30,6 +30,16 @@ def test_centred_contrast_removes_what_every_passage_shares() -> None:
     assert found_contrast.contrast(passage, whole, rest, centroid) == 0.0
 
 
+def test_the_question_itself_follows_a_word_at_the_rate_of_one() -> None:
+    """The follow rate is the contrast over the question's own move without the word: a passage
+    that is the question follows every word at 1 (the control the held words would give)."""
+    whole = np.array([0.8, 0.6])
+    rest = np.array([0.6, 0.8])
+    rate = found_contrast.follow_rate(whole, whole, rest)
+    assert rate is not None and abs(rate - 1.0) < 1e-12
+    assert found_contrast.follow_rate(whole, whole, whole) is None  # no move: no rate
+
+
 def row(kind: str, status: str, words: list[tuple[float, float]]) -> dict[str, object]:
     return {
         "set": "s",
