@@ -13,12 +13,17 @@ the question Q changes when w leaves it (Q\\w, the very text `meaning_shares` em
 P is the answer's first fragment (`rank1`) or the fragment closest to Q (`closest`); both also
 centred on the mean vector of every passage of the generation (`rank1_c`, `closest_c`), which
 takes out what removing a word does to every passage alike (e5 vectors share a large common
-component). For each measure and share floor it counts what the rule "an unmatched word whose
+component); or the sentence of the first quoted fragments closest to Q (`sentence`, embedded as
+a passage: one word weighs more in a sentence than in a fragment). The control: each word's
+`rate` (its contrast over the question's own move without it: 1 for a passage that is the
+question), beside the same rate of the distinctive terms the passage holds as written (`held`).
+For each measure and share floor it counts what the rule "an unmatched word whose
 share is at least the floor and that the passage lacks refuses the answer" would change on each
 set: unanswerable questions now `found` it would refuse (gained), answerable ones answered it
 would refuse (lost). Product path as in found_demo.py (`open_answer_service`, labels public and
 internal); passage vectors read from the answer's generation; one query embedding per unmatched
-word of each question (the cost, timed).
+word of each question and one call embedding the sentences (the cost, timed; the embedder's
+cache makes a second run's sentence calls free).
 
 Usage (from the project root, after `tht demo --keep /tmp/demo`):
     .venv/bin/python benchmarks/found_contrast.py /tmp/demo [--set NAME] [--json]
@@ -27,6 +32,7 @@ Usage (from the project root, after `tht demo --keep /tmp/demo`):
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -46,7 +52,11 @@ from thoth.index.reader import open_generation
 from thoth.runtime import open_answer_service, open_runtime
 from thoth.workspace import Workspace
 
-MEASURES = ("rank1", "closest", "rank1_c", "closest_c")
+MEASURES = ("rank1", "closest", "rank1_c", "closest_c", "sentence")
+# The sentences read for `sentence`: those of the first fragments quoted, at most this many.
+SENTENCE_FRAGMENTS = 3
+MAX_SENTENCES = 60
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 FLOORS = (0.10, 0.15, 0.20)
 
 
@@ -99,17 +109,33 @@ def _rest(embedder: Embedder, question: str, word: str) -> npt.NDArray[np.float6
     return np.asarray(embedder.embed_queries([_without(question, word)])[0], dtype=np.float64)
 
 
-def _vectors(store: Any) -> tuple[dict[str, npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
-    vectors = {rec.id: np.asarray(rec.dense, dtype=np.float64) for rec in store.scroll()}
-    return vectors, np.mean(np.stack(list(vectors.values())), axis=0)
+Generation = tuple[dict[str, npt.NDArray[np.float64]], npt.NDArray[np.float64], dict[str, str]]
+
+
+def _read(store: Any) -> Generation:
+    """Every point's vector, their mean, and every point's text."""
+    vectors: dict[str, npt.NDArray[np.float64]] = {}
+    texts: dict[str, str] = {}
+    for rec in store.scroll():
+        vectors[rec.id] = np.asarray(rec.dense, dtype=np.float64)
+        texts[rec.id] = str(rec.payload.get("text") or "")
+    return vectors, np.mean(np.stack(list(vectors.values())), axis=0), texts
+
+
+def sentences(texts: Sequence[str]) -> list[str]:
+    """The sentences of `texts` (split after . ; ! ? and at line ends), longer than 15
+    characters (headings and table cells aside), at most MAX_SENTENCES."""
+    out = [s.strip() for t in texts for s in _SENTENCE.split(t) if len(s.strip()) > 15]
+    return out[:MAX_SENTENCES]
 
 
 def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[str, Any]:
     service = open_answer_service(root)
     rt = open_runtime(Workspace.open(root))
-    generations: dict[str, tuple[dict[str, Any], Any]] = {}
+    generations: dict[str, Generation] = {}
     rows: list[dict[str, Any]] = []
     embed_seconds: list[float] = []
+    passage_seconds: list[float] = []  # the sentences of a question's first fragments
     try:
         for set_name, kinds in sets.items():
             for kind, cases in kinds.items():
@@ -132,15 +158,26 @@ def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[s
                             assert gen is not None, gen_id
                             store = open_generation(rt.backend, gen)
                             try:
-                                generations[gen_id] = _vectors(store)
+                                generations[gen_id] = _read(store)
                             finally:
                                 store.close()
-                        vectors, centroid = generations[gen_id]
+                        vectors, centroid, texts = generations[gen_id]
                         first = vectors[fragments[0]["id"]]
                         closest = vectors[
                             max(fragments, key=lambda f: f.get("similarity") or -1.0)["id"]
                         ]
                         whole = np.asarray(rt.embedder.embed_query(question)[0])
+                        # The sentence closest to the question, of the first fragments quoted:
+                        # a word's meaning weighs more in a sentence than in a whole fragment.
+                        said = sentences([texts[f["id"]] for f in fragments[:SENTENCE_FRAGMENTS]])
+                        start = time.perf_counter()
+                        # No sentence (a table's cells): the first fragment stands for one.
+                        rows_s = (
+                            np.asarray(rt.embedder.embed_passages(said), dtype=np.float64)
+                            if said
+                            else first[None, :]
+                        )
+                        passage_seconds.append(time.perf_counter() - start)
                         for term in lacking:
                             start = time.perf_counter()
                             rest = _rest(rt.embedder, question, term["text"])
@@ -155,6 +192,12 @@ def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[s
                                     "closest": round(contrast(closest, whole, rest), 5),
                                     "rank1_c": round(contrast(first, whole, rest, centroid), 5),
                                     "closest_c": round(contrast(closest, whole, rest, centroid), 5),
+                                    "sentence": round(
+                                        contrast(
+                                            rows_s[int(np.argmax(rows_s @ whole))], whole, rest
+                                        ),
+                                        5,
+                                    ),
                                 }
                             )
                         # The control: the follow rate of the distinctive terms the quoted
@@ -193,6 +236,10 @@ def run(root: Path, sets: dict[str, dict[str, list[found_demo.Case]]]) -> dict[s
     cost = {
         "embeddings": len(embed_seconds),
         "median_ms": round(1000 * float(np.median(embed_seconds)), 1) if embed_seconds else None,
+        "sentence_calls": len(passage_seconds),
+        "sentence_median_ms": round(1000 * float(np.median(passage_seconds)), 1)
+        if passage_seconds
+        else None,
     }
     return {"effects": effects, "cost": cost, "rows": rows}
 
@@ -209,7 +256,8 @@ def report(result: dict[str, Any]) -> None:
     cost = result["cost"]
     console.print(
         f"{cost['embeddings']} extra query embeddings (one per unmatched word), median "
-        f"{cost['median_ms']} ms each"
+        f"{cost['median_ms']} ms each; {cost['sentence_calls']} calls embedding sentences "
+        f"(`sentence`), median {cost['sentence_median_ms']} ms each"
     )
 
 

@@ -60,3 +60,11 @@ def test_the_rule_refuses_found_questions_with_a_lacking_word_over_the_floor() -
         row("unanswerable", "nothing_found", [(0.30, -0.004)]),  # refused already: not counted
     ]
     assert found_contrast.rule_effect(rows, "rank1", 0.15) == {"s": {"gained": 1, "lost": 1}}
+
+
+def test_sentences_are_split_after_their_stop_and_short_pieces_left_out() -> None:
+    texts = ["Il codice azzurro va visitato entro 60 minuti. Nota: vedi sotto.\n| 60 |", ""]
+    assert found_contrast.sentences(texts) == [
+        "Il codice azzurro va visitato entro 60 minuti.",
+        "Nota: vedi sotto.",
+    ]
