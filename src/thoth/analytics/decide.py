@@ -1143,7 +1143,11 @@ def fit(
             for w in unexplained
             if w not in foreign
             and w not in neighbour
-            and (_after_auxiliary(reading, w) or _participle_of_a_noun(reading, w))
+            and (
+                _after_auxiliary(reading, w)
+                or _participle_of_a_noun(reading, w)
+                or _modifies_own_word(reading, w, query.id, vocab)
+            )
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -1269,9 +1273,9 @@ def fit(
         )
     elif event:
         refused = (
-            f"another event: the question says {', '.join(event)} after an auxiliary or a "
-            f"noun, a verb of another catalog query that {query.id} never uses: what happened "
-            "to the rows, "
+            f"another event: the question says {', '.join(event)} after an auxiliary or "
+            f"next to a noun, a word of another catalog query that {query.id} never uses: "
+            "what happened to the rows or which of them (a verb, a modifier: 'high schools'), "
             "so a part of them, not all it counts (add the wording to its examples if it "
             "computes that)"
         )
@@ -1330,6 +1334,28 @@ def _participle_of_a_noun(reading: Reading, word: str) -> bool:
     """Whether `word` is a participle or gerund (`_VERB_FORM`) right after a content word of
     the question ("visits ended", "patient leaving", "ricoveri ordinari abbandonati")."""
     return bool(_VERB_FORM.fullmatch(word)) and _right_after(reading, word, set(reading.words))
+
+
+def _modifies_own_word(reading: Reading, word: str, query_id: str, vocab: Vocabulary) -> bool:
+    """Whether `word` stands right next to a content word `query_id` explains, as its modifier
+    ("high schools", "scuole superiori" beside a count of schools): a part of the rows it
+    counts, named in another query's words. The same place refuses a word no query explains
+    ("attached to another content word")."""
+    own = vocab.per_query.get(query_id, frozenset())
+    own_words = vocab.words.get(query_id, frozenset())
+    tokens = reading.tokens
+    for i, token in enumerate(tokens):
+        if token != word:
+            continue
+        for j in (i - 1, i + 1):
+            if (
+                0 <= j < len(tokens)
+                and tokens[j] in reading.words
+                and tokens[j] != word
+                and _explained(tokens[j], own, own_words, vocab.matcher)
+            ):
+                return True
+    return False
 
 
 def _names_a_winner(query: CatalogQuery, groups: Sequence[frozenset[str]]) -> bool:
