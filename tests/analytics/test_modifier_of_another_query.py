@@ -129,3 +129,29 @@ def test_the_count_of_its_own_words_is_still_computed(
     question: str, language: str, expected: dict[str, Any]
 ) -> None:
     assert _computed(_decided(question, language)) == {"query": "schools-count", **expected}
+
+
+def test_a_noun_of_another_query_next_to_an_own_word_but_no_term_of_it_stays_ordinary() -> None:
+    """ "districts closed": another query's noun as the subject of the query's own word. No
+    query's text pairs the two words, so it is the question's wording, not a term naming a
+    part of the rows (the gate reads terms, not any neighbour: "pazienti riammessi")."""
+    sat = QUERIES["sat-average"]
+    extra = {
+        **QUERIES,
+        "sat-average": sat.model_copy(
+            update={"description": sat.description + ", reported by the districts"}
+        ),
+    }
+    choices: dict[str, dict[str, dict[str, list[str]]]] = {
+        "schools-count": {
+            "county": {c: [] for c in COUNTIES},
+            "status": {"Active": [], "Closed": ["chiuse"]},
+        },
+        "sat-average": {"county": {c: [] for c in COUNTIES}},
+    }
+    vocab = Vocabulary.of(extra, choices, Matcher("en"), SCHEMA, {})
+    sims = {"schools-count": 0.95, "sat-average": 0.85}
+    question = "How many districts schools are closed in Fresno?"
+    decision = decide(question, extra, sims, choices, vocab, 0.9, 0.005)
+    fit = next(f for f in decision.fits if f.query_id == "schools-count")
+    assert fit.refused is None or not fit.refused.startswith("another event"), fit.refused
