@@ -54,3 +54,17 @@ def test_a_set_that_cannot_calibrate_is_refused_with_what_to_add(tmp_path: Path)
     two = "\n".join(COVERED.splitlines()[:2]) + "\n"
     code, out = _calibrate(aw.root, two + UNCOVERED, "--json")
     assert code == 1 and "at least 3 covered questions" in json.loads(out)["error"], out
+
+
+def test_the_score_table_does_not_call_a_larger_row_a_part_of_a_smaller_one(
+    tmp_path: Path,
+) -> None:
+    """The "not covered" row holds the uncovered questions some query was eligible for; the
+    figure row every uncovered figure question, refused or not. It was labelled "of which
+    asking a figure", and printed 7 under a "not covered" row of 0 on a trial's set."""
+    aw = make_analytics_workspace(tmp_path / "ws")
+    code, out = _calibrate(aw.root, COVERED + UNCOVERED)
+    assert code == 0, out
+    assert "of which" not in out
+    flat = " ".join(out.replace("│", " ").split())
+    assert "eligible" in flat and "asking a figure" in flat, out

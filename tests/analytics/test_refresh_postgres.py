@@ -332,3 +332,35 @@ def test_a_plain_dump_is_restored_and_one_cut_short_refused(pg: PgStore, pg_user
     backup.write_bytes(whole)
     report = pg.run()
     assert report.data_date == NEW and report.tables == {"reparto": 2, "ricovero": 3}
+
+
+def test_a_parameter_compared_only_with_null_is_refused_with_the_cast_to_write(
+    pg: PgStore,
+) -> None:
+    """The docs' optional filter `(:x IS NULL OR col = :x)` (written on SQLite) cannot be typed
+    by PostgreSQL: check says to cast it (found writing a catalog for a PostgreSQL store)."""
+    optional = ONE_WARD_OPTIONAL.replace("analytics.v_", f"{pg.store}.v_")
+    (pg.root / "analytics" / "queries" / "ricoveri-reparto.yaml").write_text(optional)
+    error = assert_refused(pg, "refresh_check_failed", "check")
+    [problem] = [p for p in error.problems if "ricoveri-reparto" in p.where]
+    assert "could not determine data type" in problem.message
+    assert problem.hint is not None and "CAST(:reparto AS text) IS NULL" in problem.hint
+
+
+ONE_WARD_OPTIONAL = """\
+id: ricoveri-reparto
+description: Numero di ricoveri di un reparto, o di tutti, in un anno
+examples:
+  - Quanti ricoveri ha avuto la Pediatria nel 2024?
+parameters:
+  reparto: {type: enum, description: Reparto, values_from: analytics.v_reparti.reparto, required: false}
+  anno: {type: year, description: Anno di dimissione}
+measure: count
+sql: |
+  SELECT count(*) AS ricoveri FROM analytics.v_ricoveri
+  WHERE anno = :anno AND (:reparto IS NULL OR reparto = :reparto)
+result:
+  shape: value
+  columns:
+    ricoveri: {label: Ricoveri, unit: ricoveri, kind: quantity}
+"""

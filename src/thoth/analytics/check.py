@@ -326,10 +326,46 @@ def check_entry(
         db.explain(query.sql, bound)
         result = db.run(query.sql, limit=1, params=bound)
     except StatementRefused as exc:
-        problem(f"the store refused it with sample values {samples}: {exc.reason}", "sql", exc.code)
+        problem(
+            f"the store refused it with sample values {samples}: {exc.reason}",
+            "sql",
+            exc.code,
+            _untyped_hint(query, exc.reason) if dialect == "postgresql" else None,
+        )
         return problems
     problems += _check_columns(path, query, result.columns)
     return problems
+
+
+# PostgreSQL's type of each parameter type, for the cast an untyped parameter needs.
+_PG_TYPES = {
+    "integer": "integer",
+    "year": "integer",
+    "month": "integer",
+    "quarter": "integer",
+    "decimal": "numeric",
+    "date": "date",
+    "enum": "text",
+    "text": "text",
+}
+_UNTYPED = re.compile(r"could not determine data type of parameter \$(\d+)")
+
+
+def _untyped_hint(query: CatalogQuery, reason: str) -> str | None:
+    """The cast to write when PostgreSQL could not type a parameter: one compared only with
+    NULL (`:x IS NULL OR col = :x`, the optional filter SQLite accepts as it is). psycopg
+    numbers the named parameters in the order they first appear."""
+    found = _UNTYPED.search(reason)
+    names = parameter_names(query.sql, "postgresql")
+    if found is None or not 0 < int(found[1]) <= len(names):
+        return None
+    name = names[int(found[1]) - 1]
+    param = query.parameters.get(name)
+    pg_type = _PG_TYPES.get(param.type, "text") if param else "text"
+    return (
+        f"PostgreSQL cannot type :{name} where it is only compared with NULL: write "
+        f"CAST(:{name} AS {pg_type}) IS NULL"
+    )
 
 
 def _check_columns(path: str, query: CatalogQuery, columns: Sequence[str]) -> list[Problem]:

@@ -587,6 +587,10 @@ class Vocabulary:
     # ... and the sides of a value its parameters take: a relation before a value in its own
     # texts, or a parameter described as a bound (a relation or minimum/maximum word in it).
     bounds: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Per query, the pairs of adjacent words of its description, examples, parameter
+    # descriptions and result labels ("high schools"): a term it names, whose first word
+    # modifies the second.
+    phrases: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -640,6 +644,12 @@ class Vocabulary:
                 if column.kind != "quantity":
                     grouped |= matcher.stems(named)
                     grouped_words |= set(_WORD.findall(named.casefold()))
+            vocab.phrases[qid] = frozenset(
+                pair
+                for t in texts
+                for pair in itertools.pairwise(_WORD.findall(t.casefold()))
+                if all(matcher.is_content(w) for w in pair)
+            )
             vocab.per_query[qid] = frozenset().union(*(matcher.stems(t) for t in texts))
             vocab.words[qid] = frozenset(_WORD.findall(" ".join(texts).casefold()))
             vocab.columns[qid] = frozenset(grouped)
@@ -1143,7 +1153,11 @@ def fit(
             for w in unexplained
             if w not in foreign
             and w not in neighbour
-            and (_after_auxiliary(reading, w) or _participle_of_a_noun(reading, w))
+            and (
+                _after_auxiliary(reading, w)
+                or _participle_of_a_noun(reading, w)
+                or _modifies_own_word(reading, w, query.id, vocab)
+            )
         )
     if proposed is None and figure:
         # Offline, the similarity to the query's own examples must also reach the threshold:
@@ -1269,9 +1283,9 @@ def fit(
         )
     elif event:
         refused = (
-            f"another event: the question says {', '.join(event)} after an auxiliary or a "
-            f"noun, a verb of another catalog query that {query.id} never uses: what happened "
-            "to the rows, "
+            f"another event: the question says {', '.join(event)} after an auxiliary or "
+            f"next to a noun, a word of another catalog query that {query.id} never uses: "
+            "what happened to the rows or which of them (a verb, a modifier: 'high schools'), "
             "so a part of them, not all it counts (add the wording to its examples if it "
             "computes that)"
         )
@@ -1330,6 +1344,48 @@ def _participle_of_a_noun(reading: Reading, word: str) -> bool:
     """Whether `word` is a participle or gerund (`_VERB_FORM`) right after a content word of
     the question ("visits ended", "patient leaving", "ricoveri ordinari abbandonati")."""
     return bool(_VERB_FORM.fullmatch(word)) and _right_after(reading, word, set(reading.words))
+
+
+def _modifies_own_word(reading: Reading, word: str, query_id: str, vocab: Vocabulary) -> bool:
+    """Whether `word` stands right next to a content word `query_id` explains, the two a term
+    another query names ("high schools", "scuole superiori" beside a count of schools, where
+    another query is on the high schools): a part of the rows it counts, named in another
+    query's words. The same place refuses a word no query explains ("attached to another
+    content word")."""
+    own = vocab.per_query.get(query_id, frozenset())
+    own_words = vocab.words.get(query_id, frozenset())
+    tokens = reading.tokens
+    for i, token in enumerate(tokens):
+        if token != word:
+            continue
+        for j in (i - 1, i + 1):
+            if (
+                0 <= j < len(tokens)
+                and tokens[j] in reading.words
+                and tokens[j] != word
+                and _explained(tokens[j], own, own_words, vocab.matcher)
+                and _a_term_elsewhere(vocab, query_id, min(i, j), max(i, j), tokens)
+            ):
+                return True
+    return False
+
+
+def _a_term_elsewhere(
+    vocab: Vocabulary, query_id: str, first: int, second: int, tokens: Sequence[str]
+) -> bool:
+    """Whether the question's words at `first` and `second` (adjacent) are, stemmed, a pair
+    of adjacent words of another query's texts: a term that query names ("high schools" of
+    a query on the high schools), so a part of what the two words' head names. A noun next
+    to the query's word that no query's text pairs with it ("pazienti riammessi", "patients
+    wait") is the question's own wording."""
+    stem = vocab.matcher.stems
+    a, b = stem(tokens[first]), stem(tokens[second])
+    return any(
+        stem(x) & a and stem(y) & b
+        for qid, pairs in vocab.phrases.items()
+        if qid != query_id
+        for x, y in pairs
+    )
 
 
 def _names_a_winner(query: CatalogQuery, groups: Sequence[frozenset[str]]) -> bool:

@@ -33,7 +33,7 @@ def grant_sql(role: str, schemas: Sequence[str], database: str, password: str = 
         f"ALTER ROLE {r} SET statement_timeout = '30s';",
     ]
     for schema in schemas:
-        lines += schema_grants(role, schema)
+        lines += schema_grants(role, schema, missing_ok=True)
     lines += [
         "-- Thoth refuses to connect if the role can read any base table or any relation",
         "-- outside these schemas. Tables granted to PUBLIC count: revoke them, e.g.",
@@ -42,14 +42,33 @@ def grant_sql(role: str, schemas: Sequence[str], database: str, password: str = 
     return "\n".join(lines) + "\n"
 
 
-def schema_grants(role: str, schema: str) -> list[str]:
+def schema_grants(role: str, schema: str, missing_ok: bool = False) -> list[str]:
     """USAGE on `schema` and SELECT on its views only, for `role`; SECURITY DEFINER functions
-    closed to it. Also run by `tht analytics refresh` on each new copy, before the swap."""
+    closed to it. Also run by `tht analytics refresh` on each new copy, before the swap.
+    `missing_ok` (the DBA's script): a schema that does not exist yet — before the first
+    refresh, which creates it and grants the role itself — is said in a NOTICE, not an error
+    that would stop the script before the rest of it."""
     r, s = _ident(role), _ident(schema)
+    usage = [f"GRANT USAGE ON SCHEMA {s} TO {r};"]
+    if missing_ok:
+        notice = (
+            f"schema {schema} does not exist yet: tht analytics refresh creates it and grants "
+            f"{role} its views (or run this again once it exists)"
+        )
+        usage = [
+            "DO $$ BEGIN",
+            f"  IF to_regnamespace({_literal(_ident(schema))}) IS NULL THEN",
+            f"    RAISE NOTICE '%', {_literal(notice)};",
+            "  ELSE",
+            f"    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', {_literal(schema)}, "
+            f"{_literal(role)});",
+            "  END IF;",
+            "END $$;",
+        ]
     return [
         f"-- {schema}: USAGE, and SELECT on its views only (never on a table, even one",
         "-- kept in the same schema); a view reads its tables with its owner's rights.",
-        f"GRANT USAGE ON SCHEMA {s} TO {r};",
+        *usage,
         "DO $$ DECLARE v record; BEGIN",
         "  FOR v IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
         f"           WHERE n.nspname = {_literal(schema)} AND c.relkind IN ('v', 'm') LOOP",

@@ -5,14 +5,16 @@ hash) is never copied at all."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.schema import MappingSchema
 
 from thoth.database import Dialect
 from thoth.errors import ThothError
@@ -53,12 +55,22 @@ def read_plan(
         ) from exc
     if not statements:
         raise PlanError(f"{where}: no view -> write the store's views there, one CREATE VIEW each")
+    # Names are compared as the engine folds them: PostgreSQL keeps a quoted name's case and
+    # lower-cases an unquoted one (so the source's stored names are matched exactly); SQLite
+    # ignores case. Every name of the file is folded the engine's way (normalize_identifiers),
+    # every stored name by `fold`, and the columns copied are the stored names.
+    fold = _folder(dialect)
+    stored = {fold(t): t for t in source}
+    stored_columns = {(fold(t), fold(c)): c for t, cols in source.items() for c in cols}
+    folded_source = {fold(t): {fold(c): ty for c, ty in cols.items()} for t, cols in source.items()}
+    folded_reserved = {fold(t): dict(cols) for t, cols in reserved.items()}
     views: list[str] = []
-    schema: dict[str, object] = {t: dict(cols) for t, cols in (*source.items(), *reserved.items())}
+    schema: dict[str, object] = {**folded_source, **folded_reserved}
     used: dict[str, set[str]] = {}
-    for index, statement in enumerate(statements, 1):
+    for index, raw in enumerate(statements, 1):
+        statement = normalize_identifiers(raw, dialect=_SQLGLOT[dialect])
         name = _view_name(statement, where, index)
-        if name in views or name in source or name in reserved:
+        if name in views or name in folded_source or name in folded_reserved:
             raise PlanError(
                 f"{where}: statement {index} creates {name}, a name already taken (a view of "
                 f"the file, a source table, or the refresh's own {', '.join(sorted(reserved))})"
@@ -72,11 +84,11 @@ def read_plan(
                     "(the refresh builds them in its staging schema or file)"
                 )
             if table.name not in ctes:
-                _read(table.name, name, where, views, reserved, source, used)
+                _read(table.name, name, where, views, folded_reserved, folded_source, used)
         try:
             qualified = qualify(
                 select.copy(),
-                schema=schema,
+                schema=MappingSchema(schema, dialect=_SQLGLOT[dialect], normalize=False),
                 dialect=_SQLGLOT[dialect],
                 validate_qualify_columns=True,
                 quote_identifiers=False,
@@ -89,12 +101,23 @@ def read_plan(
         for scope in traverse_scope(qualified):
             for column in scope.columns:
                 src = scope.sources.get(column.table)
-                if isinstance(src, exp.Table) and src.name in source:
-                    used[src.name].add(column.name)
+                if isinstance(src, exp.Table) and src.name in folded_source:
+                    used[src.name].add(stored_columns[(src.name, column.name)])
         schema[name] = {c: "text" for c in qualified.named_selects}
         views.append(name)
-    tables = {table: tuple(c for c in source[table] if c in used[table]) for table in sorted(used)}
+    tables = {
+        stored[table]: tuple(c for c in source[stored[table]] if c in used[table])
+        for table in sorted(used)
+    }
     return ViewPlan(views=tuple(views), tables=tables, sql=text)
+
+
+def _folder(dialect: Dialect) -> Callable[[str], str]:
+    """A stored name as the engine compares it: exact on PostgreSQL (a mixed-case name is
+    stored quoted and read quoted), case-insensitive on SQLite."""
+    if dialect == "sqlite":
+        return str.lower
+    return lambda name: name
 
 
 def _view_name(statement: exp.Expr, where: str, index: int) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Any, Literal, Protocol
 
 from thoth.privacy import NoPseudonymizer, Pseudonymizer
@@ -80,8 +82,22 @@ class NumericAnswer:
                 {"name": c.name, "label": c.label, "kind": c.kind, "unit": c.unit}
                 for c in self.columns
             ],
-            "rows": [list(r) for r in self.rows],
+            "rows": [[figure_json(v) for v in r] for r in self.rows],
         }
+
+
+def figure_json(value: Any) -> Any:
+    """A result cell as JSON carries it. PostgreSQL returns `numeric` (avg(), round(), a sum of
+    bigint) as Decimal: a whole one becomes an int, one a float holds exactly a float, any
+    other keeps every digit as text. Dates and times become ISO text."""
+    if isinstance(value, Decimal):
+        if value.is_finite() and value == value.to_integral_value():
+            return int(value)
+        as_float = float(value)
+        return as_float if Decimal(repr(as_float)) == value else str(value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    return value
 
 
 class AnalyticsBranch(Protocol):

@@ -162,8 +162,10 @@ def calibrate_cmd(
         table.add_column(col)
     for label, key in (
         ("covered (closest query right)", "covered"),
-        ("not covered", "not_covered"),
-        ("  of which asking a figure", "uncovered_figures"),
+        # Two views of the uncovered questions, not a part of a whole: the best score among
+        # the queries no gate refused, and every figure question's best similarity.
+        ("not covered, a query eligible", "not_covered"),
+        ("not covered asking a figure", "uncovered_figures"),
     ):
         d = data[key]
         table.add_row(
