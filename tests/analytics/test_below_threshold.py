@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.analytics.conftest import make_analytics_workspace
+from tests.analytics.conftest import STAY, config, make_analytics_workspace
 from tests.analytics.test_numeric_answers import ask
 from thoth.answer.wording import ITALIAN
 
@@ -48,3 +48,39 @@ def test_a_text_question_gets_no_figure_preface(tmp_path: Path) -> None:
     assert "below_threshold" not in text.diagnostics["analytics"]
     figure = ask(aw, "Quanti farmaci sono stati prescritti nei ricoveri del 2024?")
     assert figure.text.startswith(ITALIAN.figure_maybe_not_available)
+
+
+def test_a_query_refused_above_the_threshold_does_not_hide_the_closest_one_below(
+    tmp_path: Path,
+) -> None:
+    # A query scoring above the threshold that a gate refuses (it measures an average, the
+    # question asks a count) says nothing of the query below it that no gate refused: the
+    # answer names that one, its score and the threshold, and does not claim that no query
+    # computes the question (found on PostgreSQL: "average reading score in Fresno").
+    question = "Quanti ricoveri ha registrato in totale la Pediatria nel 2024?"
+    aw = make_analytics_workspace(tmp_path / "ws", threshold=0.999, uncovered=0.2)
+    aw.write(
+        "analytics/queries/degenza-reparto.yaml",
+        STAY.replace("id: degenza-media", "id: degenza-reparto").replace(
+            "Qual è la degenza media dei ricoveri nel 2024?",
+            question.replace("la Pediatria", "il reparto"),
+        ),
+    )
+    aw.activate()
+    aw.publish_text()
+    fits = ask(aw, question).diagnostics["analytics"]["decision"]["fits"]
+    refused, eligible = fits[0], next(f for f in fits if f["refused"] is None)
+    assert refused["refused"] is not None and refused["score"] > eligible["score"]
+    threshold = round((refused["score"] + eligible["score"]) / 2, 5)
+    aw.write("thoth.toml", config(threshold, 0.2, ""))
+    answer = ask(aw, question)
+    assert answer.provenance is None
+    below = answer.diagnostics["analytics"]["below_threshold"]
+    assert below == {
+        "query_id": eligible["query_id"],
+        "score": eligible["score"],
+        "threshold": threshold,
+    }
+    first = answer.text.split("\n\n", 1)[0]
+    assert eligible["query_id"] in first and f"{threshold:.3f}" in first
+    assert "nessuna query del catalogo analitico calcola" not in first.casefold()

@@ -228,16 +228,11 @@ class AnalyticsService:
             # "percentuale"): a text question gets no sentence about the catalog.
             asks_figure = not offline or bool(decision.asked)
             # The closest query no gate refused, below the threshold: it may compute the
-            # question, and the answer says so instead of claiming that none does.
+            # question, and the answer says so instead of claiming that none does — even when
+            # a query above the threshold was refused (that one's gate says nothing of it).
             closest = next((f for f in decision.fits if f.refused is None), None)
             below = None
-            if (
-                offline
-                and asks_figure
-                and not decision.refused_above
-                and closest is not None
-                and closest.query_id in visible
-            ):
+            if offline and asks_figure and closest is not None and closest.query_id in visible:
                 below = {
                     "query_id": closest.query_id,
                     "score": round(closest.score, 4),
