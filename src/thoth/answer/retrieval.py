@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from thoth.answer.ranking import curated_weight, verbatim_floor
 from thoth.answer.relevance import (
+    MIN_CORPUS,
     Relevance,
     Term,
     candidate_terms,
@@ -677,6 +678,7 @@ class KnowledgeSearch:
         unchecked: list[str] | None = None
         universal: set[str] = set()
         translated: list[Term] = []  # unchecked words held through the glossary
+        small: int | None = None  # the fewest fragments of a language, under MIN_CORPUS
         for branch, in_language in zip(branches, spoken, strict=True):
             encoder = branch.encoder
             terms = candidate_terms(question, _analyser(encoder))
@@ -701,6 +703,9 @@ class KnowledgeSearch:
                 ).indices
             }
             within = {**where.where, **branch.where}
+            visible = gen.store.count({**corpus, **branch.where})
+            if 0 < visible < MIN_CORPUS:  # the words its fragments hold are not weighed
+                small = visible if small is None else min(small, visible)
             holding = check_terms(
                 gen.store,
                 within,
@@ -709,6 +714,7 @@ class KnowledgeSearch:
                 stems,
                 corpus_where={**corpus, **branch.where},
                 in_language=in_language,
+                visible=visible,
             )
             if expansion:
                 holding = _through_glossary(
@@ -760,6 +766,7 @@ class KnowledgeSearch:
             language_drop=drop,
             unchecked=unchecked or (),
             carried=carried,
+            small_corpus=small,
         )
 
     def _carries(self, question: str, terms: Sequence[Term], dense: Sequence[float] | None) -> bool:
