@@ -25,7 +25,8 @@ about. Two signals decide whether it is an answer or `nothing_found`:
    subject ("pets"), which carries the question, is nowhere; the question's framing
    ("latest", "analyze the relationship") is as absent from the filings that answer, but
    carries little. Without the embedder the unmatched words are weighed by their BM25 inverse
-   document frequency against the distinctive terms held.
+   document frequency against the distinctive terms held. Under MIN_CORPUS fragments no word
+   some fragment holds is rare, and only the words none holds are weighed (`small_corpus`).
 
 Terms are matched through BM25's own analyser (the generation's encoder): the same stems,
 stopwords and token ids as the sparse index, and counted by the index itself — no word list.
