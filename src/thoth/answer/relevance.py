@@ -31,8 +31,9 @@ about. Two signals decide whether it is an answer or `nothing_found`:
 Terms are matched through BM25's own analyser (the generation's encoder): the same stems,
 stopwords and token ids as the sparse index, and counted by the index itself — no word list.
 A word the corpus does not hold counts only when the question is written in the analyser's
-language (`speaks`: a share of its words are the analyser's stopwords); an Italian question
-on English documents says nothing by its unknown words and is left to the dense signal.
+language (`speaks`: a share of its words are the analyser's stopwords) and the answer's first
+fragment is in it (the caller's `in_language`); an Italian question on English documents says
+nothing by its unknown words and is left to the dense signal.
 """
 
 from __future__ import annotations
