@@ -264,7 +264,9 @@ def test_overflow_is_truncated_counted_and_told_to_the_model(
         _fragment(
             f"docs:lungo-{i}.md",
             0,
-            f"Accessi pediatrici nel 2023, parte {i}. " + "x" * 300,
+            # Parts of a long report that hold the question's words (a subject no fragment
+            # holds is nothing_found, however few the fragments: test_found_small_corpus).
+            f"Accessi pediatrici al pronto soccorso cresciuti nel 2023, parte {i}. " + "x" * 300,
             title=f"L{i}",
         )
         for i in range(4)

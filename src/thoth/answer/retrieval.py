@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from thoth.answer.ranking import curated_weight, verbatim_floor
 from thoth.answer.relevance import (
+    MIN_CORPUS,
     Relevance,
     Term,
     candidate_terms,
@@ -45,7 +46,15 @@ from thoth.documents.records import search_text
 from thoth.embed.base import Embedder, EmbedderError, Vectors
 from thoth.entities import NO_ENTITIES, EntityList
 from thoth.glossary import GLOSSARY_WEIGHT, NO_GLOSSARY, Expansion, Glossary
-from thoth.index.base import Fusion, Hit, IndexStore, SparseVec, Where, deterministic_top
+from thoth.index.base import (
+    Exclude,
+    Fusion,
+    Hit,
+    IndexStore,
+    SparseVec,
+    Where,
+    deterministic_top,
+)
 from thoth.index.bm25 import Bm25Encoder
 from thoth.index.fusion import fuse, fusion_from
 from thoth.index.generations import IndexBackend
@@ -674,10 +683,15 @@ class KnowledgeSearch:
         # every document in scope holds vouches for no passage (`universal`).
         spoken = [speaks(question, _analyser(b.encoder)) for b in branches]
         other = not any(spoken)
+        # A word no fragment of a language holds tells the question is another's only when the
+        # answer opens with a fragment of that language: an Italian question the English
+        # filing answers lacks its Italian words by translation, left to the dense signal.
+        leads = [_in_branch(top[0], b) for b in branches]
         unchecked: list[str] | None = None
         universal: set[str] = set()
         translated: list[Term] = []  # unchecked words held through the glossary
-        for branch, in_language in zip(branches, spoken, strict=True):
+        small: int | None = None  # the fewest fragments of a language, under MIN_CORPUS
+        for branch, in_language, lead in zip(branches, spoken, leads, strict=True):
             encoder = branch.encoder
             terms = candidate_terms(question, _analyser(encoder))
             if scoped:
@@ -701,6 +715,9 @@ class KnowledgeSearch:
                 ).indices
             }
             within = {**where.where, **branch.where}
+            visible = gen.store.count({**corpus, **branch.where})
+            if 0 < visible < MIN_CORPUS:  # the words its fragments hold are not weighed
+                small = visible if small is None else min(small, visible)
             holding = check_terms(
                 gen.store,
                 within,
@@ -708,7 +725,8 @@ class KnowledgeSearch:
                 [d for d in docs if d],
                 stems,
                 corpus_where={**corpus, **branch.where},
-                in_language=in_language,
+                in_language=in_language and lead,
+                visible=visible,
             )
             if expansion:
                 holding = _through_glossary(
@@ -760,6 +778,7 @@ class KnowledgeSearch:
             language_drop=drop,
             unchecked=unchecked or (),
             carried=carried,
+            small_corpus=small,
         )
 
     def _carries(self, question: str, terms: Sequence[Term], dense: Sequence[float] | None) -> bool:
@@ -948,6 +967,17 @@ def _glossary_held(
         if ids and ids <= set(quoted):
             return alt
     return None
+
+
+def _in_branch(hit: Hit, branch: Bm25Branch) -> bool:
+    """Whether the candidate is among the fragments `branch` searches (its language's)."""
+    kept = branch.where.get("bm25_language")
+    language = hit.payload.get("bm25_language")
+    if kept is None:
+        return True
+    if isinstance(kept, Exclude):
+        return language not in kept.none_of
+    return bool(language == kept)
 
 
 def _analyser(encoder: Bm25Encoder) -> Callable[[str], list[int]]:

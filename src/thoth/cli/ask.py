@@ -323,7 +323,10 @@ def _relevance_line(relevance: dict[str, Any]) -> str:
         verdict = "passed" if best >= floor else "below: nothing_found"
         line = f"relevance floor: best similarity {shown} vs min_similarity {floor} ({verdict})"
     terms = f"missing terms: {', '.join(missing)}" if missing else "no distinctive term missing"
-    return f"{line}; {terms} (verdict {relevance.get('verdict')})"
+    line = f"{line}; {terms} (verdict {relevance.get('verdict')})"
+    if relevance.get("small_corpus"):  # the word check was limited: said beside the verdict
+        line = f"{line}; word check limited: {relevance['small_corpus']}"
+    return line
 
 
 def log_cmd(

@@ -432,7 +432,8 @@ DEMO_QUESTIONS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (
         "A public caller asks about a confidential audit: the audit is filtered out before "
-        "similarity (labels fail closed); only public pages compete.",
+        "similarity (labels fail closed); only public pages compete, and none holds the "
+        "audit's subject: nothing_found.",
         "Quale percentuale di SDO aveva una diagnosi principale non corretta nell'audit "
         "interno di codifica 2024?",
         {"labels": ["public"]},
