@@ -795,12 +795,15 @@ def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
     page numbers), found across pages, never by their words:
 
     - a line among the first or last three of its page whose text (digits aside: "Form 10-Q |
-      17" and "| 18" are one footer) recurs at the same place on at least three pages and on a
-      tenth of the pages with text; the same place is the same height (within 3 pt), or, for
-      the first and the last line of a page, the same end of the page (a footer that follows
-      the text up and down the page). Lines of a table are never furniture (a statement's
-      column header repeated on the pages of a statement is its header), nor the only line
-      of a page;
+      17" and "| 18" are one footer) recurs at the same place, outside tables, on at least
+      three pages and on a tenth of the pages with text; the same place is the same height
+      (within 3 pt), or, for the first and the last line of a page, the same end of the page
+      (a footer that follows the text up and down the page). Only the places where the line
+      is not read as a table's line count: a statement's column header repeated at the top of
+      each page of the statement is its tables' header, never furniture. Once furniture, the
+      line is furniture on every page where it sits at that place, a table's page included:
+      MSFT's "PART I" and "Item 1", right above a table on some pages, were read as a line of
+      its column header. The only line of a page is never furniture;
     - a page number: the first or the last line of a page, only a number (1-3 digits or a roman
       numeral, dashes allowed).
     """
@@ -808,25 +811,30 @@ def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
     def rank(index: int, count: int) -> int | None:
         return 0 if index == 0 else -1 if index == count - 1 else None
 
-    seen: dict[str, list[tuple[int, float, int | None]]] = {}  # text: (page, top, rank)
+    tabular = [
+        {id(line) for table in _aligned_tables(lines) for line in table.lines} for lines in pages
+    ]
+    # text: (page, top, rank) of its places outside tables
+    seen: dict[str, list[tuple[int, float, int | None]]] = {}
     for page, lines in enumerate(pages):
         for index in _edge_indexes(len(lines)):
-            key = _DIGITS.sub("#", lines[index].text.lower())
-            seen.setdefault(key, []).append((page, lines[index].top, rank(index, len(lines))))
+            line = lines[index]
+            if id(line) not in tabular[page]:
+                key = _DIGITS.sub("#", line.text.lower())
+                seen.setdefault(key, []).append((page, line.top, rank(index, len(lines))))
     with_text = sum(1 for lines in pages if lines)
     needed = max(3, math.ceil(with_text / 10))
     out: list[set[int]] = [set() for _ in pages]
     for page, lines in enumerate(pages):
-        tabular = {id(line) for table in _aligned_tables(lines) for line in table.lines}
         for index in _edge_indexes(len(lines)):
             line = lines[index]
             where = rank(index, len(lines))
             if where is not None and _PAGE_NUMBER.match(line.text):
                 out[page].add(index)
                 continue
-            if id(line) in tabular or len(lines) == 1:
-                continue  # a table's line, or the page's only line: content, not furniture
-            places = seen[_DIGITS.sub("#", line.text.lower())]
+            if len(lines) == 1:
+                continue  # the page's only line: content, not furniture
+            places = seen.get(_DIGITS.sub("#", line.text.lower()), [])
             repeats = {
                 p
                 for p, top, r in places
