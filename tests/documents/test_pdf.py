@@ -308,3 +308,62 @@ def test_a_statement_header_repeated_over_its_tables_is_not_furniture(
     assert [t.page for t in tables] == [2, 3, 4]
     assert {t.header for t in tables} == {("", f"{period} {first}", f"{period} {second}")}
     assert doc.furniture_lines == 5
+
+
+# -- a period centred over its quarters and their changes --------------------------------------
+
+_GROUPS = {
+    "en": (("Three Months Ended", "Six Months Ended"), ("July 30,", "July 31,"), "Change"),
+    "it": (("Trimestre chiuso al", "Semestre chiuso al"), ("30 luglio", "31 luglio"), "Var."),
+}
+
+
+@pytest.mark.parametrize("language", ["en", "it"])
+def test_a_period_off_the_centre_of_its_quarters_heads_its_dated_columns(
+    tmp_path: Path, language: str
+) -> None:
+    # NVDA's results tables: each period is centred over its two quarters and their "$ Change"
+    # and "% Change" (a `$` flush left in its cell, the figure right-aligned, the `%` after
+    # it), so it sits off the centre of its quarters: it heads the dated columns under it,
+    # not the ones it happens to overlap ("July 31, 2022" and "$ Change" before). In Italian,
+    # "30 luglio   31 luglio" was also read as a row of figures with a unit ("luglio").
+    (quarter, half), (first, second), change = _GROUPS[language]
+    rows = [
+        ("Compute & Networking", ["10,402", "3,907", "6,495", "166", "14,862", "7,579", "7,283", "96"]),
+        ("Graphics", ["3,105", "2,797", "308", "11", "5,837", "7,413", "(1,576)", "(21)"]),
+    ]  # fmt: skip
+    texts: list[Text] = [(18, 740, "Revenue by Reportable Segments")]
+    for n, (period, shift) in enumerate(((quarter, 0.0), (half, 228.0))):
+        money = [(143.0 + shift, 189.0 + shift), (199.0 + shift, 244.0 + shift)]
+        money.append((254.0 + shift, 299.0 + shift))
+        percent_end = 364.0 + shift  # the `%` after the figure, as NVDA sets it
+        texts.append(_centred((money[0][0] + percent_end) / 2, 712, period))
+        heads = [(first, "2023"), (second, "2022"), ("$", change)]
+        for (top, bottom), (a, b) in zip(heads, money, strict=True):
+            texts += [_centred((a + b) / 2, 700, top), _centred((a + b) / 2, 690, bottom)]
+        texts += [_centred(337.0 + shift, 700, "%"), _centred(337.0 + shift, 690, change)]
+        for r, (label, figures) in enumerate(rows):
+            y = 674 - 12 * r
+            if n == 0:
+                texts.append((18, y, label))
+            for (a, b), figure in zip(money, figures[4 * n : 4 * n + 3], strict=True):
+                texts.append((b - _width(figure), y, figure))
+                if r == 0:
+                    texts.append((a, y, "$"))
+            pct = figures[4 * n + 3]
+            texts += [(percent_end - 10 - _width(pct), y, pct), (percent_end - 8, y, "%")]
+    path = tmp_path / "segments.pdf"
+    path.write_bytes(build([(texts, [])]))
+    [table] = [b for b in extract(path).blocks if b.kind == "table"]
+    assert table.header == (
+        "",
+        f"{quarter} {first} 2023",
+        f"{quarter} {second} 2022",
+        f"$ {change}",
+        f"% {change}",
+        f"{half} {first} 2023",
+        f"{half} {second} 2022",
+        f"$ {change}",
+        f"% {change}",
+    )
+    assert table.rows[0][:3] == ("Compute & Networking", "$10,402", "$3,907")

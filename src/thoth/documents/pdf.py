@@ -256,7 +256,8 @@ def _label_like_start(line: _Line) -> bool:
 
 def _units(line: _Line) -> set[str]:
     """Words that follow a figure closely (a short word of letters) twice or more on a line:
-    the unit of a row's values ("years", "pts"), not prose."""
+    the unit of a row's values ("years", "pts"), not prose, and not a month after its day
+    ("30 luglio   31 luglio", an Italian header line of dates)."""
     seen: dict[str, int] = {}
     for prev, word in zip(line.words, line.words[1:], strict=False):
         text = str(word["text"])
@@ -264,6 +265,7 @@ def _units(line: _Line) -> set[str]:
             _is_figure(str(prev["text"]))
             and text.isalpha()
             and len(text) <= 6
+            and not dated(text)
             and float(word["x0"]) - float(prev["x1"]) <= line.height
         ):
             seen[text] = seen.get(text, 0) + 1
@@ -431,7 +433,9 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         neighbours = header_lines[max(0, index - 1) : index] + header_lines[index + 1 : index + 2]
         given: list[tuple[int, float, float]] = []
         spans = _phrase_spans(line.words, line.height)
-        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], widened)
+        spanned = _spanned_columns(
+            [(t, x0, x1) for t, x0, x1 in spans if x1 > limit], widened, cells[len(starts) :]
+        )
         caption = _period_caption(line, spans, limit)
         texts: dict[int, list[str]] = {}  # this line's phrases per column, left to right
         for text, x0, x1 in spans:
@@ -447,6 +451,11 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
                 # "and Cash Equivalents") heads that column only; a centred one may head
                 # several (AMZN's "2022" over three columns, centred on the middle one).
                 more = spanned.get((x0, x1), [])
+                if more and _AWAITS_DATE.search(text):
+                    # A period heads the dated columns of its territory, not the columns it
+                    # overlaps: NVDA centres "Three Months Ended" over its two quarters and
+                    # their "$ Change" and "% Change".
+                    found = []
                 under = header_lines[index + 1 : index + 2]
                 if not spanned and under and not _lines_up(x0, x1, under):
                     # The line's only phrase over the figures, over a header line and centred
@@ -571,17 +580,23 @@ def _period_caption(
 
 
 def _spanned_columns(
-    phrases: Sequence[tuple[float, float]], columns: Sequence[tuple[float, float]]
+    phrases: Sequence[tuple[str, float, float]],
+    columns: Sequence[tuple[float, float]],
+    below: Sequence[Sequence[str]],
 ) -> dict[tuple[float, float], list[int]]:
     """Columns each phrase of a header line heads when the line has several phrases over the
     figures: those whose centre lies in the phrase's territory, bounded by the midpoints to
     the neighbouring phrases (an edge phrase's open side mirrors its other side). Two
-    "June 30," centred over two pairs of year columns head a pair each."""
+    "June 30," centred over two pairs of year columns head a pair each. A period that waits for
+    its date ("Three Months Ended", "Semestre chiuso al") heads the columns of its territory
+    dated by the header lines under it (`below`, per column), when some are: NVDA centres its
+    periods over the quarters and their changes ("$ Change", "% Change"), and a period set off
+    the centre of its quarters still heads both."""
     if len(phrases) < 2:
         return {}
-    centres = [(x0 + x1) / 2 for x0, x1 in phrases]
+    centres = [(x0 + x1) / 2 for _, x0, x1 in phrases]
     out: dict[tuple[float, float], list[int]] = {}
-    for n, phrase in enumerate(phrases):
+    for n, (text, x0, x1) in enumerate(phrases):
         left = (centres[n - 1] + centres[n]) / 2 if n else None
         right = (centres[n] + centres[n + 1]) / 2 if n + 1 < len(phrases) else None
         if left is None and right is not None:
@@ -590,7 +605,11 @@ def _spanned_columns(
             right = 2 * centres[n] - left
         assert left is not None and right is not None
         inside = [c for c, (a, b) in enumerate(columns) if left <= (a + b) / 2 <= right]
-        out[phrase] = _centred_run(centres[n], inside, columns)
+        with_date = [c for c in inside if dated(" ".join(below[c]))]
+        if _AWAITS_DATE.search(text) and with_date:
+            out[(x0, x1)] = with_date
+        else:
+            out[(x0, x1)] = _centred_run(centres[n], inside, columns)
     return out
 
 
