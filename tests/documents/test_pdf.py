@@ -204,3 +204,166 @@ def test_sec_filing_page_one_is_kept_and_statements_keep_their_header() -> None:
     income = next(b for b in doc.blocks if b.kind == "table" and b.page == 4)
     assert income.header[1] == "Three Months Ended April 1, 2023"
     assert ("Products", "$73,929", "$77,457", "$170,317", "$181,886") in income.rows
+
+
+# -- a running header over a table -------------------------------------------------------------
+
+_RUNNING = {
+    # running header lines (centred over the figures, as MSFT sets "PART I" / "Item 1"), the
+    # period, the two dates, the text of the pages (different on each: repeated, it would be
+    # furniture itself)
+    "en": (
+        ("PART I", "Item 1"),
+        "Three Months Ended",
+        ("July 1, 2023", "June 25, 2022"),
+        (
+            "Net sales are discussed below.",
+            "Costs fell in Europe.",
+            "Japan grew fastest.",
+            "Services grew.",
+        ),
+    ),
+    "it": (
+        ("PARTE I", "Voce 1"),
+        "Trimestre chiuso al",
+        ("1 luglio 2023", "25 giugno 2022"),
+        (
+            "I ricavi sono commentati sotto.",
+            "I costi calano in Europa.",
+            "Il Giappone cresce.",
+            "I servizi crescono.",
+        ),
+    ),
+}
+
+
+def _running_pages(language: str, header_on: Sequence[int], tables_on: Sequence[int]) -> bytes:
+    """Five pages, numbered at the foot; the running header at the top of the pages
+    `header_on`; on the pages `tables_on` a table of figures at the top, right under the
+    running header (within a line of it, as the header lines of a table sit), on the others a
+    sentence (different on each: repeated, it would be furniture itself)."""
+    running, period, (first, second), prose = _RUNNING[language]
+    centre = 385.0  # the middle of the two columns of figures (300-470)
+    header = [_centred(centre, 770 - 12 * n, text) for n, text in enumerate(running)]
+    table: list[Text] = [
+        _centred(centre, 740, period),
+        _centred(342, 728, first),
+        _centred(442, 728, second),
+        (80, 714, "Products"), (300, 714, "$"), (330, 714, "53,489"), (400, 714, "$"), (430, 714, "57,267"),
+        (80, 700, "Services"), (330, 700, "21,213"), (430, 700, "19,604"),
+        (72, 686, "Total net sales"), (330, 686, "74,702"), (430, 686, "76,871"),
+    ]  # fmt: skip
+    pages: list[tuple[list[Text], list[Rule]]] = []
+    text = iter(prose)
+    for number in range(1, 6):
+        texts = table if number in tables_on else [(72, 700, next(text))]
+        top = header if number in header_on else []
+        pages.append(([*top, *texts, (300, 40, str(number))], []))
+    return build(pages)
+
+
+@pytest.mark.parametrize("language", ["en", "it"])
+def test_a_running_header_over_a_table_heads_no_column(tmp_path: Path, language: str) -> None:
+    # MSFT p13: "PART I" and "Item 1", at the top of every page, sat right above a table and
+    # were read as header lines of its columns ("PART I Item 1 Three Months Ended ...").
+    running, period, (first, second), _ = _RUNNING[language]
+    path = tmp_path / "running.pdf"
+    path.write_bytes(_running_pages(language, header_on=range(1, 6), tables_on=[2]))
+    doc = extract(path)
+    [table] = [b for b in doc.blocks if b.kind == "table"]
+    assert table.header == ("", f"{period} {first}", f"{period} {second}")
+    assert ("Products", "$53,489", "$57,267") in table.rows
+    # Page furniture on every page, the table's page included: not in the indexed text.
+    assert not any(text in doc.text for text in running)
+    assert doc.furniture_lines == 5 * 3  # two header lines and the page number, five pages
+
+
+@pytest.mark.parametrize("language", ["en", "it"])
+def test_the_same_words_printed_once_over_a_table_still_head_its_columns(
+    tmp_path: Path, language: str
+) -> None:
+    running, period, (first, second), _ = _RUNNING[language]
+    path = tmp_path / "once.pdf"
+    # The running header printed on the table's page only: the same words once, over the
+    # columns, are a line of the table's header, as any other.
+    path.write_bytes(_running_pages(language, header_on=[2], tables_on=[2]))
+    doc = extract(path)
+    [table] = [b for b in doc.blocks if b.kind == "table"]
+    above = " ".join(running)
+    assert table.header == ("", f"{above} {period} {first}", f"{above} {period} {second}")
+    assert doc.furniture_lines == 5  # the page numbers only
+
+
+@pytest.mark.parametrize("language", ["en", "it"])
+def test_a_statement_header_repeated_over_its_tables_is_not_furniture(
+    tmp_path: Path, language: str
+) -> None:
+    # A statement's column header repeats at the same place on each of its pages, always over
+    # its table: that is the tables' header, not page furniture.
+    _, period, (first, second), _ = _RUNNING[language]
+    path = tmp_path / "statements.pdf"
+    path.write_bytes(_running_pages(language, header_on=[], tables_on=[2, 3, 4]))
+    doc = extract(path)
+    tables = [b for b in doc.blocks if b.kind == "table"]
+    assert [t.page for t in tables] == [2, 3, 4]
+    assert {t.header for t in tables} == {("", f"{period} {first}", f"{period} {second}")}
+    assert doc.furniture_lines == 5
+
+
+# -- a period centred over its quarters and their changes --------------------------------------
+
+_GROUPS = {
+    "en": (("Three Months Ended", "Six Months Ended"), ("July 30,", "July 31,"), "Change"),
+    "it": (("Trimestre chiuso al", "Semestre chiuso al"), ("30 luglio", "31 luglio"), "Var."),
+}
+
+
+@pytest.mark.parametrize("language", ["en", "it"])
+def test_a_period_off_the_centre_of_its_quarters_heads_its_dated_columns(
+    tmp_path: Path, language: str
+) -> None:
+    # NVDA's results tables: each period is centred over its two quarters and their "$ Change"
+    # and "% Change" (a `$` flush left in its cell, the figure right-aligned, the `%` after
+    # it), so it sits off the centre of its quarters: it heads the dated columns under it,
+    # not the ones it happens to overlap ("July 31, 2022" and "$ Change" before). In Italian,
+    # "30 luglio   31 luglio" was also read as a row of figures with a unit ("luglio").
+    (quarter, half), (first, second), change = _GROUPS[language]
+    rows = [
+        ("Compute & Networking", ["10,402", "3,907", "6,495", "166", "14,862", "7,579", "7,283", "96"]),
+        ("Graphics", ["3,105", "2,797", "308", "11", "5,837", "7,413", "(1,576)", "(21)"]),
+    ]  # fmt: skip
+    texts: list[Text] = [(18, 740, "Revenue by Reportable Segments")]
+    for n, (period, shift) in enumerate(((quarter, 0.0), (half, 228.0))):
+        money = [(143.0 + shift, 189.0 + shift), (199.0 + shift, 244.0 + shift)]
+        money.append((254.0 + shift, 299.0 + shift))
+        percent_end = 364.0 + shift  # the `%` after the figure, as NVDA sets it
+        texts.append(_centred((money[0][0] + percent_end) / 2, 712, period))
+        heads = [(first, "2023"), (second, "2022"), ("$", change)]
+        for (top, bottom), (a, b) in zip(heads, money, strict=True):
+            texts += [_centred((a + b) / 2, 700, top), _centred((a + b) / 2, 690, bottom)]
+        texts += [_centred(337.0 + shift, 700, "%"), _centred(337.0 + shift, 690, change)]
+        for r, (label, figures) in enumerate(rows):
+            y = 674 - 12 * r
+            if n == 0:
+                texts.append((18, y, label))
+            for (a, b), figure in zip(money, figures[4 * n : 4 * n + 3], strict=True):
+                texts.append((b - _width(figure), y, figure))
+                if r == 0:
+                    texts.append((a, y, "$"))
+            pct = figures[4 * n + 3]
+            texts += [(percent_end - 10 - _width(pct), y, pct), (percent_end - 8, y, "%")]
+    path = tmp_path / "segments.pdf"
+    path.write_bytes(build([(texts, [])]))
+    [table] = [b for b in extract(path).blocks if b.kind == "table"]
+    assert table.header == (
+        "",
+        f"{quarter} {first} 2023",
+        f"{quarter} {second} 2022",
+        f"$ {change}",
+        f"% {change}",
+        f"{half} {first} 2023",
+        f"{half} {second} 2022",
+        f"$ {change}",
+        f"% {change}",
+    )
+    assert table.rows[0][:3] == ("Compute & Networking", "$10,402", "$3,907")

@@ -256,7 +256,8 @@ def _label_like_start(line: _Line) -> bool:
 
 def _units(line: _Line) -> set[str]:
     """Words that follow a figure closely (a short word of letters) twice or more on a line:
-    the unit of a row's values ("years", "pts"), not prose."""
+    the unit of a row's values ("years", "pts"), not prose, and not a month after its day
+    ("30 luglio   31 luglio", an Italian header line of dates)."""
     seen: dict[str, int] = {}
     for prev, word in zip(line.words, line.words[1:], strict=False):
         text = str(word["text"])
@@ -264,6 +265,7 @@ def _units(line: _Line) -> set[str]:
             _is_figure(str(prev["text"]))
             and text.isalpha()
             and len(text) <= 6
+            and not dated(text)
             and float(word["x0"]) - float(prev["x1"]) <= line.height
         ):
             seen[text] = seen.get(text, 0) + 1
@@ -431,7 +433,9 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
         neighbours = header_lines[max(0, index - 1) : index] + header_lines[index + 1 : index + 2]
         given: list[tuple[int, float, float]] = []
         spans = _phrase_spans(line.words, line.height)
-        spanned = _spanned_columns([(x0, x1) for _, x0, x1 in spans if x1 > limit], widened)
+        spanned = _spanned_columns(
+            [(t, x0, x1) for t, x0, x1 in spans if x1 > limit], widened, cells[len(starts) :]
+        )
         caption = _period_caption(line, spans, limit)
         texts: dict[int, list[str]] = {}  # this line's phrases per column, left to right
         for text, x0, x1 in spans:
@@ -447,6 +451,11 @@ def _aligned_table(lines: Sequence[_Line], body: range, above: Sequence[_Line]) 
                 # "and Cash Equivalents") heads that column only; a centred one may head
                 # several (AMZN's "2022" over three columns, centred on the middle one).
                 more = spanned.get((x0, x1), [])
+                if more and _AWAITS_DATE.search(text):
+                    # A period heads the dated columns of its territory, not the columns it
+                    # overlaps: NVDA centres "Three Months Ended" over its two quarters and
+                    # their "$ Change" and "% Change".
+                    found = []
                 under = header_lines[index + 1 : index + 2]
                 if not spanned and under and not _lines_up(x0, x1, under):
                     # The line's only phrase over the figures, over a header line and centred
@@ -571,17 +580,23 @@ def _period_caption(
 
 
 def _spanned_columns(
-    phrases: Sequence[tuple[float, float]], columns: Sequence[tuple[float, float]]
+    phrases: Sequence[tuple[str, float, float]],
+    columns: Sequence[tuple[float, float]],
+    below: Sequence[Sequence[str]],
 ) -> dict[tuple[float, float], list[int]]:
     """Columns each phrase of a header line heads when the line has several phrases over the
     figures: those whose centre lies in the phrase's territory, bounded by the midpoints to
     the neighbouring phrases (an edge phrase's open side mirrors its other side). Two
-    "June 30," centred over two pairs of year columns head a pair each."""
+    "June 30," centred over two pairs of year columns head a pair each. A period that waits for
+    its date ("Three Months Ended", "Semestre chiuso al") heads the columns of its territory
+    dated by the header lines under it (`below`, per column), when some are: NVDA centres its
+    periods over the quarters and their changes ("$ Change", "% Change"), and a period set off
+    the centre of its quarters still heads both."""
     if len(phrases) < 2:
         return {}
-    centres = [(x0 + x1) / 2 for x0, x1 in phrases]
+    centres = [(x0 + x1) / 2 for _, x0, x1 in phrases]
     out: dict[tuple[float, float], list[int]] = {}
-    for n, phrase in enumerate(phrases):
+    for n, (text, x0, x1) in enumerate(phrases):
         left = (centres[n - 1] + centres[n]) / 2 if n else None
         right = (centres[n] + centres[n + 1]) / 2 if n + 1 < len(phrases) else None
         if left is None and right is not None:
@@ -590,7 +605,11 @@ def _spanned_columns(
             right = 2 * centres[n] - left
         assert left is not None and right is not None
         inside = [c for c, (a, b) in enumerate(columns) if left <= (a + b) / 2 <= right]
-        out[phrase] = _centred_run(centres[n], inside, columns)
+        with_date = [c for c in inside if dated(" ".join(below[c]))]
+        if _AWAITS_DATE.search(text) and with_date:
+            out[(x0, x1)] = with_date
+        else:
+            out[(x0, x1)] = _centred_run(centres[n], inside, columns)
     return out
 
 
@@ -795,12 +814,15 @@ def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
     page numbers), found across pages, never by their words:
 
     - a line among the first or last three of its page whose text (digits aside: "Form 10-Q |
-      17" and "| 18" are one footer) recurs at the same place on at least three pages and on a
-      tenth of the pages with text; the same place is the same height (within 3 pt), or, for
-      the first and the last line of a page, the same end of the page (a footer that follows
-      the text up and down the page). Lines of a table are never furniture (a statement's
-      column header repeated on the pages of a statement is its header), nor the only line
-      of a page;
+      17" and "| 18" are one footer) recurs at the same place, outside tables, on at least
+      three pages and on a tenth of the pages with text; the same place is the same height
+      (within 3 pt), or, for the first and the last line of a page, the same end of the page
+      (a footer that follows the text up and down the page). Only the places where the line
+      is not read as a table's line count: a statement's column header repeated at the top of
+      each page of the statement is its tables' header, never furniture. Once furniture, the
+      line is furniture on every page where it sits at that place, a table's page included:
+      MSFT's "PART I" and "Item 1", right above a table on some pages, were read as a line of
+      its column header. The only line of a page is never furniture;
     - a page number: the first or the last line of a page, only a number (1-3 digits or a roman
       numeral, dashes allowed).
     """
@@ -808,25 +830,30 @@ def furniture(pages: Sequence[Sequence[_Line]]) -> list[set[int]]:
     def rank(index: int, count: int) -> int | None:
         return 0 if index == 0 else -1 if index == count - 1 else None
 
-    seen: dict[str, list[tuple[int, float, int | None]]] = {}  # text: (page, top, rank)
+    tabular = [
+        {id(line) for table in _aligned_tables(lines) for line in table.lines} for lines in pages
+    ]
+    # text: (page, top, rank) of its places outside tables
+    seen: dict[str, list[tuple[int, float, int | None]]] = {}
     for page, lines in enumerate(pages):
         for index in _edge_indexes(len(lines)):
-            key = _DIGITS.sub("#", lines[index].text.lower())
-            seen.setdefault(key, []).append((page, lines[index].top, rank(index, len(lines))))
+            line = lines[index]
+            if id(line) not in tabular[page]:
+                key = _DIGITS.sub("#", line.text.lower())
+                seen.setdefault(key, []).append((page, line.top, rank(index, len(lines))))
     with_text = sum(1 for lines in pages if lines)
     needed = max(3, math.ceil(with_text / 10))
     out: list[set[int]] = [set() for _ in pages]
     for page, lines in enumerate(pages):
-        tabular = {id(line) for table in _aligned_tables(lines) for line in table.lines}
         for index in _edge_indexes(len(lines)):
             line = lines[index]
             where = rank(index, len(lines))
             if where is not None and _PAGE_NUMBER.match(line.text):
                 out[page].add(index)
                 continue
-            if id(line) in tabular or len(lines) == 1:
-                continue  # a table's line, or the page's only line: content, not furniture
-            places = seen[_DIGITS.sub("#", line.text.lower())]
+            if len(lines) == 1:
+                continue  # the page's only line: content, not furniture
+            places = seen.get(_DIGITS.sub("#", line.text.lower()), [])
             repeats = {
                 p
                 for p, top, r in places
