@@ -18,8 +18,8 @@ from thoth.analytics.decide import Decision, Vocabulary, decide
 from thoth.analytics.extract import Matcher
 
 COUNTIES = ["Fresno", "Orange", "Los Angeles"]
-QUERIES = {
-    q["id"]: CatalogQuery.model_validate(q)
+QUERIES: dict[str, CatalogQuery] = {
+    str(q["id"]): CatalogQuery.model_validate(q)
     for q in (
         {
             "id": "schools-count",
