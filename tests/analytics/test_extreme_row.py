@@ -6,6 +6,7 @@ get no such sentence: the extreme of the rows shown may not be the true one."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import yaml
@@ -140,6 +141,10 @@ def test_no_extreme_when_it_cannot_be_told() -> None:
         render(rows, frozenset({"minimum", "maximum"})),  # both asked: which one?
         render(rows, frozenset({"count"})),
         render([("A", None)], frozenset({"minimum"})),  # every value NULL
+        # A NaN is unordered: no extreme among values that include one.
+        render([*rows, ("N", float("nan"))], frozenset({"minimum"})),
+        render([*rows, ("N", Decimal("NaN"))], frozenset({"maximum"})),
+        render([*rows, ("N", "n/d")], frozenset({"maximum"})),  # a value that is no number
         # Two figure columns, or none: which figure is meant is not guessed.
         render(rows, frozenset({"minimum"}), columns=(ADMITTED, ADMITTED)),
         render(rows, frozenset({"minimum"}), columns=(WARD, WARD)),

@@ -44,6 +44,11 @@ def parameters_text(values: Mapping[str, object], wording: Wording) -> str:
     return ", ".join(f"{k} = {json_value(v)}" for k, v in values.items())
 
 
+def _nan(value: int | float | Decimal) -> bool:
+    # Decimal's own test (math.isnan converts it to float first).
+    return value.is_nan() if isinstance(value, Decimal) else math.isnan(value)
+
+
 def extreme_text(
     columns: Sequence[FigureColumn],
     computation: Computation,
@@ -67,7 +72,7 @@ def extreme_text(
     cells = [row[at] for row in computation.rows if row[at] is not None]
     values = [v for v in cells if isinstance(v, int | float | Decimal) and not isinstance(v, bool)]
     # A value that is no number, or NaN (unordered): the extreme cannot be told.
-    if not values or len(values) != len(cells) or any(math.isnan(v) for v in values):
+    if not values or len(values) != len(cells) or any(map(_nan, values)):
         return None
     extreme = min(values) if lowest else max(values)
     named = [
