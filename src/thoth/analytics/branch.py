@@ -286,7 +286,7 @@ class AnalyticsService:
             computation = self.store.execute(query, extraction.values, served.catalog.revision)
         except AnalyticsError as exc:
             return self._failed(question, exc, query, diagnostics)
-        return self._computed(query, computation, diagnostics, labels)
+        return self._computed(query, computation, diagnostics, labels, decision.asked)
 
     def figure_labels(self, query: CatalogQuery) -> list[str]:
         """The labels a figure of `query` carries: the store's and the query's own."""
@@ -323,7 +323,10 @@ class AnalyticsService:
         computation: Computation,
         diagnostics: dict[str, Any],
         asked: Sequence[str],
+        measures: frozenset[str],
     ) -> NumericAnswer:
+        """`asked`: the labels the question was asked with; `measures`: the measures it asks
+        (the minimum or the maximum names the row holding it)."""
         columns = tuple(
             FigureColumn(
                 name,
@@ -345,7 +348,9 @@ class AnalyticsService:
             "computed",
             query_id=query.id,
             description=query.description,
-            text=computed_text(query, columns, computation, self._wording, self._language),
+            text=computed_text(
+                query, columns, computation, self._wording, self._language, asked=measures
+            ),
             columns=columns,
             rows=computation.rows,
             provenance=provenance,

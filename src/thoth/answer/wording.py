@@ -28,6 +28,10 @@ class Wording:
     data_date: str  # {date}
     computed_by: str  # {query} {parameters}
     no_parameters: str
+    # The row(s) holding a ranked table's extreme, when the question asks the minimum or the
+    # maximum: {figure} the column's label, {value} with its unit, {rows} each row's labels.
+    figure_lowest: str
+    figure_highest: str
     figure_not_available: str
     figure_maybe_not_available: str  # offline: the similarity band cannot be sure it is a figure
     figure_below_threshold: str  # {query} {score} {threshold}: the closest query, below the cut
@@ -81,6 +85,8 @@ ITALIAN = Wording(
     data_date="dati aggiornati al {date}",
     computed_by="Calcolato dalla query di catalogo {query} ({parameters}).",
     no_parameters="senza parametri",
+    figure_lowest="Valore più basso di {figure}: {value}, per {rows}.",
+    figure_highest="Valore più alto di {figure}: {value}, per {rows}.",
     figure_not_available=(
         "Il dato richiesto non è disponibile: nessuna query del catalogo analitico lo calcola, "
         "e Thoth non ricava numeri dal testo dei documenti. Dalle fonti testuali:"
@@ -184,6 +190,8 @@ ENGLISH = Wording(
     data_date="data as of {date}",
     computed_by="Computed by the catalog query {query} ({parameters}).",
     no_parameters="no parameters",
+    figure_lowest="Lowest {figure}: {value}, for {rows}.",
+    figure_highest="Highest {figure}: {value}, for {rows}.",
     figure_not_available=(
         "The figure asked for is not available: no query of the analytics catalog computes "
         "it, and Thoth does not take numbers from the text of documents. From the text sources:"
