@@ -59,6 +59,24 @@ class LocalModel:
         return "\n".join(json.dumps(r, ensure_ascii=False) for r in self.received)
 
 
+def _bounded(body: bytes) -> bytes:
+    """A request whose reply a test rewrites, forwarded with `tool_choice: "none"`.
+
+    The rewrite replaces the server's choice anyway, and llama-cpp-python's
+    chatml-function-calling handler generates a call's arguments with `max_tokens=None` under
+    "auto": a tiny model looping inside its JSON grammar can run to the end of the context
+    (minutes on two loaded cores: a CI run timed out at 280 s this way). With "none" the server
+    writes a plain reply within the request's own max_tokens. What the client sent is recorded
+    unchanged in `received`."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(request, dict) or not request.get("tools"):
+        return body
+    return json.dumps(request | {"tool_choice": "none"}).encode("utf-8")
+
+
 def _proxy(upstream_port: int, model: LocalModel) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_: object) -> None:  # quiet
@@ -72,6 +90,8 @@ def _proxy(upstream_port: int, model: LocalModel) -> ThreadingHTTPServer:
                     model.received.append(json.loads(body))
                 except ValueError:
                     model.received.append({"raw": body.decode("utf-8", "replace")})
+            if body and model.rewrite is not None and "completions" in self.path:
+                body = _bounded(body)
             conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=300)
             headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}
             try:
