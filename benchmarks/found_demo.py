@@ -12,8 +12,9 @@ Four sets side by side: `tuning` (may be read while working on the relevance che
 `heldout`, `heldout2` and `heldout3` (never looked at while tuning: they say whether the rule
 generalises; `heldout2` was written by someone else, before the general-language rule;
 `heldout3` by an outsider who read neither the rule's code nor the other sets' questions).
-Two more, `heldout4` and `heldout5` (other outsiders, same rules), are SEALED for the final
-measurement: the default run leaves them out, only `--set heldout4` or `--set heldout5` runs one.
+Three more, `heldout4`, `heldout5` and `heldout6` (other outsiders, same rules; `heldout6` asks in
+English, as users who do not speak Italian would), are SEALED for the final measurement: the
+default run leaves them out, only `--set heldout4`, `--set heldout5` or `--set heldout6` runs one.
 
 Usage (from the project root, after `tht demo --keep /tmp/demo`):
     .venv/bin/python benchmarks/found_demo.py /tmp/demo [--json] [--show] [--set NAME]
@@ -41,9 +42,9 @@ NO_TERMS = ("contiene i termini della domanda", "holds the question's terms")
 
 
 # `tuning` may be read while working on the rule; the heldout sets are run only to report.
-SETS = ("tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+SETS = ("tuning", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 # Sealed for the final measurement: run only when asked by name (--set), never by default.
-SEALED = ("heldout4", "heldout5")
+SEALED = ("heldout4", "heldout5", "heldout6")
 Case = tuple[str, str | None]  # the question, and for an answerable one the fact's words
 
 
