@@ -41,7 +41,9 @@ from thoth.folding import fold
 from thoth.index.bm25 import Bm25Encoder
 from thoth.reviewed_yaml import read_list
 
-_WORD: Final = re.compile(r"\w+")
+# A word; capitals joined by "&" ("A&E", "R&D", "P&L") are one, so that an acronym of the
+# glossary is never its single letters (the Italian "e" is no "A&E").
+_WORD: Final = re.compile(r"\w+(?:&\w+)*")
 # How much more a term of the glossary weighs than another word of the question, in the BM25
 # query and in the second stage of ranking: the reviewed vocabulary names what the documents
 # report ("revenue", "inventories"), a long question's other words frame it ("how does the
@@ -76,8 +78,9 @@ def _encoder(language: str) -> Bm25Encoder:
 
 
 def _acronym(word: str) -> bool:
-    """An acronym ("USA", "UE", "PIL") is matched as written, never as a lower-case word."""
-    return len(word) >= 2 and word.isupper() and word.isalpha()
+    """An acronym ("USA", "UE", "PIL", "A&E") is matched as written, never as a lower-case
+    word."""
+    return len(word) >= 2 and word.isupper() and word.replace("&", "").isalpha()
 
 
 def _stems(text: str, language: str, acronyms: frozenset[str]) -> list[tuple[str, tuple[int, ...]]]:

@@ -55,6 +55,10 @@ def test_a_term_is_matched_on_its_stems_and_adds_the_other_terms_by_language(
     un = glossary("- it: [ONU]\n  en: [UN, United Nations]\n", tmp_path)
     assert not un.expand("Chi ha fondato un impero?")
     assert un.expand("Quando fu fondata l'UN?").added_in("it") == ("ONU",)
+    # An acronym joined by "&" is one acronym: "A&E" is neither "a" nor the Italian "e" (and).
+    ae = glossary("- it: [pronto soccorso]\n  en: [A&E, emergency department]\n", tmp_path)
+    assert not ae.expand("Quanti pazienti e familiari aspettano?")
+    assert ae.expand("How long is the wait in A&E?").added_in("it") == ("pronto soccorso",)
     # A question written in capitals is still stemmed: only the glossary's acronyms are.
     assert g.expand("QUALI SONO STATI I RICAVI NETTI?").matched == ("ricavi netti",)
     # The reverse direction: an English term adds the Italian ones.
