@@ -83,16 +83,27 @@ def _acronym(word: str) -> bool:
     return len(word) >= 2 and word.isupper() and word.replace("&", "").isalpha()
 
 
+# Negations, stopwords to BM25 but never to a term: "ricovero non programmato" is the
+# opposite of "ricovero programmato", "non-elective" of "elective". In a term and in a question
+# they are one stem of their own, whatever the language, so a term matches only where the
+# question negates as the term does.
+_NEGATIONS: Final = frozenset({"non", "not", "no", "senza", "without"})
+_NEGATION_STEM: Final = (-1 - zlib.crc32(b"\0negation"),)
+
+
 def _stems(text: str, language: str, acronyms: frozenset[str]) -> list[tuple[str, tuple[int, ...]]]:
-    """`text`'s words with their stems in `language`, stopwords dropped, in order. A word of
-    `acronyms` (the glossary's) is its own stem, as written: "UN" is not the Italian article
-    "un", and a question in capitals is still stemmed."""
+    """`text`'s words with their stems in `language`, stopwords dropped (negations kept, as
+    one stem), in order. A word of `acronyms` (the glossary's) is its own stem, as written:
+    "UN" is not the Italian article "un", and a question in capitals is still stemmed."""
     encoder = _encoder(language)
     out: list[tuple[str, tuple[int, ...]]] = []
     for word in _WORD.findall(text):
         if word in acronyms:
             # Negative: never one of BM25's token ids, which are unsigned.
             out.append((word, (-1 - zlib.crc32(word.encode()),)))
+            continue
+        if word.casefold() in _NEGATIONS:
+            out.append((word, _NEGATION_STEM))
             continue
         ids = tuple(encoder.query(fold(word)).indices)
         if ids:

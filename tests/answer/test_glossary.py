@@ -59,6 +59,21 @@ def test_a_term_is_matched_on_its_stems_and_adds_the_other_terms_by_language(
     ae = glossary("- it: [pronto soccorso]\n  en: [A&E, emergency department]\n", tmp_path)
     assert not ae.expand("Quanti pazienti e familiari aspettano?")
     assert ae.expand("How long is the wait in A&E?").added_in("it") == ("pronto soccorso",)
+    # A negation is part of the term, though a stopword of BM25: "non programmato" is the
+    # opposite of "programmato", and "non-elective" of "elective".
+    unplanned = glossary(
+        "- it: [ricovero non programmato]\n  en: [non-elective admission, unplanned admission]\n",
+        tmp_path,
+    )
+    assert not unplanned.expand("Quanti ricoveri programmati nel 2024?")
+    assert not unplanned.expand("How many elective admissions were there?")
+    assert unplanned.expand("Quanti ricoveri non programmati nel 2024?").added_in("en") == (
+        "non-elective admission",
+        "unplanned admission",
+    )
+    assert unplanned.expand("How many non-elective admissions?").added_in("it") == (
+        "ricovero non programmato",
+    )
     # A question written in capitals is still stemmed: only the glossary's acronyms are.
     assert g.expand("QUALI SONO STATI I RICAVI NETTI?").matched == ("ricavi netti",)
     # The reverse direction: an English term adds the Italian ones.
