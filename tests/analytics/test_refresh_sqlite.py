@@ -133,9 +133,25 @@ def test_an_unreachable_source_is_refused(aw: AnalyticsWorkspace) -> None:
 def test_a_scrub_rule_naming_a_missing_column_is_refused(aw: AnalyticsWorkspace) -> None:
     before = served_bytes(aw)
     toml = aw.root / "thoth.toml"
-    toml.write_text(toml.read_text().replace("main.reparto.password_hash", "main.reparto.pwd"))
+    toml.write_text(toml.read_text().replace("main.ricovero.note", "main.ricovero.nota"))
     error = assert_refused(aw, "refresh_scrub_unknown_column", "plan", before)
-    assert "main.reparto.pwd" in str(error)
+    assert "main.ricovero.nota" in str(error)
+
+
+def test_a_scrub_rule_naming_a_column_no_view_reads_is_refused(aw: AnalyticsWorkspace) -> None:
+    # codice_fiscale exists at the source but no view reads it: the rule would scrub nothing
+    # (a typo for another column, or a view renamed its column) -> refused, nothing written.
+    before = served_bytes(aw)
+    toml = aw.root / "thoth.toml"
+    rule = "main.ricovero.codice_fiscale"
+    toml.write_text(
+        toml.read_text().replace('"main.ricovero.note"]', f'"main.ricovero.note", "{rule}"]')
+    )
+    error = assert_refused(aw, "refresh_scrub_unread_column", "plan", before)
+    (problem,) = error.problems
+    assert problem.where == "thoth.toml" and problem.field == "analytics.refresh.scrub"
+    assert rule in problem.message and "analytics/views.sql" in problem.message
+    assert problem.hint is not None and "remove the rule" in problem.hint
 
 
 def test_a_catalog_query_failing_on_the_new_copy_is_refused(aw: AnalyticsWorkspace) -> None:
