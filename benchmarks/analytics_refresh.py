@@ -128,7 +128,7 @@ def workspace(root: Path) -> None:
         "[analytics.refresh]\n"
         'source_url_env = "BENCH_ADMIN_URL"\nadmin_url_env = "BENCH_ADMIN_URL"\n'
         f'source_schema = "{SRC}"\n'
-        f'scrub = ["{SRC}.ricovero.note"]\n'
+        f'scrub = ["{SRC}.ricovero.note", "{SRC}.reparto.password_hash"]\n'
         f'source_data_date_sql = "SELECT max(data_dato) FROM {SRC}.caricamento"\n'
     )
 

@@ -467,7 +467,7 @@ class AnalyticsRefreshSettings(_Strict):
         default=[],
         description="Columns replaced while copying (credentials, secrets), each "
         "`schema.table.column` of the source (SQLite: main.table.column); a column that does "
-        "not exist, or that no view reads, is refused.",
+        "not exist is refused.",
     )
     scrub_mark: str | None = Field(
         default=None,

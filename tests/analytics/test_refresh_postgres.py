@@ -225,17 +225,15 @@ def test_a_scrub_rule_naming_a_missing_column_is_refused(pg: PgStore) -> None:
     assert_refused(pg, "refresh_scrub_unknown_column", "plan")
 
 
-def test_a_scrub_rule_naming_a_column_no_view_reads_is_refused(pg: PgStore) -> None:
-    # password_hash exists at the source but no view reads it: the rule would scrub nothing
-    # (a typo for another column, or a view renamed its column) -> refused, nothing written.
+def test_a_scrub_rule_naming_a_column_no_view_reads_is_kept_and_reported(pg: PgStore) -> None:
+    # password_hash exists at the source but no view reads it: the rule scrubs nothing now,
+    # and protects a view that reads the column later -> kept, and reported apart.
     toml = pg.root / "thoth.toml"
     rule = f"{pg.source}.reparto.password_hash"
     toml.write_text(toml.read_text().replace('.ricovero.note"]', f'.ricovero.note", "{rule}"]'))
-    error = assert_refused(pg, "refresh_scrub_unread_column", "plan")
-    (problem,) = error.problems
-    assert problem.where == "thoth.toml" and problem.field == "analytics.refresh.scrub"
-    assert rule in problem.message and "analytics/views.sql" in problem.message
-    assert problem.hint is not None and "remove the rule" in problem.hint
+    report = pg.run()
+    assert report.scrub_unread == [rule]
+    assert report.scrubbed == [f"{pg.source}.ricovero.note"]
 
 
 def test_a_catalog_query_failing_on_the_new_copy_is_refused(pg: PgStore) -> None:

@@ -138,20 +138,24 @@ def test_a_scrub_rule_naming_a_missing_column_is_refused(aw: AnalyticsWorkspace)
     assert "main.ricovero.nota" in str(error)
 
 
-def test_a_scrub_rule_naming_a_column_no_view_reads_is_refused(aw: AnalyticsWorkspace) -> None:
-    # codice_fiscale exists at the source but no view reads it: the rule would scrub nothing
-    # (a typo for another column, or a view renamed its column) -> refused, nothing written.
-    before = served_bytes(aw)
+def test_a_scrub_rule_naming_a_column_no_view_reads_is_kept_and_reported(
+    aw: AnalyticsWorkspace,
+) -> None:
+    # codice_fiscale exists at the source but no view reads it: the rule scrubs nothing now (a
+    # typo for another column would look like protection), yet it protects a view that reads
+    # the column later -> kept, and reported apart from the rules that scrub the copy.
     toml = aw.root / "thoth.toml"
     rule = "main.ricovero.codice_fiscale"
     toml.write_text(
         toml.read_text().replace('"main.ricovero.note"]', f'"main.ricovero.note", "{rule}"]')
     )
-    error = assert_refused(aw, "refresh_scrub_unread_column", "plan", before)
-    (problem,) = error.problems
-    assert problem.where == "thoth.toml" and problem.field == "analytics.refresh.scrub"
-    assert rule in problem.message and "analytics/views.sql" in problem.message
-    assert problem.hint is not None and "remove the rule" in problem.hint
+    report = run(aw)
+    assert report.scrub_unread == [rule]
+    assert report.scrubbed == ["main.ricovero.note"]
+    done = CliRunner().invoke(app, ["analytics", "refresh", "-w", str(aw.root)])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert rule in said and "no view reads" in said
 
 
 def test_a_catalog_query_failing_on_the_new_copy_is_refused(aw: AnalyticsWorkspace) -> None:

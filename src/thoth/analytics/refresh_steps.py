@@ -16,7 +16,7 @@ from typing import Any, Final
 from thoth.analytics.datadate import NotADataDate, data_date_of, parse_data_date
 from thoth.analytics.refresh_plan import ViewPlan, read_plan, reserved_relations
 from thoth.analytics.store import AnalyticsError, AnalyticsStore
-from thoth.config import CONFIG_FILE, AnalyticsRefreshSettings, AnalyticsSettings
+from thoth.config import AnalyticsRefreshSettings, AnalyticsSettings
 from thoth.database import Dialect, QueryResult
 from thoth.errors import Problem, ThothError
 
@@ -39,7 +39,6 @@ SOURCE_UNREACHABLE: Final = "refresh_source_unreachable"
 BACKUP_UNREADABLE: Final = "refresh_backup_unreadable"
 VIEWS_INVALID: Final = "refresh_views_invalid"
 SCRUB_UNKNOWN: Final = "refresh_scrub_unknown_column"
-SCRUB_UNREAD: Final = "refresh_scrub_unread_column"
 DATA_DATE_OLDER: Final = "refresh_data_date_older"
 DATA_DATE_INVALID: Final = "refresh_data_date_invalid"
 COPY_FAILED: Final = "refresh_copy_failed"
@@ -90,7 +89,8 @@ class RefreshReport:
     previous_data_date: str | None
     tables: dict[str, int] = field(default_factory=dict)  # copied table -> rows
     columns: dict[str, list[str]] = field(default_factory=dict)  # copied table -> columns
-    scrubbed: list[str] = field(default_factory=list)
+    scrubbed: list[str] = field(default_factory=list)  # rules on a column a view reads
+    scrub_unread: list[str] = field(default_factory=list)  # rules on a column no view reads
     views: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)  # catalog query ids that passed
     previous: list[str] = field(default_factory=list)  # the copies kept for rollback
@@ -199,12 +199,9 @@ def scrub_targets(
     refresh_cfg: AnalyticsRefreshSettings,
     schema: str,
     source: Mapping[str, Mapping[str, str]],
-    plan: ViewPlan,
 ) -> dict[str, set[str]]:
     """table -> scrubbed columns; a rule naming another schema, a table or a column the source
-    lacks is refused (a typo would leave a secret in the copy), and so is one naming a column
-    no view of the views file reads (`plan`): it would scrub nothing, silently — a typo for a
-    column that is read, or a view that now reads the data under another name."""
+    lacks is refused (a typo would leave a secret in the copy)."""
     targets: dict[str, set[str]] = {}
     for rule in refresh_cfg.scrub:
         rule_schema, table, column = rule.split(".")
@@ -222,31 +219,21 @@ def scrub_targets(
                 code=SCRUB_UNKNOWN,
                 step="plan",
             )
-        if column not in plan.tables.get(table, ()):
-            message = (
-                f"scrub rule {rule!r} names a column no view of {refresh_cfg.views} reads: "
-                f"{schema}.{table}.{column} is never copied, so the rule scrubs nothing"
-            )
-            hint = (
-                "fix the column's name to the one the views read, or remove the rule (a "
-                "column no view reads never reaches the copy); nothing is copied until then"
-            )
-            raise RefreshError(
-                f"{CONFIG_FILE} [analytics.refresh] {message} -> {hint}",
-                code=SCRUB_UNREAD,
-                step="plan",
-                problems=[
-                    Problem(
-                        CONFIG_FILE,
-                        message,
-                        field="analytics.refresh.scrub",
-                        hint=hint,
-                        code=SCRUB_UNREAD,
-                    )
-                ],
-            )
         targets.setdefault(table, set()).add(column)
     return targets
+
+
+def unread_rules(rules: Sequence[str], plan: ViewPlan) -> tuple[list[str], list[str]]:
+    """The scrub rules split into those on a column a view reads (they scrub the copy) and
+    those on a column no view reads: kept, for a view that reads it later is scrubbed from its
+    first refresh, but reported, for they scrub nothing now — a rule on "note" beside a view
+    that reads "notes" would otherwise look like protection (docs/analytics.md)."""
+    read: list[str] = []
+    unread: list[str] = []
+    for rule in rules:
+        _, table, column = rule.split(".")
+        (read if column in plan.tables.get(table, ()) else unread).append(rule)
+    return read, unread
 
 
 def views_text(root: Path, refresh_cfg: AnalyticsRefreshSettings) -> str:
@@ -291,8 +278,8 @@ def plan_copy(
         columns,
         reserved_relations(refresh_cfg.data_date_view),
     )
-    scrub = scrub_targets(refresh_cfg, schema, columns, plan)
-    report.scrubbed = list(refresh_cfg.scrub)
+    scrub = scrub_targets(refresh_cfg, schema, columns)
+    report.scrubbed, report.scrub_unread = unread_rules(refresh_cfg.scrub, plan)
     report.views = list(plan.views)
     return plan, scrub
 
