@@ -1,12 +1,21 @@
-"""The few Git questions Thoth asks. Thoth never commits or branches in a workspace."""
+"""The few Git questions Thoth asks. Thoth never commits or branches in a workspace; `tht init`
+may create its repository (`init_repository`), nothing more."""
 
 from __future__ import annotations
 
 import getpass
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from thoth.errors import PreconditionError, ThothError
+
+
+class GitMissing(PreconditionError):
+    """The `git` program is not installed (not on PATH)."""
+
+    code = "git_missing"
 
 
 def _git(root: Path, *args: str) -> str:
@@ -15,7 +24,7 @@ def _git(root: Path, *args: str) -> str:
             ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
         )
     except FileNotFoundError as exc:
-        raise PreconditionError("git is not installed -> install git and retry") from exc
+        raise GitMissing("git is not installed -> install git and retry") from exc
     if done.returncode != 0:
         raise PreconditionError(f"{root}: `git {' '.join(args)}` failed: {done.stderr.strip()}")
     return done.stdout
@@ -29,6 +38,46 @@ def repo_top(root: Path) -> Path:
             f"{root} is not inside a Git repository: Thoth relies on Git for review and "
             f"recovery -> run `git init` there and commit the workspace"
         ) from exc
+
+
+@dataclass(frozen=True)
+class RepositoryInit:
+    """What `init_repository` did: `created` a repository at `repository`, found the folder
+    already in one (`existing`), or could not (`unavailable`, with the reason and the hint)."""
+
+    state: Literal["created", "existing", "unavailable"]
+    repository: str | None = None
+    reason: str | None = None
+    hint: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "state": self.state,
+            "repository": self.repository,
+            "reason": self.reason,
+            "hint": self.hint,
+        }
+
+
+def init_repository(root: Path) -> RepositoryInit:
+    """`git init` in `root` unless it is already inside a Git work tree; nothing is added or
+    committed. Git missing or failing is said (the workspace stays usable), never raised."""
+    hint = f"install git if needed, then run `git init` in {root} and commit the workspace"
+    try:
+        try:
+            inside = _git(root, "rev-parse", "--is-inside-work-tree").strip() == "true"
+        except GitMissing:
+            raise
+        except PreconditionError:
+            inside = False  # not a repository: git says so with an error
+        if not inside:
+            _git(root, "init", "--quiet")
+        top = _git(root, "rev-parse", "--show-toplevel").strip()
+    except GitMissing:
+        return RepositoryInit("unavailable", reason="git is not installed", hint=hint)
+    except PreconditionError as exc:
+        return RepositoryInit("unavailable", reason=str(exc), hint=hint)
+    return RepositoryInit("existing" if inside else "created", repository=top)
 
 
 def dirty_paths(root: Path, *paths: str) -> list[str]:

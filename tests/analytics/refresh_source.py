@@ -45,7 +45,7 @@ REFRESH = (
     "\n[analytics.refresh]\n"
     f'source_file = "{SOURCE_FILE}"\n'
     'views = "analytics/views.sql"\n'
-    'scrub = ["main.ricovero.note", "main.reparto.password_hash"]\n'
+    'scrub = ["main.ricovero.note"]\n'
     'scrub_mark = "[rimosso]"\n'
     'source_data_date_sql = "SELECT max(data_dato) FROM caricamento"\n'
     "keep = 2\n"

@@ -109,7 +109,7 @@ def config(store: str, source: str, extra: str = "") -> str:
         "[analytics.refresh]\n"
         'source_url_env = "REFRESH_SOURCE_URL"\nadmin_url_env = "REFRESH_ADMIN_URL"\n'
         f'source_schema = "{source}"\n'
-        f'scrub = ["{source}.ricovero.note", "{source}.reparto.password_hash"]\n'
+        f'scrub = ["{source}.ricovero.note"]\n'
         'scrub_mark = "[rimosso]"\n'
         f'source_data_date_sql = "SELECT max(data_dato) FROM {source}.caricamento"\n'
         f"{extra}"
@@ -221,8 +221,19 @@ def test_an_unreachable_source_is_refused(pg: PgStore) -> None:
 
 def test_a_scrub_rule_naming_a_missing_column_is_refused(pg: PgStore) -> None:
     toml = pg.root / "thoth.toml"
-    toml.write_text(toml.read_text().replace("reparto.password_hash", "reparto.pwd"))
+    toml.write_text(toml.read_text().replace("ricovero.note", "ricovero.nota"))
     assert_refused(pg, "refresh_scrub_unknown_column", "plan")
+
+
+def test_a_scrub_rule_naming_a_column_no_view_reads_is_kept_and_reported(pg: PgStore) -> None:
+    # password_hash exists at the source but no view reads it: the rule scrubs nothing now,
+    # and protects a view that reads the column later -> kept, and reported apart.
+    toml = pg.root / "thoth.toml"
+    rule = f"{pg.source}.reparto.password_hash"
+    toml.write_text(toml.read_text().replace('.ricovero.note"]', f'.ricovero.note", "{rule}"]'))
+    report = pg.run()
+    assert report.scrub_unread == [rule]
+    assert report.scrubbed == [f"{pg.source}.ricovero.note"]
 
 
 def test_a_catalog_query_failing_on_the_new_copy_is_refused(pg: PgStore) -> None:

@@ -133,9 +133,29 @@ def test_an_unreachable_source_is_refused(aw: AnalyticsWorkspace) -> None:
 def test_a_scrub_rule_naming_a_missing_column_is_refused(aw: AnalyticsWorkspace) -> None:
     before = served_bytes(aw)
     toml = aw.root / "thoth.toml"
-    toml.write_text(toml.read_text().replace("main.reparto.password_hash", "main.reparto.pwd"))
+    toml.write_text(toml.read_text().replace("main.ricovero.note", "main.ricovero.nota"))
     error = assert_refused(aw, "refresh_scrub_unknown_column", "plan", before)
-    assert "main.reparto.pwd" in str(error)
+    assert "main.ricovero.nota" in str(error)
+
+
+def test_a_scrub_rule_naming_a_column_no_view_reads_is_kept_and_reported(
+    aw: AnalyticsWorkspace,
+) -> None:
+    # codice_fiscale exists at the source but no view reads it: the rule scrubs nothing now (a
+    # typo for another column would look like protection), yet it protects a view that reads
+    # the column later -> kept, and reported apart from the rules that scrub the copy.
+    toml = aw.root / "thoth.toml"
+    rule = "main.ricovero.codice_fiscale"
+    toml.write_text(
+        toml.read_text().replace('"main.ricovero.note"]', f'"main.ricovero.note", "{rule}"]')
+    )
+    report = run(aw)
+    assert report.scrub_unread == [rule]
+    assert report.scrubbed == ["main.ricovero.note"]
+    done = CliRunner().invoke(app, ["analytics", "refresh", "-w", str(aw.root)])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert rule in said and "no view reads" in said
 
 
 def test_a_catalog_query_failing_on_the_new_copy_is_refused(aw: AnalyticsWorkspace) -> None:

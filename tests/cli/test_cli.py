@@ -235,6 +235,46 @@ def test_init_proposes_the_next_step_for_what_the_folder_holds(tmp_path: Path) -
     assert "tht schema sync" in " ".join(result.stdout.split())
 
 
+def test_init_makes_the_new_workspace_a_git_repository_and_says_so(tmp_path: Path) -> None:
+    code, out = init_with(tmp_path, BLANK_LOCALE, "--json")
+    root = tmp_path / "w"
+    assert code == exitcodes.OK
+    assert (root / ".git").is_dir()
+    shown = json.loads(out)["git"]
+    assert shown["state"] == "created" and shown["repository"] == str(root.resolve())
+    assert git(root, "rev-parse", "--is-inside-work-tree").strip() == "true"
+    # Nothing is committed for the user: the repository has no commit yet.
+    assert git(root, "rev-list", "--all").strip() == ""
+    code, out = init_with(tmp_path / "again", BLANK_LOCALE)
+    text = " ".join(out.split())
+    assert code == exitcodes.OK and "git init" in text and "commit" in text
+
+
+def test_init_inside_a_repository_makes_no_nested_one(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    code, out = init_with(tmp_path, BLANK_LOCALE, "--json")
+    assert code == exitcodes.OK
+    assert not (tmp_path / "w" / ".git").exists()
+    shown = json.loads(out)["git"]
+    assert shown["state"] == "existing" and shown["repository"] == str(tmp_path.resolve())
+    assert git(tmp_path, "rev-list", "--all").strip() == ""
+
+
+def test_init_without_git_says_the_workspace_is_not_under_git_and_how(tmp_path: Path) -> None:
+    no_git = tmp_path / "bin"
+    no_git.mkdir()
+    env = {**BLANK_LOCALE, "PATH": str(no_git)}
+    code, out = init_with(tmp_path, env)
+    assert code == exitcodes.OK and (tmp_path / "w" / "thoth.toml").is_file()
+    assert not (tmp_path / "w" / ".git").exists()
+    text = " ".join(out.split())
+    assert "not under Git" in text and "git init" in text
+    code, out = init_with(tmp_path / "json", env, "--json")
+    shown = json.loads(out)["git"]
+    assert code == exitcodes.OK and shown["state"] == "unavailable"
+    assert "git init" in shown["hint"]
+
+
 # -- issue 25, point 5: long work you can follow, off a terminal too -----------------------------
 
 

@@ -52,7 +52,7 @@ def test_the_nightly_refresh_runs_once_and_a_refused_one_is_a_failed_run(
 
         served = (aw.root / STORE_FILE).read_bytes()
         toml = aw.root / "thoth.toml"
-        toml.write_text(toml.read_text().replace("main.reparto.password_hash", "main.reparto.pwd"))
+        toml.write_text(toml.read_text().replace("main.ricovero.note", "main.ricovero.nota"))
         now[0] += timedelta(days=1)
         scheduler = Scheduler(Workspace.open(aw.root), state, clock=lambda: now[0])
         _, (refused,) = scheduler.run_due()

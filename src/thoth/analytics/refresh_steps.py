@@ -89,7 +89,8 @@ class RefreshReport:
     previous_data_date: str | None
     tables: dict[str, int] = field(default_factory=dict)  # copied table -> rows
     columns: dict[str, list[str]] = field(default_factory=dict)  # copied table -> columns
-    scrubbed: list[str] = field(default_factory=list)
+    scrubbed: list[str] = field(default_factory=list)  # rules on a column a view reads
+    scrub_unread: list[str] = field(default_factory=list)  # rules on a column no view reads
     views: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)  # catalog query ids that passed
     previous: list[str] = field(default_factory=list)  # the copies kept for rollback
@@ -222,6 +223,19 @@ def scrub_targets(
     return targets
 
 
+def unread_rules(rules: Sequence[str], plan: ViewPlan) -> tuple[list[str], list[str]]:
+    """The scrub rules split into those on a column a view reads (they scrub the copy) and
+    those on a column no view reads: kept, for a view that reads it later is scrubbed from its
+    first refresh, but reported, for they scrub nothing now — a rule on "note" beside a view
+    that reads "notes" would otherwise look like protection (docs/analytics.md)."""
+    read: list[str] = []
+    unread: list[str] = []
+    for rule in rules:
+        _, table, column = rule.split(".")
+        (read if column in plan.tables.get(table, ()) else unread).append(rule)
+    return read, unread
+
+
 def views_text(root: Path, refresh_cfg: AnalyticsRefreshSettings) -> str:
     path = root / refresh_cfg.views
     try:
@@ -265,7 +279,7 @@ def plan_copy(
         reserved_relations(refresh_cfg.data_date_view),
     )
     scrub = scrub_targets(refresh_cfg, schema, columns)
-    report.scrubbed = list(refresh_cfg.scrub)
+    report.scrubbed, report.scrub_unread = unread_rules(refresh_cfg.scrub, plan)
     report.views = list(plan.views)
     return plan, scrub
 

@@ -320,6 +320,13 @@ def refresh_cmd(
         f"{', '.join(report.previous) or 'none'}.",
         highlight=False,
     )
+    if report.scrub_unread:
+        out.print(
+            f"[yellow]Scrub rules on a column no view reads (kept; they scrub nothing in this "
+            f"copy): {escape(', '.join(report.scrub_unread))}[/] -> check each names the "
+            "column you meant; a view that reads it later is scrubbed.",
+            highlight=False,
+        )
 
 
 def rollback_cmd(workspace: WsOpt = Path("."), as_json: JsonOpt = False) -> None:

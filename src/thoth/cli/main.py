@@ -92,10 +92,12 @@ def init_cmd(
     import os
 
     from thoth.evidence.layout import init_workspace
+    from thoth.gitrepo import init_repository
 
     chosen, why = _init_language(language, os.environ)
     with errors(as_json):
         created = init_workspace(root, name, chosen)
+    repo = init_repository(root)
     steps = _next_steps(root)
     if as_json:
         emit_json(
@@ -104,6 +106,7 @@ def init_cmd(
                 "created": [str(p) for p in created],
                 "language": chosen,
                 "language_from": why,
+                "git": repo.as_dict(),
                 "next": steps,
             }
         )
@@ -117,6 +120,27 @@ def init_cmd(
         f"Created workspace in [bold]{root}[/] ({len(created)} files), language {chosen}{said}.",
         highlight=False,
     )
+    if repo.state == "created":
+        out.print(
+            f"Ran `git init` there: review and commit the workspace in Git ({repo.repository}); "
+            "nothing is committed for you.",
+            markup=False,
+            highlight=False,
+        )
+    elif repo.state == "existing":
+        out.print(
+            f"Inside the Git repository {repo.repository}: review and commit the workspace "
+            "there; nothing is committed for you.",
+            markup=False,
+            highlight=False,
+        )
+    else:
+        out.print(
+            f"The workspace is not under Git ({repo.reason}) -> {repo.hint}; Thoth relies on "
+            "Git to review the Evidence Units, glossary and catalog.",
+            markup=False,
+            highlight=False,
+        )
     for step in steps:
         out.print(f"  - {step}", markup=False, highlight=False)
 
