@@ -16,8 +16,13 @@ Three more, `heldout4`, `heldout5` and `heldout6` (other outsiders, same rules; 
 English, as users who do not speak Italian would), are SEALED for the final measurement: the
 default run leaves them out, only `--set heldout4`, `--set heldout5` or `--set heldout6` runs one.
 
+`--glossary examples/clinical-dwh/glossary.yaml` asks with the demo's bilingual glossary (an
+outsider's, written from the demo's sources only; the demo does not name it in thoth.toml, see
+benchmarks/README.md for why). It is written into the workspace: ask a copy of it.
+
 Usage (from the project root, after `tht demo --keep /tmp/demo`):
     .venv/bin/python benchmarks/found_demo.py /tmp/demo [--json] [--show] [--set NAME]
+        [--glossary PATH]
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from bench_common import emit
+from bench_common import emit, use_glossary
 from thoth.runtime import open_answer_service
 
 QUESTIONS = Path(__file__).resolve().parent / "data" / "found_demo.yaml"
@@ -162,8 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--set", choices=list(SETS), help="only this set")
     parser.add_argument("--show", action="store_true", help="list the questions judged wrongly")
+    parser.add_argument(
+        "--glossary",
+        type=Path,
+        help="ask with this glossary (copied into the workspace and named in its thoth.toml; "
+        "examples/clinical-dwh/glossary.yaml is the demo's bilingual one)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.glossary is not None:
+        use_glossary(args.workspace, args.glossary)
     sets = load(args.questions)
     if args.set:
         sets = {args.set: sets[args.set]}
