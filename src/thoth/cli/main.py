@@ -121,26 +121,21 @@ def init_cmd(
         highlight=False,
     )
     if repo.state == "created":
-        out.print(
+        under_git = (
             f"Ran `git init` there: review and commit the workspace in Git ({repo.repository}); "
-            "nothing is committed for you.",
-            markup=False,
-            highlight=False,
+            "nothing is committed for you."
         )
     elif repo.state == "existing":
-        out.print(
+        under_git = (
             f"Inside the Git repository {repo.repository}: review and commit the workspace "
-            "there; nothing is committed for you.",
-            markup=False,
-            highlight=False,
+            "there; nothing is committed for you."
         )
     else:
-        out.print(
+        under_git = (
             f"The workspace is not under Git ({repo.reason}) -> {repo.hint}; Thoth relies on "
-            "Git to review the Evidence Units, glossary and catalog.",
-            markup=False,
-            highlight=False,
+            "Git to review the Evidence Units, glossary and catalog."
         )
+    out.print(under_git, markup=False, highlight=False)
     for step in steps:
         out.print(f"  - {step}", markup=False, highlight=False)
 
