@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from typer.testing import CliRunner
@@ -122,7 +123,13 @@ def test_poll_syncs_only_when_the_forge_branch_moved_and_a_late_routine_is_flagg
     scheduled: tuple[Workspace, Forge],
 ) -> None:
     ws, forge = scheduled
-    now = [datetime.now(UTC) + timedelta(days=1)]
+    # Noon in Rome tomorrow, never the clock's time of day: started in the half hour before the
+    # nightly routine's 02:30 (a CI run at 01:10 UTC), the steps below made it due again.
+    rome = ZoneInfo("Europe/Rome")
+    start = (datetime.now(rome) + timedelta(days=1)).replace(
+        hour=12, minute=0, second=0, microsecond=0
+    )
+    now = [start.astimezone(UTC)]
     with open_state(ws) as state:
         scheduler = Scheduler(ws, state, clock=lambda: now[0])
         _, ran = scheduler.run_due()
